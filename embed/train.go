@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,7 @@ const (
 // Options are the training settings. The zero value is not useful; start
 // from DefaultOptions.
 type Options struct {
-	Mode Mode
+	Mode Mode `json:"mode"`
 	// DBOWWords also trains word vectors by skip-gram in DBOW mode,
 	// interleaved with the document training (gensim dbow_words=1).
 	DBOWWords bool
@@ -45,8 +46,8 @@ type Options struct {
 	Seed uint64
 	// Progress, when set, is called about every ProgressEvery (default
 	// 200 ms) from a separate goroutine, and once at the end.
-	Progress      func(Progress)
-	ProgressEvery time.Duration
+	Progress      func(Progress) `json:"-"`
+	ProgressEvery time.Duration   `json:"-"`
 }
 
 // DefaultOptions returns the settings that measured best on the WordNet
@@ -165,13 +166,19 @@ func Train(ctx context.Context, docs []Document, opts Options) (*Model, Stats, e
 	return m, st, err
 }
 
+// newModel returns an untrained model. Models built from imported word
+// vectors have no counts and get no negative-sampling table.
 func newModel(vocab *Vocab, opts Options) (*Model, error) {
-	neg, err := NewNegativeTable(vocab.Counts, 0.75)
-	if err != nil {
-		return nil, err
-	}
 	opts.Progress = nil
-	return &Model{Options: opts, Vocab: vocab, tagIndex: map[string]int{}, neg: neg, sig: newSigmoidTable()}, nil
+	m := &Model{Options: opts, Vocab: vocab, tagIndex: map[string]int{}, sig: newSigmoidTable()}
+	if slices.ContainsFunc(vocab.Counts, func(c int64) bool { return c > 0 }) {
+		neg, err := NewNegativeTable(vocab.Counts, 0.75)
+		if err != nil {
+			return nil, err
+		}
+		m.neg = neg
+	}
+	return m, nil
 }
 
 // corpus is the training corpus as vocabulary ids.
