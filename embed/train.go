@@ -47,7 +47,7 @@ type Options struct {
 	// Progress, when set, is called about every ProgressEvery (default
 	// 200 ms) from a separate goroutine, and once at the end.
 	Progress      func(Progress) `json:"-"`
-	ProgressEvery time.Duration   `json:"-"`
+	ProgressEvery time.Duration  `json:"-"`
 }
 
 // DefaultOptions returns the settings that measured best on the WordNet
