@@ -112,9 +112,8 @@ def class_names(fname, classes_dir):
 
 
 def find_classes_dir():
-    for d in (os.path.join(HERE, "..", "..", "..", "shared", "data"),  # worktree next to shared/
-              os.path.join(HERE, "..", "..", "..", "..", "shared", "data"),  # /work/wt/<name>/...
-              "/work/shared/data"):
+    for d in (os.path.join(HERE, "..", "..", "..", "shared", "data"),  # checkout next to shared/
+              os.path.join(HERE, "..", "..", "..", "..", "shared", "data")):  # a worktree one level deeper
         if os.path.isdir(os.path.join(d, "cifar100")):
             return os.path.normpath(d)
     return None
