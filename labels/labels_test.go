@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,20 +74,11 @@ func TestCIFAR100FineToCoarseMatchesSources(t *testing.T) {
 	want := "4,1,14,8,0,6,7,7,18,3,3,14,9,18,7,11,3,9,7,11,6,11,5,10,7,6,13,15,3,15,0,11,1,10,12,14,16,9,11,5,5,19,8,8,15,13,14,17,18,10,16,4,17,4,2,0,17,4,18,17,10,3,2,12,12,16,12,1,9,19,2,10,0,1,16,12,9,13,15,13,16,19,2,4,6,19,5,5,8,19,18,1,2,15,6,0,17,8,14,13"
 	var got []string
 	for _, c := range s.Coarse.Of {
-		got = append(got, strings.TrimSpace(strings.Repeat(" ", 0)+itoa(c)))
+		got = append(got, strconv.Itoa(c))
 	}
 	if strings.Join(got, ",") != want {
 		t.Fatalf("fine→coarse = %s\nwant %s", strings.Join(got, ","), want)
 	}
-}
-
-func itoa(i int) string { return strings.TrimSpace(strings.Replace(string(rune('0'+i/10))+string(rune('0'+i%10)), "0", "", boolInt(i >= 10 && i%10 != 0 || i < 10))) }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func TestAwA2MissingValuesAreNaN(t *testing.T) {
