@@ -126,7 +126,7 @@ func TestOpenWordNetBadInputNamesFileAndLine(t *testing.T) {
 	good := "00001740 03 n 01 entity 0 000 | that which is perceived\n"
 	bad := "00000063 03 n zz entity 0 000 | broken\n"
 	cases := map[string]string{
-		"w_cnt": "  1 license\n" + bad,
+		"w_cnt":  "  1 license\n" + bad,
 		"offset": "  1 license\n" + good,
 	}
 	for name, body := range cases {
