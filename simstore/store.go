@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -366,8 +367,10 @@ func (s *Store) Info(ctx context.Context) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	lsm, vlog := s.db.Size()
-	in := &Info{Dir: s.dir, SchemaVersion: v, Counts: map[string]int{}, DiskBytes: lsm + vlog}
+	in := &Info{Dir: s.dir, SchemaVersion: v, Counts: map[string]int{}}
+	if s.dir != "" {
+		in.DiskBytes = diskUsage(s.dir)
+	}
 	for k := range kindPrefix {
 		in.Counts[k] = 0
 	}
@@ -376,6 +379,25 @@ func (s *Store) Info(ctx context.Context) (*Info, error) {
 		in.Bytes += e.Size
 	}
 	return in, nil
+}
+
+// diskUsage is the space the files under dir take on disk. Badger's own
+// Size() is refreshed only once a minute, and an open store's value log and
+// memtable files are sparse: their apparent size is much larger.
+func diskUsage(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		n += allocated(fi)
+		return nil
+	})
+	return n
 }
 
 // DefaultDir is $LCL_STORE, else $XDG_DATA_HOME/lcl/store, else
