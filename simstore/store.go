@@ -239,7 +239,7 @@ func (s *Store) Close() error {
 	close(s.stopGC)
 	s.gcDone.Wait()
 	if !s.readOnly && !s.inMemory {
-		s.gcValueLog(8)
+		s.gcValueLog(2)
 	}
 	err := s.db.Close()
 	s.db = nil
