@@ -456,3 +456,24 @@ func TestUnknownKind(t *testing.T) {
 		t.Fatalf("List(movie) = %v", err)
 	}
 }
+
+// BenchmarkMatrix1000 writes and reads back an ImageNet-sized matrix (4 MB).
+func BenchmarkMatrix1000(b *testing.B) {
+	s, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	m := squareMatrix(1000, func(i int) float32 { return float32(i) })
+	b.SetBytes(int64(4 * len(m.Data)))
+	for b.Loop() {
+		key, err := s.PutMatrix(ctx, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.GetMatrixByKey(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
