@@ -117,21 +117,28 @@ func classNames(path string, def []string) []string {
 	return names
 }
 
-func readCIFAR(paths []string, labelBytes, labelAt int, classes []string, opt *Options) (*cifarSet, error) {
+func readCIFAR(paths []string, labelBytes, labelAt int, classes []string, opt *Options) (_ *cifarSet, err error) {
 	s := &cifarSet{rec: labelBytes + cifarPixels, classes: classes, opt: opt}
 	s.bufs.New = func() any { b := make([]byte, cifarPixels); return &b }
 	warn := newWarner(opt.Warn)
+	defer func() {
+		if err != nil {
+			for _, f := range s.files {
+				f.f.Close()
+			}
+		}
+	}()
 	index := 0 // split index of the next record, counting bad ones
 	for fi, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, err
 		}
+		s.files = append(s.files, cifarFile{f: f, name: p})
 		st, err := f.Stat()
 		if err != nil {
 			return nil, err
 		}
-		s.files = append(s.files, cifarFile{f: f, name: p})
 		n := int(st.Size() / int64(s.rec))
 		br := bufio.NewReaderSize(f, 1<<20)
 		rec := make([]byte, s.rec)

@@ -253,7 +253,7 @@ func (l *Loader) fill(k int) (*Batch, error) {
 				err = &ExampleError{File: "(decode)", Index: idx, Err: err}
 			}
 			if !l.cfg.SkipBad {
-				return nil, err
+				return nil, fmt.Errorf("data: %w", err)
 			}
 			l.warn.warn(err)
 			continue

@@ -99,7 +99,7 @@ func TestOpenIDX(t *testing.T) {
 		{name: "truncated images", kind: "mnist", fix: idxFixture{h: 4, w: 3, train: cyclic(20, 10), test: cyclic(7, 10), cutImages: 13},
 			wantErr: []string{"train-images-idx3-ubyte", "example 18", "truncated"}},
 		{name: "truncated gzip images", kind: "mnist", fix: idxFixture{h: 4, w: 3, train: cyclic(20, 10), test: cyclic(7, 10), gzip: true, cutImages: 9},
-			wantErr: []string{"train-images-idx3-ubyte.gz"}},
+			wantErr: []string{"train-images-idx3-ubyte.gz", "example 19", "truncated"}}, // 8-byte gzip trailer + 1 byte of data
 		{name: "truncated images skipped", kind: "mnist", fix: idxFixture{h: 4, w: 3, train: cyclic(20, 10), test: cyclic(7, 10), cutImages: 13},
 			query: "?skip-bad=1", wantTrain: 18, wantSkip: 2},
 		{name: "truncated labels", kind: "mnist", fix: idxFixture{h: 4, w: 3, train: cyclic(20, 10), test: cyclic(7, 10), cutLabels: 3},
@@ -507,6 +507,28 @@ func TestCropRect(t *testing.T) {
 		fallback := r.Dx() == w || r.Dy() == h
 		if !fallback && (area < 0.08*0.8 || ratio < 0.75*0.8 || ratio > 4.0/3*1.25) {
 			t.Fatalf("crop %v of %dx%d: area %.3f ratio %.3f", r, w, h, area, ratio)
+		}
+	}
+}
+
+func TestSynthetic(t *testing.T) {
+	train, test, err := Open("synthetic?n=50&test=7&classes=5&shape=1,4,6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, h, w := train.Shape(); train.Len() != 50 || test.Len() != 7 || train.NumClasses() != 5 || c != 1 || h != 4 || w != 6 || train.Label(13) != 3 {
+		t.Fatalf("synthetic: %d/%d examples, %d classes, shape %d×%d×%d", train.Len(), test.Len(), train.NumClasses(), c, h, w)
+	}
+	a, b := decodeAll(t, train), decodeAll(t, train)
+	if !slices.Equal(a[3], b[3]) || slices.Equal(a[3], a[4]) {
+		t.Fatal("synthetic examples are not fixed per index or not distinct")
+	}
+	if train, _, err = Open("synthetic"); err != nil || train.Len() != 1024 {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, bad := range []string{"synthetic?n=0", "synthetic?shape=3,224", "synthetic?colour=1"} {
+		if _, _, err := Open(bad); err == nil {
+			t.Errorf("Open(%q) succeeded", bad)
 		}
 	}
 }
