@@ -108,15 +108,13 @@ func readIDX(path string, wantDims int) (dims []int, body []byte, want int, err 
 		dims[i] = int(d)
 		want *= int(d)
 	}
-	if want > 1<<34 {
-		return nil, nil, 0, fmt.Errorf("%s: IDX dimensions %v too large", path, dims)
-	}
-	body = make([]byte, want)
-	n, err := io.ReadFull(r, body)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+	// Read what is there rather than trusting the header's size, so a
+	// corrupt header cannot make us allocate gigabytes up front.
+	body, err = io.ReadAll(io.LimitReader(r, int64(want)))
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	return dims, body[:n], want, nil
+	return dims, body, want, nil
 }
 
 func readIDXSplit(imgPath, labPath string, classes []string, opt *Options) (*idxSet, error) {

@@ -2,6 +2,9 @@ package data
 
 import (
 	"errors"
+	"image"
+	"image/color"
+	"image/draw"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -530,5 +533,63 @@ func TestSynthetic(t *testing.T) {
 		if _, _, err := Open(bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestImageTransformColourModels(t *testing.T) {
+	fill := func(img draw.Image, c color.Color) image.Image {
+		b := img.Bounds()
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				img.Set(x, y, c)
+			}
+		}
+		return img
+	}
+	ycbcr := func(r image.Rectangle, red, green, blue uint8) image.Image {
+		img := image.NewYCbCr(r, image.YCbCrSubsampleRatio420)
+		y, cb, cr := color.RGBToYCbCr(red, green, blue)
+		for i := range img.Y {
+			img.Y[i] = y
+		}
+		for i := range img.Cb {
+			img.Cb[i], img.Cr[i] = cb, cr
+		}
+		return img
+	}
+	r := image.Rect(3, 5, 53, 35) // a non-zero origin, as sub-images have
+	tests := []struct {
+		name string
+		img  image.Image
+		rgb  [3]float64
+	}{
+		{"rgba", fill(image.NewRGBA(r), color.RGBA{200, 100, 50, 255}), [3]float64{200, 100, 50}},
+		{"gray", fill(image.NewGray(r), color.Gray{77}), [3]float64{77, 77, 77}},
+		{"gray16", fill(image.NewGray16(r), color.Gray16{0xffff}), [3]float64{255, 255, 255}},
+		{"nrgba half transparent", fill(image.NewNRGBA(r), color.NRGBA{200, 100, 50, 128}), [3]float64{100.4, 50.2, 25.1}},
+		{"cmyk", fill(image.NewCMYK(r), color.CMYK{0, 255, 255, 0}), [3]float64{255, 0, 0}},
+		{"ycbcr 4:2:0", ycbcr(r, 60, 120, 180), [3]float64{60, 120, 180}},
+	}
+	opt, _ := Defaults("folder")
+	opt.Size, opt.Resize = 8, 9
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := make([]float32, 3*64)
+			tmp := image.NewRGBA(image.Rect(0, 0, 8, 8))
+			rng := rand.New(rand.NewPCG(1, 1))
+			for _, train := range []bool{false, true} {
+				if err := imageTransform(tt.img, dst, tmp, &opt, train, rng); err != nil {
+					t.Fatal(err)
+				}
+				for c := range 3 {
+					want := (tt.rgb[c]/255 - float64(opt.Mean[c])) / float64(opt.Std[c])
+					for _, v := range dst[c*64 : (c+1)*64] {
+						if math.Abs(float64(v)-want) > 0.02 {
+							t.Fatalf("train=%v channel %d: %v, want %v", train, c, v, want)
+						}
+					}
+				}
+			}
+		})
 	}
 }
