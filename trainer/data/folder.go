@@ -25,12 +25,12 @@ type imageSet struct {
 	classes []string
 	opt     *Options
 	skipped int
-	tmp     sync.Pool // *image.RGBA of opt.Size², per decoding goroutine
+	scratch sync.Pool // *resampler
 }
 
 func newImageSet(classes []string, opt *Options) *imageSet {
 	s := &imageSet{classes: classes, opt: opt}
-	s.tmp.New = func() any { return image.NewRGBA(image.Rect(0, 0, opt.Size, opt.Size)) }
+	s.scratch.New = func() any { return new(resampler) }
 	return s
 }
 
@@ -56,9 +56,9 @@ func (s *imageSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) erro
 	if err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: fmt.Errorf("decoding image: %w", err)}
 	}
-	tmp := s.tmp.Get().(*image.RGBA)
-	defer s.tmp.Put(tmp)
-	if err := imageTransform(img, dst, tmp, s.opt, train, rng); err != nil {
+	rs := s.scratch.Get().(*resampler)
+	defer s.scratch.Put(rs)
+	if err := imageTransform(img, dst, rs, s.opt, train, rng); err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
 	return nil

@@ -575,10 +575,9 @@ func TestImageTransformColourModels(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := make([]float32, 3*64)
-			tmp := image.NewRGBA(image.Rect(0, 0, 8, 8))
 			rng := rand.New(rand.NewPCG(1, 1))
 			for _, train := range []bool{false, true} {
-				if err := imageTransform(tt.img, dst, tmp, &opt, train, rng); err != nil {
+				if err := imageTransform(tt.img, dst, new(resampler), &opt, train, rng); err != nil {
 					t.Fatal(err)
 				}
 				for c := range 3 {

@@ -106,10 +106,11 @@ func cropRect(w, h int, opt *Options, train bool, rng *rand.Rand) image.Rectangl
 }
 
 // imageTransform crops img (per cropRect), resamples the crop bilinearly to
-// opt.Size×opt.Size in tmp, flips it at random in training (drawn after the
-// crop) and writes it to dst as normalised RGB CHW. Grey images are
-// replicated to three channels; transparent pixels come out over black.
-func imageTransform(img image.Image, dst []float32, tmp *image.RGBA, opt *Options, train bool, rng *rand.Rand) error {
+// opt.Size×opt.Size, flips it at random in training (drawn after the crop)
+// and writes it to dst as normalised RGB CHW. Grey images are replicated to
+// three channels; transparent pixels come out over black. YCbCr images (JPEG)
+// take the fast plane path of resample.go, others x/image/draw via RGBA.
+func imageTransform(img image.Image, dst []float32, rs *resampler, opt *Options, train bool, rng *rand.Rand) error {
 	s := opt.Size
 	if len(dst) != 3*s*s {
 		return fmt.Errorf("data: destination holds %d values, want %d", len(dst), 3*s*s)
@@ -120,6 +121,13 @@ func imageTransform(img image.Image, dst []float32, tmp *image.RGBA, opt *Option
 	}
 	r := cropRect(b.Dx(), b.Dy(), opt, train, rng).Add(b.Min)
 	flip := train && opt.Flip && rng.IntN(2) == 1
+	if yc, ok := img.(*image.YCbCr); ok && rs.ycbcr(yc, r, s, flip, opt, dst) {
+		return nil
+	}
+	if rs.rgba == nil || rs.rgba.Rect.Dx() != s {
+		rs.rgba = image.NewRGBA(image.Rect(0, 0, s, s))
+	}
+	tmp := rs.rgba
 	draw.BiLinear.Scale(tmp, tmp.Rect, img, r, draw.Src, nil)
 	plane := s * s
 	var scale, bias [3]float32
