@@ -40,6 +40,35 @@ func TestDebianFashionMNIST(t *testing.T) {
 			}
 		}
 	}
+	// Labels and pixels agree with an independent reading (numpy over the
+	// same .gz files): first labels, and pixel sums of the first and last image.
+	for _, s := range []struct {
+		ds   Dataset
+		want []int
+	}{{train, []int{9, 0, 0, 3, 0, 2, 7, 2, 5, 5}}, {test, []int{9, 2, 1, 1, 6, 1, 4, 6, 5, 7}}} {
+		for i, w := range s.want {
+			if s.ds.Label(i) != w {
+				t.Fatalf("label %d = %d, want %d", i, s.ds.Label(i), w)
+			}
+		}
+	}
+	rawTrain, _, err := Open("fashion-mnist?mean=0&std=0.00392156862745098") // x' = 255·x: pixel values
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]float32, 784)
+	for _, c := range []struct{ i, sum int }{{0, 76247}, {59999, 16684}} {
+		if err := rawTrain.Decode(c.i, raw, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for _, v := range raw {
+			sum += float64(v)
+		}
+		if math.Abs(sum-float64(c.sum)) > 1 {
+			t.Fatalf("pixel sum of training image %d = %v, want %d", c.i, sum, c.sum)
+		}
+	}
 	// DR 10%: 600 per class.
 	idx, err := Fraction(train, 0.1, 1)
 	if err != nil {
