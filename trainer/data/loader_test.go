@@ -9,9 +9,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // labelSet is an in-memory data set with chosen labels; example i decodes to
@@ -286,4 +288,44 @@ func TestLoaderCancel(t *testing.T) {
 	}
 	l.Close()
 	l.Close()
+}
+
+func TestLoaderReusesReleasedBatches(t *testing.T) {
+	ds := &labelSet{labels: make([]int, 400), classes: 1}
+	before := runtime.NumGoroutine()
+	l, err := NewLoader(context.Background(), ds, LoaderConfig{Batch: 4, Workers: 2, Prefetch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[*float32]bool{}
+	next := 0
+	for {
+		b, err := l.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, x := range b.X { // a reused batch holds fresh values
+			if int(x) != next+j || b.Index[j] != next+j {
+				t.Fatalf("batch at %d: X[%d] = %v, Index %d", next, j, x, b.Index[j])
+			}
+		}
+		next += b.N
+		seen[&b.X[0]] = true
+		b.Release()
+	}
+	l.Close()
+	if next != 400 || len(seen) > 1+2+1+2 { // Prefetch + Workers + 1, and the free list's slack
+		t.Fatalf("%d examples in %d distinct buffers: released batches are not reused", next, len(seen))
+	}
+	// All goroutines have ended.
+	for range 100 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d goroutines after Close, %d before", runtime.NumGoroutine(), before)
 }
