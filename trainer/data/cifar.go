@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ func openCIFAR(sp Spec) (train, test Dataset, err error) {
 			trainFiles = append(trainFiles, filepath.Join(dir, "data_batch_"+strconv.Itoa(i)+".bin"))
 		}
 		testFiles = []string{filepath.Join(dir, "test_batch.bin")}
-		classes = classNames(filepath.Join(dir, "batches.meta.txt"), cifar10Classes)
+		classes = classNames(filepath.Join(dir, "batches.meta.txt"), slices.Clone(cifar10Classes))
 	} else {
 		dir = cifarDir(dir, "cifar-100-binary", "train.bin")
 		trainFiles = []string{filepath.Join(dir, "train.bin")}

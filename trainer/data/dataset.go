@@ -19,7 +19,8 @@ type Dataset interface {
 	// Label is the class of example i. It never reads image data.
 	Label(i int) int
 	// Classes names the classes in label order (folder names, WordNet ids,
-	// CIFAR names, ...). Its length is NumClasses().
+	// CIFAR names, ...). Its length is NumClasses(); callers must not
+	// modify it.
 	Classes() []string
 	// Decode writes example i, normalised, in CHW order into dst, which has
 	// length c*h*w. With train set it applies the split's training

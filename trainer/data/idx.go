@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -31,7 +32,7 @@ type idxSet struct {
 }
 
 func openIDX(sp Spec) (train, test Dataset, err error) {
-	classes := fashionClasses
+	classes := slices.Clone(fashionClasses)
 	if sp.Kind == "mnist" {
 		classes = make([]string, 10)
 		for i := range classes {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,7 +51,8 @@ type Options struct {
 	Warn func(msg string)
 }
 
-// Normalisation constants, per channel, for pixels scaled to [0,1].
+// Normalisation constants, per channel, for pixels scaled to [0,1]; read
+// only (Defaults hands out copies).
 var (
 	// Fashion-MNIST training set: mean 0.2860, std 0.3530 (checked by the tests).
 	fashionMean, fashionStd = []float32{0.2860}, []float32{0.3530}
@@ -85,6 +87,8 @@ func Defaults(kind string) (Options, error) {
 	default:
 		return Options{}, fmt.Errorf("data: unknown data set kind %q (want one of %s)", kind, strings.Join(kinds, ", "))
 	}
+	// Copies, so a caller editing its options cannot change the defaults.
+	o.Mean, o.Std = slices.Clone(o.Mean), slices.Clone(o.Std)
 	return o, nil
 }
 
@@ -292,6 +296,9 @@ func (sp Spec) Open() (train, test Dataset, err error) {
 	if err := sp.Options.check(sp.Kind); err != nil {
 		return nil, nil, fmt.Errorf("data: %s: %w", sp.Kind, err)
 	}
+	// The splits keep the options: copy what the caller could still change.
+	o := &sp.Options
+	o.Mean, o.Std, o.Classes = slices.Clone(o.Mean), slices.Clone(o.Std), slices.Clone(o.Classes)
 	switch sp.Kind {
 	case "fashion-mnist", "mnist":
 		return openIDX(sp)
