@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,5 +171,49 @@ func TestStoreInUseFailsFast(t *testing.T) {
 	}
 	if strings.Count(r.err, "\n") != 1 || !strings.Contains(r.err, dir) || !strings.Contains(r.err, "in use") {
 		t.Errorf("stderr %q: want one line naming %s and saying it is in use", r.err, dir)
+	}
+}
+
+func TestStoreExportCorruptValueNamesKey(t *testing.T) {
+	dir := t.TempDir()
+	s, err := simstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 600×600 float32 (1.4 MB) is kept verbatim in Badger's value log.
+	n := 600
+	m := simstore.Matrix{LabelSet: "toy", Kind: "semantic", Data: make([]float32, n*n)}
+	for i := range n {
+		m.Classes = append(m.Classes, "c"+strconv.Itoa(i))
+	}
+	const marker = 4242.125
+	m.Data[777] = marker
+	key, err := s.PutMatrix(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	pat := binary.LittleEndian.AppendUint32(nil, math.Float32bits(marker))
+	files, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	flipped := false
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if i := strings.Index(string(b), string(pat)); i >= 0 {
+			b[i+2] ^= 0x08
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			flipped = true
+		}
+	}
+	if !flipped {
+		t.Fatal("matrix bytes not found in the value log")
+	}
+	r := cliRun(t, "--store", dir, "store", "export", key, "--format", "npy", "-o", filepath.Join(t.TempDir(), "m.npy"))
+	if r.code != ExitFailure || strings.Count(r.err, "\n") != 1 || !strings.Contains(r.err, `corrupt value at key "`+key+`"`) {
+		t.Errorf("export of a flipped value: exit %d, stderr %q; want exit 1 and one line naming %s", r.code, r.err, key)
+	}
+	if r := cliRun(t, "--store", dir, "store", "ls"); r.code != 0 || !strings.Contains(r.out, key) {
+		t.Errorf("ls on a store with a corrupt value: exit %d, %q %q", r.code, r.out, r.err)
 	}
 }
