@@ -22,8 +22,8 @@ const (
 )
 
 // MaxValueSize is the largest encoded record (header, metadata and float32
-// payload) the store accepts: 2 GiB, about a 23000×23000 matrix.
-const MaxValueSize = 2 << 30
+// payload) the store accepts: 2 GiB less one byte, about a 23000×23000 matrix.
+const MaxValueSize = 1<<31 - 1
 
 func newGen() string {
 	var b [genLen / 2]byte
