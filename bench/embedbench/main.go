@@ -11,12 +11,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lcl-project/lcl/embed"
+	"github.com/lcl-project/lcl/embed/wncorpus"
+	"github.com/lcl-project/lcl/wiki"
 )
 
 func main() {
@@ -44,9 +47,11 @@ func main() {
 func cmdCorpus(args []string) error {
 	fs := flag.NewFlagSet("corpus", flag.ExitOnError)
 	out := fs.String("o", "corpus.txt", "output: one document per line, wnid TAB tokens")
-	relatives := fs.Bool("relatives", false, "append hypernyms' and hyponyms' lemmas and glosses")
+	relatives := fs.Bool("relatives", false, "documents of wiki.WordNetDocument (with hypernyms and hyponyms)")
 	fs.Parse(args)
-	wn, err := readWordNet("")
+	// The corpus of `lcl embed` (package wncorpus), or with -relatives the
+	// full wiki.WordNetDocument (synset, hypernyms, hyponyms).
+	wn, err := wiki.OpenWordNet("")
 	if err != nil {
 		return err
 	}
@@ -56,21 +61,20 @@ func cmdCorpus(args []string) error {
 	}
 	w := bufio.NewWriter(f)
 	ntok := 0
-	for _, s := range wn.order {
-		text := s.text()
+	for _, s := range wn.Nouns() {
+		text := wncorpus.SynsetText(wn, s)
 		if *relatives {
-			for _, r := range append(append([]string(nil), s.hypernyms...), s.hyponyms...) {
-				text += " " + wn.byID[r].text()
-			}
+			text = wiki.WordNetDocument(wn, s)
 		}
 		toks := embed.Tokenize(text)
 		ntok += len(toks)
-		fmt.Fprintf(w, "%s\t%s\n", s.id, strings.Join(toks, " "))
+		fmt.Fprintf(w, "%s\t%s\n", s.ID, strings.Join(toks, " "))
 	}
+	n := wn.Len()
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "%d documents, %d tokens\n", len(wn.order), ntok)
+	fmt.Fprintf(os.Stderr, "%d documents, %d tokens\n", n, ntok)
 	return f.Close()
 }
 
@@ -235,6 +239,22 @@ func cmdQuality(args []string) error {
 		}
 	}
 	res := map[string]float64{}
+	// Cross-check of the reference with the project's own Wu-Palmer
+	// (wiki.WuPalmer): the largest difference over all pairs.
+	if pwn, err := wiki.OpenWordNet(""); err == nil {
+		k, maxDiff := 0, 0.0
+		for i := range ids {
+			for j := i + 1; j < len(ids); j++ {
+				if x, err := pwn.WuPalmer(ids[i], ids[j]); err == nil {
+					maxDiff = math.Max(maxDiff, math.Abs(x-ref[k]))
+				} else {
+					maxDiff = math.Inf(1)
+				}
+				k++
+			}
+		}
+		res["wup_max_abs_diff_vs_wiki"] = maxDiff
+	}
 	if *corpusPath != "" {
 		docs, err := readCorpus(*corpusPath)
 		if err != nil {

@@ -17,9 +17,7 @@ import (
 type synset struct {
 	id        string // "n02119789"
 	lemmas    []string
-	gloss     string   // definition and examples, as in data.noun
 	hypernyms []string // @ and @i
-	hyponyms  []string // ~ and ~i
 	name      string   // nltk's name: first lemma, lower-cased, "." "n" "." sense number
 }
 
@@ -50,7 +48,7 @@ func readWordNet(dir string) (*wordnet, error) {
 		if strings.HasPrefix(t, "  ") {
 			continue
 		}
-		head, gloss, ok := strings.Cut(t, " | ")
+		head, _, ok := strings.Cut(t, " | ")
 		if !ok {
 			return nil, fmt.Errorf("data.noun:%d: no gloss", line)
 		}
@@ -59,7 +57,7 @@ func readWordNet(dir string) (*wordnet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("data.noun:%d: %w", line, err)
 		}
-		s := &synset{id: "n" + fs[0], gloss: strings.TrimSpace(gloss)}
+		s := &synset{id: "n" + fs[0]}
 		for i := 0; i < int(wc); i++ {
 			s.lemmas = append(s.lemmas, fs[4+2*i])
 		}
@@ -76,8 +74,6 @@ func readWordNet(dir string) (*wordnet, error) {
 			switch sym {
 			case "@", "@i":
 				s.hypernyms = append(s.hypernyms, "n"+off)
-			case "~", "~i":
-				s.hyponyms = append(s.hyponyms, "n"+off)
 			}
 		}
 		wn.order = append(wn.order, s)
@@ -117,11 +113,6 @@ func readWordNet(dir string) (*wordnet, error) {
 		}
 	}
 	return wn, nil
-}
-
-// text is the synset's own document: lemmas, definition and examples.
-func (s *synset) text() string {
-	return strings.ReplaceAll(strings.Join(s.lemmas, ", "), "_", " ") + ". " + s.gloss
 }
 
 // wup computes Wu-Palmer similarity exactly as nltk 3.8's

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/embed"
+	"github.com/lcl-project/lcl/embed/wncorpus"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
-	"github.com/lcl-project/lcl/wiki"
 )
 
 type embedFlags struct {
@@ -220,14 +220,6 @@ func classDocuments(ctx context.Context, f *Factory, set *labels.Set, source str
 	return nil, "", usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", source)
 }
 
-// synsetText is a synset's own document: its line of wiki.WordNetDocument
-// (lemmas, definition, examples), without the neighbours' lines. The
-// default corpus is made of these, one per noun synset.
-func synsetText(wn *wiki.WordNet, s *wiki.Synset) string {
-	line, _, _ := strings.Cut(wiki.WordNetDocument(wn, s), "\n")
-	return line
-}
-
 func wordnetDocuments(f *Factory, set *labels.Set) ([]classDoc, string, error) {
 	wn, err := f.WordNet()
 	if err != nil {
@@ -242,7 +234,7 @@ func wordnetDocuments(f *Factory, set *labels.Set) ([]classDoc, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("class %d (%s): %w", c.Index, c.ID, err)
 		}
-		docs[i] = classDoc{class: c, tag: c.WNID, text: synsetText(wn, s)}
+		docs[i] = classDoc{class: c, tag: c.WNID, text: wncorpus.SynsetText(wn, s)}
 	}
 	return docs, "wordnet", nil
 }
@@ -303,9 +295,7 @@ func vectorsFromTraining(ctx context.Context, f *Factory, fl *embedFlags, o embe
 		if err != nil {
 			return nil, "", embed.Stats{}, err
 		}
-		for _, s := range wn.Nouns() {
-			corpus = append(corpus, embed.Document{Tag: s.ID, Words: embed.Tokenize(synsetText(wn, s))})
-		}
+		corpus = wncorpus.Documents(wn)
 		meta["corpus"] = "wordnet noun synsets (lemmas, definition, examples)"
 	}
 	// Class documents not in the corpus (articles) are trained with it.
@@ -486,4 +476,3 @@ func vectorsFromWord2Vec(path string, docs []classDoc, meta map[string]string) (
 	meta["direct_keys"] = strconv.Itoa(direct)
 	return vecs, fmt.Sprintf("w2v-%s-d%d-mean", digest, v.Dim), nil
 }
-
