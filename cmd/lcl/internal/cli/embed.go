@@ -95,7 +95,6 @@ training cleanly; nothing is stored then.`,
 	p.IntVar(&fl.workers, "workers", runtime.GOMAXPROCS(0), "training goroutines (1 = deterministic)")
 	p.Uint64Var(&fl.seed, "seed", d.Seed, "random seed")
 	p.IntVar(&fl.inferEpochs, "infer-epochs", 0, "epochs for inferring vectors of documents not trained on (0 = training epochs)")
-	cmd.MarkFlagsMutuallyExclusive("corpus", "model", "vectors")
 	return cmd
 }
 
@@ -180,6 +179,20 @@ func (fl *embedFlags) options() (embed.Options, error) {
 	}
 	if o.Workers < 1 {
 		return o, usagef("--workers %d: want ≥ 1", fl.workers)
+	}
+	n := 0
+	for _, s := range []string{fl.corpus, fl.model, fl.vectors} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return o, usagef("--corpus, --model and --vectors exclude each other: give at most one")
+	}
+	if fl.model != "" || fl.vectors != "" {
+		if fl.saveModel != "" {
+			return o, usagef("--save-model saves a model trained here: not with --model or --vectors")
+		}
 	}
 	if fl.inferEpochs < 0 {
 		return o, usagef("--infer-epochs %d: want ≥ 0", fl.inferEpochs)
