@@ -218,6 +218,7 @@ func readVectors(path string) (map[string][]float32, error) {
 func cmdQuality(args []string) error {
 	fs := flag.NewFlagSet("quality", flag.ExitOnError)
 	corpusPath := fs.String("tfidf", "", "corpus file for the TF-IDF baseline")
+	nltkPath := fs.String("nltk", "", "optional: file of nltk wup_similarity values for the same pairs, one per line, to check the reference against")
 	fs.Parse(args)
 	wn, err := readWordNet("")
 	if err != nil {
@@ -254,6 +255,25 @@ func cmdQuality(args []string) error {
 			}
 		}
 		res["wup_max_abs_diff_vs_wiki"] = maxDiff
+	}
+	if *nltkPath != "" {
+		raw, err := os.ReadFile(*nltkPath)
+		if err != nil {
+			return err
+		}
+		lines := strings.Fields(string(raw))
+		if len(lines) != len(ref) {
+			return fmt.Errorf("%s: %d values, want %d", *nltkPath, len(lines), len(ref))
+		}
+		maxDiff := 0.0
+		for k, l := range lines {
+			x, err := strconv.ParseFloat(l, 64)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w", *nltkPath, k+1, err)
+			}
+			maxDiff = math.Max(maxDiff, math.Abs(x-ref[k]))
+		}
+		res["wup_max_abs_diff_vs_nltk"] = maxDiff
 	}
 	if *corpusPath != "" {
 		docs, err := readCorpus(*corpusPath)
