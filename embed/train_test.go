@@ -238,3 +238,20 @@ func TestTrainBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInfer reports the time to infer one 12-word document for one
+// epoch (bench/embed.sh measures it on the real corpus next to gensim).
+func BenchmarkInfer(b *testing.B) {
+	o := DefaultOptions()
+	o.Epochs, o.MinCount, o.Workers = 5, 1, 1
+	m, _, err := Train(context.Background(), topicCorpus(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	words := topicCorpus()[0].Words
+	for b.Loop() {
+		if _, err := m.Infer(words, InferOptions{Epochs: 1, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
