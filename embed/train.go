@@ -29,21 +29,21 @@ type Options struct {
 	Mode Mode `json:"mode"`
 	// DBOWWords also trains word vectors by skip-gram in DBOW mode,
 	// interleaved with the document training (gensim dbow_words=1).
-	DBOWWords bool
-	Dim       int     // vector size
-	Window    int     // maximum distance between centre and context word
-	Negative  int     // negative samples per positive one
-	MinCount  int     // words rarer than this are dropped
-	Sample    float64 // frequent-word down-sampling threshold; 0 disables
-	Epochs    int
-	Alpha     float64 // initial learning rate, decaying linearly ...
-	MinAlpha  float64 // ... to this value at the end of the last epoch
+	DBOWWords bool    `json:"dbow_words"`
+	Dim       int     `json:"dim"`       // vector size
+	Window    int     `json:"window"`    // maximum distance between centre and context word
+	Negative  int     `json:"negative"`  // negative samples per positive one
+	MinCount  int     `json:"min_count"` // words rarer than this are dropped
+	Sample    float64 `json:"sample"`    // frequent-word down-sampling threshold; 0 disables
+	Epochs    int     `json:"epochs"`
+	Alpha     float64 `json:"alpha"`     // initial learning rate, decaying linearly ...
+	MinAlpha  float64 `json:"min_alpha"` // ... to this value at the end of the last epoch
 	// Workers is the number of training goroutines, which update the shared
 	// weights without locks (Hogwild). 0 means runtime.GOMAXPROCS(0).
-	Workers int
+	Workers int `json:"workers"`
 	// Seed makes runs repeatable: with Workers == 1 the same seed and
 	// corpus give bit-identical vectors.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 	// Progress, when set, is called about every ProgressEvery (default
 	// 200 ms) from a separate goroutine, and once at the end.
 	Progress      func(Progress) `json:"-"`
