@@ -24,7 +24,7 @@ import (
 type embedFlags struct {
 	synsets, source           string
 	corpus, model, vectors    string
-	saveModel                 string
+	saveModel, export         string
 	mode                      string
 	words                     bool
 	dim, window, negative     int
@@ -82,6 +82,7 @@ training cleanly; nothing is stored then.`,
 	p.StringVar(&fl.model, "model", "", "use this saved model instead of training")
 	p.StringVar(&fl.vectors, "vectors", "", "use this word2vec vector file instead of training")
 	p.StringVar(&fl.saveModel, "save-model", "", "also save the trained model to this file")
+	p.StringVar(&fl.export, "export", "", "also write the class vectors to this word2vec file (binary if it ends in .bin, else text)")
 	p.StringVar(&fl.mode, "mode", string(d.Mode), "doc2vec architecture: dbow or dm")
 	p.BoolVar(&fl.words, "dbow-words", d.DBOWWords, "in dbow mode, train word vectors by skip-gram too")
 	p.IntVar(&fl.dim, "dim", d.Dim, "vector size")
@@ -150,6 +151,12 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 	}
 	if err := s.PutVectors(ctx, out); err != nil {
 		return err
+	}
+	if fl.export != "" {
+		v := &embed.Vectors{Keys: out.IDs, Dim: out.Dim, Data: out.Data}
+		if err := embed.SaveWord2Vec(fl.export, v, strings.HasSuffix(fl.export, ".bin")); err != nil {
+			return err
+		}
 	}
 	res := map[string]any{"label_set": set.Name, "model": model, "classes": len(out.IDs), "dim": out.Dim, "source": source}
 	if stats != nil {

@@ -91,11 +91,17 @@ func TestEmbedCorpus(t *testing.T) {
 		}
 	}
 	// Same seed, one worker: the same vectors again; --model reuses them.
-	r = cliRun(t, "--store", store, "--json", "embed", "--synsets", set, "--source", "wordnet", "--model", model)
+	export := filepath.Join(dir, "classes.bin")
+	r = cliRun(t, "--store", store, "--json", "embed", "--synsets", set, "--source", "wordnet", "--model", model, "--export", export)
 	out = embedJSON(t, r)
 	v2 := storedVectors(t, store, out["label_set"].(string), out["model"].(string))
 	if !slices.Equal(v2.Data, v.Data) {
 		t.Error("--model: vectors differ from the trained ones")
+	}
+	// --export writes the class vectors as binary word2vec.
+	w, bin, err := embed.LoadWord2Vec(export)
+	if err != nil || !bin || !slices.Equal(w.Keys, v.IDs) || !slices.Equal(w.Data, v.Data) {
+		t.Errorf("--export: binary=%v keys %v, %v; want the stored vectors", bin, w, err)
 	}
 }
 
