@@ -17,10 +17,10 @@ import (
 )
 
 // The test binary doubles as the plugins under test: started by go-plugin
-// (the handshake cookie is set) with LCL_TEST_SELF=1, it serves the plugin
-// named by its last two arguments instead of running tests.
+// (the handshake cookie is set), it serves the plugin named by its last two
+// arguments instead of running tests.
 func init() {
-	if os.Getenv("LCL_TEST_SELF") != "1" || os.Getenv(shim.Handshake.MagicCookieKey) != shim.Handshake.MagicCookieValue {
+	if os.Getenv(shim.Handshake.MagicCookieKey) != shim.Handshake.MagicCookieValue {
 		return
 	}
 	kind, name := os.Args[len(os.Args)-2], os.Args[len(os.Args)-1]
@@ -87,7 +87,6 @@ func (b *broken) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 // strategies.
 func testHost(t *testing.T) *Host {
 	t.Helper()
-	t.Setenv("LCL_TEST_SELF", "1")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
