@@ -132,4 +132,3 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("Compute = %+v, %v; plugin got %+v", mat, err, src.got)
 	}
 }
-
