@@ -2,6 +2,9 @@ package plugins
 
 import (
 	"fmt"
+	"os"
+
+	"github.com/lcl-project/lcl/plugins/internal/shim"
 
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/plugins/source"
@@ -12,6 +15,9 @@ import (
 // NAME` calls it when the host re-executes lcl. It returns only on a bad
 // kind or name.
 func ServeBuiltin(kind, name string) error {
+	if os.Getenv(shim.Handshake.MagicCookieKey) != shim.Handshake.MagicCookieValue {
+		return fmt.Errorf("`lcl plugins serve` is run by lcl itself when it needs a built-in plugin; use `lcl plugins list`")
+	}
 	switch kind {
 	case KindStrategy:
 		st, ok := strategy.New(name)

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lcl-project/lcl/internal/npy"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
+	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// strategyOptions are the flags that choose a strategy and its similarity
+// matrix; lcl plan and lcl train share them.
+type strategyOptions struct {
+	Strategy string
+	Params   []string // --param NAME=VALUE, repeatable
+	Epsilon  float64  // --epsilon, shorthand for --param epsilon=
+	Source   string   // similarity: a store matrix kind, or a similarity plugin
+	Matrix   string   // similarity: an .npy file
+	Timeout  time.Duration
+}
+
+func (o *strategyOptions) addFlags(fs *pflag.FlagSet, defaultStrategy string) {
+	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin; see lcl plugins list")
+	fs.StringArrayVar(&o.Params, "param", nil, "strategy parameter NAME=VALUE (repeatable); see lcl plugins list")
+	fs.Float64Var(&o.Epsilon, "epsilon", 0, "lcl's decay ε (shorthand for --param epsilon=ε; paper: 0.9, 0.99, 0.999)")
+	fs.StringVar(&o.Source, "source", "semantic", "similarity matrix: the latest matrix of this kind in the store, else a similarity plugin of this name")
+	fs.StringVar(&o.Matrix, "matrix", "", "similarity matrix from a C×C .npy file (class order), instead of --source")
+	fs.DurationVar(&o.Timeout, "plugin-timeout", 0, "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)")
+}
+
+// params merges --param and --epsilon.
+func (o *strategyOptions) params(fs *pflag.FlagSet) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range o.Params {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usagef("--param %q: want NAME=VALUE", p)
+		}
+		out[k] = v
+	}
+	if fs.Changed("epsilon") {
+		if v, ok := out["epsilon"]; ok && v != strconv.FormatFloat(o.Epsilon, 'g', -1, 64) {
+			return nil, usagef("--epsilon %g and --param epsilon=%s disagree", o.Epsilon, v)
+		}
+		out["epsilon"] = strconv.FormatFloat(o.Epsilon, 'g', -1, 64)
+	}
+	return out, nil
+}
+
+// sdkClasses converts a label set's classes.
+func sdkClasses(set *labels.Set) []sdk.Class {
+	out := make([]sdk.Class, len(set.Classes))
+	for i, c := range set.Classes {
+		out[i] = sdk.Class{Index: c.Index, ID: c.ID, Name: c.Name, WNID: c.WNID}
+	}
+	return out
+}
+
+// sdkAttributes converts a label set's attribute tables, sorted by name.
+func sdkAttributes(set *labels.Set) []sdk.Attributes {
+	var names []string
+	for n := range set.Attributes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []sdk.Attributes
+	for _, n := range names {
+		a := set.Attributes[n]
+		m := sdk.NewMatrix(len(a.Values), len(a.Names))
+		for i, row := range a.Values {
+			copy(m.Row(i), row)
+		}
+		out = append(out, sdk.Attributes{Name: n, Names: a.Names, Values: m})
+	}
+	return out
+}
+
+// similarity finds the C×C matrix a strategy needs: --matrix FILE, else the
+// latest store matrix of kind --source for the label set, else a similarity
+// plugin named --source. It returns the matrix and where it came from.
+func (o *strategyOptions) similarity(ctx context.Context, f *Factory, host *plugins.Host, set *labels.Set, classes []sdk.Class) (*sdk.Matrix, string, error) {
+	c := len(classes)
+	if o.Matrix != "" {
+		r, cols, data, err := npy.ReadFile(o.Matrix)
+		if err != nil {
+			return nil, "", err
+		}
+		if c > 0 && (r != c || cols != c) {
+			return nil, "", fmt.Errorf("--matrix %s is %d×%d, label set %s has %d classes", o.Matrix, r, cols, set.Name, c)
+		}
+		if r != cols {
+			return nil, "", fmt.Errorf("--matrix %s is %d×%d, want a square matrix", o.Matrix, r, cols)
+		}
+		return &sdk.Matrix{Rows: r, Cols: cols, Data: data}, o.Matrix, nil
+	}
+	if set == nil {
+		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
+	}
+	st, err := f.Store()
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := st.LatestMatrix(ctx, set.Name, o.Source)
+	switch {
+	case err == nil:
+		return storeMatrix(m, set)
+	case !errors.Is(err, simstore.ErrNotFound):
+		return nil, "", err
+	}
+	if _, rerr := host.Resolve(plugins.KindSimilarity, o.Source); rerr != nil {
+		return nil, "", fmt.Errorf("no %q similarity matrix for %s in the store (%s), and no similarity plugin of that name: make one with `lcl similarity`, or pass --matrix FILE.npy",
+			o.Source, set.Name, st.Dir())
+	}
+	src, err := host.Source(o.Source)
+	if err != nil {
+		return nil, "", err
+	}
+	defer src.Close()
+	sim, err := src.Compute(ctx, sdk.SimilarityRequest{LabelSet: set.Name, Classes: classes, Attributes: sdkAttributes(set)})
+	if err != nil {
+		return nil, "", err
+	}
+	return sim, src.Label(), nil
+}
+
+// storeMatrix puts a stored matrix into the label set's class order.
+func storeMatrix(m *simstore.Matrix, set *labels.Set) (*sdk.Matrix, string, error) {
+	c := len(set.Classes)
+	pos := make(map[string]int, m.N())
+	for i, id := range m.Classes {
+		pos[id] = i
+	}
+	out := sdk.NewMatrix(c, c)
+	for i, a := range set.Classes {
+		pa, ok := pos[a.ID]
+		if !ok {
+			return nil, "", fmt.Errorf("stored %s matrix for %s has no class %q; recompute it", m.Kind, set.Name, a.ID)
+		}
+		for j, b := range set.Classes {
+			out.Set(i, j, float64(m.At(pa, pos[b.ID])))
+		}
+	}
+	return out, fmt.Sprintf("store %s/%s (%s)", m.LabelSet, m.Kind, m.Provenance.CreatedAt.Format(time.RFC3339)), nil
+}
+
+// openedStrategy is a started strategy with what Begin needs.
+type openedStrategy struct {
+	*plugins.Strategy
+	Info   sdk.StrategyInfo
+	Params map[string]string
+	Sim    *sdk.Matrix
+	From   string // where the similarity came from, "" when none
+}
+
+// openStrategy starts the strategy named by o and finds its similarity
+// matrix when it needs one. The caller closes the host.
+func openStrategy(ctx context.Context, f *Factory, host *plugins.Host, o *strategyOptions, fs *pflag.FlagSet, set *labels.Set, classes []sdk.Class) (*openedStrategy, error) {
+	params, err := o.params(fs)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := host.Resolve(plugins.KindStrategy, o.Strategy); err != nil {
+		return nil, usagef("--strategy: %v", err)
+	}
+	st, err := host.Strategy(o.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &openedStrategy{Strategy: st, Info: info, Params: params}
+	if info.NeedsSimilarity {
+		out.Sim, out.From, err = o.similarity(ctx, f, host, set, classes)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// bridge runs a strategy for a training run whose training examples are a
+// subset of a dataset: the plugin sees examples 0..n−1, which are the
+// dataset indices train[0..n−1]; weights and subsets are mapped back to
+// dataset indices. It also streams features to the plugin after a stage
+// that asks for them — lazily, at the first plan of a later stage, so that
+// a resumed run (a fresh plugin process) gets them again.
+type bridge struct {
+	st         *plugins.Strategy
+	stages     []sdk.Stage
+	train      []int // plugin example k = dataset index train[k]
+	datasetLen int
+	sent       map[int]bool // stages whose features the plugin has
+}
+
+// featureFunc returns the features of a finished stage's final model for
+// the given dataset indices, one row per index.
+type featureFunc func(ctx context.Context, stage string, indices []int) ([][]float32, error)
+
+// featureChunk is how many examples go in one Features message.
+const featureChunk = 2048
+
+func newBridge(ctx context.Context, opened *openedStrategy, classes []sdk.Class, datasetLabels []int, train []int, epochs, stepsPerEpoch int, model string) (*bridge, error) {
+	if train == nil {
+		train = make([]int, len(datasetLabels))
+		for i := range train {
+			train[i] = i
+		}
+	}
+	labels := make([]int, len(train))
+	for k, i := range train {
+		if i < 0 || i >= len(datasetLabels) {
+			return nil, fmt.Errorf("training index %d outside the dataset (%d examples)", i, len(datasetLabels))
+		}
+		labels[k] = datasetLabels[i]
+	}
+	stages, err := opened.Begin(ctx, sdk.Run{Classes: classes, Similarity: opened.Sim, NumExamples: len(train), Labels: labels,
+		Epochs: epochs, StepsPerEpoch: stepsPerEpoch, Model: model, Params: opened.Params})
+	if err != nil {
+		return nil, err
+	}
+	return &bridge{st: opened.Strategy, stages: stages, train: train, datasetLen: len(datasetLabels), sent: map[int]bool{}}, nil
+}
+
+// plan returns stage s, epoch e's plan with weights and subset in dataset
+// indices (weights: one per dataset example, 0 outside the training set).
+func (b *bridge) plan(ctx context.Context, s, e int, features featureFunc) (*sdk.Plan, error) {
+	if s < 0 || s >= len(b.stages) {
+		return nil, fmt.Errorf("stage %d: the strategy has %d stages", s, len(b.stages))
+	}
+	if b.stages[s].PerStep {
+		return nil, fmt.Errorf("%s: stage %q asks for a plan every step, which the trainer does not support yet; run it per epoch", b.st.Label(), b.stages[s].Name)
+	}
+	for prev := 0; prev < s; prev++ {
+		if b.stages[prev].Features && !b.sent[prev] {
+			if err := b.sendFeatures(ctx, prev, features); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p, err := b.st.Plan(ctx, sdk.PlanAt{Stage: s, Epoch: e})
+	if err != nil {
+		return nil, err
+	}
+	if p.Weights != nil {
+		w := make([]float64, b.datasetLen)
+		for k, i := range b.train {
+			w[i] = p.Weights[k]
+		}
+		p.Weights = w
+	}
+	if p.Subset != nil {
+		sub := make([]int, len(p.Subset))
+		for k, i := range p.Subset {
+			sub[k] = b.train[i]
+		}
+		p.Subset = sub
+	}
+	return p, nil
+}
+
+func (b *bridge) sendFeatures(ctx context.Context, s int, features featureFunc) error {
+	if features == nil {
+		return fmt.Errorf("%s: stage %q needs the features of stage %q, which this host cannot provide", b.st.Label(), b.stages[s+1].Name, b.stages[s].Name)
+	}
+	st := &featureSource{ctx: ctx, b: b, stage: s, features: features}
+	if err := b.st.Features(ctx, st); err != nil {
+		return err
+	}
+	b.sent[s] = true
+	return nil
+}
+
+// featureSource pulls features from the trainer chunk by chunk as the
+// plugin stream consumes them, so they never all sit in memory twice.
+type featureSource struct {
+	ctx      context.Context
+	b        *bridge
+	stage    int
+	features featureFunc
+	next     int
+}
+
+func (f *featureSource) Next() (*sdk.FeatureChunk, error) {
+	if f.next >= len(f.b.train) {
+		return nil, io.EOF
+	}
+	hi := min(f.next+featureChunk, len(f.b.train))
+	idx := f.b.train[f.next:hi]
+	rows, err := f.features(f.ctx, f.b.stages[f.stage].Name, idx)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != len(idx) {
+		return nil, fmt.Errorf("features: %d rows for %d examples", len(rows), len(idx))
+	}
+	c := &sdk.FeatureChunk{Stage: f.stage, Indices: make([]int, len(idx))}
+	for k := range idx {
+		c.Indices[k] = f.next + k
+		if k == 0 {
+			c.Dim = len(rows[0])
+			c.Data = make([]float32, 0, len(idx)*c.Dim)
+		}
+		if len(rows[k]) != c.Dim {
+			return nil, fmt.Errorf("features: rows of %d and %d values", c.Dim, len(rows[k]))
+		}
+		c.Data = append(c.Data, rows[k]...)
+	}
+	f.next = hi
+	return c, nil
+}
