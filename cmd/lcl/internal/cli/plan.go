@@ -296,4 +296,3 @@ func writePlanPNG(path, name string, rows []planRow) error {
 	}
 	return writeAtomic(path, buf.Bytes())
 }
-
