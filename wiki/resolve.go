@@ -108,9 +108,11 @@ type ResolveOptions struct {
 	// (default 0.05; see score).
 	MinScore float64
 	// HypernymDepth is how many levels of hypernyms give "Lemma (hypernym)"
-	// candidates (default 3: crane → wading bird → aquatic bird → bird).
+	// candidates (default 4: seal → pinniped → aquatic mammal → placental →
+	// mammal gives "Seal (mammal)").
 	HypernymDepth int
-	// MaxCandidates caps the generated titles per synset (default 30).
+	// MaxCandidates caps the generated titles per synset (default 40: two
+	// API requests).
 	MaxCandidates int
 	// NoHypernymFallback turns off the hypernym's-article fallback, leaving
 	// only the WordNet document.
@@ -122,10 +124,10 @@ func (o *ResolveOptions) defaults() {
 		o.MinScore = 0.05
 	}
 	if o.HypernymDepth == 0 {
-		o.HypernymDepth = 3
+		o.HypernymDepth = 4
 	}
 	if o.MaxCandidates == 0 {
-		o.MaxCandidates = 30
+		o.MaxCandidates = 40
 	}
 }
 
@@ -239,10 +241,16 @@ func pick(ctx context.Context, src PageSource, t *target, opts ResolveOptions, d
 	for _, l := range t.lemmas {
 		add(l, "lemma")
 	}
-	for _, q := range t.qualifiers {
-		for _, l := range t.lemmas {
+	for i, l := range t.lemmas {
+		if i == 0 {
+			add(l+" (disambiguation)", "lemma")
+		}
+		for _, q := range t.qualifiers {
 			add(l+" ("+q+")", "hypernym")
 		}
+	}
+	for _, l := range t.lemmas[min(1, len(t.lemmas)):] {
+		add(l+" (disambiguation)", "lemma")
 	}
 	titles := make([]string, len(gens))
 	for i, g := range gens {
@@ -267,7 +275,7 @@ func pick(ctx context.Context, src PageSource, t *target, opts ResolveOptions, d
 			return nil, fmt.Errorf("links of disambiguation page %q: %w", p.Title, err)
 		}
 		for _, l := range links {
-			if t.isLemma(stripQualifier(l)) && !seen[l] {
+			if t.namedAfterLemma(l) && !seen[l] {
 				seen[l] = true
 				extra = append(extra, l)
 			}
@@ -415,7 +423,21 @@ func newTarget(wn *WordNet, req Request, depth int) *target {
 	return t
 }
 
-func (t *target) isLemma(s string) bool { return t.lemmaSet[strings.ToLower(s)] }
+// namedAfterLemma reports whether a title linked from a disambiguation page
+// names a sense of one of the lemmas: "Crane (machine)" (a lemma with a
+// qualifier) or "Crane fly" (a lemma followed by more words).
+func (t *target) namedAfterLemma(title string) bool {
+	if t.lemmaSet[strings.ToLower(stripQualifier(title))] {
+		return true
+	}
+	lower := strings.ToLower(title)
+	for l := range t.lemmaSet {
+		if strings.HasPrefix(lower, l+" ") {
+			return true
+		}
+	}
+	return false
+}
 
 // score is the weighted share of the synset's signature words (gloss and
 // examples 1, hypernym lemmas 1, hyponym lemmas 0.5; the synset's own lemma
