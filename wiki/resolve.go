@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"unicode"
 )
@@ -609,14 +608,4 @@ func (s DirSource) Document(_ context.Context, req Request) (*Document, error) {
 	}
 	return &Document{WNID: req.wnid(), Text: WordNetDocument(s.WordNet, req.Synset), Source: "wordnet",
 		Decision: &Decision{WNID: req.wnid(), Reason: ReasonFallback, Detail: fmt.Sprintf("no %s in %s; WordNet document", strings.Join(names, " or "), s.Dir)}}, nil
-}
-
-// sortedKeys is for deterministic output.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
