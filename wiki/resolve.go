@@ -146,8 +146,10 @@ func (o *ResolveOptions) defaults() {
 //  4. Else the fallback: the first hypernym (in Parents order) whose own
 //     candidates give an article, else no title: the WordNet document.
 //
-// An error means the class could not be decided (the source failed, or an
-// override names a missing page); a fallback is not an error.
+// An error means the class could not be decided: the source failed, a
+// candidate page could not be read (a corrupt dump stream: deciding without
+// it could pick the wrong article), or an override names a missing page or a
+// disambiguation page. A fallback is not an error.
 func Resolve(ctx context.Context, src PageSource, wn *WordNet, req Request, opts ResolveOptions) (*Decision, error) {
 	opts.defaults()
 	d := &Decision{WNID: req.wnid()}
@@ -183,11 +185,8 @@ func Resolve(ctx context.Context, src PageSource, wn *WordNet, req Request, opts
 		return d, nil
 	}
 	why := "no candidate article"
-	if len(d.Candidates) > 0 {
-		why = "no candidate article matched"
-		if c := bestCandidate(d.Candidates); c != nil {
-			why += fmt.Sprintf(" (best %q %.3f < %.3f)", c.Page, c.Score, opts.MinScore)
-		}
+	if c := bestCandidate(d.Candidates); c != nil {
+		why = fmt.Sprintf("no candidate article matched (best %q %.3f < %.3f)", c.Page, c.Score, opts.MinScore)
 	}
 	d.Reason = ReasonFallback
 	if !opts.NoHypernymFallback && req.Synset != nil {
@@ -315,11 +314,13 @@ func pick(ctx context.Context, src PageSource, t *target, opts ResolveOptions, d
 		}
 		d.Candidates = append(d.Candidates, c)
 	}
+	if firstErr != nil {
+		// A candidate that could not be read might have been the best one:
+		// no decision on partial information.
+		return nil, firstErr
+	}
 	best := bestCandidate(d.Candidates)
 	if best == nil || best.Score < opts.MinScore {
-		if articles == 0 && firstErr != nil {
-			return nil, firstErr
-		}
 		return nil, nil
 	}
 	d.Titles = []string{best.Page}
