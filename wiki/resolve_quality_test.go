@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lcl-project/lcl/wiki"
@@ -99,9 +100,13 @@ func TestResolutionQuality(t *testing.T) {
 	}
 }
 
+var sharedWordNet = sync.OnceValues(func() (*wiki.WordNet, error) { return wiki.OpenWordNet("") })
+
+// openWordNet opens WordNet 3.0 once for all tests of this package (it is
+// read-only once opened).
 func openWordNet(t *testing.T) *wiki.WordNet {
 	t.Helper()
-	wn, err := wiki.OpenWordNet("")
+	wn, err := sharedWordNet()
 	if err != nil {
 		t.Fatalf("WordNet 3.0 is required for this test (run `make deps`, or apt-get install wordnet-base): %v", err)
 	}
