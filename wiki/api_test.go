@@ -80,10 +80,22 @@ func TestAPIPagesRedirectsDisambiguationMissing(t *testing.T) {
 	if srv.Requests() != 1 {
 		t.Errorf("5 titles took %d requests, want 1 batch", srv.Requests())
 	}
-	for _, ua := range srv.UserAgents {
+	for i, ua := range srv.UserAgents {
 		if !strings.HasPrefix(ua, "lcl-wiki/") || !strings.Contains(ua, "https://") {
 			t.Errorf("User-Agent %q does not name the tool and a contact URL", ua)
 		}
+		if srv.MaxLags[i] != "5" {
+			t.Errorf("request %d sent maxlag=%q, want 5", i+1, srv.MaxLags[i])
+		}
+	}
+	// The fixture refuses anonymous clients, as Wikimedia does.
+	resp, err := http.Get(srv.Endpoint() + "?action=query&format=json&formatversion=2&titles=Mouse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("request with Go's default User-Agent: HTTP %d, want 403", resp.StatusCode)
 	}
 }
 

@@ -38,8 +38,9 @@ type APIServer struct {
 	OnRequest func(n int)
 	// LinkLimit is the number of links per response (default 10).
 	LinkLimit int
-	// UserAgents holds the User-Agent of every request.
-	UserAgents []string
+	// UserAgents and MaxLags hold the User-Agent header and maxlag
+	// parameter of every request.
+	UserAgents, MaxLags []string
 }
 
 // NewAPIServer starts a server over pages; Close it when done.
@@ -80,7 +81,7 @@ func (s *APIServer) Titles() []string {
 func (s *APIServer) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests, s.titles, s.UserAgents = 0, nil, nil
+	s.requests, s.titles, s.UserAgents, s.MaxLags = 0, nil, nil, nil
 }
 
 func (s *APIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -98,6 +99,7 @@ func (s *APIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.requests
 	s.titles = append(s.titles, titles...)
 	s.UserAgents = append(s.UserAgents, r.UserAgent())
+	s.MaxLags = append(s.MaxLags, q.Get("maxlag"))
 	fault, faulty := s.faults[n]
 	hook := s.OnRequest
 	s.mu.Unlock()
