@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -143,6 +144,8 @@ func (o *ResolveOptions) defaults() {
 //     hypernym lemmas and hyponym lemmas (see score). The best one with at
 //     least MinScore wins: reason exact when it was the only candidate
 //     article, scored otherwise.
+//     A class without a synset has nothing to score against: its name (as
+//     given, then in sentence case) must be an article, taken as exact.
 //  4. Else the fallback: the first hypernym (in Parents order) whose own
 //     candidates give an article, else no title: the WordNet document.
 //
@@ -319,6 +322,18 @@ func pick(ctx context.Context, src PageSource, t *target, opts ResolveOptions, d
 		// no decision on partial information.
 		return nil, firstErr
 	}
+	if t.sigTotal == 0 {
+		// Nothing to score against (a class without a synset): the first
+		// existing article in candidate order.
+		for i := range d.Candidates {
+			if c := &d.Candidates[i]; c.Status == "article" {
+				d.Titles, d.Reason = []string{c.Page}, ReasonExact
+				d.Detail = fmt.Sprintf("%q: no synset to score against; first existing article", c.Page)
+				return c, nil
+			}
+		}
+		return nil, nil
+	}
 	best := bestCandidate(d.Candidates)
 	if best == nil || best.Score < opts.MinScore {
 		return nil, nil
@@ -355,17 +370,22 @@ func newTarget(wn *WordNet, req Request, depth int) *target {
 	own := map[string]bool{}
 	addLemma := func(l string) {
 		l = strings.ReplaceAll(l, "_", " ")
-		if k := strings.ToLower(l); !t.lemmaSet[k] {
-			t.lemmaSet[k] = true
+		if !slices.Contains(t.lemmas, l) { // titles are case-sensitive after the first letter
 			t.lemmas = append(t.lemmas, l)
 		}
+		t.lemmaSet[strings.ToLower(l)] = true
 		for _, w := range tokens(l) {
 			own[w] = true
 		}
 	}
 	s := req.Synset
 	if s == nil {
+		// No synset: the class name as given and in sentence case
+		// ("Black footed Albatross" → "Black footed albatross").
 		addLemma(req.Name)
+		if name := strings.ReplaceAll(req.Name, "_", " "); len(name) > 1 {
+			addLemma(name[:1] + strings.ToLower(name[1:]))
+		}
 	} else {
 		for _, l := range s.Lemmas {
 			addLemma(l)

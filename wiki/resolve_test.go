@@ -142,10 +142,14 @@ func TestResolveExactAndErrors(t *testing.T) {
 		}
 	}
 	// A class without a synset is looked up by its name, and cannot fall back.
-	as := &wiki.ArticleSource{Pages: src, WordNet: wn}
-	doc, err := as.Document(context.Background(), wiki.Request{ClassID: "Crane_(bird)", Name: "Crane (bird)"})
+	as := &wiki.ArticleSource{Pages: &memSource{pages: map[string]string{"Black footed albatross": "An albatross."}}, WordNet: wn}
+	doc, err := as.Document(context.Background(), wiki.Request{ClassID: "001", Name: "Black_footed_Albatross"})
+	if err != nil || doc.Title != "Black footed albatross" || doc.Decision.Reason != wiki.ReasonExact {
+		t.Errorf("class without synset: %+v, %v; want exact Black footed albatross", doc, err)
+	}
+	doc, err = as.Document(context.Background(), wiki.Request{ClassID: "002", Name: "Laysan Albatross"})
 	if err == nil || doc != nil {
-		t.Errorf("no synset, no signature: want an error (no article and nothing to fall back on), got %+v", doc)
+		t.Errorf("no synset and no article: want an error (nothing to fall back on), got %+v", doc)
 	}
 }
 
