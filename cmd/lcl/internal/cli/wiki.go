@@ -131,6 +131,10 @@ every built-in label set is searched.`,
 // openSource builds the --source; close releases what it opened.
 func openSource(f *Factory, o *wikiOptions, wn *wiki.WordNet) (src wiki.Source, close func(), err error) {
 	close = func() {}
+	kind, arg, _ := strings.Cut(o.Source, ":")
+	if o.Overrides != "" && (kind == "wordnet" || kind == "dir") {
+		return nil, close, usagef("--overrides names Wikipedia titles: it applies to --source api or dump:PATH, not %s", kind)
+	}
 	var overrides wiki.Overrides
 	if o.Overrides != "" {
 		if overrides, err = wiki.ReadOverrides(o.Overrides); err != nil {
@@ -138,7 +142,6 @@ func openSource(f *Factory, o *wikiOptions, wn *wiki.WordNet) (src wiki.Source, 
 		}
 	}
 	ropts := wiki.ResolveOptions{Overrides: overrides, MinScore: o.MinScore}
-	kind, arg, _ := strings.Cut(o.Source, ":")
 	switch kind {
 	case "wordnet":
 		return wiki.WordNetSource{WordNet: wn}, close, nil

@@ -284,6 +284,7 @@ func TestWikiUsageErrors(t *testing.T) {
 		{"wiki", "fetch", "--synsets", "imagenet", "--source", "dump:"},
 		{"wiki", "fetch"},
 		{"wiki", "show"},
+		{"wiki", "fetch", "--synsets", "imagenet", "--overrides", "x.tsv"},
 	} {
 		code, _, errs := runCLI(context.Background(), t, append([]string{"--store", t.TempDir()}, args...)...)
 		if code != ExitUsage {
