@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -298,7 +299,8 @@ func pairedRows(entries []Entry) []PairedRow {
 			}
 			for _, m := range ms {
 				c := cs[k][m]
-				if m == base || c == nil {
+				// Baselines are compared with those before them only (LS vs SL, not SL vs LS).
+				if mi := slices.Index(Baselines, m); m == base || c == nil || (mi >= 0 && mi < slices.Index(Baselines, base)) {
 					continue
 				}
 				var a, b []float64

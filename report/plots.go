@@ -111,8 +111,17 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = false
 	p.Legend.Left = false
+	// Sans-serif text throughout, set per plot (plot.DefaultFont is global state).
+	for _, ts := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle,
+		&p.X.Tick.Label, &p.Y.Tick.Label, &p.Legend.TextStyle} {
+		ts.Font.Typeface, ts.Font.Variant = sans.Typeface, sans.Variant
+	}
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.Padding = vg.Points(8)
 	return p
 }
+
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	wt, err := p.WriterTo(w, h, "png")
@@ -272,7 +281,7 @@ func cdDiagram(k *RankTest) ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))
 	c := draw.New(img)
 
-	fnt := font.From(font.Font{Typeface: "Liberation", Variant: "Sans"}, 11)
+	fnt := font.From(sans, 11)
 	sty := draw.TextStyle{Color: color.Black, Font: fnt, Handler: text.Plain{Fonts: font.DefaultCache}}
 	small := sty
 	small.Font = font.From(sty.Font, 9)
@@ -337,8 +346,8 @@ func cdDiagram(k *RankTest) ([]byte, error) {
 	note.XAlign = draw.XLeft
 	note.YAlign = draw.YBottom
 	c.FillText(note, vg.Point{X: c.Min.X + vg.Points(6), Y: c.Min.Y + vg.Points(4)},
-		fmt.Sprintf("Average ranks over %d blocks (%s); Iman–Davenport p = %s; thick bars join methods not significantly different (Nemenyi, α = %g).",
-			k.N, k.Blocks, pval(k.FFP), k.Alpha))
+		fmt.Sprintf("Average ranks over %d blocks (%s); Iman–Davenport %s; thick bars join methods not significantly different (Nemenyi, α = %g).",
+			k.N, k.Blocks, pIs(k.FFP), k.Alpha))
 
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {

@@ -127,7 +127,20 @@ func signed(v float64) string {
 	if math.IsNaN(v) {
 		return "–"
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	if v > 0 {
+		s = "+" + s
+	}
+	return s
+}
+
+// pIs states a p-value in a sentence: "p = 0.012" or "p < 0.001".
+func pIs(p float64) string {
+	if v := pval(p); strings.HasPrefix(v, "<") {
+		return "p " + v[:1] + " " + v[1:]
+	} else {
+		return "p = " + v
+	}
 }
 
 // Summary states the test results in one paragraph.
@@ -136,9 +149,9 @@ func (k *RankTest) Summary() string {
 	if !k.Significant() {
 		verdict = "no significant difference between the methods"
 	}
-	return fmt.Sprintf("Friedman χ²_F = %.3f (df %g, p = %s); Iman–Davenport F_F = %.3f (df %g, %g; p = %s; critical value %.3f at α = %g): %s. "+
+	return fmt.Sprintf("Friedman χ²_F = %.3f (df %g, %s); Iman–Davenport F_F = %.3f (df %g, %g; %s; critical value %.3f at α = %g): %s. "+
 		"Nemenyi critical difference CD = %.3f (q_%g = %.3f, k = %d, N = %d): two methods whose average ranks differ by more than CD differ significantly.",
-		k.ChiSq, k.DF1, pval(k.ChiSqP), k.FF, k.DF1, k.DF2, pval(k.FFP), k.FCrit, k.Alpha, verdict, k.CD, k.Alpha, k.Q, k.K, k.N)
+		k.ChiSq, k.DF1, pIs(k.ChiSqP), k.FF, k.DF1, k.DF2, pIs(k.FFP), k.FCrit, k.Alpha, verdict, k.CD, k.Alpha, k.Q, k.K, k.N)
 }
 
 var latexReplacer = strings.NewReplacer(

@@ -116,7 +116,7 @@ func TestTables(t *testing.T) {
 		"| 10% | resnet18 | 83.20 ± 0.10 | **83.70** ± 0.10 | 83.40 ± 0.10 | 83.50 ± 0.10 | 83.60 ± 0.10 |",
 		"## Average ranks (top-1)",
 		"| LS | 1.000 |",
-		"| fashion-mnist | 10% | cnn | LCL(ε=0.99, semantic) | SL | 0.40 |",
+		"| fashion-mnist | 10% | cnn | LCL(ε=0.99, semantic) | SL | +0.40 |",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
@@ -167,9 +167,16 @@ func TestRanksAndPaired(t *testing.T) {
 	if !math.IsInf(k.FF, 1) || !k.Significant() {
 		t.Errorf("identical orderings: F_F %v p %v", k.FF, k.FFP)
 	}
-	// 5 other methods vs SL and 4 vs LS (LS not against itself), per setting... SL vs LS too.
-	if len(r.Paired) != 4*(4+4) {
-		t.Errorf("%d paired rows, want 32", len(r.Paired))
+	// Per setting: 4 methods against SL, 3 against LS (not SL).
+	if len(r.Paired) != 4*(4+3) {
+		t.Errorf("%d paired rows, want 28", len(r.Paired))
+	}
+	pairs := map[string]bool{}
+	for _, d := range r.Paired {
+		pairs[d.Method+" vs "+d.Baseline] = true
+	}
+	if !pairs["LS vs SL"] || pairs["SL vs LS"] || !pairs["LCL(ε=0.99, semantic) vs LS"] {
+		t.Errorf("pairs %v", pairs)
 	}
 	for _, d := range r.Paired {
 		// Differences are constant over seeds: exact, p = 0.
