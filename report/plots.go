@@ -124,12 +124,12 @@ func newPlot(title, x, y string) *plot.Plot {
 var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(w, h, "png")
-	if err != nil {
-		return nil, err
-	}
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))
+	// A margin keeps the last tick label and the title off the image border.
+	dc := draw.Crop(draw.New(img), vg.Points(4), -vg.Points(16), vg.Points(4), -vg.Points(6))
+	p.Draw(dc)
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
