@@ -83,7 +83,7 @@ figcaption { color: #444; font-size: .9em; }
 <p class="note">Shaded rows: p &lt; 0.05 (not corrected for multiple comparisons).</p>
 {{end}}
 {{if .R.Plots}}<h2>Plots</h2>{{end}}
-{{range .R.Plots}}<figure><img src="{{png .PNG}}" alt="{{.Title}}"><figcaption>{{.Title}}</figcaption></figure>
+{{range .R.Plots}}<figure><img src="{{png .PNG}}" alt="{{.Title}}">{{if .Caption}}<figcaption>{{.Title}}</figcaption>{{end}}</figure>
 {{end}}
 </body>
 </html>

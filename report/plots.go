@@ -26,6 +26,8 @@ type Plot struct {
 	Name  string // file name, e.g. curves-fashion-mnist-cnn-10.png
 	Title string
 	PNG   []byte
+	// Caption is set where the image carries no title of its own.
+	Caption bool
 }
 
 const plotDPI = 96
@@ -89,7 +91,7 @@ func (r *Report) AddPlots() error {
 			return err
 		}
 		r.Plots = append(r.Plots, Plot{Name: "cd-diagram.png",
-			Title: fmt.Sprintf("Critical difference diagram (Nemenyi, α = %g, CD = %.2f)", r.Ranks.Alpha, r.Ranks.CD), PNG: png})
+			Title: fmt.Sprintf("Critical difference diagram (Nemenyi, α = %g, CD = %.2f)", r.Ranks.Alpha, r.Ranks.CD), PNG: png, Caption: true})
 	}
 	return nil
 }
