@@ -124,20 +124,31 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	}
 	bar := f.Progress(int64(len(runs)), "grid "+g.Name)
 	defer bar.Close()
+	drawn := f.IO.ErrTTY && !f.Quiet && !f.JSON // the bar is visible: log lines clear it first
 	r := &experiment.Runner{
 		Launch:  experiment.Command(self, []string{"--store", results.dir, "--quiet"}, 30*time.Second),
 		Results: results,
 		Root:    opts.RunDir,
-		Logf:    func(format string, a ...any) { f.Logf(format, a...) },
+		Logf: func(format string, a ...any) {
+			if drawn {
+				_ = bar.Clear()
+			}
+			f.Logf(format, a...)
+		},
 		Progress: func(done, total int, eta time.Duration) {
-			_ = bar.Set(done)
-			msg := fmt.Sprintf("grid %s: %d/%d runs finished", g.Name, done, total)
+			left := ""
 			if eta > 0 {
-				msg += fmt.Sprintf(", about %s left", eta.Round(time.Second))
+				left = fmt.Sprintf(", about %s left", eta.Round(time.Second))
 			}
-			if !f.Emit("progress", map[string]any{"grid": g.Name, "finished": done, "total": total, "eta_seconds": int(eta.Seconds())}) {
-				f.Logf("%s", msg)
+			if f.Emit("progress", map[string]any{"grid": g.Name, "finished": done, "total": total, "eta_seconds": int(eta.Seconds())}) {
+				return
 			}
+			if drawn {
+				_ = bar.Set(done)
+				bar.Describe("grid " + g.Name + left)
+				return
+			}
+			f.Logf("grid %s: %d/%d runs finished%s", g.Name, done, total, left)
 		},
 	}
 	f.Logf("grid %s: %d runs, run directories under %s, store %s", g.Name, len(runs), opts.RunDir, results.dir)
