@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,10 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 				return Emitted{}, err
 			}
 			opt.Results = abs
+			// Slurm opens --output before the task runs: the folder must exist.
+			if err := os.MkdirAll(abs, 0o755); err != nil {
+				return Emitted{}, err
+			}
 		}
 		path = filepath.Join(out, opt.Name+".sbatch")
 		data = []byte(slurmScript(g, runs, opt))
@@ -151,6 +156,7 @@ func slurmScript(g *Grid, runs []Run, opt EmitOptions) string {
 	fmt.Fprintf(&b, "# Slurm job array for grid %q: %d runs, one array task each.\n", g.Name, len(runs))
 	b.WriteString("# Written by `lcl experiment emit --to slurm`; submit with `sbatch` (add -p/-A/--time as your site needs).\n")
 	b.WriteString("# Results land in $LCL_RESULTS/<run id>/; import them with `lcl experiment collect $LCL_RESULTS`.\n")
+	fmt.Fprintf(&b, "# The task logs go to %s, which must exist on the nodes (Slurm does not create it).\n", opt.Results)
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", opt.Name)
 	array := fmt.Sprintf("0-%d", len(runs)-1)
 	if opt.Parallel > 0 {
@@ -179,7 +185,7 @@ type (
 		Spec       k8sSpec `yaml:"spec"`
 	}
 	k8sMeta struct {
-		Name   string            `yaml:"name"`
+		Name   string            `yaml:"name,omitempty"`
 		Labels map[string]string `yaml:"labels,omitempty"`
 	}
 	k8sSpec struct {
@@ -262,15 +268,20 @@ func kubernetesJob(g *Grid, runs []Run, opt EmitOptions) ([]byte, error) {
 			},
 		},
 	}
-	body, err := yaml.Marshal(job)
-	if err != nil {
+	var body bytes.Buffer
+	enc := yaml.NewEncoder(&body)
+	enc.SetIndent(2)
+	if err := enc.Encode(job); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
 		return nil, err
 	}
 	head := fmt.Sprintf("# Kubernetes indexed Job for grid %q: %d runs, one completion index each.\n"+
 		"# Written by `lcl experiment emit --to kubernetes`; apply with `kubectl apply -f`.\n"+
 		"# The image must contain lcl and the data; results go to the PVC %q mounted at %s.\n",
 		g.Name, len(runs), opt.PVC, opt.Results)
-	return append([]byte(head), body...), nil
+	return append([]byte(head), body.Bytes()...), nil
 }
 
 // CollectSummary says what Collect found.
