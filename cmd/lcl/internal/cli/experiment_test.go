@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lcl-project/lcl/simstore"
 )
@@ -120,5 +123,59 @@ func TestExperimentEmitCollect(t *testing.T) {
 	stdout, errs, code = runCLI(t, "--store", store, "experiment", "collect", out)
 	if code != 1 || !strings.Contains(errs, "no run directories") {
 		t.Fatalf("collect of an empty results folder: %d %s%s", code, stdout, errs)
+	}
+}
+
+// A grid interrupted with Ctrl-C (SIGINT to the lcl process) in the middle
+// of a run, then re-run, trains only the missing runs and resumes the
+// interrupted one from its directory.
+func TestExperimentInterruptedGridResumes(t *testing.T) {
+	grid := writeGrid(t, cliGrid)
+	store := filepath.Join(t.TempDir(), "store")
+	runDir := filepath.Join(t.TempDir(), "runs")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs in order: SL seed 1, SL seed 2 (blocks), LCL seed 1, LCL seed 2.
+	cmd := exec.Command(self, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	cmd.Env = append(os.Environ(), "LCL_TEST_CLI=1", "LCL_FAKE_TRAIN=1", "LCL_FAKE_BLOCK_SEED=2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var blocked string
+	for blocked == "" && time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(filepath.Join(runDir, "*", "checkpoint.pt"))
+		if len(matches) > 0 {
+			blocked = filepath.Dir(matches[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if blocked == "" {
+		cmd.Process.Kill()
+		t.Fatalf("the second run never started:\n%s", stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitCancelled {
+		t.Fatalf("interrupted grid: %v, want exit %d\n%s", err, ExitCancelled, stderr.String())
+	}
+
+	t.Setenv("LCL_FAKE_TRAIN", "1")
+	out, errs, code := runCLI(t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	if code != 0 || !strings.Contains(out, "4 runs: 3 trained now, 1 done before, 0 failed") {
+		t.Fatalf("second pass: %d\n%s%s", code, out, errs)
+	}
+	args, err := os.ReadFile(filepath.Join(blocked, "args.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(args)), "\n")
+	if len(lines) != 2 || strings.Contains(lines[0], "--resume") || !strings.HasSuffix(lines[1], " --resume") {
+		t.Errorf("interrupted run's launches:\n%s", args)
 	}
 }
