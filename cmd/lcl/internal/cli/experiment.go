@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -117,6 +118,15 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	results := storeAt{f.storeDir()}
 	if opts.DryRun {
 		return experimentList(ctx, f, g, runs, results, opts.RunDir)
+	}
+	// Catch what would fail every run before launching any.
+	if _, err := labels.Load(g.Labels); err != nil {
+		return fmt.Errorf("%s: labels: %w", path, err)
+	}
+	if g.Data != "" {
+		if _, err := os.Stat(g.Data); err != nil {
+			return fmt.Errorf("%s: data: %w", path, err)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
