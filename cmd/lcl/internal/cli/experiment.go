@@ -230,8 +230,8 @@ Results are JSON files in the shared results folder; import them with
   sbatch -p gpu cluster/lcl-cifar100-wrn.sbatch
   lcl experiment collect cluster/runs
 
-  lcl experiment emit --to kubernetes experiments/cub.yaml --out k8s/ --image registry.example/lcl:1.0
-  kubectl apply -f k8s/lcl-cub.yaml`,
+  lcl experiment emit --to kubernetes experiments/cub-resnet.yaml --out k8s/ --image registry.example/lcl:1.0
+  kubectl apply -f k8s/lcl-cub-resnet.yaml`,
 		Args: exactArgs(1, "GRID.yaml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.To != "slurm" && opts.To != "kubernetes" {
