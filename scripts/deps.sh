@@ -7,7 +7,7 @@ set -euo pipefail
 
 need=(wordnet-base dataset-fashion-mnist libtorch-dev python3-grpcio python3-numpy)
 if [ "${1:-}" = bench ]; then
-  need+=(python3-torch python3-gensim python3-networkx python3-scipy)
+  need+=(python3-torch python3-gensim python3-networkx python3-scipy python3-pil)
 fi
 if [ "${1:-}" = e2e ]; then
   need+=(chromium)
