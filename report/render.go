@@ -154,9 +154,24 @@ func (k *RankTest) Summary() string {
 		k.ChiSq, k.DF1, pIs(k.ChiSqP), k.FF, k.DF1, k.DF2, pIs(k.FFP), k.FCrit, k.Alpha, verdict, k.CD, k.Alpha, k.Q, k.K, k.N)
 }
 
+// latexSummary is Summary in LaTeX math.
+func (k *RankTest) latexSummary() string {
+	verdict := "the methods differ significantly"
+	if !k.Significant() {
+		verdict = "no significant difference"
+	}
+	ff := strconv.FormatFloat(k.FF, 'f', 3, 64)
+	if math.IsInf(k.FF, 1) {
+		ff = `\infty`
+	}
+	return fmt.Sprintf("Friedman $\\chi^2_F = %.3f$ (%s); Iman--Davenport $F_F = %s$ with (%g, %g) degrees of freedom (%s; critical value %.3f at $\\alpha = %g$): %s. "+
+		"Nemenyi $\\mathit{CD} = %.3f$ ($q_{%g} = %.3f$, $k = %d$, $N = %d$).",
+		k.ChiSq, tex(pIs(k.ChiSqP)), ff, k.DF1, k.DF2, tex(pIs(k.FFP)), k.FCrit, k.Alpha, verdict, k.CD, k.Alpha, k.Q, k.K, k.N)
+}
+
 var latexReplacer = strings.NewReplacer(
 	`\`, `\textbackslash{}`, `%`, `\%`, `_`, `\_`, `&`, `\&`, `#`, `\#`, `$`, `\$`, `{`, `\{`, `}`, `\}`,
-	"ε", `$\varepsilon$`, "±", `$\pm$`, "χ²", `$\chi^2$`, "–", "--", "−", "$-$",
+	"<", `$<$`, "×", `$\times$`, "ε", `$\varepsilon$`, "±", `$\pm$`, "χ²", `$\chi^2$`, "–", "--", "−", "$-$",
 	"₁", `$_1$`, "₂", `$_2$`, "₃", `$_3$`, "₄", `$_4$`,
 )
 
@@ -193,7 +208,7 @@ func (r *Report) latex(w io.Writer) error {
 		}
 	}
 	if k := r.Ranks; k != nil {
-		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{Average ranks (top-1) over %d blocks. %s}\n", k.N, tex(k.Summary()))
+		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{Average ranks (top-1) over %d blocks (%s). %s}\n", k.N, tex(blocksText(k.Blocks)), k.latexSummary())
 		p.printf("\\begin{tabular}{lr}\n\\toprule\nMethod & Average rank \\\\\n\\midrule\n")
 		for j, m := range k.Methods {
 			p.printf("%s & %.3f \\\\\n", tex(m), k.AvgRanks[j])

@@ -126,10 +126,13 @@ func TestTables(t *testing.T) {
 	if err := r.Write(&tex, "latex"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`\textbf{83.70}`, `LCL($\varepsilon$=0.99, semantic)`, `DML$_1$`, `\multicolumn{6}{l}{DR = 10\%}`, "standard deviation over seeds"} {
+	for _, want := range []string{`\textbf{83.70}`, `LCL($\varepsilon$=0.99, semantic)`, `DML$_1$`, `\multicolumn{6}{l}{DR = 10\%}`, "standard deviation over seeds", `$\chi^2_F = 16.000$`, `$F_F = \infty$`, `set $\times$ model`} {
 		if !strings.Contains(tex.String(), want) {
 			t.Errorf("latex lacks %q", want)
 		}
+	}
+	if strings.Contains(tex.String(), `\_F`) || strings.Contains(tex.String(), "×") {
+		t.Error("latex has escaped subscripts or raw unicode in math")
 	}
 	var cb bytes.Buffer
 	if err := r.Write(&cb, "csv"); err != nil {
