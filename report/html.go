@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"html/template"
 	"io"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -20,6 +21,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	})
 }
 
+// subscript matches the statistics' subscripts in Summary: χ²_F, F_F, q_0.05.
+var subscript = regexp.MustCompile(`(χ²|F|q)_([A-Z]|[0-9.]*[0-9])`)
+
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct":    experiment.Percent,
 	"num":    num,
@@ -30,7 +34,12 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"png": func(b []byte) template.URL {
 		return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
 	},
-	"sig": func(p float64) bool { return p < Alpha },
+	"sig":    func(p float64) bool { return p < Alpha },
+	"blocks": blocksText,
+	"summary": func(k *RankTest) template.HTML {
+		s := template.HTMLEscapeString(k.Summary())
+		return template.HTML(subscript.ReplaceAllString(s, "$1<sub>$2</sub>"))
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -67,12 +76,12 @@ figcaption { color: #444; font-size: .9em; }
 {{end}}
 <h2>Average ranks (top-1)</h2>
 {{with .R.Ranks}}
-<p class="note">Ranked over {{.N}} blocks ({{.Blocks}}); rank 1 is best.</p>
+<p class="note">Ranked over {{.N}} blocks ({{blocks .Blocks}}); rank 1 is best.</p>
 <table>
 <tr><th>Method</th><th>Average rank</th></tr>
 {{range $i, $m := .Methods}}<tr><td>{{$m}}</td><td class="n">{{index $.R.Ranks.AvgRanks $i | f3}}</td></tr>
 {{end}}</table>
-<p>{{.Summary}}</p>
+<p>{{summary .}}</p>
 {{else}}<p class="note">Not computed: {{.R.RankErr}}.</p>{{end}}
 {{if .R.Paired}}
 <h2>Paired differences in top-1 (method − baseline, paired t-test over seeds)</h2>

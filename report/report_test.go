@@ -246,6 +246,9 @@ func TestPlotsAndHTML(t *testing.T) {
 			t.Errorf("HTML is not self-contained: contains %q", bad)
 		}
 	}
+	if !strings.Contains(s, "χ²<sub>F</sub> = 16.000") || !strings.Contains(s, "q<sub>0.05</sub> = 2.728") {
+		t.Error("HTML summary lacks subscripts")
+	}
 	if !strings.Contains(s, `<td class="n best">83.70 <span class="sd">± 0.10</span></td>`) {
 		t.Error("HTML table lacks the bold best cell")
 	}
