@@ -28,13 +28,6 @@ strategies:
     params: {epsilon: [0.9]}
 `
 
-func runCLI(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Run(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return out.String(), errb.String(), code
-}
-
 func writeGrid(t *testing.T, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tiny.yaml")
@@ -49,7 +42,7 @@ func TestExperimentRunSubprocess(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	runDir := filepath.Join(t.TempDir(), "runs")
 
-	out, errs, code := runCLI(t, "--store", store, "experiment", "run", grid, "--dry-run", "--run-dir", runDir)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--dry-run", "--run-dir", runDir)
 	if code != 0 || !strings.Contains(out, "grid tiny: 4 runs") || strings.Count(out, " todo ") != 4 {
 		t.Fatalf("dry run: code %d\n%s%s", code, out, errs)
 	}
@@ -58,14 +51,14 @@ func TestExperimentRunSubprocess(t *testing.T) {
 	}
 
 	t.Setenv("LCL_FAKE_TRAIN", "1")
-	out, errs, code = runCLI(t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	code, out, errs = runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
 	if code != 0 || !strings.Contains(out, "4 runs: 4 trained now, 0 done before, 0 failed") {
 		t.Fatalf("run: code %d\n%s%s", code, out, errs)
 	}
 	if !strings.Contains(errs, "4/4 runs finished") {
 		t.Errorf("no grid progress on stderr:\n%s", errs)
 	}
-	out, errs, code = runCLI(t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	code, out, errs = runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
 	if code != 0 || !strings.Contains(out, "0 trained now, 4 done before") {
 		t.Fatalf("rerun: code %d\n%s%s", code, out, errs)
 	}
@@ -102,7 +95,7 @@ func TestExperimentErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errs, code := runCLI(t, tt.args...)
+			code, _, errs := runLCL(context.Background(), t, tt.args...)
 			if code != tt.code || !strings.Contains(errs, tt.want) {
 				t.Fatalf("code %d, stderr %q; want %d and %q", code, errs, tt.code, tt.want)
 			}
@@ -113,7 +106,7 @@ func TestExperimentErrors(t *testing.T) {
 func TestExperimentEmitCollect(t *testing.T) {
 	grid := writeGrid(t, cliGrid)
 	out := t.TempDir()
-	stdout, errs, code := runCLI(t, "experiment", "emit", "--to", "slurm", grid, "--out", out)
+	code, stdout, errs := runLCL(context.Background(), t, "experiment", "emit", "--to", "slurm", grid, "--out", out)
 	if code != 0 || !strings.Contains(stdout, "slurm: 4 runs") {
 		t.Fatalf("emit: %d %s%s", code, stdout, errs)
 	}
@@ -122,7 +115,7 @@ func TestExperimentEmitCollect(t *testing.T) {
 	}
 	// A results folder with one finished run and nothing else.
 	store := filepath.Join(t.TempDir(), "store")
-	stdout, errs, code = runCLI(t, "--store", store, "experiment", "collect", out)
+	code, stdout, errs = runLCL(context.Background(), t, "--store", store, "experiment", "collect", out)
 	if code != 1 || !strings.Contains(errs, "no run directories") {
 		t.Fatalf("collect of an empty results folder: %d %s%s", code, stdout, errs)
 	}
@@ -168,7 +161,7 @@ func TestExperimentInterruptedGridResumes(t *testing.T) {
 	}
 
 	t.Setenv("LCL_FAKE_TRAIN", "1")
-	out, errs, code := runCLI(t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
 	if code != 0 || !strings.Contains(out, "4 runs: 3 trained now, 1 done before, 0 failed") {
 		t.Fatalf("second pass: %d\n%s%s", code, out, errs)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,11 @@ func TestReportFromGrid(t *testing.T) {
 	grid := writeGrid(t, cliGrid)
 	store := filepath.Join(t.TempDir(), "store")
 	t.Setenv("LCL_FAKE_TRAIN", "1")
-	if out, errs, code := runCLI(t, "--store", store, "experiment", "run", grid, "--run-dir", filepath.Join(t.TempDir(), "runs")); code != 0 {
+	if code, out, errs := runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", filepath.Join(t.TempDir(), "runs")); code != 0 {
 		t.Fatalf("run: %d %s%s", code, out, errs)
 	}
 	dir := filepath.Join(t.TempDir(), "report")
-	out, errs, code := runCLI(t, "--store", store, "report", "--grid", grid, "--out", dir)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "report", "--grid", grid, "--out", dir)
 	if code != 0 {
 		t.Fatalf("report: %d %s%s", code, out, errs)
 	}
@@ -37,15 +38,15 @@ func TestReportFromGrid(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	out, errs, code = runCLI(t, "--store", store, "report", "--grid", grid, "--format", "latex")
+	code, out, errs = runLCL(context.Background(), t, "--store", store, "report", "--grid", grid, "--format", "latex")
 	if code != 0 || !strings.Contains(out, `\begin{tabular}`) {
 		t.Errorf("latex: %d %s%s", code, out, errs)
 	}
-	if _, errs, code = runCLI(t, "--store", store, "report", "--format", "pdf"); code != 2 || !strings.Contains(errs, "--format must be one of md, latex, csv") {
+	if code, _, errs = runLCL(context.Background(), t, "--store", store, "report", "--format", "pdf"); code != 2 || !strings.Contains(errs, "--format must be one of md, latex, csv") {
 		t.Errorf("bad format: %d %s", code, errs)
 	}
 	empty := filepath.Join(t.TempDir(), "empty")
-	if _, errs, code = runCLI(t, "--store", empty, "report"); code != 1 || !strings.Contains(errs, "no finished runs") {
+	if code, _, errs = runLCL(context.Background(), t, "--store", empty, "report"); code != 1 || !strings.Contains(errs, "no finished runs") {
 		t.Errorf("empty store: %d %s", code, errs)
 	}
 }

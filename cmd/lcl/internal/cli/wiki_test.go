@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,13 +11,6 @@ import (
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wiki/wikitest"
 )
-
-func runCLI(ctx context.Context, t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
-}
 
 func storedArticles(t *testing.T, dir, set string) map[string]simstore.Article {
 	t.Helper()
@@ -40,7 +32,7 @@ func storedArticles(t *testing.T, dir, set string) map[string]simstore.Article {
 
 func TestWikiFetchWordNetImageNet(t *testing.T) {
 	store := t.TempDir()
-	code, out, errs := runCLI(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", "imagenet", "--source", "wordnet")
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", "imagenet", "--source", "wordnet")
 	if code != 0 || !strings.Contains(out, "fetched 1000 (fallback 0), cached 0, failed 0") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -51,15 +43,15 @@ func TestWikiFetchWordNetImageNet(t *testing.T) {
 	if a := arts["n02012849"]; a.Source != "wordnet" || a.Reason != "wordnet" || !strings.HasPrefix(a.Text, "crane: large long-necked wading bird") || a.Checksum == "" {
 		t.Errorf("crane article = %+v", a)
 	}
-	code, out, _ = runCLI(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", "imagenet")
+	code, out, _ = runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", "imagenet")
 	if code != 0 || !strings.Contains(out, "fetched 0 (fallback 0), cached 1000") {
 		t.Errorf("second fetch: exit %d, %s", code, out)
 	}
-	code, out, _ = runCLI(context.Background(), t, "--store", store, "wiki", "show", "n02012849")
+	code, out, _ = runLCL(context.Background(), t, "--store", store, "wiki", "show", "n02012849")
 	if code != 0 || !strings.Contains(out, "Source:    wordnet") || !strings.Contains(out, "crane: large long-necked wading bird") {
 		t.Errorf("show: exit %d\n%s", code, out)
 	}
-	code, out, _ = runCLI(context.Background(), t, "--store", store, "wiki", "resolve", "--synsets", "imagenet")
+	code, out, _ = runLCL(context.Background(), t, "--store", store, "wiki", "resolve", "--synsets", "imagenet")
 	if code != 0 || !strings.Contains(out, "n02012849  n02012849  wordnet  -      wordnet") {
 		t.Errorf("resolve (stored): exit %d\n%s", code, firstLines(out, 5))
 	}
@@ -113,7 +105,7 @@ func TestWikiFetchAPI(t *testing.T) {
 	srv := wikitest.NewAPIServer(pages)
 	defer srv.Close()
 	store := t.TempDir()
-	code, out, errs := runCLI(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint())
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint())
 	if code != 0 || !strings.Contains(out, "fetched 7 (fallback 2), cached 0, failed 0") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -142,12 +134,12 @@ func TestWikiFetchAPI(t *testing.T) {
 	if r := arts["n01440764"].Reason; !strings.Contains(r, "WordNet document") {
 		t.Errorf("tench reason %q does not say WordNet document", r)
 	}
-	code, out, _ = runCLI(context.Background(), t, "--store", store, "wiki", "resolve", "--synsets", labelFile)
+	code, out, _ = runLCL(context.Background(), t, "--store", store, "wiki", "resolve", "--synsets", labelFile)
 	if code != 0 || !strings.Contains(out, "Crane (bird)") || !strings.Contains(out, "fallback: no candidate article") {
 		t.Errorf("resolve (stored): exit %d\n%s", code, out)
 	}
 	// Live resolution prints the same decisions with their reasons.
-	code, out, _ = runCLI(context.Background(), t, "--store", store, "wiki", "resolve", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint())
+	code, out, _ = runLCL(context.Background(), t, "--store", store, "wiki", "resolve", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint())
 	if code != 0 || !hasRow(out, "n03126707", "scored", "Crane (machine)") || !hasRow(out, "n02119789", "fallback", "Fox") || !hasRow(out, "n01440764", "fallback", "-") {
 		t.Errorf("resolve --source api: exit %d\n%s", code, out)
 	}
@@ -160,7 +152,7 @@ func TestWikiFetchOverrides(t *testing.T) {
 	ov := filepath.Join(t.TempDir(), "overrides.tsv")
 	os.WriteFile(ov, []byte("# my choices\nn07747607\tOrange (colour)\tOrange_S.A.\n"), 0o644)
 	store := t.TempDir()
-	code, out, errs := runCLI(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint(), "--overrides", ov)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint(), "--overrides", ov)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -169,7 +161,7 @@ func TestWikiFetchOverrides(t *testing.T) {
 		t.Errorf("overridden orange = %+v", a)
 	}
 	os.WriteFile(ov, []byte("n07747607\tOrange\n"), 0o644)
-	code, out, _ = runCLI(context.Background(), t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint(), "--overrides", ov)
+	code, out, _ = runLCL(context.Background(), t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint(), "--overrides", ov)
 	if code != 1 || !strings.Contains(out, "failed n07747607: override n07747607: \"Orange\" is a disambiguation page") {
 		t.Errorf("override naming a disambiguation page: exit %d\n%s", code, out)
 	}
@@ -191,7 +183,7 @@ func TestWikiFetchResumes(t *testing.T) {
 			cancel() // Ctrl-C while request 12 is in flight
 		}
 	}
-	code, out, errs := runCLI(ctx, t, args...)
+	code, out, errs := runLCL(ctx, t, args...)
 	if code != ExitCancelled || !strings.Contains(out, "stopped early") {
 		t.Fatalf("interrupted fetch: exit %d, want %d\nstdout: %s\nstderr: %s", code, ExitCancelled, out, errs)
 	}
@@ -208,7 +200,7 @@ func TestWikiFetchResumes(t *testing.T) {
 
 	srv.OnRequest = nil
 	srv.Reset()
-	code, out, errs = runCLI(context.Background(), t, args...)
+	code, out, errs = runLCL(context.Background(), t, args...)
 	want := fmt.Sprintf("fetched %d", len(missing))
 	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("cached %d", len(done))) {
 		t.Fatalf("rerun: exit %d, want %q and cached %d\nstdout: %s\nstderr: %s", code, want, len(done), out, errs)
@@ -222,7 +214,7 @@ func TestWikiFetchResumes(t *testing.T) {
 	onlyMissing := filepath.Join(t.TempDir(), "missing.txt")
 	os.WriteFile(onlyMissing, []byte(strings.Join(missing, "\n")+"\n"), 0o644)
 	srv.Reset()
-	code, _, _ = runCLI(context.Background(), t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", onlyMissing, "--source", "api", "--endpoint", srv.Endpoint(), "--concurrency", "1")
+	code, _, _ = runLCL(context.Background(), t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", onlyMissing, "--source", "api", "--endpoint", srv.Endpoint(), "--concurrency", "1")
 	if code != 0 {
 		t.Fatal("fresh fetch of the missing classes failed")
 	}
@@ -240,7 +232,7 @@ func TestWikiFetchDumpReportsCorruptStream(t *testing.T) {
 	}
 	st, _ := files.StreamOf("Crane (machine)")
 	store := t.TempDir()
-	code, out, errs := runCLI(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "dump:"+files.Path)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "dump:"+files.Path)
 	// Both crane classes read the "Crane (machine)" candidate, so both fail
 	// (no decision on partial information); the other classes are stored.
 	if code != 1 || !strings.Contains(out, "failed 2") {
@@ -265,7 +257,7 @@ func TestWikiFetchDir(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "n02012849.txt"), []byte("My own text about cranes.\n"), 0o644)
 	store := t.TempDir()
-	code, out, errs := runCLI(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "dir:"+dir)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "dir:"+dir)
 	if code != 0 || !strings.Contains(out, "fetched 7 (fallback 6)") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -286,12 +278,12 @@ func TestWikiUsageErrors(t *testing.T) {
 		{"wiki", "show"},
 		{"wiki", "fetch", "--synsets", "imagenet", "--overrides", "x.tsv"},
 	} {
-		code, _, errs := runCLI(context.Background(), t, append([]string{"--store", t.TempDir()}, args...)...)
+		code, _, errs := runLCL(context.Background(), t, append([]string{"--store", t.TempDir()}, args...)...)
 		if code != ExitUsage {
 			t.Errorf("%q: exit %d, want %d (%s)", args, code, ExitUsage, errs)
 		}
 	}
-	code, _, errs := runCLI(context.Background(), t, "--store", t.TempDir(), "wiki", "show", "n02012849")
+	code, _, errs := runLCL(context.Background(), t, "--store", t.TempDir(), "wiki", "show", "n02012849")
 	if code != ExitFailure || !strings.Contains(errs, "no stored document") {
 		t.Errorf("show of a class never fetched: exit %d, %s", code, errs)
 	}
