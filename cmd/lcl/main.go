@@ -1,4 +1,11 @@
-// Command lcl is the label-similarity curriculum learning tool.
+// Command lcl is the label-similarity curriculum learning tool: label sets,
+// documents, embeddings, similarity matrices, training and reports.
 package main
 
-func main() {}
+import (
+	"os"
+
+	"github.com/lcl-project/lcl/cmd/lcl/internal/cli"
+)
+
+func main() { os.Exit(cli.Main(os.Args[1:])) }

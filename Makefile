@@ -1,0 +1,47 @@
+# lcl: label-similarity curriculum learning.
+#   make demo   the main job on embedded defaults (installs what is missing)
+#   make test   the unit tests (installs what is missing)
+GO      ?= go
+BIN     := bin/lcl
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
+
+.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+bench-deps:
+	@scripts/deps.sh bench
+
+build: deps
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+demo: build
+	@scripts/demo.sh
+
+demo-full: build
+	@LCL_DEMO=full scripts/demo.sh
+
+e2e: build
+	$(GO) test -count=1 -tags e2e -timeout 60m ./...
+
+bench: build bench-deps
+	@scripts/bench.sh
+
+proto:
+	@scripts/deps.sh proto
+	@scripts/proto.sh
+
+clean:
+	rm -rf bin

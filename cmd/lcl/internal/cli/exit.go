@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Exit codes, documented in `lcl help exit-codes` and the README.
+const (
+	ExitOK        = 0
+	ExitFailure   = 1
+	ExitUsage     = 2
+	ExitCancelled = 130
+)
+
+// usageError marks an error in how lcl was called (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error (exit code 2).
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, context.Canceled):
+		return ExitCancelled
+	case errors.As(err, &ue):
+		return ExitUsage
+	default:
+		return ExitFailure
+	}
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/wiki"
+)
+
+// IOStreams are the command's standard streams.
+type IOStreams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// ErrTTY is true when Err is a terminal: progress bars are drawn only then.
+	ErrTTY bool
+}
+
+// SystemIO returns the process's streams.
+func SystemIO() *IOStreams {
+	return &IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
+}
+
+// Factory holds global flag values and opens shared dependencies lazily,
+// once per process.
+type Factory struct {
+	IO *IOStreams
+
+	StoreDir   string // --store
+	WordNetDir string // --wordnet
+	JSON       bool   // --json
+	Quiet      bool   // --quiet
+
+	mu    sync.Mutex
+	store *simstore.Store
+	wn    *wiki.WordNet
+}
+
+// Store opens the store named by --store (once).
+func (f *Factory) Store() (*simstore.Store, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store != nil {
+		return f.store, nil
+	}
+	dir := f.StoreDir
+	if dir == "" {
+		dir = simstore.DefaultDir()
+	}
+	s, err := simstore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	f.store = s
+	return s, nil
+}
+
+// WordNet opens WordNet 3.0 (once) from --wordnet, $WNHOME or the Debian path.
+func (f *Factory) WordNet() (*wiki.WordNet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.wn != nil {
+		return f.wn, nil
+	}
+	wn, err := wiki.OpenWordNet(f.WordNetDir)
+	if err != nil {
+		return nil, err
+	}
+	f.wn = wn
+	return wn, nil
+}
+
+// LabelSet resolves a --synsets value (built-in name or file) and checks that
+// every wnid it maps names a WordNet noun synset.
+func (f *Factory) LabelSet(spec string) (*labels.Set, error) {
+	if spec == "" {
+		return nil, usagef("--synsets is required (a built-in set: %v, or a file of wnids)", labels.Names())
+	}
+	set, err := labels.Load(spec)
+	if err != nil {
+		return nil, err
+	}
+	hasWNID := false
+	for _, c := range set.Classes {
+		hasWNID = hasWNID || c.WNID != ""
+	}
+	if !hasWNID {
+		return set, nil
+	}
+	wn, err := f.WordNet()
+	if err != nil {
+		return nil, err
+	}
+	if err := set.Check(wn); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// Close releases what the factory opened.
+func (f *Factory) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store != nil {
+		err := f.store.Close()
+		f.store = nil
+		return err
+	}
+	return nil
+}
+
+// Progress returns a progress bar on stderr, drawn only on a terminal and
+// without --quiet or --json; otherwise it discards its output.
+func (f *Factory) Progress(total int64, desc string) *progressbar.ProgressBar {
+	w := io.Discard
+	if f.IO.ErrTTY && !f.Quiet && !f.JSON {
+		w = f.IO.Err
+	}
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100_000_000),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+// Emit writes one JSON line {"message_type": typ, ...v} to stdout when --json
+// is set; it reports whether it did, so callers print text otherwise.
+func (f *Factory) Emit(typ string, v any) bool {
+	if !f.JSON {
+		return false
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{"value": raw}
+	}
+	m["message_type"], _ = json.Marshal(typ)
+	out, _ := json.Marshal(m)
+	fmt.Fprintln(f.IO.Out, string(out))
+	return true
+}
+
+// Logf prints an informational line on stderr unless --quiet.
+func (f *Factory) Logf(format string, a ...any) {
+	if !f.Quiet {
+		fmt.Fprintf(f.IO.Err, format+"\n", a...)
+	}
+}

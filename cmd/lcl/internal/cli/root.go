@@ -1,0 +1,105 @@
+// Package cli implements the lcl command line: one file per command group,
+// each with a newXCmd(f) constructor that parses flags and a run function that
+// does the work.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs lcl with the given arguments and returns the process exit code.
+func Main(args []string) int {
+	return Run(context.Background(), args, SystemIO())
+}
+
+// Run executes lcl against the given streams; tests call it directly.
+func Run(ctx context.Context, args []string, io *IOStreams) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := &Factory{IO: io}
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	err := root.ExecuteContext(ctx)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("%w: %v", context.Canceled, err)
+		}
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(io.Err, "lcl: cancelled; work done so far is kept")
+		} else {
+			f.Emit("error", map[string]string{"error": err.Error()})
+			fmt.Fprintln(io.Err, "lcl:", err)
+		}
+	}
+	return exitCode(err)
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lcl",
+		Short: "Label-similarity curriculum learning",
+		Long: `lcl trains image classifiers on soft targets that reflect how similar the
+classes are, annealed to one-hot over the epochs (Dogan et al., ECCV 2020).
+
+Pipeline: label set → one document per class (lcl wiki) → doc2vec vectors
+(lcl embed) → class similarity matrix (lcl similarity) → training with a
+strategy (lcl train) → tables and plots (lcl report).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&f.StoreDir, "store", "", "store folder (default $LCL_STORE, else $XDG_DATA_HOME/lcl/store)")
+	root.PersistentFlags().StringVar(&f.WordNetDir, "wordnet", "", "WordNet 3.0 dict folder (default $WNHOME, else /usr/share/wordnet)")
+	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "machine-readable output: one JSON object per line with a message_type field")
+	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only results: no progress bars or notes")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+
+	for _, c := range []*cobra.Command{
+		newSynsetsCmd(f),
+		newStoreCmd(f),
+		newWikiCmd(f),
+		newEmbedCmd(f),
+		newSimilarityCmd(f),
+		newTrainCmd(f),
+		newEvalCmd(f),
+		newModelsCmd(f),
+		newPluginsCmd(f),
+		newPlanCmd(f),
+		newExperimentCmd(f),
+		newReportCmd(f),
+		newVersionCmd(f),
+	} {
+		root.AddCommand(c)
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "exit-codes",
+		Short: "Exit codes of lcl",
+		Long: `lcl exits with
+  0    success
+  1    failure (bad input, missing data, a failed run); the message says which
+  2    usage error (unknown command or flag, missing argument)
+  130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept`,
+	})
+	return root
+}
+
+// noArgsOrUsage rejects positional arguments with a usage error.
+func noArgsOrUsage(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}

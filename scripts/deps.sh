@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lcl needs, when they are missing.
+#   scripts/deps.sh          what the build and the tests need
+#   scripts/deps.sh bench    also the reference tools the benchmarks compare with
+set -euo pipefail
+
+need=(wordnet-base dataset-fashion-mnist libtorch-dev python3-grpcio python3-numpy)
+if [ "${1:-}" = bench ]; then
+  need+=(python3-torch python3-gensim python3-networkx python3-scipy)
+fi
+if [ "${1:-}" = proto ]; then
+  need+=(protobuf-compiler)
+fi
+
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "deps: missing ${missing[*]}, and this is not a Debian-like system (no apt-get)." >&2
+  echo "deps: install WordNet 3.0 (set \$WNHOME), Fashion-MNIST (pass --data DIR) and libtorch (set LIBTORCH=DIR) by hand; see README.md." >&2
+  exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo="sudo"
+  else
+    echo "deps: missing ${missing[*]}; run as root:  apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q >/dev/null || { echo "deps: apt-get update failed" >&2; exit 1; }
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,66 @@
+package simstore
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Every key is "<prefix>/<escaped segment>/...": segments are path-escaped so a
+// label set named after a file path cannot collide with another key.
+const (
+	prefixMeta    = "meta"
+	prefixArticle = "art"
+	prefixVectors = "vec"
+	prefixMatrix  = "sim"
+	prefixRun     = "run"
+
+	keySchema = "meta/schema"
+)
+
+// Kinds of record, as used by List and shown by `lcl store ls --kind`.
+const (
+	KindArticle = "article"
+	KindVectors = "vectors"
+	KindMatrix  = "matrix"
+	KindRun     = "run"
+)
+
+var kindPrefix = map[string]string{
+	KindArticle: prefixArticle,
+	KindVectors: prefixVectors,
+	KindMatrix:  prefixMatrix,
+	KindRun:     prefixRun,
+}
+
+func makeKey(prefix string, segs ...string) []byte {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return []byte(b.String())
+}
+
+func articleKey(labelSet, classID string) []byte {
+	return makeKey(prefixArticle, labelSet, classID)
+}
+
+func vectorsKey(labelSet, model string) []byte { return makeKey(prefixVectors, labelSet, model) }
+
+func matrixKey(labelSet, kind, paramsDigest string) []byte {
+	return makeKey(prefixMatrix, labelSet, kind, paramsDigest)
+}
+
+func runKey(id string) []byte { return makeKey(prefixRun, id) }
+
+// kindOfKey returns the record kind a key belongs to, "" for meta keys.
+func kindOfKey(key []byte) string {
+	p, _, _ := strings.Cut(string(key), "/")
+	for k, v := range kindPrefix {
+		if v == p {
+			return k
+		}
+	}
+	return ""
+}

@@ -1,0 +1,345 @@
+package wiki
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// DefaultWordNetDir is where Debian's wordnet-base installs WordNet 3.0.
+const DefaultWordNetDir = "/usr/share/wordnet"
+
+// ErrUnknownSynset is returned (wrapped) when a wnid names no noun synset.
+var ErrUnknownSynset = errors.New("unknown synset")
+
+// Synset is one WordNet noun synset. Pointers are held as wnids so a Synset
+// can be copied and compared without the database.
+type Synset struct {
+	ID       string // wnid, "n" + 8-digit byte offset into data.noun
+	Offset   int64
+	LexFile  int      // lexicographer file number (03 = noun.Tops, 05 = noun.animal, ...)
+	Lemmas   []string // words as stored, with underscores ("kit_fox")
+	Gloss    string   // the definition, without examples
+	Examples []string // the quoted usage examples that follow the definition
+
+	Hypernyms         []string // "@"
+	InstanceHypernyms []string // "@i"
+	Hyponyms          []string // "~"
+	InstanceHyponyms  []string // "~i"
+}
+
+// Name is the synset's first lemma with spaces for underscores.
+func (s *Synset) Name() string {
+	if len(s.Lemmas) == 0 {
+		return s.ID
+	}
+	return strings.ReplaceAll(s.Lemmas[0], "_", " ")
+}
+
+// Parents returns hypernyms followed by instance hypernyms: the edges that
+// WordNet similarity measures (and nltk) walk towards the root.
+func (s *Synset) Parents() []string {
+	if len(s.InstanceHypernyms) == 0 {
+		return s.Hypernyms
+	}
+	out := make([]string, 0, len(s.Hypernyms)+len(s.InstanceHypernyms))
+	return append(append(out, s.Hypernyms...), s.InstanceHypernyms...)
+}
+
+// WordNet is a loaded WordNet 3.0 noun database. It is safe for concurrent
+// use once opened.
+type WordNet struct {
+	dir     string
+	synsets map[string]*Synset
+	order   []*Synset // file order
+
+	indexOnce sync.Once
+	index     map[string][]string // lemma (lower case, underscores) → wnids in sense order
+	indexErr  error
+
+	depthMu  sync.Mutex
+	minDepth map[string]int
+	maxDepth map[string]int
+}
+
+// WordNetDir returns dir if set, else $WNHOME (or its dict/ subfolder), else
+// DefaultWordNetDir.
+func WordNetDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	if home := os.Getenv("WNHOME"); home != "" {
+		if _, err := os.Stat(filepath.Join(home, "dict", "data.noun")); err == nil {
+			return filepath.Join(home, "dict")
+		}
+		return home
+	}
+	return DefaultWordNetDir
+}
+
+// OpenWordNet reads data.noun from dir (see WordNetDir for the default).
+// index.noun is read lazily on the first lemma lookup.
+func OpenWordNet(dir string) (*WordNet, error) {
+	dir = WordNetDir(dir)
+	path := filepath.Join(dir, "data.noun")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("wordnet: %s not found: install Debian's wordnet-base (make deps) or point --wordnet / $WNHOME at a WordNet 3.0 dict folder", path)
+		}
+		return nil, fmt.Errorf("wordnet: %w", err)
+	}
+	wn := &WordNet{dir: dir, synsets: make(map[string]*Synset, 82115), order: make([]*Synset, 0, 82115)}
+	var offset int64
+	lineNo := 0
+	for len(raw) > 0 {
+		lineNo++
+		end := bytes.IndexByte(raw, '\n')
+		var line []byte
+		if end < 0 {
+			line, raw = raw, nil
+		} else {
+			line, raw = raw[:end], raw[end+1:]
+		}
+		start := offset
+		offset += int64(len(line)) + 1
+		if len(line) == 0 || line[0] == ' ' { // license header
+			continue
+		}
+		s, err := parseDataLine(string(line))
+		if err != nil {
+			return nil, fmt.Errorf("wordnet: %s:%d: %w", path, lineNo, err)
+		}
+		if s.Offset != start {
+			return nil, fmt.Errorf("wordnet: %s:%d: synset offset %08d does not match its byte offset %d (is this WordNet 3.0 data.noun?)", path, lineNo, s.Offset, start)
+		}
+		wn.synsets[s.ID] = s
+		wn.order = append(wn.order, s)
+	}
+	if len(wn.order) == 0 {
+		return nil, fmt.Errorf("wordnet: %s holds no synsets", path)
+	}
+	return wn, nil
+}
+
+// parseDataLine parses one data.noun line:
+// offset lex_filenum ss_type w_cnt word lex_id ... p_cnt ptr... | gloss
+func parseDataLine(line string) (*Synset, error) {
+	head, gloss, ok := strings.Cut(line, " | ")
+	if !ok {
+		head, gloss = strings.TrimSuffix(line, " |"), ""
+	}
+	f := strings.Fields(head)
+	if len(f) < 6 {
+		return nil, fmt.Errorf("expected 'offset lex_filenum ss_type w_cnt words p_cnt', got %d fields", len(f))
+	}
+	off, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || len(f[0]) != 8 {
+		return nil, fmt.Errorf("synset offset %q is not 8 decimal digits", f[0])
+	}
+	lex, err := strconv.Atoi(f[1])
+	if err != nil {
+		return nil, fmt.Errorf("lex_filenum %q is not a number", f[1])
+	}
+	if f[2] != "n" {
+		return nil, fmt.Errorf("ss_type %q: expected n (noun)", f[2])
+	}
+	wcnt, err := strconv.ParseInt(f[3], 16, 32)
+	if err != nil || wcnt < 1 {
+		return nil, fmt.Errorf("w_cnt %q is not a positive hex number", f[3])
+	}
+	i := 4
+	if len(f) < i+2*int(wcnt)+1 {
+		return nil, fmt.Errorf("w_cnt %d but only %d fields follow", wcnt, len(f)-i)
+	}
+	s := &Synset{ID: fmt.Sprintf("n%08d", off), Offset: off, LexFile: lex, Lemmas: make([]string, 0, wcnt)}
+	for w := 0; w < int(wcnt); w++ {
+		s.Lemmas = append(s.Lemmas, f[i])
+		i += 2
+	}
+	pcnt, err := strconv.Atoi(f[i])
+	if err != nil {
+		return nil, fmt.Errorf("p_cnt %q is not a number", f[i])
+	}
+	i++
+	if len(f) < i+4*pcnt {
+		return nil, fmt.Errorf("p_cnt %d but only %d fields follow", pcnt, len(f)-i)
+	}
+	for p := 0; p < pcnt; p++ {
+		sym, target, pos := f[i], f[i+1], f[i+2]
+		i += 4
+		if pos != "n" {
+			continue
+		}
+		id := "n" + target
+		switch sym {
+		case "@":
+			s.Hypernyms = append(s.Hypernyms, id)
+		case "@i":
+			s.InstanceHypernyms = append(s.InstanceHypernyms, id)
+		case "~":
+			s.Hyponyms = append(s.Hyponyms, id)
+		case "~i":
+			s.InstanceHyponyms = append(s.InstanceHyponyms, id)
+		}
+	}
+	s.Gloss, s.Examples = splitGloss(strings.TrimSpace(gloss))
+	return s, nil
+}
+
+// splitGloss separates the definition from the quoted examples that follow
+// it ("definition; \"example one\"; \"example two\"").
+func splitGloss(g string) (string, []string) {
+	i := strings.Index(g, "; \"")
+	if i < 0 {
+		if strings.HasPrefix(g, "\"") {
+			i = 0
+		} else {
+			return g, nil
+		}
+	}
+	def := strings.TrimSpace(g[:i])
+	var ex []string
+	for _, part := range strings.Split(g[i:], "\"") {
+		part = strings.TrimSpace(strings.Trim(strings.TrimSpace(part), ";"))
+		if part != "" && part != ";" {
+			ex = append(ex, part)
+		}
+	}
+	return def, ex
+}
+
+// Dir is the folder the database was read from.
+func (wn *WordNet) Dir() string { return wn.dir }
+
+// Len is the number of noun synsets.
+func (wn *WordNet) Len() int { return len(wn.order) }
+
+// Nouns returns every noun synset in data.noun order. The slice is shared:
+// do not modify it.
+func (wn *WordNet) Nouns() []*Synset { return wn.order }
+
+// Synset returns the noun synset with the given wnid ("n02119789").
+func (wn *WordNet) Synset(wnid string) (*Synset, error) {
+	if s, ok := wn.synsets[wnid]; ok {
+		return s, nil
+	}
+	if !validWNID(wnid) {
+		return nil, fmt.Errorf("%q is not a noun wnid (expected n followed by 8 digits): %w", wnid, ErrUnknownSynset)
+	}
+	return nil, fmt.Errorf("%s: no noun synset at offset %s of %s: %w", wnid, wnid[1:], filepath.Join(wn.dir, "data.noun"), ErrUnknownSynset)
+}
+
+func validWNID(s string) bool {
+	if len(s) != 9 || s[0] != 'n' {
+		return false
+	}
+	for _, c := range s[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Lookup returns the noun synsets of a lemma in WordNet's sense order
+// (most frequent first). Case and spaces/underscores are ignored.
+func (wn *WordNet) Lookup(lemma string) ([]*Synset, error) {
+	wn.indexOnce.Do(func() { wn.index, wn.indexErr = readIndex(filepath.Join(wn.dir, "index.noun")) })
+	if wn.indexErr != nil {
+		return nil, wn.indexErr
+	}
+	key := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(lemma), " ", "_"))
+	ids := wn.index[key]
+	out := make([]*Synset, 0, len(ids))
+	for _, id := range ids {
+		s, err := wn.Synset(id)
+		if err != nil {
+			return nil, fmt.Errorf("index.noun entry %q: %w", key, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// readIndex parses index.noun:
+// lemma pos synset_cnt p_cnt [ptr_symbol...] sense_cnt tagsense_cnt synset_offset...
+func readIndex(path string) (map[string][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("wordnet: %w", err)
+	}
+	defer f.Close()
+	idx := make(map[string][]string, 120000)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := sc.Text()
+		if line == "" || line[0] == ' ' {
+			continue
+		}
+		fl := strings.Fields(line)
+		if len(fl) < 6 {
+			return nil, fmt.Errorf("wordnet: %s:%d: expected at least 6 fields, got %d", path, lineNo, len(fl))
+		}
+		n, err1 := strconv.Atoi(fl[2])
+		p, err2 := strconv.Atoi(fl[3])
+		if err1 != nil || err2 != nil || len(fl) != 4+p+2+n {
+			return nil, fmt.Errorf("wordnet: %s:%d: synset_cnt/p_cnt do not match the number of fields", path, lineNo)
+		}
+		ids := make([]string, n)
+		for i, off := range fl[4+p+2:] {
+			ids[i] = "n" + off
+		}
+		idx[fl[0]] = ids
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("wordnet: %s: %w", path, err)
+	}
+	return idx, nil
+}
+
+// Ancestors returns the synset's hypernym closure (hypernyms and instance
+// hypernyms, transitively), not including the synset itself, sorted by wnid.
+func (wn *WordNet) Ancestors(wnid string) ([]string, error) {
+	s, err := wn.Synset(wnid)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	stack := append([]string(nil), s.Parents()...)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		p, err := wn.Synset(id)
+		if err != nil {
+			return nil, fmt.Errorf("ancestor of %s: %w", wnid, err)
+		}
+		stack = append(stack, p.Parents()...)
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// HasSynset reports whether wnid names a noun synset.
+func (wn *WordNet) HasSynset(wnid string) bool {
+	_, ok := wn.synsets[wnid]
+	return ok
+}
