@@ -219,16 +219,45 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 
 // writeWeights writes m's parameters and buffers with torchvision names, a
 // file torch's load_state_dict accepts after safetensors.torch.load_file.
-func writeWeights(path string, m *torch.Model, model string) error {
+// Its metadata holds "format": "pt" and the run's identity as "lcl.<key>"
+// (lcl.model, lcl.data, ...).
+func writeWeights(path string, m *torch.Model, id map[string]string) error {
 	ns, err := m.State()
 	if err != nil {
 		return fmt.Errorf("trainer: weights: %w", err)
 	}
+	meta := map[string]string{"format": "pt"}
+	for k, v := range id {
+		meta["lcl."+k] = v
+	}
 	var b strings.Builder
-	if err := safetensors.Write(&b, toST("", ns), map[string]string{"format": "pt", "lcl.model": model}); err != nil {
+	if err := safetensors.Write(&b, toST("", ns), meta); err != nil {
 		return fmt.Errorf("trainer: weights: %w", err)
 	}
 	return writeAtomic(path, []byte(b.String()))
+}
+
+// WeightsMeta returns the metadata of a weights file or checkpoint: for a
+// checkpoint, its identity as "lcl.<key>" like a weights file's.
+func WeightsMeta(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	_, meta, err := safetensors.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if raw, ok := meta["lcl.checkpoint"]; ok {
+		var st checkpointState
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			return nil, fmt.Errorf("%s: %w: metadata: %v", path, ErrCheckpoint, err)
+		}
+		for k, v := range st.Identity {
+			meta["lcl."+k] = v
+		}
+	}
+	return meta, nil
 }
 
 // LoadWeights loads a weights file (model.safetensors) or the final model

@@ -48,6 +48,8 @@ type Config struct {
 	Identity map[string]string
 	// Progress, when set, is called after every step.
 	Progress func(Progress)
+	// OnEpoch, when set, is called with each epoch's metrics.
+	OnEpoch func(EpochMetrics)
 }
 
 // Progress is the state of the run after a step.
@@ -363,7 +365,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 			name = fmt.Sprintf("model-peer%d.safetensors", k)
 		}
 		path := filepath.Join(r.cfg.Out, name)
-		if err := writeWeights(path, m, r.cfg.Model); err != nil {
+		if err := writeWeights(path, m, r.id); err != nil {
 			return nil, err
 		}
 		if k == 0 {
@@ -463,6 +465,9 @@ func (r *runner) each(ctx context.Context, ds Dataset, lc LoaderConfig, fn func(
 	it, err := r.cfg.Loader(ctx, ds, lc)
 	if err != nil {
 		return fmt.Errorf("trainer: loader: %w", err)
+	}
+	if c, ok := it.(io.Closer); ok {
+		defer c.Close()
 	}
 	for {
 		b, err := it.Next()
@@ -609,6 +614,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		}
 	}
 	r.history = append(r.history, em)
+	if r.cfg.OnEpoch != nil {
+		r.cfg.OnEpoch(em)
+	}
 	if r.metrics != nil {
 		b, _ := json.Marshal(em)
 		if _, err := r.metrics.Write(append(b, '\n')); err != nil {
@@ -618,12 +626,18 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	return nil
 }
 
-// Evaluate computes top-1/top-5 accuracy and mean cross-entropy of m on ds.
 func (r *runner) evaluate(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
+	return Evaluate(ctx, m, r.cfg.Test, r.cfg.Loader, r.cfg.EvalBatch)
+}
+
+// Evaluate computes the top-1/top-5 accuracy and mean cross-entropy of m on
+// the whole of ds (evaluation transform, batches of batch).
+func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, batch int) (PeerMetrics, error) {
 	var top1, top5, n int64
 	var loss float64
-	c, h, w := r.cfg.Test.Shape()
-	err := r.each(ctx, r.cfg.Test, LoaderConfig{Batch: r.cfg.EvalBatch}, func(b *Batch) error {
+	c, h, w := ds.Shape()
+	r := &runner{cfg: Config{Loader: loader}}
+	err := r.each(ctx, ds, LoaderConfig{Batch: batch}, func(b *Batch) error {
 		ev, err := m.Eval(b.X, b.N, c, h, w, b.Y, false, false)
 		if err != nil {
 			return fmt.Errorf("trainer: eval: %w", err)

@@ -56,7 +56,7 @@ func TestRunLearnsAndWritesRunDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts, meta, err := safetensors.Read(b)
-	if err != nil || meta["lcl.model"] != "mlp:hidden=32" || len(ts) != 4 || ts[0].Name != "fc.bias" {
+	if err != nil || meta["lcl.model"] != "mlp:hidden=32" || meta["lcl.seed"] != "1" || len(ts) != 4 || ts[0].Name != "fc.bias" {
 		t.Errorf("weights: %v %v %d", err, meta, len(ts))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "result.json")); err != nil {
