@@ -383,7 +383,8 @@ Tensor per_example_loss(const Tensor &logits, const Tensor &Y, const Tensor &T, 
 
 Tensor reduce(const Tensor &per, const Tensor &W) {
 	if (!W.defined()) return per.mean();
-	return (per * W).sum() / W.sum();
+	// A batch whose weights are all zero contributes nothing (not 0/0).
+	return (per * W).sum() / W.sum().clamp_min(1e-12);
 }
 
 Tensor target_rows(lt_tensor *targets, const Tensor &Y, int64_t C, const lt_coefs &c, torch::Device dev) {

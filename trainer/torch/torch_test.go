@@ -96,6 +96,7 @@ func handLoss(z []float32, n, c int, y []int64, T []float64, w []float32, co Coe
 			den += float64(v)
 		}
 		wi = func(i int) float64 { return float64(w[i]) }
+		den = math.Max(den, 1e-12) // all-zero weights: a zero loss
 	}
 	loss := 0.0
 	for i := range n {
@@ -135,6 +136,7 @@ func TestLossMatchesHandComputation(t *testing.T) {
 	}
 	defer tt.Close()
 	w := []float32{1, 0.5, 2, 0, 1}
+	zero := make([]float32, n)
 	cases := []struct {
 		name string
 		co   Coefs
@@ -146,6 +148,7 @@ func TestLossMatchesHandComputation(t *testing.T) {
 		{"soft+hard", Coefs{Soft: 0.7, Hard: 0.3}, nil, nil},
 		{"kd", Coefs{Hard: 0.1, KD: 0.9, KDTemp: 4}, nil, tl},
 		{"kd weighted", Coefs{Soft: 0.5, KD: 0.5, KDTemp: 2}, w, tl},
+		{"all weights zero", Coefs{Soft: 1}, zero, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,13 +434,17 @@ func TestMemoryFlat(t *testing.T) {
 	for i := range 4 {
 		T[i*4+i] = 1
 	}
+	ws := make([]float32, n)
+	for i := range ws {
+		ws[i] = float32(i % 3) // some zero weights
+	}
 	step := func() {
 		tt, err := NewTensor(T, []int64{4, 4}, "cpu")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 8, W: 8, Y: y,
-			Targets: tt, Weights: make([]float32, n), Coefs: Coefs{Soft: 1, Hard: 0.1}, LR: 0.01}); err != nil {
+			Targets: tt, Weights: ws, Coefs: Coefs{Soft: 1, Hard: 0.1}, LR: 0.01}); err != nil {
 			t.Fatal(err)
 		}
 		tt.Close()
