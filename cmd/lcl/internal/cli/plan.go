@@ -197,27 +197,6 @@ stages:
 	return nil
 }
 
-// writeAtomic writes data to path through a temp file, fsync and rename.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 func writeClasses(path string, classes []sdk.Class) error {
 	var buf bytes.Buffer
 	for _, c := range classes {
