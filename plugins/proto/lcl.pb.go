@@ -723,7 +723,9 @@ func (x *PlanRequest) GetStep() int32 {
 //
 //	soft_ce·CE(target row of y, p) + hard_ce·CE(onehot(y), p)
 //	+ kd·T²·KL(softmax(teacher/T) ‖ softmax(student/T))
-//	+ mutual·Σ_peers KL(p_peer ‖ p_self)   (peer detached)
+//	+ mutual·mean_peers KL(p_peer ‖ p_self)   (peers detached)
+//
+// with per-example weights w the batch loss is Σ w·l / Σ w.
 type Coefficients struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SoftCe        float64                `protobuf:"fixed64,1,opt,name=soft_ce,json=softCe,proto3" json:"soft_ce,omitempty"`

@@ -75,22 +75,27 @@ type Batch struct {
 
 // Loss is the reference loss of one model under a plan's coefficients:
 //
-//	mean_i w_i·[ SoftCE·CE(targets[y_i], z_i) + HardCE·CE(onehot(y_i), z_i)
-//	            + KD·T²·KL(softmax(t_i/T) ‖ softmax(z_i/T))
-//	            + Mutual·Σ_peers KL(softmax(peer_i) ‖ softmax(z_i)) ]
+//	l_i = SoftCE·CE(targets[y_i], z_i) + HardCE·CE(onehot(y_i), z_i)
+//	      + KD·T²·KL(softmax(t_i/T) ‖ softmax(z_i/T))
+//	      + Mutual·mean_peers KL(softmax(peer_i) ‖ softmax(z_i))
+//	loss = mean_i l_i, or Σ_i w_i·l_i / Σ_i w_i with per-example weights
 //
 // teacher holds the teacher's logits (needed when KD > 0), peers the other
-// models' logits (needed when Mutual > 0; treated as constants). The mean is
-// the plain batch mean: weights scale terms, they do not renormalise.
+// models' logits (needed when Mutual > 0; treated as constants, averaged over
+// peers as in DML with K > 2). This is exactly the trainer's loss
+// (trainer/torch.Coefs).
 func Loss(p *sdk.Plan, b Batch, teacher [][]float64, peers [][][]float64) (float64, error) {
 	n := len(b.Logits)
 	if n == 0 || len(b.Labels) != n {
 		return 0, fmt.Errorf("loss: %d logit rows and %d labels", n, len(b.Labels))
 	}
+	if b.Weights != nil && len(b.Weights) != n {
+		return 0, fmt.Errorf("loss: %d weights for %d examples", len(b.Weights), n)
+	}
 	if p.Coef.KD > 0 && len(teacher) != n {
 		return 0, fmt.Errorf("loss: kd coefficient without teacher logits")
 	}
-	total := 0.0
+	total, wsum := 0.0, 0.0
 	for i, z := range b.Logits {
 		c := len(z)
 		y := b.Labels[i]
@@ -111,15 +116,22 @@ func Loss(p *sdk.Plan, b Batch, teacher [][]float64, peers [][][]float64) (float
 			T := p.Coef.Temperature
 			l += p.Coef.KD * T * T * KL(Softmax(teacher[i], T), z, T)
 		}
-		if p.Coef.Mutual != 0 {
+		if p.Coef.Mutual != 0 && len(peers) > 0 {
+			m := 0.0
 			for _, peer := range peers {
-				l += p.Coef.Mutual * KL(Softmax(peer[i], 1), z, 1)
+				m += KL(Softmax(peer[i], 1), z, 1)
 			}
+			l += p.Coef.Mutual * m / float64(len(peers))
 		}
+		w := 1.0
 		if b.Weights != nil {
-			l *= b.Weights[i]
+			w = b.Weights[i]
 		}
-		total += l
+		total += w * l
+		wsum += w
 	}
-	return total / float64(n), nil
+	if wsum == 0 {
+		return 0, nil
+	}
+	return total / wsum, nil
 }

@@ -97,6 +97,20 @@ func TestReferenceLosses(t *testing.T) {
 	}
 }
 
+func TestMutualAveragesPeers(t *testing.T) {
+	p := &sdk.Plan{Coef: sdk.Coefficients{Mutual: 1}}
+	self := []float64{0, ln(2), ln(3)}
+	u := []float64{0, 0, 0}
+	got, err := Loss(p, Batch{Logits: [][]float64{self}, Labels: []int{0}}, nil, [][][]float64{{u}, {self}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// KL(u ‖ p) = ⅓ln(4/3) from the first peer, 0 from the identical one; mean over 2 peers.
+	if want := ln(4./3) / 6; math.Abs(got-want) > 1e-12 {
+		t.Fatalf("loss = %g, want %g", got, want)
+	}
+}
+
 func TestWeightsScaleLoss(t *testing.T) {
 	p := &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}
 	z := []float64{0, ln(2), ln(3)}
@@ -104,7 +118,8 @@ func TestWeightsScaleLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ln(2) + 0.5*ln(6)) / 2; math.Abs(got-want) > 1e-12 {
+	// Σ w·l / Σ w, as the trainer computes it.
+	if want := (ln(2) + 0.5*ln(6)) / 1.5; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("loss = %g, want %g", got, want)
 	}
 }

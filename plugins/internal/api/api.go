@@ -146,7 +146,9 @@ type PlanAt struct {
 //
 //	SoftCE·CE(Targets[y], p) + HardCE·CE(onehot(y), p)
 //	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))
-//	+ Mutual·Σ_peers KL(p_peer ‖ p_self)        (peer prediction held constant)
+//	+ Mutual·mean_peers KL(p_peer ‖ p_self)     (peer predictions held constant)
+//
+// With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
 type Coefficients struct {
 	SoftCE, HardCE, KD, Temperature, Mutual float64
 }
