@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +20,8 @@ import (
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 // strategyOptions are the flags that choose a strategy and its similarity
@@ -32,6 +37,11 @@ type strategyOptions struct {
 
 func (o *strategyOptions) addFlags(fs *pflag.FlagSet, defaultStrategy string) {
 	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin; see lcl plugins list")
+	o.addParamFlags(fs)
+}
+
+// addParamFlags adds every strategy flag but --strategy.
+func (o *strategyOptions) addParamFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Params, "param", nil, "strategy parameter NAME=VALUE (repeatable); see lcl plugins list")
 	fs.Float64Var(&o.Epsilon, "epsilon", 0, "lcl's decay ε (shorthand for --param epsilon=ε; paper: 0.9, 0.99, 0.999)")
 	fs.StringVar(&o.Source, "source", "semantic", "similarity matrix: the latest matrix of this kind in the store, else a similarity plugin of this name")
@@ -320,4 +330,170 @@ func (f *featureSource) Next() (*sdk.FeatureChunk, error) {
 	}
 	f.next = hi
 	return c, nil
+}
+
+// planner adapts a strategy plugin to trainer.Planner.
+type planner struct {
+	b      *bridge
+	stages []trainer.Stage
+	// observeErr is the first failed Observe (OnEpoch cannot fail); the next
+	// Plan returns it so a crashed plugin stops the run.
+	observeErr error
+}
+
+var _ trainer.Planner = (*planner)(nil)
+
+// openPlanner starts the strategy named by o for a training run over the
+// examples trainIdx of train (nil = all) and returns it as the trainer's
+// Planner, the identity entries a resumed run must share (strategy
+// parameters and the similarity matrix's digest), and a close function
+// that stops the plugins.
+func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.FlagSet, set *labels.Set,
+	train trainer.Dataset, trainIdx []int, epochs int, model string) (*planner, map[string]string, func(), error) {
+	host := newHost(f, o.Timeout)
+	fail := func(err error) (*planner, map[string]string, func(), error) {
+		host.Close()
+		return nil, nil, nil, err
+	}
+	var classes []sdk.Class
+	if set != nil {
+		classes = sdkClasses(set)
+	} else {
+		names := datasetClasses(train)
+		for i := 0; i < train.NumClasses(); i++ {
+			c := sdk.Class{Index: i, ID: strconv.Itoa(i), Name: strconv.Itoa(i)}
+			if i < len(names) {
+				c.ID, c.Name = names[i], names[i]
+			}
+			classes = append(classes, c)
+		}
+	}
+	if len(classes) != train.NumClasses() {
+		return fail(fmt.Errorf("label set has %d classes, the data %d", len(classes), train.NumClasses()))
+	}
+	opened, err := openStrategy(ctx, f, host, o, fs, set, classes)
+	if err != nil {
+		return fail(err)
+	}
+	if opened.From != "" {
+		f.Logf("lcl train: %s similarity from %s", opened.Info.Name, opened.From)
+	}
+	labels := make([]int, train.Len())
+	for i := range labels {
+		labels[i] = train.Label(i)
+	}
+	b, err := newBridge(ctx, opened, classes, labels, trainIdx, epochs, 0, model)
+	if err != nil {
+		return fail(err)
+	}
+	p := &planner{b: b}
+	for i, s := range b.stages {
+		if !s.Fresh && i > 0 {
+			return fail(fmt.Errorf("%s: stage %q continues the previous stage's model, which the trainer does not support (each stage starts fresh)", opened.Label(), s.Name))
+		}
+		if s.Model != "" && s.Model != model {
+			return fail(fmt.Errorf("%s: stage %q asks for architecture %q; the trainer trains one architecture (--model %s) per run", opened.Label(), s.Name, s.Model, model))
+		}
+		ts := trainer.Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models}
+		if s.Teacher >= 0 {
+			ts.Teacher = b.stages[s.Teacher].Name
+		}
+		p.stages = append(p.stages, ts)
+	}
+	id := map[string]string{"strategy_version": opened.Info.Version}
+	for k, v := range opened.Params {
+		id["param "+k] = v
+	}
+	if opened.Sim != nil {
+		id["similarity"] = matrixDigest(opened.Sim)
+	}
+	return p, id, host.Close, nil
+}
+
+// trainLabelSet is the label set of a training run: --synsets, else the
+// built-in set named by the data spec's kind (fashion-mnist:DIR → fashion-mnist),
+// else nil.
+func trainLabelSet(synsets, spec string) *labels.Set {
+	if synsets != "" {
+		if set, err := labels.Load(synsets); err == nil {
+			return set
+		}
+		return nil
+	}
+	kind, _, _ := strings.Cut(spec, ":")
+	kind, _, _ = strings.Cut(kind, "?")
+	if set, err := labels.Builtin(kind); err == nil {
+		return set
+	}
+	return nil
+}
+
+// datasetClasses returns the dataset's class names when it knows them.
+func datasetClasses(ds trainer.Dataset) []string {
+	if c, ok := ds.(interface{ Classes() []string }); ok {
+		return c.Classes()
+	}
+	return nil
+}
+
+// matrixDigest is a short digest of a similarity matrix: a resumed run must
+// use the same one.
+func matrixDigest(m *sdk.Matrix) string {
+	h := sha256.New()
+	var buf [8]byte
+	for _, v := range m.Data {
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+		h.Write(buf[:])
+	}
+	return fmt.Sprintf("%d×%d:%x", m.Rows, m.Cols, h.Sum(nil)[:8])
+}
+
+func (p *planner) Stages() []trainer.Stage { return p.stages }
+
+func (p *planner) Plan(ctx context.Context, pc trainer.PlanContext) (trainer.Plan, error) {
+	if p.observeErr != nil {
+		return trainer.Plan{}, p.observeErr
+	}
+	sp, err := p.b.plan(ctx, pc.StageIndex, pc.Epoch, pc.Features)
+	if err != nil {
+		return trainer.Plan{}, err
+	}
+	out := trainer.Plan{Subset: sp.Subset, Coefs: torch.Coefs{Soft: float32(sp.Coef.SoftCE), Hard: float32(sp.Coef.HardCE),
+		KD: float32(sp.Coef.KD), KDTemp: float32(sp.Coef.Temperature), Mutual: float32(sp.Coef.Mutual)}}
+	if sp.Targets != nil {
+		out.Targets = toFloat32(sp.Targets.Data)
+	}
+	if sp.Weights != nil {
+		out.Weights = toFloat32(sp.Weights)
+	}
+	return out, nil
+}
+
+// Observe passes an epoch's metrics to the strategy; use it as (part of)
+// trainer.Config.OnEpoch.
+func (p *planner) Observe(ctx context.Context, m trainer.EpochMetrics) {
+	if p.observeErr != nil {
+		return
+	}
+	peers := m.Peers
+	if len(peers) == 0 {
+		peers = []trainer.PeerMetrics{m.PeerMetrics}
+	}
+	for k, pm := range peers {
+		err := p.b.st.Observe(ctx, sdk.Metrics{Stage: m.StageIndex, Epoch: m.Epoch - 1, Model: k, Values: map[string]float64{
+			"train_loss": pm.TrainLoss, "train_top1": pm.TrainTop1, "test_top1": pm.TestTop1, "test_top5": pm.TestTop5,
+			"test_loss": pm.TestLoss, "lr": m.LR}})
+		if err != nil {
+			p.observeErr = err
+			return
+		}
+	}
+}
+
+func toFloat32(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
 }

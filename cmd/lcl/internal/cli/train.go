@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +35,8 @@ type trainOptions struct {
 	LR, Momentum, WeightDecay, Gamma float64
 	Nesterov                         bool
 	Schedule, Milestones             string
+
+	strat strategyOptions // --param, --epsilon, --source, --matrix, --plugin-timeout
 }
 
 func newTrainCmd(f *Factory) *cobra.Command {
@@ -76,7 +77,8 @@ is refused with the reason. The result is also stored in the store as a run.`,
 	fl.StringVar(&o.Synsets, "synsets", "", "label set of the data (fashion-mnist, cifar100, ...): the data kind when --data is a directory")
 	fl.StringVar(&o.Data, "data", "", "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)")
 	fl.StringVar(&o.Model, "model", "cnn", "architecture NAME[:key=value,...] (lcl models)")
-	fl.StringVar(&o.Strategy, "strategy", "sl", "training strategy")
+	fl.StringVar(&o.Strategy, "strategy", "sl", "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin (lcl plugins list)")
+	o.strat.addParamFlags(fl)
 	fl.Float64Var(&o.Fraction, "fraction", 1, "part of the training set to use, class-stratified (0 < f ≤ 1)")
 	fl.Int64Var(&o.Seed, "seed", 1, "seed of the subset, initialisation, order, augmentation and dropout")
 	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
@@ -227,15 +229,6 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return err
 	}
-	mk, ok := trainer.Planners()[o.Strategy]
-	if !ok {
-		names := make([]string, 0)
-		for n := range trainer.Planners() {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return usagef("--strategy %q: unknown (built in: %s)", o.Strategy, strings.Join(names, ", "))
-	}
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
@@ -274,9 +267,19 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		}
 	}
 	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
+	so := o.strat
+	so.Strategy = o.Strategy
+	pl, planID, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, o.Model)
+	if err != nil {
+		return err
+	}
+	defer closePlanner()
+	for k, v := range planID {
+		identity[k] = v
+	}
 	cfg := trainer.Config{
 		Out: out, Model: o.Model, Train: train, Test: test, Loader: loader(o.Workers), TrainIndices: idx,
-		Planner: mk(), Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
+		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: o.Resume, Identity: identity,
 	}
 	nTrain := train.Len()
@@ -299,6 +302,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		bar.Set(p.Step)
 	}
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
+		pl.Observe(ctx, m)
 		if bar != nil {
 			bar.Finish()
 			bar = nil
