@@ -279,14 +279,15 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// hint is ": <the telling line of stderr>" or "": a Go panic line, a
-// Python exception line (the last), or the last line.
+// hint is "; stderr: <the telling line>" or "": a Go panic line, else the
+// last line (a Python exception's message is its last line).
 func (t *tail) hint() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var lines []string
 	for _, l := range strings.Split(string(t.buf), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		// Skip go-plugin's own JSON log lines ({"@level":...}): not the plugin's words.
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, `{"@`) {
 			lines = append(lines, l)
 		}
 	}

@@ -85,7 +85,7 @@ func (b *broken) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 // testHost returns a host that serves built-ins and test strategies from
 // this test binary, and a plugin folder with wrapper scripts for the test
 // strategies.
-func testHost(t *testing.T) *Host {
+func testHost(t testing.TB) *Host {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
