@@ -121,7 +121,7 @@ func (h *Host) Resolve(kind, name string) (string, error) {
 			known = append(known, f.Name)
 		}
 	}
-	return "", fmt.Errorf("no %s plugin %q: not built in, and no executable lcl-%s-%s in %s (known: %s)",
+	return "", fmt.Errorf("unknown %s plugin %q: not built in, and no executable lcl-%s-%s in %s (known: %s)",
 		kind, name, kind, name, strings.Join(dirs, ":"), strings.Join(known, ", "))
 }
 

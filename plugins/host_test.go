@@ -237,7 +237,7 @@ func TestCancelIsNotBlamedOnPlugin(t *testing.T) {
 func TestUnknownPlugin(t *testing.T) {
 	h := testHost(t)
 	_, err := h.Strategy("nope")
-	if err == nil || !strings.Contains(err.Error(), `no strategy plugin "nope"`) || !strings.Contains(err.Error(), "lcl, ls") {
+	if err == nil || !strings.Contains(err.Error(), `unknown strategy plugin "nope"`) || !strings.Contains(err.Error(), "lcl, ls") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -160,7 +160,7 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{"misspelt param", []string{"--param", "epsilom=0.9"}, 1, `strategy plugin "lcl" (built-in): Begin: unknown parameter "epsilom"`},
 		{"bad epsilon", []string{"--epsilon", "1.5"}, 1, `Begin: epsilon = 1.5, want a value in (0,1]`},
-		{"unknown strategy", []string{"--strategy", "nope"}, 2, `no strategy plugin "nope"`},
+		{"unknown strategy", []string{"--strategy", "nope"}, 2, `unknown strategy plugin "nope"`},
 		{"bad param syntax", []string{"--param", "epsilon"}, 2, `want NAME=VALUE`},
 	}
 	for _, tt := range tests {
