@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"sort"
 
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
@@ -71,5 +72,11 @@ func (h *Host) List(ctx context.Context) []Descriptor {
 		}
 		out = append(out, d)
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind == KindStrategy
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }

@@ -107,7 +107,7 @@ func (o *strategyOptions) similarity(ctx context.Context, f *Factory, host *plug
 			return nil, "", err
 		}
 		if c > 0 && (r != c || cols != c) {
-			return nil, "", fmt.Errorf("--matrix %s is %d×%d, label set %s has %d classes", o.Matrix, r, cols, set.Name, c)
+			return nil, "", fmt.Errorf("--matrix %s is %d×%d, the run has %d classes", o.Matrix, r, cols, c)
 		}
 		if r != cols {
 			return nil, "", fmt.Errorf("--matrix %s is %d×%d, want a square matrix", o.Matrix, r, cols)
@@ -400,7 +400,12 @@ func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.
 		}
 		p.stages = append(p.stages, ts)
 	}
+	// Effective parameters (defaults filled in), so that spelling a default
+	// out on --resume is not a different run.
 	id := map[string]string{"strategy_version": opened.Info.Version}
+	for _, p := range opened.Info.Params {
+		id["param "+p.Name] = p.Default
+	}
 	for k, v := range opened.Params {
 		id["param "+k] = v
 	}
