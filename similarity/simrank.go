@@ -58,7 +58,7 @@ func SimRank(ctx context.Context, g *Graph, opt SimRankOptions) ([]float64, SimR
 	}
 	switch opt.Variant {
 	case "", VariantJehWidom:
-		return simrankPlain(ctx, g.Parents, opt)
+		return simrankSparse(ctx, g.Parents, opt)
 	case VariantUndirected:
 		ch := g.Children()
 		nb := make([][]int, len(g.Nodes))
@@ -231,6 +231,139 @@ func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float6
 		})
 		s, next = next, s
 		st = SimRankStats{Iterations: it, Delta: 0}
+		for _, d := range deltas {
+			st.Delta = max(st.Delta, d)
+		}
+		if st.Delta <= opt.Tolerance {
+			return s, st, nil
+		}
+	}
+	return nil, st, fmt.Errorf("simrank: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+}
+
+// simrankSparse computes the same iteration as simrankPlain, S ← C·WᵀSW
+// with diag(S) = 1, touching only non-zero scores. Plain SimRank grows
+// monotonically from S = I, so each row's non-zero pattern only grows, and on
+// a hierarchy it stays sparse (16% of ImageNet's DAG pairs at the fixed
+// point, fewer before). Each row keeps a dense value array (for O(1) access)
+// and a list of its non-zero columns: T = S·W scatters each non-zero S[i][j]
+// to j's children, and S' = C·WᵀT sums the sparse rows of T over each
+// node's parents.
+func simrankSparse(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64, SimRankStats, error) {
+	n := len(in)
+	children := make([][]int32, n)
+	inv := make([]float64, n)
+	for b, ps := range in {
+		for _, j := range ps {
+			children[j] = append(children[j], int32(b))
+		}
+		if len(ps) > 0 {
+			inv[b] = 1 / float64(len(ps))
+		}
+	}
+	// Only nodes with children are anyone's parent, so only their rows of
+	// T = S·W are ever read: T holds those rows alone (row tRow[i]).
+	tRow := make([]int, n)
+	var internal []int
+	for i := range children {
+		tRow[i] = -1
+		if len(children[i]) > 0 {
+			tRow[i] = len(internal)
+			internal = append(internal, i)
+		}
+	}
+	s := make([]float64, n*n)
+	next := make([]float64, n*n)
+	t := make([]float64, len(internal)*n)
+	nzS := make([][]int32, n) // non-zero columns of each row of s
+	nzN := make([][]int32, n) // of next (its stale content, cleared before reuse)
+	nzT := make([][]int32, len(internal))
+	for i := 0; i < n; i++ {
+		s[i*n+i] = 1
+		nzS[i] = []int32{int32(i)}
+	}
+	deltas := make([]float64, n)
+	var st SimRankStats
+	for it := 1; it <= opt.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		parallelRows(len(internal), func(lo, hi int) {
+			mark := make([]bool, n)
+			for r := lo; r < hi; r++ {
+				i := internal[r]
+				row := s[i*n : (i+1)*n]
+				trow := t[r*n : (r+1)*n]
+				tn := nzT[r][:0]
+				for _, j := range nzS[i] {
+					x := row[j]
+					for _, b := range children[j] {
+						if !mark[b] {
+							mark[b] = true
+							tn = append(tn, b)
+							trow[b] = 0
+						}
+						trow[b] += x * inv[b]
+					}
+				}
+				for _, b := range tn {
+					mark[b] = false
+				}
+				nzT[r] = tn
+			}
+		})
+		parallelRows(n, func(lo, hi int) {
+			mark := make([]bool, n)
+			for a := lo; a < hi; a++ {
+				nrow := next[a*n : (a+1)*n]
+				for _, b := range nzN[a] {
+					nrow[b] = 0
+				}
+				nn := nzN[a][:0]
+				f := opt.Decay * inv[a]
+				switch ps := in[a]; len(ps) {
+				case 0: // a root: similar only to itself
+					nn = append(nn, int32(a))
+				case 1: // most nodes: S'[a] = C·T[parent], no merging needed
+					r := tRow[ps[0]]
+					trow := t[r*n : (r+1)*n]
+					nn = append(nn, nzT[r]...)
+					for _, b := range nn {
+						nrow[b] = f * trow[b]
+					}
+				default:
+					for _, i := range ps {
+						r := tRow[i]
+						trow := t[r*n : (r+1)*n]
+						for _, b := range nzT[r] {
+							if !mark[b] {
+								mark[b] = true
+								nn = append(nn, b)
+							}
+							nrow[b] += trow[b]
+						}
+					}
+					for _, b := range nn {
+						mark[b] = false
+						nrow[b] *= f
+					}
+				}
+				// a is in the pattern: T[p][a] ≥ S[p][p]/|I(a)| > 0 for a parent p.
+				nrow[a] = 1
+				old := s[a*n : (a+1)*n]
+				d := 0.0
+				for _, b := range nn {
+					if e := math.Abs(nrow[b] - old[b]); e > d {
+						d = e
+					}
+				}
+				nzN[a] = nn
+				deltas[a] = d
+			}
+		})
+		s, next = next, s
+		nzS, nzN = nzN, nzS
+		st = SimRankStats{Iterations: it}
 		for _, d := range deltas {
 			st.Delta = max(st.Delta, d)
 		}

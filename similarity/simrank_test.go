@@ -3,9 +3,11 @@ package similarity
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -290,5 +292,43 @@ func BenchmarkSimRankImageNet(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The sparse iteration must equal the dense one on any graph, including
+// multiple parents and several roots.
+func TestSimRankSparseEqualsDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 20; trial++ {
+		n := 5 + rng.IntN(60)
+		in := make([][]int, n)
+		for v := 1; v < n; v++ { // parents have smaller indices: acyclic
+			for k := 0; k < 1+rng.IntN(3); k++ {
+				if rng.IntN(5) > 0 {
+					p := rng.IntN(v)
+					if !slices.Contains(in[v], p) {
+						in[v] = append(in[v], p)
+					}
+				}
+			}
+			slices.Sort(in[v])
+		}
+		opt := SimRankOptions{Decay: 0.5 + 0.4*rng.Float64(), Iterations: 1000, Tolerance: 1e-9}
+		sparse, s1, err := simrankSparse(context.Background(), in, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dense, s2, err := simrankPlain(context.Background(), in, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s1.Iterations != s2.Iterations {
+			t.Errorf("trial %d: %d iterations sparse, %d dense", trial, s1.Iterations, s2.Iterations)
+		}
+		for k := range dense {
+			if math.Abs(dense[k]-sparse[k]) > 1e-12 {
+				t.Fatalf("trial %d: sparse %v, dense %v at (%d,%d)", trial, sparse[k], dense[k], k/n, k%n)
+			}
+		}
 	}
 }
