@@ -111,15 +111,20 @@ func Heatmap(w io.Writer, data []float64, names []string, order []int, title str
 	}
 	p.X.Tick.Marker = classTicks{names: ordered}
 	p.Y.Tick.Marker = classTicks{names: ordered, flipY: true}
-	small := vg.Points(6)
-	if c > 30 {
-		small = vg.Points(5)
+	if c <= MaxNamedTicks {
+		small := vg.Points(6)
+		if c > 30 {
+			small = vg.Points(5)
+		}
+		p.X.Tick.Label.Font.Size = small
+		p.Y.Tick.Label.Font.Size = small
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	} else {
+		p.X.Label.Text = "class position (hierarchical clustering order, average linkage)"
+		p.Y.Label.Text = "class position"
 	}
-	p.X.Tick.Label.Font.Size = small
-	p.Y.Tick.Label.Font.Size = small
-	p.X.Tick.Label.Rotation = math.Pi / 2
-	p.X.Tick.Label.XAlign = draw.XRight
-	p.X.Tick.Label.YAlign = draw.YCenter
 	hm := plotter.NewHeatMap(g, cmap.Palette(255))
 	// Rectangles stay sharp; a raster image is smoothed when scaled, so it
 	// is used only where rectangles would be too many.
@@ -143,7 +148,7 @@ func Heatmap(w io.Writer, data []float64, names []string, order []int, title str
 	left := draw.Crop(dc, 0, -barW, 0, 0)
 	right := draw.Crop(dc, width-barW, 0, 0, 0)
 	// Align the bar with the map's vertical extent.
-	right = draw.Crop(right, vg.Points(8), -vg.Points(8), bottomMargin(c), -0.3*vg.Inch)
+	right = draw.Crop(right, vg.Points(8), -vg.Points(8), bottomMargin(c), -0.25*vg.Inch)
 	p.Draw(left)
 	bar.Draw(right)
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
@@ -154,9 +159,9 @@ func Heatmap(w io.Writer, data []float64, names []string, order []int, title str
 // colour bar spans the map rather than the labels.
 func bottomMargin(c int) vg.Length {
 	if c <= MaxNamedTicks {
-		return 1.3 * vg.Inch
+		return 1.0 * vg.Inch
 	}
-	return 0.6 * vg.Inch
+	return 0.55 * vg.Inch
 }
 
 // Spectrum writes a PNG of the eigenvalues (largest first) against their
@@ -190,6 +195,9 @@ func Spectrum(w io.Writer, eig []float64, title string) error {
 	p.X.Min = 0
 	p.X.Max = float64(len(eig) + 1)
 	p.X.Tick.Marker = intTicks{}
+	if low := eig[len(eig)-1]; low > 0 {
+		p.Y.Min = 0 // show where zero is
+	}
 	img := vgimg.NewWith(vgimg.UseWH(7*vg.Inch, 4.5*vg.Inch), vgimg.UseDPI(150))
 	p.Draw(draw.New(img))
 	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)

@@ -449,6 +449,10 @@ func writeFileAtomic(path string, write func(*os.File) error) error {
 		tmp.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err

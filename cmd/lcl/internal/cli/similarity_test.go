@@ -145,3 +145,36 @@ func TestSimilarityUsage(t *testing.T) {
 		t.Errorf("show of a matrix not stored: %+v", r)
 	}
 }
+
+// The semantic source reads the vectors lcl embed stores; here they are put
+// into the store directly, one orthogonal-ish vector per Fashion-MNIST class.
+func TestSimilaritySemanticFromStoredVectors(t *testing.T) {
+	store := t.TempDir()
+	s, err := simstore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+	dim := 4
+	data := make([]float32, len(ids)*dim)
+	for i := range ids {
+		data[i*dim+i%dim] = 1
+		data[i*dim+(i+1)%dim] = 0.5
+	}
+	if err := s.PutVectors(context.Background(), simstore.Vectors{LabelSet: "fashion-mnist", Model: "test-model", IDs: ids, Dim: dim, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	r := runCLI(t, "--store", store, "similarity", "--synsets", "fashion-mnist", "--source", "semantic")
+	if r.code != 0 || !strings.Contains(r.out, "model=test-model") {
+		t.Fatalf("semantic: %+v", r)
+	}
+	// Classes 0 and 4 have the same vector: each is the other's nearest.
+	show := runCLI(t, "--store", store, "similarity", "show", "fashion-mnist/semantic", "--top", "1", "--json")
+	if show.code != 0 || !strings.Contains(show.out, `"class":"T-shirt/top","index":0,"message_type":"neighbours","nearest":[{"class":"Coat","index":4,"similarity":1}]`) {
+		t.Fatalf("show: %+v", show)
+	}
+	if r := runCLI(t, "--store", store, "similarity", "--synsets", "cifar100", "--source", "semantic"); r.code == 0 || !strings.Contains(r.err, "lcl embed --synsets cifar100") {
+		t.Errorf("no vectors: %+v", r)
+	}
+}
