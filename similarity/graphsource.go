@@ -107,7 +107,8 @@ func (lg *labelGraph) note() string {
 // "iterations" (maximum, default 1000), "tolerance" (default 1e-6: stop when
 // no score changes by more), "variant" (jeh-widom, star, undirected).
 type SimRankSource struct {
-	WordNet WordNetFunc
+	WordNet  WordNetFunc
+	Progress ProgressFunc // optional, one unit per iteration
 }
 
 // Name implements Source.
@@ -159,6 +160,9 @@ func (s SimRankSource) Compute(ctx context.Context, set *labels.Set, in map[stri
 	if err != nil {
 		return nil, err
 	}
+	bar := s.Progress.start(-1, "simrank "+opt.Variant)
+	defer bar.Finish()
+	opt.Progress = bar
 	full, st, err := SimRank(ctx, lg.g, opt)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,8 @@ const (
 // LCA derives similarity from the lowest common ancestor of two classes in a
 // label graph (parameters "graph" as for simrank, "form" wup or height).
 type LCA struct {
-	WordNet WordNetFunc
+	WordNet  WordNetFunc
+	Progress ProgressFunc // optional, one unit per class row
 }
 
 // Name implements Source.
@@ -80,7 +81,9 @@ func (l LCA) Compute(ctx context.Context, set *labels.Set, in map[string]string)
 	default:
 		pair = newLCAHeight(lg.g, lg.classes)
 	}
-	data, err := pairwise(ctx, c, pair)
+	bar := l.Progress.start(int64(c), "lca "+form)
+	defer bar.Finish()
+	data, err := pairwise(ctx, c, pair, bar)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +99,7 @@ func (l LCA) Compute(ctx context.Context, set *labels.Set, in map[string]string)
 }
 
 // pairwise fills a symmetric C×C matrix from pair(i, j), i ≤ j, on every CPU.
-func pairwise(ctx context.Context, c int, pair func(i, j int) (float64, error)) ([]float64, error) {
+func pairwise(ctx context.Context, c int, pair func(i, j int) (float64, error), bar Progress) ([]float64, error) {
 	out := make([]float64, c*c)
 	rows := make(chan int)
 	var wg sync.WaitGroup
@@ -115,6 +118,7 @@ func pairwise(ctx context.Context, c int, pair func(i, j int) (float64, error)) 
 					}
 					out[i*c+j], out[j*c+i] = x, x
 				}
+				bar.Add(1)
 			}
 		}()
 	}

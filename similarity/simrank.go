@@ -35,6 +35,8 @@ type SimRankOptions struct {
 	Iterations int     // maximum number of iterations
 	Tolerance  float64 // stop when no entry changes by more than this
 	Variant    string  // VariantJehWidom (default), VariantStar, VariantUndirected
+	// Progress, if set, gets one unit per iteration.
+	Progress Progress
 }
 
 // SimRankStats says how the iteration went.
@@ -234,6 +236,9 @@ func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float6
 		for _, d := range deltas {
 			st.Delta = max(st.Delta, d)
 		}
+		if opt.Progress != nil {
+			opt.Progress.Add(1)
+		}
 		if st.Delta <= opt.Tolerance {
 			return s, st, nil
 		}
@@ -367,6 +372,9 @@ func simrankSparse(ctx context.Context, in [][]int, opt SimRankOptions) ([]float
 		for _, d := range deltas {
 			st.Delta = max(st.Delta, d)
 		}
+		if opt.Progress != nil {
+			opt.Progress.Add(1)
+		}
 		if st.Delta <= opt.Tolerance {
 			return s, st, nil
 		}
@@ -399,6 +407,9 @@ func simrankStar(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64
 		}
 		s, next = next, s
 		st = SimRankStats{Iterations: it, Delta: maxAbsDiff(s, next)}
+		if opt.Progress != nil {
+			opt.Progress.Add(1)
+		}
 		if st.Delta <= opt.Tolerance {
 			d := make([]float64, n)
 			for i := range d {

@@ -115,6 +115,9 @@ func (f *Factory) similarityDeps() similarity.Deps {
 	return similarity.Deps{
 		WordNet: f.WordNet,
 		Vectors: lazyVectors{f},
+		Progress: func(total int64, desc string) similarity.Progress {
+			return f.Progress(total, desc)
+		},
 	}
 }
 
