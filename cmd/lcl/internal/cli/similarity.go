@@ -260,25 +260,33 @@ func loadMatrixRef(ctx context.Context, f *Factory, ref, synsets string) (*loade
 		}
 		return &loadedMatrix{label: ref, names: names, data: data, kind: "file"}, nil
 	}
+	if strings.HasPrefix(ref, "sim/") {
+		return loadStored(ctx, f, ref, func(s *simstore.Store) (*simstore.Matrix, error) { return s.GetMatrixByKey(ctx, ref) })
+	}
+	if set, kind, ok := strings.Cut(ref, "/"); ok && !strings.Contains(kind, "/") {
+		return loadLatest(ctx, f, set, kind)
+	}
+	return nil, usagef("matrix %q: not a file, a store key (sim/...) or SET/SOURCE", ref)
+}
+
+// loadLatest loads the most recently created matrix of a source for a set.
+func loadLatest(ctx context.Context, f *Factory, set, source string) (*loadedMatrix, error) {
+	return loadStored(ctx, f, set+"/"+source, func(s *simstore.Store) (*simstore.Matrix, error) { return s.LatestMatrix(ctx, set, source) })
+}
+
+func loadStored(ctx context.Context, f *Factory, label string, get func(*simstore.Store) (*simstore.Matrix, error)) (*loadedMatrix, error) {
 	store, err := f.Store()
 	if err != nil {
 		return nil, err
 	}
-	var m *simstore.Matrix
-	if strings.HasPrefix(ref, "sim/") {
-		m, err = store.GetMatrixByKey(ctx, ref)
-	} else if set, kind, ok := strings.Cut(ref, "/"); ok && !strings.Contains(kind, "/") {
-		m, err = store.LatestMatrix(ctx, set, kind)
-	} else {
-		return nil, usagef("matrix %q: not a file, a store key (sim/...) or SET/SOURCE", ref)
-	}
+	m, err := get(store)
 	if err != nil {
 		if errors.Is(err, simstore.ErrNotFound) {
-			return nil, fmt.Errorf("matrix %q: %w (compute it with lcl similarity --synsets SET --source SOURCE)", ref, err)
+			return nil, fmt.Errorf("matrix %s: %w (compute it with lcl similarity --synsets SET --source SOURCE)", label, err)
 		}
 		return nil, err
 	}
-	lm := &loadedMatrix{label: ref, names: m.Classes, data: make([]float64, len(m.Data)), set: m.LabelSet, kind: m.Kind}
+	lm := &loadedMatrix{label: label, names: m.Classes, data: make([]float64, len(m.Data)), set: m.LabelSet, kind: m.Kind}
 	for i, x := range m.Data {
 		lm.data[i] = float64(x)
 	}
@@ -296,19 +304,20 @@ func classNames(set *labels.Set) []string {
 	return out
 }
 
-// matrixRefFromFlags turns show/plot's inputs into one reference.
-func matrixRefFromFlags(args []string, synsets, source string) (string, error) {
+// loadFromFlags loads show/plot's matrix: the argument, or the latest matrix
+// of --source for --synsets.
+func loadFromFlags(ctx context.Context, f *Factory, args []string, synsets, source string) (*loadedMatrix, error) {
 	switch {
 	case len(args) == 1 && source == "":
-		return args[0], nil
+		return loadMatrixRef(ctx, f, args[0], synsets)
 	case len(args) == 0 && synsets != "" && source != "":
 		set, err := labels.Load(synsets)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return set.Name + "/" + source, nil
+		return loadLatest(ctx, f, set.Name, source)
 	default:
-		return "", usagef("give a matrix (FILE, store key or SET/SOURCE) or --synsets SET --source SOURCE")
+		return nil, usagef("give a matrix (FILE, store key or SET/SOURCE) or --synsets SET --source SOURCE")
 	}
 }
 
@@ -333,11 +342,7 @@ give --synsets and --source.`,
 			if opts.Top < 1 {
 				return usagef("--top must be at least 1")
 			}
-			ref, err := matrixRefFromFlags(args, opts.Synsets, opts.Source)
-			if err != nil {
-				return err
-			}
-			m, err := loadMatrixRef(cmd.Context(), f, ref, opts.Synsets)
+			m, err := loadFromFlags(cmd.Context(), f, args, opts.Synsets, opts.Source)
 			if err != nil {
 				return err
 			}
@@ -389,11 +394,7 @@ func newSimilarityPlotCmd(f *Factory) *cobra.Command {
   lcl similarity plot cifar100/semantic`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := matrixRefFromFlags(args, opts.Synsets, opts.Source)
-			if err != nil {
-				return err
-			}
-			m, err := loadMatrixRef(cmd.Context(), f, ref, opts.Synsets)
+			m, err := loadFromFlags(cmd.Context(), f, args, opts.Synsets, opts.Source)
 			if err != nil {
 				return err
 			}
@@ -410,10 +411,13 @@ func runSimilarityPlot(f *Factory, m *loadedMatrix, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	base := strings.NewReplacer("/", "-", " ", "_").Replace(strings.TrimSuffix(filepath.Base(m.label), filepath.Ext(m.label)))
-	title := m.label
+	stem := func(p string) string { // file name without folder and extension
+		b := filepath.Base(p)
+		return strings.ReplaceAll(strings.TrimSuffix(b, filepath.Ext(b)), " ", "_")
+	}
+	base, title := stem(m.label), m.label
 	if m.set != "" {
-		base = m.set + "-" + m.kind
+		base = stem(m.set) + "-" + m.kind
 		title = fmt.Sprintf("%s similarity of %s (%d classes)", m.kind, m.set, m.n())
 	}
 	c := m.n()

@@ -178,3 +178,27 @@ func TestSimilaritySemanticFromStoredVectors(t *testing.T) {
 		t.Errorf("no vectors: %+v", r)
 	}
 }
+
+// A label set from a file in a folder: its name holds a slash, which must
+// neither break SET/SOURCE lookups nor the plot file names.
+func TestSimilarityFileLabelSet(t *testing.T) {
+	store, dir := t.TempDir(), t.TempDir()
+	sub := filepath.Join(dir, "sets")
+	os.MkdirAll(sub, 0o755)
+	file := filepath.Join(sub, "fish-and-cats.txt")
+	os.WriteFile(file, []byte("tench\tn01440764\ngoldfish\tn01443537\ntabby\tn02123045\ntiger cat\tn02123159\n"), 0o644)
+	if r := runCLI(t, "--store", store, "similarity", "--synsets", file, "--source", "lca"); r.code != 0 {
+		t.Fatalf("compute: %+v", r)
+	}
+	show := runCLI(t, "--store", store, "similarity", "show", "--synsets", file, "--source", "lca", "--top", "1")
+	if show.code != 0 || !strings.Contains(show.out, "tench      goldfish (0.941)") {
+		t.Fatalf("show: %+v", show)
+	}
+	out := filepath.Join(dir, "plots")
+	if r := runCLI(t, "--store", store, "similarity", "plot", "--synsets", file, "--source", "lca", "-o", out); r.code != 0 {
+		t.Fatalf("plot: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(out, "fish-and-cats-lca-heatmap.png")); err != nil {
+		t.Error(err)
+	}
+}
