@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -433,5 +434,30 @@ func TestEigenvalues(t *testing.T) {
 	}
 	if math.Abs(eig[0]-1.25) > 1e-12 || math.Abs(eig[1]-0.75) > 1e-12 {
 		t.Errorf("eigenvalues %v, want [1.25 0.75]", eig)
+	}
+}
+
+// A float32, Fortran-order .npy as numpy writes it: column-major values.
+func TestReadNPYFloat32FortranOrder(t *testing.T) {
+	hdr := "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }"
+	hdr += strings.Repeat(" ", 64-(10+len(hdr)+1)%64) + "\n"
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
+	b.WriteString(hdr)
+	// matrix [[1, 0.25], [0.5, 1]] stored column by column
+	binary.Write(&b, binary.LittleEndian, []float32{1, 0.5, 0.25, 1})
+	path := filepath.Join(t.TempDir(), "m.npy")
+	os.WriteFile(path, b.Bytes(), 0o644)
+	data, n, err := ReadMatrixFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || data[1] != 0.25 || data[2] != 0.5 {
+		t.Fatalf("got %v (n %d), want [1 0.25 0.5 1]", data, n)
+	}
+	os.WriteFile(path, []byte("\x93NUMPY\x01\x00\x10\x00{'descr': '<i8'}"), 0o644)
+	if _, _, err := ReadMatrixFile(path); err == nil {
+		t.Error("unsupported header accepted")
 	}
 }
