@@ -1,0 +1,268 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+)
+
+// LoaderConfig configures one pass (epoch) of a Loader over a split.
+type LoaderConfig struct {
+	// Indices are the examples to visit (e.g. from Fraction); nil means all.
+	Indices []int
+	// Batch is the batch size (required, > 0).
+	Batch int
+	// Shuffle visits the indices in a random order drawn from (Seed, Epoch).
+	Shuffle bool
+	// Seed and Epoch determine the order and every random augmentation:
+	// example i is augmented from a generator seeded by (Seed, Epoch, i), so
+	// the output is the same for any number of workers.
+	Seed  int64
+	Epoch int
+	// Workers is the number of decoding goroutines (default GOMAXPROCS); each
+	// fills whole batches.
+	Workers int
+	// Prefetch bounds the batches queued ahead of the consumer (default 2).
+	// At most Prefetch+Workers+1 batches are held besides the caller's.
+	Prefetch int
+	// Train applies the split's training augmentation; otherwise the
+	// deterministic evaluation transform.
+	Train bool
+	// DropLast drops the final batch when it would be smaller than Batch.
+	DropLast bool
+	// SkipBad skips examples that fail to decode, with a warning, instead
+	// of ending the pass with an error; Loader.Skipped counts them. A batch
+	// that lost examples is smaller than Batch.
+	SkipBad bool
+	// Warn receives warnings; nil writes them to stderr.
+	Warn func(msg string)
+}
+
+// Batch is a decoded batch. X holds N examples of shape C×H×W, normalised,
+// back to back; Y their labels; Index their indices in the split.
+type Batch struct {
+	N     int
+	X     []float32
+	Y     []int64
+	Index []int
+
+	free chan *Batch
+}
+
+// Release hands the batch back for reuse by later batches of its Loader. The
+// batch must not be used afterwards. Calling it is optional: an unreleased
+// batch is garbage collected.
+func (b *Batch) Release() {
+	if b == nil || b.free == nil {
+		return
+	}
+	select {
+	case b.free <- b:
+	default:
+	}
+}
+
+// Loader streams the batches of one pass over a split in a fixed order,
+// decoding them with several goroutines ahead of the consumer. It is not
+// safe for concurrent use by several consumers.
+type Loader struct {
+	ds      Dataset
+	cfg     LoaderConfig
+	order   []int
+	batches int
+	size    int // values per example
+	base    uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	queue  chan chan result
+	free   chan *Batch
+	wg     sync.WaitGroup
+	warn   *warner
+	err    error // sticky: io.EOF, a decode error or the context's error
+}
+
+type result struct {
+	b   *Batch
+	err error
+}
+
+// NewLoader starts decoding batches of ds. Cancel ctx or call Close to stop
+// the workers; Next then reports the context's error.
+func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, error) {
+	if cfg.Batch <= 0 {
+		return nil, fmt.Errorf("data: loader: batch size %d: want > 0", cfg.Batch)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = 2
+	}
+	n := ds.Len()
+	order := make([]int, 0, n)
+	if cfg.Indices == nil {
+		for i := range n {
+			order = append(order, i)
+		}
+	} else {
+		for _, i := range cfg.Indices {
+			if i < 0 || i >= n {
+				return nil, fmt.Errorf("data: loader: index %d out of range 0..%d", i, n-1)
+			}
+		}
+		order = append(order, cfg.Indices...)
+	}
+	base := mix(uint64(cfg.Seed), uint64(cfg.Epoch)+1)
+	if cfg.Shuffle {
+		rng := rand.New(rand.NewPCG(base, 0x53485546464c45)) // "SHUFFLE"
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	}
+	batches := (len(order) + cfg.Batch - 1) / cfg.Batch
+	if cfg.DropLast {
+		batches = len(order) / cfg.Batch
+	}
+	c, h, w := ds.Shape()
+	l := &Loader{ds: ds, cfg: cfg, order: order, batches: batches, size: c * h * w, base: base,
+		queue: make(chan chan result, cfg.Prefetch),
+		free:  make(chan *Batch, cfg.Prefetch+cfg.Workers+2),
+		warn:  newWarner(cfg.Warn)}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	jobs := make(chan job)
+	for range cfg.Workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for j := range jobs {
+				b, err := l.fill(j.k)
+				j.out <- result{b, err} // buffered: never blocks
+			}
+		}()
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer close(l.queue)
+		defer close(jobs)
+		for k := range batches {
+			out := make(chan result, 1)
+			select {
+			case jobs <- job{k, out}:
+			case <-l.ctx.Done():
+				return
+			}
+			select {
+			case l.queue <- out:
+			case <-l.ctx.Done():
+				return
+			}
+		}
+	}()
+	return l, nil
+}
+
+type job struct {
+	k   int
+	out chan result
+}
+
+// Len is the number of batches in the pass (before any skipping).
+func (l *Loader) Len() int { return l.batches }
+
+// Skipped counts the examples skipped so far (SkipBad).
+func (l *Loader) Skipped() int { return l.warn.count() }
+
+// Next returns the next batch, io.EOF after the last one, or the first error
+// met (a decode error naming the file and example, or the context's error).
+// Errors are sticky.
+func (l *Loader) Next() (*Batch, error) {
+	for l.err == nil {
+		var out chan result
+		var ok bool
+		select {
+		case out, ok = <-l.queue:
+		case <-l.ctx.Done():
+		}
+		if !ok {
+			if l.err = l.ctx.Err(); l.err == nil {
+				l.err = io.EOF
+			}
+			break
+		}
+		var r result
+		select {
+		case r = <-out:
+		case <-l.ctx.Done():
+			l.err = l.ctx.Err()
+			continue
+		}
+		if r.err != nil {
+			l.err = r.err
+			l.cancel()
+			break
+		}
+		if r.b.N == 0 { // every example of the batch was skipped
+			r.b.Release()
+			continue
+		}
+		return r.b, nil
+	}
+	return nil, l.err
+}
+
+// Close stops the workers and waits for them. It is safe to call twice.
+func (l *Loader) Close() error {
+	l.cancel()
+	l.wg.Wait()
+	return nil
+}
+
+// fill decodes batch k.
+func (l *Loader) fill(k int) (*Batch, error) {
+	var b *Batch
+	select {
+	case b = <-l.free:
+	default:
+		b = &Batch{X: make([]float32, l.cfg.Batch*l.size), Y: make([]int64, l.cfg.Batch),
+			Index: make([]int, l.cfg.Batch), free: l.free}
+	}
+	b.X, b.Y, b.Index = b.X[:cap(b.X)], b.Y[:cap(b.Y)], b.Index[:cap(b.Index)]
+	lo := k * l.cfg.Batch
+	hi := min(lo+l.cfg.Batch, len(l.order))
+	pcg := rand.NewPCG(0, 0)
+	rng := rand.New(pcg)
+	n := 0
+	for _, idx := range l.order[lo:hi] {
+		if err := l.ctx.Err(); err != nil {
+			return nil, err
+		}
+		// A generator per example, seeded by (seed, epoch, index) only.
+		pcg.Seed(l.base, mix(uint64(idx), 0x4155474d454e54)) // "AUGMENT"
+		var r *rand.Rand
+		if l.cfg.Train {
+			r = rng
+		}
+		err := l.ds.Decode(idx, b.X[n*l.size:(n+1)*l.size], l.cfg.Train, r)
+		if err != nil {
+			var ee *ExampleError
+			if !errors.As(err, &ee) {
+				err = &ExampleError{File: "(decode)", Index: idx, Err: err}
+			}
+			if !l.cfg.SkipBad {
+				return nil, fmt.Errorf("data: %w", err)
+			}
+			l.warn.warn(err)
+			continue
+		}
+		b.Y[n] = int64(l.ds.Label(idx))
+		b.Index[n] = idx
+		n++
+	}
+	b.N = n
+	b.X, b.Y, b.Index = b.X[:n*l.size], b.Y[:n], b.Index[:n]
+	return b, nil
+}
