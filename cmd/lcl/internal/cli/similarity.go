@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -427,13 +428,13 @@ func runSimilarityPlot(f *Factory, m *loadedMatrix, dir string) error {
 		return err
 	}
 	heat := filepath.Join(dir, base+"-heatmap.png")
-	if err := writeFileAtomic(heat, func(w *os.File) error {
+	if _, err := writeFileAtomic(heat, func(w io.Writer) error {
 		return simplot.Heatmap(w, m.data, m.names, order, "Dissimilarity 1 − s: "+title)
 	}); err != nil {
 		return err
 	}
 	spec := filepath.Join(dir, base+"-spectrum.png")
-	if err := writeFileAtomic(spec, func(w *os.File) error {
+	if _, err := writeFileAtomic(spec, func(w io.Writer) error {
 		return simplot.Spectrum(w, eig, "Eigenvalue spectrum: "+title)
 	}); err != nil {
 		return err
@@ -442,32 +443,6 @@ func runSimilarityPlot(f *Factory, m *loadedMatrix, dir string) error {
 		fmt.Fprintf(f.IO.Out, "wrote %s\nwrote %s\n", heat, spec)
 	}
 	return nil
-}
-
-// writeFileAtomic writes through a temporary file in the same folder, then
-// syncs and renames it, so a reader never sees half a file.
-func writeFileAtomic(path string, write func(*os.File) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func newSimilarityCompareCmd(f *Factory) *cobra.Command {

@@ -12,18 +12,6 @@ import (
 	"github.com/lcl-project/lcl/simstore"
 )
 
-type cliResult struct {
-	code     int
-	out, err string
-}
-
-func runCLI(t *testing.T, args ...string) cliResult {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Run(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return cliResult{code, out.String(), errb.String()}
-}
-
 func countMatrices(t *testing.T, dir string) int {
 	t.Helper()
 	s, err := simstore.Open(dir)
@@ -40,19 +28,19 @@ func countMatrices(t *testing.T, dir string) int {
 
 func TestSimilarityComputeCacheForce(t *testing.T) {
 	store := t.TempDir()
-	r := runCLI(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual")
+	r := cliRun(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual")
 	if r.code != 0 || !strings.Contains(r.out, "stored visual matrix of awa2 (50×50) as sim/awa2/visual/") {
 		t.Fatalf("first run: %+v", r)
 	}
-	r2 := runCLI(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--missing", "mean")
+	r2 := cliRun(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--missing", "mean")
 	if r2.code != 0 || !strings.Contains(r2.out, "cache hit") {
 		t.Fatalf("same inputs (default made explicit) is not a cache hit: %+v", r2)
 	}
-	r3 := runCLI(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--force")
+	r3 := cliRun(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--force")
 	if r3.code != 0 || !strings.Contains(r3.out, "stored visual") {
 		t.Fatalf("--force did not recompute: %+v", r3)
 	}
-	r4 := runCLI(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--missing", "zero")
+	r4 := cliRun(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--missing", "zero")
 	if r4.code != 0 || strings.Contains(r4.out, "cache hit") {
 		t.Fatalf("different parameter hit the cache: %+v", r4)
 	}
@@ -60,7 +48,7 @@ func TestSimilarityComputeCacheForce(t *testing.T) {
 		t.Errorf("%d matrices stored, want 2 (mean and zero)", n)
 	}
 
-	show := runCLI(t, "--store", store, "similarity", "show", "--synsets", "awa2", "--source", "visual", "--top", "2")
+	show := cliRun(t, "--store", store, "similarity", "show", "--synsets", "awa2", "--source", "visual", "--top", "2")
 	if show.code != 0 {
 		t.Fatalf("show: %+v", show)
 	}
@@ -74,13 +62,13 @@ func TestSimilarityComputeCacheForce(t *testing.T) {
 		t.Errorf("show: killer whale line %q, want two neighbours", whale)
 	}
 
-	cmp := runCLI(t, "--store", store, "similarity", "compare", "awa2/visual", "awa2/visual")
+	cmp := cliRun(t, "--store", store, "similarity", "compare", "awa2/visual", "awa2/visual")
 	if cmp.code != 0 || !strings.Contains(cmp.out, "spearman 1.0000 over 1225 class pairs") {
 		t.Errorf("compare with itself: %+v", cmp)
 	}
 
 	dir := t.TempDir()
-	pl := runCLI(t, "--store", store, "similarity", "plot", "awa2/visual", "-o", dir)
+	pl := cliRun(t, "--store", store, "similarity", "plot", "awa2/visual", "-o", dir)
 	if pl.code != 0 {
 		t.Fatalf("plot: %+v", pl)
 	}
@@ -122,7 +110,7 @@ func TestSimilarityBadInputStoresNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := t.TempDir()
-			r := runCLI(t, append([]string{"--store", store, "similarity"}, tc.args...)...)
+			r := cliRun(t, append([]string{"--store", store, "similarity"}, tc.args...)...)
 			if r.code == 0 || !strings.Contains(r.err, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want failure mentioning %q", r.code, r.err, tc.want)
 			}
@@ -135,13 +123,13 @@ func TestSimilarityBadInputStoresNothing(t *testing.T) {
 
 func TestSimilarityUsage(t *testing.T) {
 	store := t.TempDir()
-	if r := runCLI(t, "--store", store, "similarity", "--synsets", "awa2"); r.code != ExitUsage {
+	if r := cliRun(t, "--store", store, "similarity", "--synsets", "awa2"); r.code != ExitUsage {
 		t.Errorf("missing --source: exit %d, want %d", r.code, ExitUsage)
 	}
-	if r := runCLI(t, "--store", store, "similarity", "compare", "a"); r.code != ExitUsage {
+	if r := cliRun(t, "--store", store, "similarity", "compare", "a"); r.code != ExitUsage {
 		t.Errorf("compare with one matrix: exit %d, want %d", r.code, ExitUsage)
 	}
-	if r := runCLI(t, "--store", store, "similarity", "show", "awa2/visual"); r.code != ExitFailure || !strings.Contains(r.err, "not found") {
+	if r := cliRun(t, "--store", store, "similarity", "show", "awa2/visual"); r.code != ExitFailure || !strings.Contains(r.err, "not found") {
 		t.Errorf("show of a matrix not stored: %+v", r)
 	}
 }
@@ -165,16 +153,16 @@ func TestSimilaritySemanticFromStoredVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	r := runCLI(t, "--store", store, "similarity", "--synsets", "fashion-mnist", "--source", "semantic")
+	r := cliRun(t, "--store", store, "similarity", "--synsets", "fashion-mnist", "--source", "semantic")
 	if r.code != 0 || !strings.Contains(r.out, "model=test-model") {
 		t.Fatalf("semantic: %+v", r)
 	}
 	// Classes 0 and 4 have the same vector: each is the other's nearest.
-	show := runCLI(t, "--store", store, "similarity", "show", "fashion-mnist/semantic", "--top", "1", "--json")
+	show := cliRun(t, "--store", store, "similarity", "show", "fashion-mnist/semantic", "--top", "1", "--json")
 	if show.code != 0 || !strings.Contains(show.out, `"class":"T-shirt/top","index":0,"message_type":"neighbours","nearest":[{"class":"Coat","index":4,"similarity":1}]`) {
 		t.Fatalf("show: %+v", show)
 	}
-	if r := runCLI(t, "--store", store, "similarity", "--synsets", "cifar100", "--source", "semantic"); r.code == 0 || !strings.Contains(r.err, "lcl embed --synsets cifar100") {
+	if r := cliRun(t, "--store", store, "similarity", "--synsets", "cifar100", "--source", "semantic"); r.code == 0 || !strings.Contains(r.err, "lcl embed --synsets cifar100") {
 		t.Errorf("no vectors: %+v", r)
 	}
 }
@@ -187,15 +175,15 @@ func TestSimilarityFileLabelSet(t *testing.T) {
 	os.MkdirAll(sub, 0o755)
 	file := filepath.Join(sub, "fish-and-cats.txt")
 	os.WriteFile(file, []byte("tench\tn01440764\ngoldfish\tn01443537\ntabby\tn02123045\ntiger cat\tn02123159\n"), 0o644)
-	if r := runCLI(t, "--store", store, "similarity", "--synsets", file, "--source", "lca"); r.code != 0 {
+	if r := cliRun(t, "--store", store, "similarity", "--synsets", file, "--source", "lca"); r.code != 0 {
 		t.Fatalf("compute: %+v", r)
 	}
-	show := runCLI(t, "--store", store, "similarity", "show", "--synsets", file, "--source", "lca", "--top", "1")
+	show := cliRun(t, "--store", store, "similarity", "show", "--synsets", file, "--source", "lca", "--top", "1")
 	if show.code != 0 || !strings.Contains(show.out, "tench      goldfish (0.941)") {
 		t.Fatalf("show: %+v", show)
 	}
 	out := filepath.Join(dir, "plots")
-	if r := runCLI(t, "--store", store, "similarity", "plot", "--synsets", file, "--source", "lca", "-o", out); r.code != 0 {
+	if r := cliRun(t, "--store", store, "similarity", "plot", "--synsets", file, "--source", "lca", "-o", out); r.code != 0 {
 		t.Fatalf("plot: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(out, "fish-and-cats-lca-heatmap.png")); err != nil {
