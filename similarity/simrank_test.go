@@ -236,11 +236,11 @@ func writeGraph(t testing.TB, dir string, g *Graph, classes []int) (edges, nodes
 
 // TestSimRankEqualsNetworkx compares against networkx's simrank_similarity
 // on ImageNet-1k's WordNet DAG (about 4 s in networkx). networkx comes from
-// Debian's python3-networkx (make bench-deps); without it the test fails.
+// Debian's python3-networkx (make deps); without it the test fails.
 func TestSimRankEqualsNetworkx(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if out, err := exec.Command(python, "-c", "import networkx, numpy").CombinedOutput(); err != nil {
-		t.Fatalf("networkx for %s is missing: run `make bench-deps` (Debian python3-networkx): %v\n%s", python, err, out)
+		t.Fatalf("networkx for %s is missing: run `make deps` (Debian python3-networkx): %v\n%s", python, err, out)
 	}
 	set, g := imagenetGraph(t)
 	classes, err := g.ClassNodes(set)
