@@ -50,6 +50,9 @@ type Host struct {
 	ComputeTimeout time.Duration
 	// StartTimeout bounds a plugin's start-up and handshake; 0 = DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Env is added to every plugin's environment (before the host's own,
+	// which wins on a clash, so use names the host does not set).
+	Env []string
 	// Log receives go-plugin's log and the plugins' stderr; nil discards them
 	// (the last lines of a crashed plugin's stderr still reach its error).
 	Log io.Writer
@@ -151,6 +154,7 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	} else {
 		cmd = exec.Command(where)
 	}
+	cmd.Env = append(cmd.Env, h.Env...)
 	c := &conn{label: fmt.Sprintf("%s plugin %q (%s)", kind, name, where), stderr: &tail{}}
 	logw := h.Log
 	if logw == nil {

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"sort"
+	"sync"
 
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
@@ -38,40 +39,20 @@ func (h *Host) List(ctx context.Context) []Descriptor {
 			items = append(items, item{f.Kind, f.Name})
 		}
 	}
-	out := make([]Descriptor, 0, len(items))
-	for _, it := range items {
-		d := Descriptor{Kind: it.kind, Name: it.name}
-		d.Path, _ = h.Resolve(it.kind, it.name)
-		switch it.kind {
-		case KindStrategy:
-			s, err := h.Strategy(it.name)
-			if err != nil {
-				d.Error = err.Error()
-				break
-			}
-			info, err := s.Describe(ctx)
-			s.Close()
-			if err != nil {
-				d.Error = err.Error()
-				break
-			}
-			d.Version, d.Summary, d.Params = info.Version, info.Summary, info.Params
-		case KindSimilarity:
-			s, err := h.Source(it.name)
-			if err != nil {
-				d.Error = err.Error()
-				break
-			}
-			info, err := s.Describe(ctx)
-			s.Close()
-			if err != nil {
-				d.Error = err.Error()
-				break
-			}
-			d.Version, d.Summary, d.Params = info.Version, info.Summary, info.Params
-		}
-		out = append(out, d)
+	// Describe them a few at a time: each is a process start and a handshake.
+	out := make([]Descriptor, len(items))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = h.describe(ctx, it.kind, it.name)
+		}()
 	}
+	wg.Wait()
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind == KindStrategy
@@ -79,4 +60,39 @@ func (h *Host) List(ctx context.Context) []Descriptor {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// describe starts one plugin, asks it to describe itself and stops it.
+func (h *Host) describe(ctx context.Context, kind, name string) Descriptor {
+	d := Descriptor{Kind: kind, Name: name}
+	d.Path, _ = h.Resolve(kind, name)
+	switch kind {
+	case KindStrategy:
+		s, err := h.Strategy(name)
+		if err != nil {
+			d.Error = err.Error()
+			return d
+		}
+		defer s.Close()
+		info, err := s.Describe(ctx)
+		if err != nil {
+			d.Error = err.Error()
+			return d
+		}
+		d.Version, d.Summary, d.Params = info.Version, info.Summary, info.Params
+	case KindSimilarity:
+		s, err := h.Source(name)
+		if err != nil {
+			d.Error = err.Error()
+			return d
+		}
+		defer s.Close()
+		info, err := s.Describe(ctx)
+		if err != nil {
+			d.Error = err.Error()
+			return d
+		}
+		d.Version, d.Summary, d.Params = info.Version, info.Summary, info.Params
+	}
+	return d
 }

@@ -1108,19 +1108,81 @@ func (x *SourceInfo) GetNeedsAttributes() bool {
 	return false
 }
 
+// Node is one node of a label set's own class hierarchy (e.g. NABirds).
+type Node struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Parent        string                 `protobuf:"bytes,3,opt,name=parent,proto3" json:"parent,omitempty"` // "" for a root
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Node) Reset() {
+	*x = Node{}
+	mi := &file_lcl_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Node) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Node) ProtoMessage() {}
+
+func (x *Node) ProtoReflect() protoreflect.Message {
+	mi := &file_lcl_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Node.ProtoReflect.Descriptor instead.
+func (*Node) Descriptor() ([]byte, []int) {
+	return file_lcl_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Node) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Node) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Node) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
 type SimilarityRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LabelSet      string                 `protobuf:"bytes,1,opt,name=label_set,json=labelSet,proto3" json:"label_set,omitempty"`
 	Classes       []*Class               `protobuf:"bytes,2,rep,name=classes,proto3" json:"classes,omitempty"`
 	Attributes    []*Attributes          `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty"`
 	Params        map[string]string      `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Hierarchy     []*Node                `protobuf:"bytes,5,rep,name=hierarchy,proto3" json:"hierarchy,omitempty"` // empty when the label set has none
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SimilarityRequest) Reset() {
 	*x = SimilarityRequest{}
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1194,7 @@ func (x *SimilarityRequest) String() string {
 func (*SimilarityRequest) ProtoMessage() {}
 
 func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1207,7 @@ func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilarityRequest.ProtoReflect.Descriptor instead.
 func (*SimilarityRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{15}
+	return file_lcl_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SimilarityRequest) GetLabelSet() string {
@@ -1172,6 +1234,13 @@ func (x *SimilarityRequest) GetAttributes() []*Attributes {
 func (x *SimilarityRequest) GetParams() map[string]string {
 	if x != nil {
 		return x.Params
+	}
+	return nil
+}
+
+func (x *SimilarityRequest) GetHierarchy() []*Node {
+	if x != nil {
+		return x.Hierarchy
 	}
 	return nil
 }
@@ -1272,14 +1341,19 @@ const file_lcl_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
 	"\asummary\x18\x03 \x01(\tR\asummary\x12,\n" +
 	"\x06params\x18\x04 \x03(\v2\x14.lcl.plugin.v1.ParamR\x06params\x12)\n" +
-	"\x10needs_attributes\x18\x05 \x01(\bR\x0fneedsAttributes\"\x9c\x02\n" +
+	"\x10needs_attributes\x18\x05 \x01(\bR\x0fneedsAttributes\"B\n" +
+	"\x04Node\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06parent\x18\x03 \x01(\tR\x06parent\"\xcf\x02\n" +
 	"\x11SimilarityRequest\x12\x1b\n" +
 	"\tlabel_set\x18\x01 \x01(\tR\blabelSet\x12.\n" +
 	"\aclasses\x18\x02 \x03(\v2\x14.lcl.plugin.v1.ClassR\aclasses\x129\n" +
 	"\n" +
 	"attributes\x18\x03 \x03(\v2\x19.lcl.plugin.v1.AttributesR\n" +
 	"attributes\x12D\n" +
-	"\x06params\x18\x04 \x03(\v2,.lcl.plugin.v1.SimilarityRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\x06params\x18\x04 \x03(\v2,.lcl.plugin.v1.SimilarityRequest.ParamsEntryR\x06params\x121\n" +
+	"\thierarchy\x18\x05 \x03(\v2\x13.lcl.plugin.v1.NodeR\thierarchy\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xc0\x02\n" +
@@ -1305,7 +1379,7 @@ func file_lcl_proto_rawDescGZIP() []byte {
 	return file_lcl_proto_rawDescData
 }
 
-var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_lcl_proto_goTypes = []any{
 	(*Empty)(nil),             // 0: lcl.plugin.v1.Empty
 	(*Param)(nil),             // 1: lcl.plugin.v1.Param
@@ -1322,44 +1396,46 @@ var file_lcl_proto_goTypes = []any{
 	(*Metrics)(nil),           // 12: lcl.plugin.v1.Metrics
 	(*FeatureChunk)(nil),      // 13: lcl.plugin.v1.FeatureChunk
 	(*SourceInfo)(nil),        // 14: lcl.plugin.v1.SourceInfo
-	(*SimilarityRequest)(nil), // 15: lcl.plugin.v1.SimilarityRequest
-	nil,                       // 16: lcl.plugin.v1.BeginRequest.ParamsEntry
-	nil,                       // 17: lcl.plugin.v1.Metrics.ValuesEntry
-	nil,                       // 18: lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	(*Node)(nil),              // 15: lcl.plugin.v1.Node
+	(*SimilarityRequest)(nil), // 16: lcl.plugin.v1.SimilarityRequest
+	nil,                       // 17: lcl.plugin.v1.BeginRequest.ParamsEntry
+	nil,                       // 18: lcl.plugin.v1.Metrics.ValuesEntry
+	nil,                       // 19: lcl.plugin.v1.SimilarityRequest.ParamsEntry
 }
 var file_lcl_proto_depIdxs = []int32{
 	2,  // 0: lcl.plugin.v1.Attributes.values:type_name -> lcl.plugin.v1.Matrix
 	1,  // 1: lcl.plugin.v1.StrategyInfo.params:type_name -> lcl.plugin.v1.Param
 	3,  // 2: lcl.plugin.v1.BeginRequest.classes:type_name -> lcl.plugin.v1.Class
 	2,  // 3: lcl.plugin.v1.BeginRequest.similarity:type_name -> lcl.plugin.v1.Matrix
-	16, // 4: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
+	17, // 4: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
 	7,  // 5: lcl.plugin.v1.BeginResponse.stages:type_name -> lcl.plugin.v1.Stage
 	2,  // 6: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
 	10, // 7: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
-	17, // 8: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
+	18, // 8: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
 	1,  // 9: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
 	3,  // 10: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
 	4,  // 11: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
-	18, // 12: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
-	0,  // 13: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
-	6,  // 14: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
-	9,  // 15: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
-	12, // 16: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
-	13, // 17: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
-	0,  // 18: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
-	15, // 19: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
-	5,  // 20: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
-	8,  // 21: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
-	11, // 22: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
-	0,  // 23: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
-	0,  // 24: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
-	14, // 25: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
-	2,  // 26: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
-	20, // [20:27] is the sub-list for method output_type
-	13, // [13:20] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	19, // 12: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	15, // 13: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
+	0,  // 14: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
+	6,  // 15: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
+	9,  // 16: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
+	12, // 17: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
+	13, // 18: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
+	0,  // 19: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
+	16, // 20: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
+	5,  // 21: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
+	8,  // 22: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
+	11, // 23: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
+	0,  // 24: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
+	0,  // 25: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
+	14, // 26: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
+	2,  // 27: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
+	21, // [21:28] is the sub-list for method output_type
+	14, // [14:21] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_lcl_proto_init() }
@@ -1373,7 +1449,7 @@ func file_lcl_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lcl_proto_rawDesc), len(file_lcl_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

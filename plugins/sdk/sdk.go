@@ -30,6 +30,7 @@ type (
 	Class             = api.Class
 	Attributes        = api.Attributes
 	SimilarityRequest = api.SimilarityRequest
+	Node              = api.Node
 	Run               = api.Run
 	Stage             = api.Stage
 	PlanAt            = api.PlanAt

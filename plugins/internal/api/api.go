@@ -103,11 +103,17 @@ type Attributes struct {
 	Values *Matrix
 }
 
+// Node is one node of a label set's own class hierarchy.
+type Node struct {
+	ID, Name, Parent string // Parent "" for a root
+}
+
 // SimilarityRequest asks a source for the matrix of a label set.
 type SimilarityRequest struct {
 	LabelSet   string
 	Classes    []Class
 	Attributes []Attributes
+	Hierarchy  []Node // nil when the label set has none
 	Params     map[string]string
 }
 

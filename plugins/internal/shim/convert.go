@@ -147,3 +147,25 @@ func fromAttributes(as []*pb.Attributes) []sdk.Attributes {
 	}
 	return out
 }
+
+func toNodes(ns []sdk.Node) []*pb.Node {
+	if ns == nil {
+		return nil
+	}
+	out := make([]*pb.Node, len(ns))
+	for i, n := range ns {
+		out[i] = &pb.Node{Id: n.ID, Name: n.Name, Parent: n.Parent}
+	}
+	return out
+}
+
+func fromNodes(ns []*pb.Node) []sdk.Node {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make([]sdk.Node, len(ns))
+	for i, n := range ns {
+		out[i] = sdk.Node{ID: n.GetId(), Name: n.GetName(), Parent: n.GetParent()}
+	}
+	return out
+}

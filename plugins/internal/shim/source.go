@@ -47,7 +47,7 @@ func (s *SourceClient) Describe(ctx context.Context) (sdk.SourceInfo, error) {
 
 func (s *SourceClient) Compute(ctx context.Context, req sdk.SimilarityRequest) (*sdk.Matrix, error) {
 	r, err := s.c.Compute(ctx, &pb.SimilarityRequest{LabelSet: req.LabelSet, Classes: toClasses(req.Classes),
-		Attributes: toAttributes(req.Attributes), Params: req.Params})
+		Attributes: toAttributes(req.Attributes), Hierarchy: toNodes(req.Hierarchy), Params: req.Params})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (s *sourceServer) Describe(ctx context.Context, _ *pb.Empty) (*pb.SourceInf
 
 func (s *sourceServer) Compute(ctx context.Context, r *pb.SimilarityRequest) (*pb.Matrix, error) {
 	m, err := s.impl.Compute(ctx, sdk.SimilarityRequest{LabelSet: r.GetLabelSet(), Classes: fromClasses(r.GetClasses()),
-		Attributes: fromAttributes(r.GetAttributes()), Params: r.GetParams()})
+		Attributes: fromAttributes(r.GetAttributes()), Hierarchy: fromNodes(r.GetHierarchy()), Params: r.GetParams()})
 	if err != nil {
 		return nil, err
 	}

@@ -174,8 +174,10 @@ func TestPlanErrors(t *testing.T) {
 	}
 
 	needWordNet(t)
+	// No matrix in the store: the built-in semantic source (a plugin process
+	// reading the store read-only) says what is missing.
 	r := cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "semantic", "--out", t.TempDir())
-	if r.code != 1 || !strings.Contains(r.err, `no "semantic" similarity matrix for fashion-mnist in the store`) {
+	if r.code != 1 || !strings.Contains(r.err, `similarity plugin "semantic" (built-in): Compute: semantic: no vectors for label set fashion-mnist in the store; run `+"`lcl embed --synsets fashion-mnist`") {
 		t.Fatalf("missing matrix: exit %d: %s", r.code, r.err)
 	}
 }
@@ -196,13 +198,46 @@ func TestPluginsListCommand(t *testing.T) {
 		}
 		seen[d.Kind+"/"+d.Name] = true
 	}
-	for _, want := range []string{"strategy/sl", "strategy/ls", "strategy/lcl", "strategy/kd", "strategy/dml", "strategy/cn", "similarity/matrix"} {
+	for _, want := range []string{"strategy/sl", "strategy/ls", "strategy/lcl", "strategy/kd", "strategy/dml", "strategy/cn",
+		"similarity/semantic", "similarity/visual", "similarity/simrank", "similarity/lca", "similarity/matrix"} {
 		if !seen[want] {
 			t.Errorf("%s not listed:\n%s", want, r.out)
 		}
 	}
 	r = cliRun(t, "plugins", "list")
-	if r.code != 0 || !strings.Contains(r.out, "lcl     1.0.0    built-in  epsilon=0.99 per-step=false clip-negative=false") {
+	found := false
+	for _, line := range strings.Split(r.out, "\n") {
+		f := strings.Fields(line)
+		found = found || strings.Join(f, " ") == "strategy lcl 1.0.0 built-in epsilon=0.99 per-step=false clip-negative=false"
+	}
+	if r.code != 0 || !found {
 		t.Fatalf("table:\n%s%s", r.out, r.err)
+	}
+}
+
+// With no matrix in the store, --source names a built-in similarity source
+// served as a plugin: visual computes AwA2's attribute cosines.
+func TestPlanSourcePlugin(t *testing.T) {
+	needWordNet(t)
+	out := t.TempDir()
+	r := cliRun(t, "--store", t.TempDir(), "plan", "--strategy", "lcl", "--synsets", "awa2", "--source", "visual", "--epochs", "2", "--out", out)
+	if r.code != 0 || !strings.Contains(r.err, `similarity from similarity plugin "visual" (built-in)`) {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	rows, cols, v0 := readNpy(t, filepath.Join(out, "epoch-000.npy"))
+	if rows != 50 || cols != 50 {
+		t.Fatalf("%d×%d", rows, cols)
+	}
+	for i := 0; i < 50; i++ {
+		sum := 0.0
+		for j := 0; j < 50; j++ {
+			sum += v0[i*50+j]
+			if v0[i*50+j] > v0[i*50+i] {
+				t.Fatalf("row %d: v[%d] = %g above the true class %g", i, j, v0[i*50+j], v0[i*50+i])
+			}
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Fatalf("row %d sums to %g", i, sum)
+		}
 	}
 }

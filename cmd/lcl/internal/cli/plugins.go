@@ -10,12 +10,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/plugins"
+	"github.com/lcl-project/lcl/plugins/source"
+	"github.com/lcl-project/lcl/simstore"
 )
 
 // newHost returns a plugin host for one command; the caller closes it.
 // timeout 0 means $LCL_PLUGIN_TIMEOUT or the default.
 func newHost(f *Factory, timeout time.Duration) *plugins.Host {
 	h := &plugins.Host{Timeout: timeout}
+	// The built-in similarity sources run in the plugin process and open
+	// WordNet and the store (read-only) themselves.
+	storeDir := f.StoreDir
+	if storeDir == "" {
+		storeDir = simstore.DefaultDir()
+	}
+	h.Env = []string{source.EnvStore + "=" + storeDir}
+	if f.WordNetDir != "" {
+		h.Env = append(h.Env, source.EnvWordNet+"="+f.WordNetDir)
+	}
 	if os.Getenv("LCL_PLUGIN_LOG") != "" {
 		h.Log = f.IO.Err
 	}

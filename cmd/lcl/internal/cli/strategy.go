@@ -132,12 +132,21 @@ func (o *strategyOptions) similarity(ctx context.Context, f *Factory, host *plug
 		return nil, "", fmt.Errorf("no %q similarity matrix for %s in the store (%s), and no similarity plugin of that name: make one with `lcl similarity`, or pass --matrix FILE.npy",
 			o.Source, set.Name, st.Dir())
 	}
+	// The source runs in another process, which may need to open the store
+	// read-only: release ours (it reopens on demand).
+	if err := f.Close(); err != nil {
+		return nil, "", err
+	}
 	src, err := host.Source(o.Source)
 	if err != nil {
 		return nil, "", err
 	}
 	defer src.Close()
-	sim, err := src.Compute(ctx, sdk.SimilarityRequest{LabelSet: set.Name, Classes: classes, Attributes: sdkAttributes(set)})
+	var hier []sdk.Node
+	for _, n := range set.Hierarchy {
+		hier = append(hier, sdk.Node{ID: n.ID, Name: n.Name, Parent: n.Parent})
+	}
+	sim, err := src.Compute(ctx, sdk.SimilarityRequest{LabelSet: set.Name, Classes: classes, Attributes: sdkAttributes(set), Hierarchy: hier})
 	if err != nil {
 		return nil, "", err
 	}
