@@ -173,4 +173,3 @@ func (e *env) List(ctx context.Context, kind string) ([]simstore.Entry, error) {
 	}
 	return st.List(ctx, kind)
 }
-

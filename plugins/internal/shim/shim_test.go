@@ -127,7 +127,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	s := raw.(sdk.SimilaritySource)
 	req := sdk.SimilarityRequest{LabelSet: "ls", Classes: run.Classes, Params: map[string]string{"k": "v"},
-		Hierarchy: []sdk.Node{{ID: "root", Name: "Root"}, {ID: "x", Name: "ex", Parent: "root"}},
+		Hierarchy:  []sdk.Node{{ID: "root", Name: "Root"}, {ID: "x", Name: "ex", Parent: "root"}},
 		Attributes: []sdk.Attributes{{Name: "binary", Names: []string{"a", "b"}, Values: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{1, 0, 0, 1}}}}}
 	if mat, err := s.Compute(ctx, req); err != nil || mat.Rows != 1 || !reflect.DeepEqual(src.got, req) {
 		t.Fatalf("Compute = %+v, %v; plugin got %+v", mat, err, src.got)
