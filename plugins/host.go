@@ -305,3 +305,8 @@ func (t *tail) hint() string {
 	}
 	return "; stderr: " + lines[len(lines)-1]
 }
+
+// Cleanup kills every plugin process any Host of this process started
+// (go-plugin's managed clients); lcl calls it once at exit, as a backstop to
+// each Host's Close.
+func Cleanup() { plugin.CleanupClients() }
