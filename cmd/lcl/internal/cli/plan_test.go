@@ -59,7 +59,8 @@ func TestPlanLCLFromStore(t *testing.T) {
 			sim.Set(i, j, float64(v))
 		}
 	}
-	if _, err := st.PutMatrix(context.Background(), m); err != nil {
+	key, err := st.PutMatrix(context.Background(), m)
+	if err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -97,6 +98,20 @@ func TestPlanLCLFromStore(t *testing.T) {
 	}
 	if !strings.Contains(r.out, "lcl: 5 target matrices (10 classes)") {
 		t.Fatalf("summary: %q", r.out)
+	}
+
+	// The same matrix by its store key.
+	out2 := t.TempDir()
+	r = cliRun(t, "--store", storeDir, "plan", "--epsilon", "0.9", "--synsets", "fashion-mnist", "--similarity-key", key, "--epochs", "2", "--out", out2)
+	if r.code != 0 || !strings.Contains(r.err, "similarity from store fashion-mnist/semantic") {
+		t.Fatalf("--similarity-key: exit %d: %s", r.code, r.err)
+	}
+	_, _, a := readNpy(t, filepath.Join(out, "epoch-001.npy"))
+	_, _, b := readNpy(t, filepath.Join(out2, "epoch-001.npy"))
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("--similarity-key plan differs at %d", i)
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ type strategyOptions struct {
 	Epsilon  float64  // --epsilon, shorthand for --param epsilon=
 	Source   string   // similarity: a store matrix kind, or a similarity plugin
 	Matrix   string   // similarity: an .npy file
+	Key      string   // similarity: a store matrix key
 	Timeout  time.Duration
 }
 
@@ -46,6 +47,7 @@ func (o *strategyOptions) addParamFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Epsilon, "epsilon", 0, "lcl's decay ε (shorthand for --param epsilon=ε; paper: 0.9, 0.99, 0.999)")
 	fs.StringVar(&o.Source, "source", "semantic", "similarity matrix: the latest matrix of this kind in the store, else a similarity plugin of this name")
 	fs.StringVar(&o.Matrix, "matrix", "", "similarity matrix from a C×C .npy file (class order), instead of --source")
+	fs.StringVar(&o.Key, "similarity-key", "", "similarity matrix by its store key (lcl store ls), instead of --source")
 	fs.DurationVar(&o.Timeout, "plugin-timeout", 0, "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)")
 }
 
@@ -120,6 +122,16 @@ func (o *strategyOptions) similarity(ctx context.Context, f *Factory, host *plug
 	st, err := f.Store()
 	if err != nil {
 		return nil, "", err
+	}
+	if o.Key != "" {
+		m, err := st.GetMatrixByKey(ctx, o.Key)
+		if err != nil {
+			return nil, "", fmt.Errorf("--similarity-key %s: %w", o.Key, err)
+		}
+		if m.LabelSet != set.Name {
+			return nil, "", fmt.Errorf("--similarity-key %s is a matrix of label set %s, the run's is %s", o.Key, m.LabelSet, set.Name)
+		}
+		return storeMatrix(m, set)
 	}
 	m, err := st.LatestMatrix(ctx, set.Name, o.Source)
 	switch {
