@@ -425,7 +425,11 @@ func (r *runner) metricsBytes() int64 {
 }
 
 func (r *runner) planContext(s, e int) PlanContext {
-	return PlanContext{
+	var classes []string
+	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
+		classes = c.Classes()
+	}
+	return PlanContext{Classes: classes,
 		Stage: r.stages[s], StageIndex: s, Epoch: e, Epochs: r.stages[s].Epochs,
 		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
 		Features: r.features,

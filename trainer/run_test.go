@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -231,6 +232,9 @@ func (p *twoStage) Stages() []Stage {
 }
 
 func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
+	if len(pc.Classes) != pc.NumClasses || pc.Classes[3] != "d" {
+		return Plan{}, fmt.Errorf("classes %v", pc.Classes)
+	}
 	if pc.StageIndex == 0 {
 		return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
 	}
