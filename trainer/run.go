@@ -586,7 +586,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		return nil
 	})
 	p.Seconds += time.Since(t0).Seconds()
-	if errors.Is(err, errStop) || (err != nil && ctx.Err() != nil) {
+	// canceled checkpoints the position so a resume continues at this step
+	// (or, once every step is done, at the evaluation).
+	canceled := func() error {
 		if !r.cfg.NoCheckpoint && r.cfg.Out != "" {
 			if cerr := r.saveCheckpoint(peers, p, false); cerr != nil {
 				return errors.Join(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()), cerr)
@@ -594,9 +596,13 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		}
 		return fmt.Errorf("%w at stage %q epoch %d step %d: %w", ErrCanceled, stage.Name, e+1, p.Step, ctx.Err())
 	}
+	if errors.Is(err, errStop) || ctx.Err() != nil {
+		return canceled()
+	}
 	if err != nil {
 		return err
 	}
+	lr = r.cfg.Optim.Schedule.At(e, float64(steps-1)/float64(steps), stage.Epochs) // at the last step
 	em := EpochMetrics{MessageType: "epoch", Stage: stage.Name, StageIndex: s, Epoch: e + 1, Epochs: stage.Epochs,
 		LR: lr, Images: p.Images, Seconds: p.Seconds}
 	if p.Seconds > 0 {
@@ -604,6 +610,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	}
 	for q, m := range peers.models {
 		pm, err := r.evaluate(ctx, m)
+		if err != nil && ctx.Err() != nil {
+			return canceled()
+		}
 		if err != nil {
 			return err
 		}
