@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/lcl-project/lcl/trainer/models"
@@ -114,6 +115,10 @@ type runner struct {
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
 // disabled) and returns an error wrapping ErrCanceled and ctx.Err().
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	// Every libtorch call of the run comes from one OS thread, so OpenMP
+	// keeps a single worker team (libgomp keeps one per calling thread).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r, err := newRunner(cfg)
 	if err != nil {
 		return nil, err
