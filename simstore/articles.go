@@ -31,37 +31,27 @@ func textChecksum(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func (a *Article) validate() error {
+// prepare checks an article and fills its checksum and fetch time.
+func (a *Article) prepare() error {
 	if a.LabelSet == "" || a.ClassID == "" {
 		return fmt.Errorf("simstore: article needs a label set and a class id (got %q, %q)", a.LabelSet, a.ClassID)
+	}
+	a.Checksum = textChecksum(a.Text)
+	if a.FetchedAt.IsZero() {
+		a.FetchedAt = time.Now().UTC()
 	}
 	return nil
 }
 
-// PutArticles stores articles, all or none: they are written in one
-// transaction, or in several when they do not fit in one (then each batch is
-// atomic and a cancelled context stops between batches).
+// PutArticles stores articles in one transaction, or in several when they do
+// not fit in one: then each batch is atomic and a cancelled context stops
+// between batches.
 func (s *Store) PutArticles(ctx context.Context, arts ...Article) error {
 	for len(arts) > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		n := 0
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.Update(ctx, func(tx *Tx) error {
 			for n = 0; n < len(arts); n++ {
-				a := arts[n]
-				if err := a.validate(); err != nil {
-					return err
-				}
-				a.Checksum = textChecksum(a.Text)
-				if a.FetchedAt.IsZero() {
-					a.FetchedAt = time.Now().UTC()
-				}
-				val, err := encode(KindArticle, a, nil)
-				if err != nil {
-					return err
-				}
-				if err := txn.Set(articleKey(a.LabelSet, a.ClassID), val); err != nil {
+				if err := tx.PutArticle(arts[n]); err != nil {
 					if errors.Is(err, badger.ErrTxnTooBig) && n > 0 {
 						return nil // commit what fits, continue in the next batch
 					}
@@ -80,12 +70,16 @@ func (s *Store) PutArticles(ctx context.Context, arts ...Article) error {
 
 // GetArticle returns the article of one class, ErrNotFound if none.
 func (s *Store) GetArticle(ctx context.Context, labelSet, classID string) (*Article, error) {
+	return s.articleByKey(ctx, articleKey(labelSet, classID))
+}
+
+func (s *Store) articleByKey(ctx context.Context, key []byte) (*Article, error) {
 	var a Article
-	if _, err := s.get(ctx, articleKey(labelSet, classID), KindArticle, &a); err != nil {
+	if _, err := s.get(ctx, key, KindArticle, &a); err != nil {
 		return nil, err
 	}
 	if a.Checksum != textChecksum(a.Text) {
-		return nil, &CorruptError{Key: string(articleKey(labelSet, classID)), Reason: "article text does not match its checksum"}
+		return nil, corrupt(key, "article text does not match its checksum")
 	}
 	return &a, nil
 }
@@ -104,11 +98,11 @@ func (s *Store) ListArticles(ctx context.Context, labelSet string) ([]Article, e
 			}
 			item := it.Item()
 			var a Article
-			err := item.Value(func(v []byte) error {
-				_, err := decode(item.Key(), KindArticle, v, &a)
-				return err
-			})
+			val, err := readValue(txn, item)
 			if err != nil {
+				return err
+			}
+			if _, err := decode(item.Key(), KindArticle, val, &a); err != nil {
 				return err
 			}
 			out = append(out, a)

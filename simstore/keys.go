@@ -1,6 +1,7 @@
 package simstore
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -13,8 +14,10 @@ const (
 	prefixVectors = "vec"
 	prefixMatrix  = "sim"
 	prefixRun     = "run"
+	prefixChunk   = "blob"
 
-	keySchema = "meta/schema"
+	keySchema     = "meta/schema"
+	prefixPending = "meta/pending/"
 )
 
 // Kinds of record, as used by List and shown by `lcl store ls --kind`.
@@ -53,6 +56,18 @@ func matrixKey(labelSet, kind, paramsDigest string) []byte {
 }
 
 func runKey(id string) []byte { return makeKey(prefixRun, id) }
+
+// chunkPrefix holds every chunk of one generation of a large value.
+func chunkPrefix(gen string) []byte { return []byte(prefixChunk + "/" + gen + "/") }
+
+func chunkKey(gen string, i uint32) []byte {
+	return fmt.Appendf(chunkPrefix(gen), "%08d", i)
+}
+
+// pendingKey marks a generation whose chunks are written but whose manifest
+// is not committed yet; Open deletes the chunks of every pending generation
+// (left by a crash or a failed transaction).
+func pendingKey(gen string) []byte { return []byte(prefixPending + gen) }
 
 // kindOfKey returns the record kind a key belongs to, "" for meta keys.
 func kindOfKey(key []byte) string {

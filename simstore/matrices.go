@@ -57,15 +57,14 @@ func MatrixKey(labelSet, kind string, params, inputs map[string]string) string {
 	return string(matrixKey(labelSet, kind, ParamsDigest(params, inputs)))
 }
 
-// PutMatrix stores a matrix under its label set, kind and parameter digest.
-// It returns the key.
-func (s *Store) PutMatrix(ctx context.Context, m Matrix) (string, error) {
+// prepare checks a matrix, fills its provenance defaults and returns its key.
+func (m *Matrix) prepare() ([]byte, error) {
 	n := len(m.Classes)
 	if m.LabelSet == "" || m.Kind == "" || n == 0 {
-		return "", fmt.Errorf("simstore: matrix needs a label set, a kind and classes")
+		return nil, fmt.Errorf("simstore: matrix needs a label set, a kind and classes")
 	}
 	if len(m.Data) != n*n {
-		return "", fmt.Errorf("simstore: matrix %s/%s: %d values, want %d×%d", m.LabelSet, m.Kind, len(m.Data), n, n)
+		return nil, fmt.Errorf("simstore: matrix %s/%s: %d values, want %d×%d", m.LabelSet, m.Kind, len(m.Data), n, n)
 	}
 	if m.Provenance.CreatedAt.IsZero() {
 		m.Provenance.CreatedAt = time.Now().UTC()
@@ -73,8 +72,19 @@ func (s *Store) PutMatrix(ctx context.Context, m Matrix) (string, error) {
 	if m.Provenance.Source == "" {
 		m.Provenance.Source = m.Kind
 	}
-	key := matrixKey(m.LabelSet, m.Kind, ParamsDigest(m.Provenance.Params, m.Provenance.Inputs))
-	return string(key), s.put(ctx, key, KindMatrix, m, m.Data)
+	return matrixKey(m.LabelSet, m.Kind, ParamsDigest(m.Provenance.Params, m.Provenance.Inputs)), nil
+}
+
+// PutMatrix stores a matrix under its label set, kind and parameter digest.
+// It returns the key.
+func (s *Store) PutMatrix(ctx context.Context, m Matrix) (string, error) {
+	var key string
+	err := s.Update(ctx, func(tx *Tx) error {
+		var err error
+		key, err = tx.PutMatrix(m)
+		return err
+	})
+	return key, err
 }
 
 // GetMatrix returns the matrix made with exactly these parameters and inputs.
@@ -90,7 +100,7 @@ func (s *Store) GetMatrixByKey(ctx context.Context, key string) (*Matrix, error)
 		return nil, err
 	}
 	if len(data) != len(m.Classes)*len(m.Classes) {
-		return nil, &CorruptError{Key: key, Reason: "payload does not match the class count"}
+		return nil, corrupt([]byte(key), "payload of %d values does not match %d classes", len(data), len(m.Classes))
 	}
 	m.Data = data
 	return &m, nil

@@ -21,19 +21,27 @@ type Run struct {
 	UpdatedAt time.Time       `json:"updated_at"`
 }
 
-// PutRun stores (replacing) a run result.
-func (s *Store) PutRun(ctx context.Context, r Run) error {
+func (r *Run) prepare() error {
 	if r.ID == "" {
 		return fmt.Errorf("simstore: run needs an id")
 	}
 	r.UpdatedAt = time.Now().UTC()
-	return s.put(ctx, runKey(r.ID), KindRun, r, nil)
+	return nil
+}
+
+// PutRun stores (replacing) a run result.
+func (s *Store) PutRun(ctx context.Context, r Run) error {
+	return s.Update(ctx, func(tx *Tx) error { return tx.PutRun(r) })
 }
 
 // GetRun returns a run by id.
 func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
+	return s.runByKey(ctx, runKey(id))
+}
+
+func (s *Store) runByKey(ctx context.Context, key []byte) (*Run, error) {
 	var r Run
-	if _, err := s.get(ctx, runKey(id), KindRun, &r); err != nil {
+	if _, err := s.get(ctx, key, KindRun, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -48,10 +56,11 @@ func (s *Store) ListRuns(ctx context.Context) ([]Run, error) {
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			var r Run
-			if err := item.Value(func(v []byte) error {
-				_, err := decode(item.Key(), KindRun, v, &r)
+			val, err := readValue(txn, item)
+			if err != nil {
 				return err
-			}); err != nil {
+			}
+			if _, err := decode(item.Key(), KindRun, val, &r); err != nil {
 				return err
 			}
 			out = append(out, r)

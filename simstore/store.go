@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
 
-// SchemaVersion is the layout of keys and records this package writes.
+// SchemaVersion is the layout of keys and records this package writes. It is
+// stored under the key meta/schema; Open upgrades an older store with the
+// registered migrations and refuses a newer one.
 const SchemaVersion = 1
 
 var (
@@ -21,15 +27,39 @@ var (
 	ErrLocked = errors.New("store is in use by another process")
 )
 
+// gcInterval is how often an open store rewrites value-log files that are
+// mostly garbage (replaced or deleted values); Close does it once more.
+const gcInterval = 10 * time.Minute
+
 // Store is an open lcl store. It is safe for concurrent use.
 type Store struct {
-	db  *badger.DB
-	dir string
+	db        *badger.DB
+	dir       string
+	readOnly  bool
+	inMemory  bool
+	chunkSize int
+
+	stopGC chan struct{}
+	gcDone sync.WaitGroup
 }
 
+// A migration upgrades a store from schema version from to from+1, inside
+// one transaction that also records the new version.
+type migration struct {
+	from  int
+	apply func(txn *badger.Txn) error
+}
+
+// migrations lists the upgrades from every older schema. Schema 1 is the
+// first, so there are none yet; add one here with each SchemaVersion bump.
+func migrations() []migration { return nil }
+
 type options struct {
-	inMemory bool
-	readOnly bool
+	inMemory   bool
+	readOnly   bool
+	chunkSize  int
+	schema     int
+	migrations []migration
 }
 
 // Option configures Open.
@@ -38,27 +68,40 @@ type Option func(*options)
 // InMemory opens a store that lives only in memory (tests).
 func InMemory() Option { return func(o *options) { o.inMemory = true } }
 
-// ReadOnly opens the store without writing to it.
+// ReadOnly opens the store without writing to it. Several read-only opens may
+// share a store; none may while a writer has it open.
 func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
 
 // Open opens (creating if needed) the store in dir. A second process opening
 // the same store gets an error wrapping ErrLocked at once.
 func Open(dir string, opts ...Option) (*Store, error) {
-	var o options
+	o := options{schema: SchemaVersion, migrations: migrations()}
 	for _, f := range opts {
 		f(&o)
 	}
+	if o.chunkSize == 0 {
+		o.chunkSize = DefaultChunkSize
+		if o.inMemory {
+			o.chunkSize = inMemoryChunkSize
+		}
+	}
+	// Values above 1 MiB go to the value log; a chunk (≤ DefaultChunkSize)
+	// must fit one value-log file and, for in-memory stores, one transaction
+	// (15% of the memtable). SyncWrites makes a commit durable before it
+	// returns, so a crash keeps every committed record.
 	bo := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithInMemory(o.inMemory).
 		WithReadOnly(o.readOnly).
 		WithNumVersionsToKeep(1).
 		WithMemTableSize(64 << 20).
-		WithValueLogFileSize(256 << 20).
+		WithValueLogFileSize(128 << 20).
+		WithSyncWrites(!o.inMemory).
 		WithCompactL0OnClose(true)
 	if o.inMemory {
 		bo = bo.WithDir("").WithValueDir("")
-	} else {
+		dir = ""
+	} else if !o.readOnly {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("simstore: create %s: %w", dir, err)
 		}
@@ -70,59 +113,144 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("simstore: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir}
+	s := &Store{db: db, dir: dir, readOnly: o.readOnly, inMemory: o.inMemory, chunkSize: o.chunkSize, stopGC: make(chan struct{})}
+	if err := s.checkSchema(o); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if !o.readOnly {
-		if err := s.initSchema(); err != nil {
+		if err := s.recoverPending(); err != nil {
 			db.Close()
 			return nil, err
 		}
 	}
+	if !o.readOnly && !o.inMemory {
+		s.gcDone.Add(1)
+		go s.gcLoop()
+	}
 	return s, nil
 }
 
-func (s *Store) initSchema() error {
-	return s.db.Update(func(txn *badger.Txn) error {
+func (s *Store) storedSchema() (int, bool, error) {
+	var v int
+	found := false
+	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(keySchema))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return txn.Set([]byte(keySchema), []byte(fmt.Sprint(SchemaVersion)))
+			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("simstore: read schema version: %w", err)
+			return err
 		}
-		return item.Value(func(v []byte) error {
-			if string(v) != fmt.Sprint(SchemaVersion) {
-				return fmt.Errorf("simstore: %s has schema version %s, this lcl uses %d", s.dir, v, SchemaVersion)
+		found = true
+		return item.Value(func(b []byte) error {
+			n, err := strconv.Atoi(string(b))
+			if err != nil {
+				return corrupt([]byte(keySchema), "schema version %q is not a number", b)
 			}
+			v = n
 			return nil
 		})
 	})
+	if err != nil {
+		return 0, false, fmt.Errorf("simstore: %s: read schema version: %w", s.dir, err)
+	}
+	return v, found, nil
+}
+
+// checkSchema records the schema version of a new store, upgrades an older
+// one step by step (each step one transaction), and refuses a newer one.
+func (s *Store) checkSchema(o options) error {
+	v, found, err := s.storedSchema()
+	if err != nil {
+		return err
+	}
+	if !found {
+		if o.readOnly {
+			return nil // empty or never written: nothing to read
+		}
+		return s.db.Update(func(txn *badger.Txn) error {
+			return txn.Set([]byte(keySchema), []byte(strconv.Itoa(o.schema)))
+		})
+	}
+	switch {
+	case v == o.schema:
+		return nil
+	case v > o.schema:
+		return fmt.Errorf("simstore: %s has schema version %d, newer than this lcl's %d: upgrade lcl", s.dir, v, o.schema)
+	case o.readOnly:
+		return fmt.Errorf("simstore: %s has schema version %d, this lcl uses %d: open it once read-write to upgrade it", s.dir, v, o.schema)
+	}
+	for ; v < o.schema; v++ {
+		var step *migration
+		for i := range o.migrations {
+			if o.migrations[i].from == v {
+				step = &o.migrations[i]
+			}
+		}
+		if step == nil {
+			return fmt.Errorf("simstore: %s has schema version %d and this lcl cannot upgrade it to %d", s.dir, v, v+1)
+		}
+		err := s.db.Update(func(txn *badger.Txn) error {
+			if err := step.apply(txn); err != nil {
+				return err
+			}
+			return txn.Set([]byte(keySchema), []byte(strconv.Itoa(v+1)))
+		})
+		if err != nil {
+			return fmt.Errorf("simstore: %s: upgrade schema %d → %d: %w", s.dir, v, v+1, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) gcLoop() {
+	defer s.gcDone.Done()
+	t := time.NewTicker(gcInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		case <-t.C:
+			s.gcValueLog(4)
+		}
+	}
+}
+
+// gcValueLog rewrites up to max value-log files of which at least half is
+// garbage; it stops at the first file that is not worth rewriting.
+func (s *Store) gcValueLog(max int) {
+	for i := 0; i < max; i++ {
+		if s.db.RunValueLogGC(0.5) != nil {
+			return
+		}
+	}
 }
 
 // Dir is the store's folder ("" in memory).
 func (s *Store) Dir() string { return s.dir }
 
-// Close flushes and closes the store.
+// Close reclaims value-log space, flushes and closes the store.
 func (s *Store) Close() error {
 	if s == nil || s.db == nil {
 		return nil
 	}
+	close(s.stopGC)
+	s.gcDone.Wait()
+	if !s.readOnly && !s.inMemory {
+		s.gcValueLog(2)
+	}
 	err := s.db.Close()
 	s.db = nil
-	return err
+	if err != nil {
+		return fmt.Errorf("simstore: close %s: %w", s.dir, err)
+	}
+	return nil
 }
 
 func (s *Store) put(ctx context.Context, key []byte, kind string, meta any, data []float32) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	val, err := encode(kind, meta, data)
-	if err != nil {
-		return err
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(key, val) }); err != nil {
-		return fmt.Errorf("simstore: write %s: %w", key, err)
-	}
-	return nil
+	return s.Update(ctx, func(tx *Tx) error { return tx.put(key, kind, meta, data) })
 }
 
 func (s *Store) get(ctx context.Context, key []byte, kind string, meta any) ([]float32, error) {
@@ -135,23 +263,49 @@ func (s *Store) get(ctx context.Context, key []byte, kind string, meta any) ([]f
 		if err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error {
-			var derr error
-			data, derr = decode(key, kind, v, meta)
-			return derr
-		})
+		val, err := readValue(txn, item)
+		if err != nil {
+			return err
+		}
+		data, err = decode(key, kind, val, meta)
+		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, fmt.Errorf("simstore: %s %s: %w", kind, key, ErrNotFound)
 	}
+	var ce *CorruptError
+	if err != nil && !errors.As(err, &ce) {
+		return nil, fmt.Errorf("simstore: read %s: %w", key, err)
+	}
 	return data, err
+}
+
+// Delete removes the record at key; ErrNotFound if there is none.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	return s.Update(ctx, func(tx *Tx) error { return tx.Delete(key) })
+}
+
+// Record returns the record at a key from List: a *Article, *Vectors,
+// *Matrix or *Run.
+func (s *Store) Record(ctx context.Context, key string) (any, error) {
+	switch kindOfKey([]byte(key)) {
+	case KindArticle:
+		return s.articleByKey(ctx, []byte(key))
+	case KindVectors:
+		return s.vectorsByKey(ctx, []byte(key))
+	case KindMatrix:
+		return s.GetMatrixByKey(ctx, key)
+	case KindRun:
+		return s.runByKey(ctx, []byte(key))
+	}
+	return nil, fmt.Errorf("simstore: %q is not a record key (keys start with art/, vec/, sim/ or run/): %w", key, ErrNotFound)
 }
 
 // Entry describes one stored record, for listings.
 type Entry struct {
 	Key  string `json:"key"`
 	Kind string `json:"kind"`
-	Size int64  `json:"size"`
+	Size int64  `json:"size"` // encoded bytes, chunks included
 }
 
 // List returns the keys of every record of a kind ("" for all), in key order.
@@ -177,7 +331,17 @@ func (s *Store) List(ctx context.Context, kind string) ([]Entry, error) {
 			if k == "" {
 				continue
 			}
-			out = append(out, Entry{Key: string(item.KeyCopy(nil)), Kind: k, Size: item.ValueSize()})
+			e := Entry{Key: string(item.KeyCopy(nil)), Kind: k, Size: item.ValueSize()}
+			if item.UserMeta() == userMetaChunked {
+				raw, err := item.ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				if m, err := decodeManifest(item.Key(), raw); err == nil {
+					e.Size = int64(m.total)
+				}
+			}
+			out = append(out, e)
 		}
 		return nil
 	})
@@ -189,7 +353,8 @@ type Info struct {
 	Dir           string         `json:"dir"`
 	SchemaVersion int            `json:"schema_version"`
 	Counts        map[string]int `json:"counts"`
-	Bytes         int64          `json:"bytes"`
+	Bytes         int64          `json:"bytes"`      // encoded size of all records
+	DiskBytes     int64          `json:"disk_bytes"` // LSM tree and value log on disk, garbage included
 }
 
 // Info counts records per kind and their size.
@@ -198,7 +363,14 @@ func (s *Store) Info(ctx context.Context) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Info{Dir: s.dir, SchemaVersion: SchemaVersion, Counts: map[string]int{}}
+	v, _, err := s.storedSchema()
+	if err != nil {
+		return nil, err
+	}
+	in := &Info{Dir: s.dir, SchemaVersion: v, Counts: map[string]int{}}
+	if s.dir != "" {
+		in.DiskBytes = diskUsage(s.dir)
+	}
 	for k := range kindPrefix {
 		in.Counts[k] = 0
 	}
@@ -207,6 +379,25 @@ func (s *Store) Info(ctx context.Context) (*Info, error) {
 		in.Bytes += e.Size
 	}
 	return in, nil
+}
+
+// diskUsage is the space the files under dir take on disk. Badger's own
+// Size() is refreshed only once a minute, and an open store's value log and
+// memtable files are sparse: their apparent size is much larger.
+func diskUsage(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		n += allocated(fi)
+		return nil
+	})
+	return n
 }
 
 // DefaultDir is $LCL_STORE, else $XDG_DATA_HOME/lcl/store, else

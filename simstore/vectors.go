@@ -21,8 +21,7 @@ type Vectors struct {
 // Row returns the vector of class i.
 func (v *Vectors) Row(i int) []float32 { return v.Data[i*v.Dim : (i+1)*v.Dim] }
 
-// PutVectors stores (replacing) the vectors of a label set under a model id.
-func (s *Store) PutVectors(ctx context.Context, v Vectors) error {
+func (v *Vectors) prepare() error {
 	if v.LabelSet == "" || v.Model == "" {
 		return fmt.Errorf("simstore: vectors need a label set and a model id")
 	}
@@ -32,18 +31,27 @@ func (s *Store) PutVectors(ctx context.Context, v Vectors) error {
 	if v.CreatedAt.IsZero() {
 		v.CreatedAt = time.Now().UTC()
 	}
-	return s.put(ctx, vectorsKey(v.LabelSet, v.Model), KindVectors, v, v.Data)
+	return nil
+}
+
+// PutVectors stores (replacing) the vectors of a label set under a model id.
+func (s *Store) PutVectors(ctx context.Context, v Vectors) error {
+	return s.Update(ctx, func(tx *Tx) error { return tx.PutVectors(v) })
 }
 
 // GetVectors returns the vectors of a label set under a model id.
 func (s *Store) GetVectors(ctx context.Context, labelSet, model string) (*Vectors, error) {
+	return s.vectorsByKey(ctx, vectorsKey(labelSet, model))
+}
+
+func (s *Store) vectorsByKey(ctx context.Context, key []byte) (*Vectors, error) {
 	var v Vectors
-	data, err := s.get(ctx, vectorsKey(labelSet, model), KindVectors, &v)
+	data, err := s.get(ctx, key, KindVectors, &v)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) != len(v.IDs)*v.Dim {
-		return nil, &CorruptError{Key: string(vectorsKey(labelSet, model)), Reason: "payload does not match ids × dim"}
+	if v.Dim <= 0 || len(data) != len(v.IDs)*v.Dim {
+		return nil, corrupt(key, "payload of %d values does not match %d ids × dim %d", len(data), len(v.IDs), v.Dim)
 	}
 	v.Data = data
 	return &v, nil

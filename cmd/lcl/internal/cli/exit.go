@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Exit codes, documented in `lcl help exit-codes` and the README.
@@ -32,6 +33,8 @@ func exitCode(err error) int {
 		return ExitCancelled
 	case errors.As(err, &ue):
 		return ExitUsage
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		return ExitUsage // cobra's own error for `lcl nosuchcommand`
 	default:
 		return ExitFailure
 	}

@@ -93,7 +93,26 @@ strategy (lcl train) → tables and plots (lcl report).`,
   2    usage error (unknown command or flag, missing argument)
   130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept`,
 	})
+	argErrorsAreUsage(root)
 	return root
+}
+
+// argErrorsAreUsage makes every command's argument check (cobra.ExactArgs and
+// friends return plain errors) exit with the usage code 2.
+func argErrorsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ue *usageError
+			if err != nil && !errors.As(err, &ue) {
+				return &usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		argErrorsAreUsage(sub)
+	}
 }
 
 // noArgsOrUsage rejects positional arguments with a usage error.

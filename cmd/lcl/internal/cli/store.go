@@ -1,9 +1,506 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 
-// newStoreCmd is a placeholder until the store command lands; it fails with a clear
-// message instead of pretending to work.
+	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/simstore"
+)
+
 func newStoreCmd(f *Factory) *cobra.Command {
-	return notYet("store", "Inspect and export the store")
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Inspect and export the store",
+		Long: `The store is lcl's database of articles, embedding vectors, similarity
+matrices (with provenance) and run results. It lives in --store DIR (default
+$LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store); one
+lcl process at a time may open it.
+
+Keys look like art/SET/CLASS, vec/SET/MODEL, sim/SET/KIND/DIGEST and run/ID;
+list them with "lcl store ls".`,
+		Example: `  lcl store info
+  lcl store ls --kind matrix
+  lcl store export sim/imagenet/semantic/0123abcd4567ef89 --format npy -o semantic.npy
+  lcl store rm run/3f2a`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for \"lcl store\" (commands: info, ls, export, rm)", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newStoreInfoCmd(f), newStoreLsCmd(f), newStoreExportCmd(f), newStoreRmCmd(f))
+	return cmd
+}
+
+func newStoreInfoCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "Show where the store is and what it holds",
+		Example: `  lcl store info
+  lcl --store /tmp/s store info --json`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.Store()
+			if err != nil {
+				return err
+			}
+			in, err := s.Info(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if f.Emit("store_info", in) {
+				return nil
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "store\t%s\n", in.Dir)
+			fmt.Fprintf(tw, "schema\t%d\n", in.SchemaVersion)
+			for _, k := range []string{simstore.KindArticle, simstore.KindVectors, simstore.KindMatrix, simstore.KindRun} {
+				fmt.Fprintf(tw, "%s\t%d\n", plural(k), in.Counts[k])
+			}
+			fmt.Fprintf(tw, "records\t%s\n", humanBytes(in.Bytes))
+			fmt.Fprintf(tw, "on disk\t%s\n", humanBytes(in.DiskBytes))
+			return tw.Flush()
+		},
+	}
+}
+
+func plural(kind string) string {
+	switch kind {
+	case simstore.KindMatrix:
+		return "matrices"
+	case simstore.KindVectors:
+		return "vectors"
+	}
+	return kind + "s"
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+var storeKinds = []string{simstore.KindArticle, simstore.KindVectors, simstore.KindMatrix, simstore.KindRun}
+
+func newStoreLsCmd(f *Factory) *cobra.Command {
+	var kind string
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List stored records: key, kind and size",
+		Example: `  lcl store ls
+  lcl store ls --kind matrix
+  lcl store ls --kind article --json`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kind != "" && !contains(storeKinds, kind) {
+				return usagef("--kind %q: want one of %s", kind, strings.Join(storeKinds, ", "))
+			}
+			s, err := f.Store()
+			if err != nil {
+				return err
+			}
+			entries, err := s.List(cmd.Context(), kind)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			if !f.JSON && !f.Quiet {
+				fmt.Fprintln(tw, "KEY\tKIND\tSIZE")
+			}
+			for _, e := range entries {
+				if f.Emit("store_entry", e) {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Kind, humanBytes(e.Size))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "only records of this kind: "+strings.Join(storeKinds, ", "))
+	return cmd
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func newStoreRmCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm KEY...",
+		Short:   "Delete records",
+		Example: `  lcl store rm run/3f2a sim/cifar100/visual/0123abcd4567ef89`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("lcl store rm needs at least one KEY (see lcl store ls)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.Store()
+			if err != nil {
+				return err
+			}
+			// All keys or none: a typo in one key deletes nothing.
+			err = s.Update(cmd.Context(), func(tx *simstore.Tx) error {
+				for _, k := range args {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range args {
+				if !f.Emit("store_deleted", map[string]string{"key": k}) {
+					f.Logf("deleted %s", k)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// Export formats: what each kind of record can be written as.
+var exportFormats = map[string][]string{
+	simstore.KindMatrix:  {"csv", "npy", "json"},
+	simstore.KindVectors: {"csv", "npy", "json"},
+	simstore.KindArticle: {"json", "text"},
+	simstore.KindRun:     {"json"},
+}
+
+type exportOptions struct {
+	Format string
+	Output string
+}
+
+func newStoreExportCmd(f *Factory) *cobra.Command {
+	opts := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export KEY",
+		Short: "Write one record as CSV, NumPy .npy, JSON or text",
+		Long: `Write the record at KEY (see lcl store ls) to stdout or to -o FILE.
+
+  matrix   csv   header "class,ID1,…,IDC", then one row per class: ID, C values
+           npy   C×C float32 array (NumPy format 1.0, little-endian '<f4')
+           json  {"key", "label_set", "kind", "classes", "provenance", "data": [[…]…]}
+  vectors  csv   header "id,d0,…,dD-1", then one row per class: ID, D values
+           npy   N×D float32 array
+           json  {"key", "label_set", "model", "ids", "dim", "meta", "data": [[…]…]}
+  article  json  every field; text: the article text only
+  run      json  every field
+
+With -o FILE.npy the row ids are written to FILE.ids.txt as well (one per
+line, in row order), since .npy holds numbers only. Values are printed with
+the fewest digits that read back as the same float32; NaN is "NaN" in CSV and
+null in JSON. -o writes a temporary file and renames it, so FILE is never left
+half-written. Without --format the format comes from FILE's extension
+(.csv, .npy, .json, .txt), else csv for matrices and vectors, text for
+articles and json for runs.`,
+		Example: `  lcl store export sim/imagenet/semantic/0123abcd4567ef89 --format npy -o semantic.npy
+  python3 -c 'import numpy; print(numpy.load("semantic.npy").shape)'
+  lcl store export vec/cifar100/d2v-d100 --format csv -o vectors.csv
+  lcl store export art/imagenet/n01440764 --format text`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("lcl store export needs exactly one KEY (see lcl store ls), got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStoreExport(cmd, f, args[0], opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Format, "format", "", "csv, npy, json or text (default: from -o's extension, else by kind)")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write to FILE instead of stdout")
+	return cmd
+}
+
+func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOptions) error {
+	format := opts.Format
+	if format == "" && opts.Output != "" {
+		switch strings.ToLower(filepath.Ext(opts.Output)) {
+		case ".csv":
+			format = "csv"
+		case ".npy":
+			format = "npy"
+		case ".json":
+			format = "json"
+		case ".txt":
+			format = "text"
+		}
+	}
+	if format != "" && !contains([]string{"csv", "npy", "json", "text"}, format) {
+		return usagef("--format %q: want csv, npy, json or text", format)
+	}
+	s, err := f.Store()
+	if err != nil {
+		return err
+	}
+	rec, err := s.Record(cmd.Context(), key)
+	if err != nil {
+		if errors.Is(err, simstore.ErrNotFound) {
+			return fmt.Errorf("no record at key %q (see lcl store ls)", key)
+		}
+		return err
+	}
+	kind, rows, cols, ids, data := recordShape(rec)
+	if format == "" {
+		format = exportFormats[kind][0]
+		if kind == simstore.KindArticle {
+			format = "text"
+		}
+	}
+	if !contains(exportFormats[kind], format) {
+		return usagef("a %s cannot be exported as %s (formats for a %s: %s)", kind, format, kind, strings.Join(exportFormats[kind], ", "))
+	}
+	write := func(w io.Writer) error {
+		switch format {
+		case "csv":
+			return writeCSV(w, kind, ids, rows, cols, data)
+		case "npy":
+			return writeNpy(w, rows, cols, data)
+		case "text":
+			_, err := io.WriteString(w, strings.TrimRight(rec.(*simstore.Article).Text, "\n")+"\n")
+			return err
+		default:
+			return writeRecordJSON(w, key, rec, rows, cols, data)
+		}
+	}
+	if opts.Output == "" || opts.Output == "-" {
+		bw := bufio.NewWriter(f.IO.Out)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	n, err := writeFileAtomic(opts.Output, write)
+	if err != nil {
+		return err
+	}
+	files := []string{opts.Output}
+	if format == "npy" {
+		idsFile := strings.TrimSuffix(opts.Output, filepath.Ext(opts.Output)) + ".ids.txt"
+		if _, err := writeFileAtomic(idsFile, func(w io.Writer) error {
+			_, err := io.WriteString(w, strings.Join(ids, "\n")+"\n")
+			return err
+		}); err != nil {
+			return err
+		}
+		files = append(files, idsFile)
+	}
+	if !f.Emit("store_exported", map[string]any{"key": key, "format": format, "file": opts.Output, "bytes": n, "files": files, "shape": []int{rows, cols}}) {
+		f.Logf("wrote %s (%s, %s)", strings.Join(files, " and "), format, humanBytes(n))
+	}
+	return nil
+}
+
+// recordShape returns a record's kind and, for matrices and vectors, its
+// row count, column count, row ids and row-major data.
+func recordShape(rec any) (kind string, rows, cols int, ids []string, data []float32) {
+	switch r := rec.(type) {
+	case *simstore.Matrix:
+		return simstore.KindMatrix, r.N(), r.N(), r.Classes, r.Data
+	case *simstore.Vectors:
+		return simstore.KindVectors, len(r.IDs), r.Dim, r.IDs, r.Data
+	case *simstore.Article:
+		return simstore.KindArticle, 0, 0, nil, nil
+	default:
+		return simstore.KindRun, 0, 0, nil, nil
+	}
+}
+
+func appendFloat(b []byte, v float32) []byte {
+	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+}
+
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n\r") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}
+
+func writeCSV(w io.Writer, kind string, ids []string, rows, cols int, data []float32) error {
+	var b []byte
+	if kind == simstore.KindMatrix {
+		b = append(b, "class"...)
+		for _, id := range ids {
+			b = append(append(b, ','), csvField(id)...)
+		}
+	} else {
+		b = append(b, "id"...)
+		for j := range cols {
+			b = append(b, ",d"...)
+			b = strconv.AppendInt(b, int64(j), 10)
+		}
+	}
+	b = append(b, '\n')
+	for i := range rows {
+		b = append(b, csvField(ids[i])...)
+		for _, v := range data[i*cols : (i+1)*cols] {
+			b = appendFloat(append(b, ','), v)
+		}
+		b = append(b, '\n')
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		b = b[:0]
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// writeNpy writes a rows×cols float32 array in NumPy's .npy format 1.0: the
+// magic "\x93NUMPY", version 1.0, a little-endian u16 header length, a Python
+// dict literal padded with spaces and ending in "\n" so that the data starts
+// at a multiple of 64 bytes, then the data in C order.
+func writeNpy(w io.Writer, rows, cols int, data []float32) error {
+	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
+	const pre = 6 + 2 + 2
+	total := (pre + len(dict) + 1 + 63) / 64 * 64
+	hdr := make([]byte, 0, total)
+	hdr = append(hdr, "\x93NUMPY\x01\x00"...)
+	hdr = binary.LittleEndian.AppendUint16(hdr, uint16(total-pre))
+	hdr = append(hdr, dict...)
+	for len(hdr) < total-1 {
+		hdr = append(hdr, ' ')
+	}
+	hdr = append(hdr, '\n')
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, v := range data {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		if len(buf) == cap(buf) {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// jsonRows renders data as a JSON array of rows; NaN and ±Inf become null.
+func jsonRows(rows, cols int, data []float32) json.RawMessage {
+	var b bytes.Buffer
+	b.Grow(rows * cols * 10)
+	b.WriteByte('[')
+	num := make([]byte, 0, 32)
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for j, v := range data[i*cols : (i+1)*cols] {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				b.WriteString("null")
+				continue
+			}
+			b.Write(appendFloat(num[:0], v))
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+func writeRecordJSON(w io.Writer, key string, rec any, rows, cols int, data []float32) error {
+	var v any
+	switch r := rec.(type) {
+	case *simstore.Matrix:
+		v = struct {
+			Key string `json:"key"`
+			*simstore.Matrix
+			Data json.RawMessage `json:"data"`
+		}{key, r, jsonRows(rows, cols, data)}
+	case *simstore.Vectors:
+		v = struct {
+			Key string `json:"key"`
+			*simstore.Vectors
+			Data json.RawMessage `json:"data"`
+		}{key, r, jsonRows(rows, cols, data)}
+	default:
+		v = rec
+	}
+	// Compact: an indented 1000×1000 matrix would take a million lines.
+	return json.NewEncoder(w).Encode(v)
+}
+
+// writeFileAtomic writes path through a temporary file in the same folder,
+// synced and renamed into place, so a crash or error never leaves a partial
+// file; it returns the number of bytes written.
+func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	cw := &countingWriter{w: tmp}
+	bw := bufio.NewWriterSize(cw, 256<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", path, err)
+	}
+	return cw.n, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -14,20 +13,13 @@ import (
 	"github.com/lcl-project/lcl/trainer"
 )
 
-func runLCL(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Run(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return out.String(), errb.String(), code
-}
-
 const synth = "synthetic?n=96&test=48&classes=4&shape=1,8,8"
 
 func TestTrainEvalModelsCLI(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	run := filepath.Join(dir, "run")
-	out, errs, code := runLCL(t, "--store", store, "train", "--data", synth, "--model", "mlp:hidden=16", "--epochs", "2",
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "train", "--data", synth, "--model", "mlp:hidden=16", "--epochs", "2",
 		"--batch", "16", "--lr", "0.1", "--schedule", "step", "--step-size", "1", "--threads", "1", "--out", run)
 	if code != 0 {
 		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
@@ -44,11 +36,11 @@ func TestTrainEvalModelsCLI(t *testing.T) {
 		t.Fatalf("result.json: %v %+v", err, res.Epochs)
 	}
 	// The same run directory is refused without --resume.
-	if _, errs, code := runLCL(t, "--store", store, "train", "--data", synth, "--model", "mlp", "--out", run); code != 2 || !strings.Contains(errs, "--resume") {
+	if code, _, errs := runLCL(context.Background(), t, "--store", store, "train", "--data", synth, "--model", "mlp", "--out", run); code != 2 || !strings.Contains(errs, "--resume") {
 		t.Errorf("rerun into a used --out: exit %d, %s", code, errs)
 	}
 	// eval reads model and data from the weights' metadata.
-	out, errs, code = runLCL(t, "--json", "eval", "--checkpoint", run, "--threads", "1")
+	code, out, errs = runLCL(context.Background(), t, "--json", "eval", "--checkpoint", run, "--threads", "1")
 	if code != 0 {
 		t.Fatalf("eval exit %d: %s", code, errs)
 	}
@@ -66,7 +58,7 @@ func TestTrainEvalModelsCLI(t *testing.T) {
 		t.Errorf("store runs: %v %+v", err, runs)
 	}
 	// lcl models lists architectures and presets.
-	out, errs, code = runLCL(t, "models")
+	code, out, errs = runLCL(context.Background(), t, "models")
 	if code != 0 || !strings.Contains(out, "resnet50") || !strings.Contains(out, "wrn-cifar") {
 		t.Errorf("models: %d %s %s", code, out, errs)
 	}
@@ -87,7 +79,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"eval"}, "--checkpoint"},
 	}
 	for _, tc := range cases {
-		_, errs, code := runLCL(t, tc.args...)
+		code, _, errs := runLCL(context.Background(), t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, %q; want usage error with %q", tc.args, code, errs, tc.want)
 		}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cliResult is what one in-process lcl invocation printed and returned.
+type cliResult struct {
+	code     int
+	out, err string
+}
+
+// cliRun runs lcl in-process with buffers for its streams.
+func cliRun(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	code, out, errs := runLCL(context.Background(), t, args...)
+	return cliResult{code, out, errs}
+}
+
+// runLCL runs lcl in-process under ctx with buffers for its streams.
+func runLCL(ctx context.Context, t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+func needWordNet(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/share/wordnet/data.noun"); err != nil && os.Getenv("WNHOME") == "" {
+		t.Fatalf("WordNet 3.0 is missing (%v): run `make deps` (installs Debian's wordnet-base)", err)
+	}
+}
+
+func TestSynsetsImagenet(t *testing.T) {
+	needWordNet(t)
+	for _, args := range [][]string{{"synsets", "imagenet"}, {"synsets", "--synsets", "imagenet"}} {
+		r := cliRun(t, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.err)
+		}
+		lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
+		if len(lines) != 1001 || !strings.HasPrefix(lines[0], "INDEX") {
+			t.Fatalf("%v: %d lines (first %q), want a header and 1000 rows", args, len(lines), lines[0])
+		}
+		// Row 0 is the tench, n01440764, with WordNet's gloss.
+		if !strings.Contains(lines[1], "n01440764") || !strings.Contains(lines[1], "freshwater dace-like game fish") {
+			t.Errorf("first row %q lacks the tench's wnid and gloss", lines[1])
+		}
+		for i, l := range lines[1:] {
+			if f := strings.Fields(l); len(f) < 5 {
+				t.Fatalf("row %d has no gloss: %q", i, l)
+			}
+		}
+	}
+}
+
+func TestSynsetsBadFile(t *testing.T) {
+	needWordNet(t)
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, wnid, line string
+	}{
+		{"malformed wnid", "n02119789\nn02119022\nn0211978x\n", "n0211978x", ":3:"},
+		{"no such synset", "n02119789\n# comment\nfox\tn02119022\nn99999999\n", "n99999999", ":4:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".txt")
+			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := cliRun(t, "synsets", path)
+			if r.code != ExitFailure {
+				t.Fatalf("exit %d, want 1 (stderr %q)", r.code, r.err)
+			}
+			if strings.Count(r.err, "\n") != 1 || !strings.Contains(r.err, tt.wnid) || !strings.Contains(r.err, path+tt.line) {
+				t.Errorf("stderr %q: want one line naming %s and %s%s", r.err, tt.wnid, path, tt.line)
+			}
+			if r.out != "" {
+				t.Errorf("stdout %q, want nothing", r.out)
+			}
+		})
+	}
+}
+
+func TestExitCodesAndVersion(t *testing.T) {
+	tests := []struct {
+		args    []string
+		code    int
+		out     string // substring of stdout
+		errLine string // substring of stderr
+	}{
+		{[]string{"version"}, ExitOK, "lcl " + Version, ""},
+		{[]string{"--json", "version"}, ExitOK, `"message_type":"version"`, ""},
+		{[]string{"version", "extra"}, ExitUsage, "", "takes no arguments"},
+		{[]string{"--no-such-flag"}, ExitUsage, "", "unknown flag: --no-such-flag"},
+		{[]string{"synsets", "--bogus"}, ExitUsage, "", "unknown flag: --bogus"},
+		{[]string{"nosuchcommand"}, ExitUsage, "", `unknown command "nosuchcommand"`},
+		{[]string{"synsets", "a", "b"}, ExitUsage, "", ""},
+		{[]string{"synsets", "no-such-set-or-file"}, ExitFailure, "", "no-such-set-or-file"},
+		{[]string{"exit-codes", "--help"}, ExitOK, "130", ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := cliRun(t, tt.args...)
+			if r.code != tt.code || !strings.Contains(r.out, tt.out) || !strings.Contains(r.err, tt.errLine) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+					r.code, r.out, r.err, tt.code, tt.out, tt.errLine)
+			}
+		})
+	}
+}
