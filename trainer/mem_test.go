@@ -18,6 +18,13 @@ func (d *memDS) Len() int             { return len(d.y) }
 func (d *memDS) NumClasses() int      { return d.classes }
 func (d *memDS) Shape() (c, h, w int) { return d.c, d.h, d.w }
 func (d *memDS) Label(i int) int      { return d.y[i] }
+func (d *memDS) Classes() []string {
+	out := make([]string, d.classes)
+	for i := range out {
+		out[i] = string(rune('a' + i))
+	}
+	return out
+}
 
 // blobs makes n examples of classes classes on a 1×s×s grid: each class has
 // a bright patch at its own place, plus noise.

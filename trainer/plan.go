@@ -40,6 +40,9 @@ type PlanContext struct {
 	Epoch      int // 0-based within the stage
 	Epochs     int // of the stage
 	NumClasses int
+	// Classes names the classes in label order when the dataset knows them
+	// (it has a Classes() []string method); nil otherwise.
+	Classes []string
 	// Train holds the run's training example indices (after --fraction).
 	Train []int
 	// Label returns the label of training example i.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/lcl-project/lcl/trainer/models"
@@ -114,6 +115,10 @@ type runner struct {
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
 // disabled) and returns an error wrapping ErrCanceled and ctx.Err().
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	// Every libtorch call of the run comes from one OS thread, so OpenMP
+	// keeps a single worker team (libgomp keeps one per calling thread).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	r, err := newRunner(cfg)
 	if err != nil {
 		return nil, err
@@ -425,7 +430,11 @@ func (r *runner) metricsBytes() int64 {
 }
 
 func (r *runner) planContext(s, e int) PlanContext {
-	return PlanContext{
+	var classes []string
+	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
+		classes = c.Classes()
+	}
+	return PlanContext{Classes: classes,
 		Stage: r.stages[s], StageIndex: s, Epoch: e, Epochs: r.stages[s].Epochs,
 		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
 		Features: r.features,
@@ -582,7 +591,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		return nil
 	})
 	p.Seconds += time.Since(t0).Seconds()
-	if errors.Is(err, errStop) || (err != nil && ctx.Err() != nil) {
+	// canceled checkpoints the position so a resume continues at this step
+	// (or, once every step is done, at the evaluation).
+	canceled := func() error {
 		if !r.cfg.NoCheckpoint && r.cfg.Out != "" {
 			if cerr := r.saveCheckpoint(peers, p, false); cerr != nil {
 				return errors.Join(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()), cerr)
@@ -590,9 +601,13 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		}
 		return fmt.Errorf("%w at stage %q epoch %d step %d: %w", ErrCanceled, stage.Name, e+1, p.Step, ctx.Err())
 	}
+	if errors.Is(err, errStop) || ctx.Err() != nil {
+		return canceled()
+	}
 	if err != nil {
 		return err
 	}
+	lr = r.cfg.Optim.Schedule.At(e, float64(steps-1)/float64(steps), stage.Epochs) // at the last step
 	em := EpochMetrics{MessageType: "epoch", Stage: stage.Name, StageIndex: s, Epoch: e + 1, Epochs: stage.Epochs,
 		LR: lr, Images: p.Images, Seconds: p.Seconds}
 	if p.Seconds > 0 {
@@ -600,6 +615,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	}
 	for q, m := range peers.models {
 		pm, err := r.evaluate(ctx, m)
+		if err != nil && ctx.Err() != nil {
+			return canceled()
+		}
 		if err != nil {
 			return err
 		}

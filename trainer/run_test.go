@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -137,6 +138,27 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		}
 	})
 
+	t.Run("cancelled after the last step of epoch 2", func(t *testing.T) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(t, dir)
+		cfg.Progress = func(p Progress) {
+			if p.Epoch == 2 && p.Step == p.Steps {
+				cancel()
+			}
+		}
+		if _, err := Run(ctx, cfg); !errors.Is(err, ErrCanceled) {
+			t.Fatalf("cancelled run: %v", err)
+		}
+		cfg = testConfig(t, dir)
+		cfg.Resume = true
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMetrics(t, whole.Epochs, res.Epochs)
+	})
+
 	t.Run("killed after epoch 2", func(t *testing.T) {
 		// Save the checkpoint as it was during epoch 3, let the run finish,
 		// put the old checkpoint back: the state a kill -9 leaves.
@@ -231,6 +253,9 @@ func (p *twoStage) Stages() []Stage {
 }
 
 func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
+	if len(pc.Classes) != pc.NumClasses || pc.Classes[3] != "d" {
+		return Plan{}, fmt.Errorf("classes %v", pc.Classes)
+	}
 	if pc.StageIndex == 0 {
 		return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
 	}
