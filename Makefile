@@ -34,6 +34,7 @@ demo-full: build
 	@LCL_DEMO=full scripts/demo.sh
 
 e2e: build
+	@scripts/deps.sh e2e
 	$(GO) test -count=1 -tags e2e -timeout 60m ./...
 
 bench: build bench-deps

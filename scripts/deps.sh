@@ -2,11 +2,15 @@
 # Installs the Debian packages lcl needs, when they are missing.
 #   scripts/deps.sh          what the build and the tests need
 #   scripts/deps.sh bench    also the reference tools the benchmarks compare with
+#   scripts/deps.sh e2e      also chromium, which the end-to-end tests use to render the HTML report
 set -euo pipefail
 
-need=(wordnet-base dataset-fashion-mnist libtorch-dev python3-grpcio python3-numpy)
+need=(wordnet-base dataset-fashion-mnist libtorch-dev python3-grpcio python3-numpy python3-networkx)
 if [ "${1:-}" = bench ]; then
   need+=(python3-torch python3-gensim python3-networkx python3-scipy python3-pil)
+fi
+if [ "${1:-}" = e2e ]; then
+  need+=(chromium)
 fi
 if [ "${1:-}" = proto ]; then
   need+=(protobuf-compiler)

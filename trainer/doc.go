@@ -1,3 +1,8 @@
-// Package trainer is lcl's training engine on libtorch: datasets, models,
-// soft-target losses, the training loop, evaluation and checkpoints.
+// Package trainer is lcl's training engine on libtorch (trainer/torch): the
+// loop that trains one or more peer models per stage with soft-target,
+// one-hot, distillation and mutual-learning losses as a Planner decides each
+// epoch, evaluates top-1/top-5 every epoch, logs JSONL metrics and writes
+// resumable safetensors checkpoints. Architectures come from
+// trainer/models; datasets are consumed through the small interfaces of
+// data.go (trainer/data implements them).
 package trainer

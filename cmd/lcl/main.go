@@ -6,6 +6,10 @@ import (
 	"os"
 
 	"github.com/lcl-project/lcl/cmd/lcl/internal/cli"
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:])) }
+func main() {
+	torch.ReexecWithOMPPolicy() // OpenMP reads OMP_WAIT_POLICY at load time
+	os.Exit(cli.Main(os.Args[1:]))
+}

@@ -18,9 +18,16 @@ type cliResult struct {
 // cliRun runs lcl in-process with buffers for its streams.
 func cliRun(t *testing.T, args ...string) cliResult {
 	t.Helper()
+	code, out, errs := runLCL(context.Background(), t, args...)
+	return cliResult{code, out, errs}
+}
+
+// runLCL runs lcl in-process under ctx with buffers for its streams.
+func runLCL(ctx context.Context, t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
-	return cliResult{code, out.String(), errb.String()}
+	code = Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
 }
 
 func needWordNet(t *testing.T) {

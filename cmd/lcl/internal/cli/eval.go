@@ -1,9 +1,106 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
 
-// newEvalCmd is a placeholder until the eval command lands; it fails with a clear
-// message instead of pretending to work.
+	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+type evalOptions struct {
+	Checkpoint, Data, Model, Device string
+	Threads, Batch, Workers         int
+}
+
 func newEvalCmd(f *Factory) *cobra.Command {
-	return notYet("eval", "Evaluate a checkpoint")
+	o := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Evaluate a checkpoint on a test set",
+		Long: `Evaluate trained weights on the whole test split: top-1 and top-5 accuracy and
+the mean cross-entropy.
+
+--checkpoint is a run directory (its model.safetensors), a weights file
+(model.safetensors) or a checkpoint (checkpoint.safetensors: peer 0). The
+model and data set recorded in the file are used unless --model or --data
+name others.`,
+		Example: `  lcl eval --checkpoint runs/fm-cnn
+  lcl eval --checkpoint runs/fm-cnn/checkpoint.safetensors --threads 2 --json`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, f, o) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Checkpoint, "checkpoint", "", "run directory, weights file or checkpoint (required)")
+	fl.StringVar(&o.Data, "data", "", "data set spec (default: the one the weights were trained on)")
+	fl.StringVar(&o.Model, "model", "", "architecture (default: the one recorded in the file)")
+	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
+	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
+	fl.IntVar(&o.Batch, "batch", 256, "evaluation batch size")
+	fl.IntVar(&o.Workers, "workers", 0, "data decoding goroutines (0 = number of CPUs)")
+	return cmd
+}
+
+func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
+	if o.Checkpoint == "" {
+		return usagef("--checkpoint is required")
+	}
+	if !torch.Available() {
+		return torch.ErrNoLibtorch
+	}
+	path := o.Checkpoint
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "model.safetensors")
+	}
+	meta, err := trainer.WeightsMeta(path)
+	if err != nil {
+		return err
+	}
+	spec, model := o.Data, o.Model
+	if spec == "" {
+		spec = meta["lcl.data"]
+	}
+	if model == "" {
+		model = meta["lcl.model"]
+	}
+	if spec == "" || model == "" {
+		return usagef("%s does not record its data set and model: give --data and --model", path)
+	}
+	_, test, err := data.Open(spec)
+	if err != nil {
+		return err
+	}
+	if o.Threads > 0 {
+		torch.SetThreads(o.Threads)
+	}
+	c, h, w := test.Shape()
+	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
+	if err != nil {
+		return err
+	}
+	m, err := torch.NewModel(ms, o.Device)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := trainer.LoadWeights(path, m); err != nil {
+		return err
+	}
+	pm, err := trainer.Evaluate(cmd.Context(), m, test, loader(o.Workers), o.Batch)
+	if err != nil {
+		return err
+	}
+	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(),
+		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}
+	if f.Emit("eval", res) {
+		return nil
+	}
+	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n",
+		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss)
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/plugins"
 )
 
 // Main runs lcl with the given arguments and returns the process exit code.
@@ -23,6 +25,7 @@ func Main(args []string) int {
 func Run(ctx context.Context, args []string, io *IOStreams) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer plugins.Cleanup() // no plugin process outlives the command
 	f := &Factory{IO: io}
 	root := NewRootCmd(f)
 	root.SetArgs(args)

@@ -1,9 +1,381 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
-// newTrainCmd is a placeholder until the train command lands; it fails with a clear
-// message instead of pretending to work.
-func newTrainCmd(f *Factory) *cobra.Command {
-	return notYet("train", "Train a classifier with a strategy")
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+type trainOptions struct {
+	Synsets, Data, Model, Strategy, Device, Out, Preset string
+	Fraction                                            float64
+	Seed                                                int64
+	Threads, Workers, EvalBatch, CheckpointEvery        int
+	Resume, NoStore                                     bool
+
+	// Optimisation overrides of the preset (applied only when given).
+	Epochs, Batch, Warmup, StepSize  int
+	LR, Momentum, WeightDecay, Gamma float64
+	Nesterov                         bool
+	Schedule, Milestones             string
+
+	strat strategyOptions // --param, --epsilon, --source, --matrix, --plugin-timeout
 }
+
+func newTrainCmd(f *Factory) *cobra.Command {
+	o := &trainOptions{}
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train a classifier with a strategy",
+		Long: `Train an image classifier on libtorch with a training strategy.
+
+The data set is --data: a spec KIND[:DIR][?KEY=VALUE&...] (fashion-mnist,
+mnist, cifar10, cifar100, folder, cub, nabirds; see docs/data.md), or a plain
+directory read as the kind named by --synsets. --fraction keeps a seeded,
+class-stratified part of the training set (the paper's DR); the test set is
+always whole.
+
+The optimisation protocol is a preset (lcl models lists them; the default
+depends on the model) whose settings the flags --epochs --batch --lr
+--momentum --nesterov --weight-decay --schedule --milestones --gamma
+--step-size --warmup override.
+
+The run directory (--out) receives metrics.jsonl (one line per epoch),
+checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
+Ctrl-C), model.safetensors (final weights, torchvision names) and
+result.json. --resume continues a stopped run from its checkpoint to the same
+final metrics as an uninterrupted run; a checkpoint of another configuration
+is refused with the reason. The result is also stored in the store as a run.`,
+		Example: `  lcl train --synsets fashion-mnist --model cnn --strategy sl --epochs 5 --threads 2 --out runs/fm-cnn
+  lcl train --synsets fashion-mnist --data /usr/share/datasets/fashion-mnist --model cnn --strategy sl \
+      --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
+  lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
+  lcl train --out runs/fm-cnn --resume ...same flags...`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTrain(cmd.Context(), f, cmd, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Synsets, "synsets", "", "label set of the data (fashion-mnist, cifar100, ...): the data kind when --data is a directory")
+	fl.StringVar(&o.Data, "data", "", "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)")
+	fl.StringVar(&o.Model, "model", "cnn", "architecture NAME[:key=value,...] (lcl models)")
+	fl.StringVar(&o.Strategy, "strategy", "sl", "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin (lcl plugins list)")
+	o.strat.addParamFlags(fl)
+	fl.Float64Var(&o.Fraction, "fraction", 1, "part of the training set to use, class-stratified (0 < f ≤ 1)")
+	fl.Int64Var(&o.Seed, "seed", 1, "seed of the subset, initialisation, order, augmentation and dropout")
+	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
+	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
+	fl.StringVar(&o.Out, "out", "", "run directory (default runs/DATA-MODEL-STRATEGY-sSEED)")
+	fl.StringVar(&o.Preset, "preset", "", "optimisation preset (default by model: fmnist-cnn, cifar-resnet, imagenet-resnet, wrn-cifar)")
+	fl.IntVar(&o.Epochs, "epochs", 0, "epochs (overrides the preset)")
+	fl.IntVar(&o.Batch, "batch", 0, "batch size (overrides the preset)")
+	fl.Float64Var(&o.LR, "lr", 0, "base learning rate (overrides the preset)")
+	fl.Float64Var(&o.Momentum, "momentum", 0, "SGD momentum (overrides the preset)")
+	fl.BoolVar(&o.Nesterov, "nesterov", false, "Nesterov momentum (overrides the preset)")
+	fl.Float64Var(&o.WeightDecay, "weight-decay", 0, "L2 weight decay (overrides the preset)")
+	fl.StringVar(&o.Schedule, "schedule", "", "learning-rate schedule: constant, cosine, step or multistep (overrides the preset)")
+	fl.StringVar(&o.Milestones, "milestones", "", "multistep epochs, e.g. 60,120,160")
+	fl.Float64Var(&o.Gamma, "gamma", 0, "step/multistep decay factor")
+	fl.IntVar(&o.StepSize, "step-size", 0, "step schedule: decay every N epochs")
+	fl.IntVar(&o.Warmup, "warmup", 0, "epochs of linear learning-rate warm-up")
+	fl.IntVar(&o.CheckpointEvery, "checkpoint-every", 1, "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)")
+	fl.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its checkpoint")
+	fl.IntVar(&o.Workers, "workers", 0, "data decoding goroutines (0 = number of CPUs)")
+	fl.IntVar(&o.EvalBatch, "eval-batch", 256, "evaluation batch size")
+	fl.BoolVar(&o.NoStore, "no-store", false, "do not record the run in the store")
+	return cmd
+}
+
+// dataSpec turns --synsets/--data into a trainer/data spec.
+func dataSpec(synsets, spec string) (string, error) {
+	if spec == "" {
+		if synsets == "" {
+			return "", usagef("give --data or --synsets")
+		}
+		return synsets, nil
+	}
+	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		if synsets == "" {
+			return "", usagef("--data %s is a directory: name its kind with --synsets or write KIND:%s", spec, spec)
+		}
+		return synsets + ":" + spec, nil
+	}
+	return spec, nil
+}
+
+// loader adapts trainer/data's loader to the trainer.
+func loader(workers int) trainer.Loader {
+	return func(ctx context.Context, ds trainer.Dataset, c trainer.LoaderConfig) (trainer.Batches, error) {
+		d, ok := ds.(data.Dataset)
+		if !ok {
+			return nil, fmt.Errorf("dataset %T is not a trainer/data set", ds)
+		}
+		l, err := data.NewLoader(ctx, d, data.LoaderConfig{Indices: c.Indices, Batch: c.Batch, Shuffle: c.Shuffle,
+			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers})
+		if err != nil {
+			return nil, err
+		}
+		return &batches{l: l}, nil
+	}
+}
+
+type batches struct {
+	l    *data.Loader
+	prev *data.Batch
+}
+
+// Next releases the previous batch for reuse: the trainer is done with a
+// batch when it asks for the next.
+func (b *batches) Next() (*trainer.Batch, error) {
+	b.prev.Release()
+	b.prev = nil
+	d, err := b.l.Next()
+	if err != nil {
+		return nil, err
+	}
+	b.prev = d
+	return &trainer.Batch{N: d.N, X: d.X, Y: d.Y, Index: d.Index}, nil
+}
+
+func (b *batches) Close() error { return b.l.Close() }
+
+// optim resolves the preset and the flags that override it.
+func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, error) {
+	name := o.Preset
+	if name == "" {
+		name = trainer.DefaultPreset(o.Model, h)
+	}
+	p, err := trainer.PresetByName(name)
+	if err != nil {
+		return trainer.Optim{}, "", usagef("--preset: %v", err)
+	}
+	op := p.Optim
+	ch := cmd.Flags().Changed
+	if ch("epochs") {
+		op.Epochs = o.Epochs
+	}
+	if ch("batch") {
+		op.Batch = o.Batch
+	}
+	if ch("lr") {
+		op.Schedule.LR = o.LR
+	}
+	if ch("momentum") {
+		op.Momentum = o.Momentum
+	}
+	if ch("nesterov") {
+		op.Nesterov = o.Nesterov
+	}
+	if ch("weight-decay") {
+		op.WeightDecay = o.WeightDecay
+	}
+	if ch("schedule") {
+		op.Schedule.Kind = o.Schedule
+		if o.Schedule != p.Schedule.Kind && (o.Schedule == "step" || o.Schedule == "multistep") && !ch("gamma") {
+			op.Schedule.Gamma = 0.1
+		}
+	}
+	if ch("milestones") {
+		ms, err := trainer.ParseMilestones(o.Milestones)
+		if err != nil {
+			return trainer.Optim{}, "", usagef("--milestones: %v", err)
+		}
+		op.Schedule.Milestones = ms
+	}
+	if ch("gamma") {
+		op.Schedule.Gamma = o.Gamma
+	}
+	if ch("step-size") {
+		op.Schedule.StepSize = o.StepSize
+	}
+	if ch("warmup") {
+		op.Schedule.Warmup = o.Warmup
+	}
+	if op.Epochs <= 0 || op.Batch <= 0 {
+		return trainer.Optim{}, "", usagef("--epochs and --batch must be > 0")
+	}
+	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0) {
+		return trainer.Optim{}, "", usagef("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
+	}
+	if err := op.Schedule.Validate(); err != nil {
+		return trainer.Optim{}, "", usagef("%v", err)
+	}
+	return op, name, nil
+}
+
+func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptions) error {
+	if !torch.Available() {
+		return torch.ErrNoLibtorch
+	}
+	spec, err := dataSpec(o.Synsets, o.Data)
+	if err != nil {
+		return err
+	}
+	if !(o.Fraction > 0 && o.Fraction <= 1) {
+		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
+	}
+	if o.Device != "cpu" && torch.CUDADevices() == 0 {
+		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", o.Device)
+	}
+	train, test, err := data.Open(spec)
+	if err != nil {
+		return err
+	}
+	if o.Synsets != "" {
+		if set, err := labels.Load(o.Synsets); err == nil && len(set.Classes) != train.NumClasses() {
+			return fmt.Errorf("--synsets %s has %d classes, the data %s has %d", o.Synsets, len(set.Classes), spec, train.NumClasses())
+		}
+	}
+	_, h, _ := train.Shape()
+	op, preset, err := o.optim(cmd, h)
+	if err != nil {
+		return err
+	}
+	var idx []int
+	if o.Fraction < 1 {
+		if idx, err = data.Fraction(train, o.Fraction, o.Seed); err != nil {
+			return err
+		}
+	}
+	out := o.Out
+	if out == "" {
+		kind, _, _ := strings.Cut(spec, ":")
+		kind, _, _ = strings.Cut(kind, "?")
+		out = filepath.Join("runs", fmt.Sprintf("%s-%s-%s-s%d", kind, strings.ReplaceAll(o.Model, ":", "_"), o.Strategy, o.Seed))
+	}
+	if !o.Resume {
+		if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err == nil {
+			return usagef("%s holds a run already: continue it with --resume or choose another --out", out)
+		}
+	}
+	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
+	so := o.strat
+	so.Strategy = o.Strategy
+	pl, planID, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, o.Model)
+	if err != nil {
+		return err
+	}
+	defer closePlanner()
+	for k, v := range planID {
+		identity[k] = v
+	}
+	cfg := trainer.Config{
+		Out: out, Model: o.Model, Train: train, Test: test, Loader: loader(o.Workers), TrainIndices: idx,
+		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
+		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: o.Resume, Identity: identity,
+	}
+	nTrain := train.Len()
+	if idx != nil {
+		nTrain = len(idx)
+	}
+	f.Logf("lcl train: %s, %d of %d training images, %d test; model %s; strategy %s; preset %s (epochs %d, batch %d, lr %g %s); libtorch %s, %d threads, OMP_WAIT_POLICY=%s; run %s",
+		spec, nTrain, train.Len(), test.Len(), o.Model, o.Strategy, preset,
+		op.Epochs, op.Batch, op.Schedule.LR, op.Schedule.Kind, torch.Version(), threads(o.Threads), os.Getenv("OMP_WAIT_POLICY"), out)
+	var bar *progressbar.ProgressBar
+	cfg.Progress = func(p trainer.Progress) {
+		if bar == nil || p.Step == 1 {
+			if bar != nil {
+				bar.Finish()
+			}
+			bar = f.Progress(int64(p.Steps), "")
+		}
+		bar.Describe(fmt.Sprintf("%s %d/%d  loss %.4f  acc %.1f%%  %.0f img/s  ETA %s", p.Stage, p.Epoch, p.Epochs,
+			p.Loss, 100*p.Acc, p.ImgPerSec, p.ETA.Round(time.Second)))
+		bar.Set(p.Step)
+	}
+	cfg.OnEpoch = func(m trainer.EpochMetrics) {
+		pl.Observe(ctx, m)
+		if bar != nil {
+			bar.Finish()
+			bar = nil
+		}
+		if f.Emit("epoch", m) {
+			return
+		}
+		f.Logf("%s epoch %d/%d  lr %.4g  train loss %.4f acc %.2f%%  test top-1 %.2f%% top-5 %.2f%% loss %.4f  %.0f img/s",
+			m.Stage, m.Epoch, m.Epochs, m.LR, m.TrainLoss, 100*m.TrainTop1, 100*m.TestTop1, 100*m.TestTop5, m.TestLoss, m.ImgPerSec)
+		for k, p := range m.Peers {
+			f.Logf("  peer %d: test top-1 %.2f%% top-5 %.2f%%", k, 100*p.TestTop1, 100*p.TestTop5)
+		}
+	}
+	res, err := trainer.Run(ctx, cfg)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		if errors.Is(err, trainer.ErrCanceled) {
+			f.Logf("checkpoint written to %s; continue with the same flags and --resume", out)
+		}
+		return err
+	}
+	if !o.NoStore {
+		if err := storeRun(ctx, f, o, cfg, preset, res); err != nil {
+			f.Logf("warning: run not recorded in the store: %v", err)
+		}
+	}
+	if f.Emit("summary", res) {
+		return nil
+	}
+	for k, p := range res.Final {
+		name := "model"
+		if len(res.Final) > 1 {
+			name = fmt.Sprintf("peer %d", k)
+		}
+		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name, 100*p.TestTop1, 100*p.TestTop5, p.TestLoss)
+	}
+	fmt.Fprintf(f.IO.Out, "run %s (%.0f s): %s\n", out, res.Seconds, res.Weights)
+	return nil
+}
+
+func threads(n int) int {
+	if n > 0 {
+		return n
+	}
+	return torch.Threads()
+}
+
+// storeRun records the result as a simstore run keyed by a digest of the
+// configuration.
+func storeRun(ctx context.Context, f *Factory, o *trainOptions, cfg trainer.Config, preset string, res *trainer.Result) error {
+	conf := map[string]any{"data": cfg.Identity["data"], "fraction": o.Fraction, "model": o.Model, "strategy": o.Strategy,
+		"seed": o.Seed, "preset": preset, "optim": cfg.Optim, "device": o.Device}
+	raw, err := json.Marshal(conf)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	epochs, err := json.Marshal(res.Epochs)
+	if err != nil {
+		return err
+	}
+	run := simstore.Run{ID: "train-" + hex.EncodeToString(sum[:8]), Config: raw, Status: "done", Epochs: epochs, Dir: cfg.Out}
+	for _, p := range res.Final {
+		run.Top1 = append(run.Top1, p.TestTop1)
+		run.Top5 = append(run.Top5, p.TestTop5)
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	return st.PutRun(ctx, run)
+}
+
+var _ io.Closer = (*batches)(nil)

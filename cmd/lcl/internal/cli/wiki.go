@@ -1,9 +1,536 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
 
-// newWikiCmd is a placeholder until the wiki command lands; it fails with a clear
-// message instead of pretending to work.
+	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/wiki"
+)
+
+// wikiOptions are the flags shared by wiki fetch and wiki resolve.
+type wikiOptions struct {
+	Synsets     string
+	Source      string
+	Endpoint    string
+	UserAgent   string
+	Overrides   string
+	Concurrency int
+	MinScore    float64
+	Refresh     bool
+}
+
+func (o *wikiOptions) addSourceFlags(cmd *cobra.Command, sourceDefault string) {
+	cmd.Flags().StringVar(&o.Synsets, "synsets", "", "label set: built-in name or file of wnids (required)")
+	cmd.Flags().StringVar(&o.Source, "source", sourceDefault, "where documents come from: wordnet, api, dump:PATH (…-pages-articles-multistream.xml.bz2) or dir:PATH (<wnid>.txt files)")
+	cmd.Flags().StringVar(&o.Endpoint, "endpoint", wiki.DefaultEndpoint, "MediaWiki Action API endpoint (--source api)")
+	cmd.Flags().StringVar(&o.UserAgent, "user-agent", wiki.DefaultUserAgent, "User-Agent sent to the API; Wikimedia asks for a way to contact you")
+	cmd.Flags().StringVar(&o.Overrides, "overrides", "", "override file: WNID<TAB>Title[<TAB>Title2…] per line; wins over the heuristic (--source api or dump)")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 4, "classes resolved at once, and the most API requests in flight")
+	cmd.Flags().Float64Var(&o.MinScore, "min-score", 0.05, "least overlap score an article needs to be accepted for a class")
+}
+
 func newWikiCmd(f *Factory) *cobra.Command {
-	return notYet("wiki", "Fetch one document per class")
+	cmd := &cobra.Command{
+		Use:   "wiki",
+		Short: "Fetch one document per class (Wikipedia or WordNet) into the store",
+		Long: `The semantic similarity embeds one document per class: the Wikipedia article
+describing the class's WordNet synset, or a document built from WordNet.
+
+Sources (--source):
+  wordnet     offline default: the synset's lemmas, gloss and examples, and
+              those of its hypernyms and hyponyms
+  api         the MediaWiki Action API (--endpoint), online
+  dump:PATH   an offline …-pages-articles-multistream.xml.bz2 with its
+              -index.txt.bz2 next to it
+  dir:PATH    your own texts: PATH/<wnid>.txt (or <class id>.txt)
+
+For api and dump each class's article title is resolved from its synset
+(lemmas, "Lemma (hypernym)" forms, disambiguation pages, scored by overlap
+with the gloss and hypernyms); an --overrides file wins. A class without an
+article falls back to its hypernym's article, then to its WordNet document.
+See docs/wiki.md.`,
+	}
+	cmd.AddCommand(newWikiFetchCmd(f), newWikiResolveCmd(f), newWikiShowCmd(f))
+	return cmd
+}
+
+func newWikiFetchCmd(f *Factory) *cobra.Command {
+	opts := &wikiOptions{}
+	cmd := &cobra.Command{
+		Use:   "fetch",
+		Short: "Fetch and store the document of every class of a label set",
+		Long: `Fetch the document of every class and store it (with source, title,
+revision, reason and checksum). Classes already stored from the same source
+are skipped unless --refresh; each document is stored as soon as it is
+fetched, so an interrupted fetch (Ctrl-C) keeps its work and a rerun fetches
+only what is missing. Ends with a summary: fetched / cached / fallback /
+failed, and the failed classes with their errors (exit status 1 if any).`,
+		Example: `  lcl wiki fetch --synsets imagenet
+  lcl wiki fetch --synsets cifar100 --source api --overrides my-titles.tsv
+  lcl wiki fetch --synsets imagenet --source dump:enwiki-20240601-pages-articles-multistream.xml.bz2
+  lcl wiki fetch --synsets my-classes.txt --source dir:texts/ --refresh`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWikiFetch(cmd.Context(), f, opts) },
+	}
+	opts.addSourceFlags(cmd, "wordnet")
+	cmd.Flags().BoolVar(&opts.Refresh, "refresh", false, "fetch again classes that are already stored")
+	return cmd
+}
+
+func newWikiResolveCmd(f *Factory) *cobra.Command {
+	opts := &wikiOptions{}
+	cmd := &cobra.Command{
+		Use:   "resolve",
+		Short: "Print how each class maps to its article, with the reason",
+		Long: `Without --source, print the decisions stored by lcl wiki fetch: class, wnid,
+source, title and reason. With --source, resolve every class now (nothing is
+fetched in full or stored) and print the reason (override, exact, scored,
+fallback, wordnet, file) with its detail: the scores of the candidates, or
+which fallback was taken and why.`,
+		Example: `  lcl wiki resolve --synsets imagenet
+  lcl wiki resolve --synsets cifar100 --source dump:enwiki-pages-articles-multistream.xml.bz2`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWikiResolve(cmd.Context(), f, opts) },
+	}
+	opts.addSourceFlags(cmd, "")
+	return cmd
+}
+
+func newWikiShowCmd(f *Factory) *cobra.Command {
+	var synsets string
+	cmd := &cobra.Command{
+		Use:   "show WNID|CLASS",
+		Short: "Print the stored document of a class",
+		Long: `Print the stored document of one class (by wnid or class id) with its
+title, source, revision, reason, fetch time and checksum. Without --synsets
+every built-in label set is searched.`,
+		Example: `  lcl wiki show n02012849
+  lcl wiki show --synsets cifar100 orange`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("lcl wiki show takes one WNID or class id, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runWikiShow(cmd.Context(), f, synsets, args[0]) },
+	}
+	cmd.Flags().StringVar(&synsets, "synsets", "", "label set to look in (default: every built-in set)")
+	return cmd
+}
+
+// openSource builds the --source; close releases what it opened.
+func openSource(f *Factory, o *wikiOptions, wn *wiki.WordNet) (src wiki.Source, close func(), err error) {
+	close = func() {}
+	kind, arg, _ := strings.Cut(o.Source, ":")
+	if o.Overrides != "" && (kind == "wordnet" || kind == "dir") {
+		return nil, close, usagef("--overrides names Wikipedia titles: it applies to --source api or dump:PATH, not %s", kind)
+	}
+	var overrides wiki.Overrides
+	if o.Overrides != "" {
+		if overrides, err = wiki.ReadOverrides(o.Overrides); err != nil {
+			return nil, close, err
+		}
+	}
+	ropts := wiki.ResolveOptions{Overrides: overrides, MinScore: o.MinScore}
+	switch kind {
+	case "wordnet":
+		return wiki.WordNetSource{WordNet: wn}, close, nil
+	case "api":
+		c := wiki.NewAPIClient(o.Endpoint)
+		c.UserAgent = o.UserAgent
+		c.Concurrency = max(o.Concurrency, 1)
+		return &wiki.ArticleSource{Pages: c, WordNet: wn, Options: ropts}, close, nil
+	case "dump":
+		if arg == "" {
+			return nil, close, usagef("--source dump:PATH needs the path of a …-pages-articles-multistream.xml.bz2")
+		}
+		f.Logf("reading the index %s …", wiki.IndexPath(arg))
+		d, err := wiki.OpenDump(arg)
+		if err != nil {
+			return nil, close, err
+		}
+		return &wiki.ArticleSource{Pages: d, WordNet: wn, Options: ropts}, func() { d.Close() }, nil
+	case "dir":
+		if arg == "" {
+			return nil, close, usagef("--source dir:PATH needs a folder of <wnid>.txt files")
+		}
+		return wiki.DirSource{Dir: arg, WordNet: wn}, close, nil
+	}
+	return nil, close, usagef("unknown --source %q: expected wordnet, api, dump:PATH or dir:PATH", o.Source)
+}
+
+func request(wn *wiki.WordNet, c labels.Class) wiki.Request {
+	req := wiki.Request{ClassID: c.ID, Name: c.Name}
+	if c.WNID != "" {
+		req.Synset, _ = wn.Synset(c.WNID) // the label set was checked against WordNet
+	}
+	return req
+}
+
+// reusable reports whether a stored article counts as done for a fetch from
+// source: it came from that source, or it is a fallback document of an
+// earlier Wikipedia fetch (a WordNet stand-in is the same from any source).
+func reusable(a *simstore.Article, source string) bool {
+	return a.Source == source || (source != "wordnet" && source != "dir" && strings.HasPrefix(a.Reason, string(wiki.ReasonFallback)))
+}
+
+type fetchResult struct {
+	class labels.Class
+	doc   *wiki.Document
+	err   error
+}
+
+type fetchSummary struct {
+	LabelSet string            `json:"label_set"`
+	Source   string            `json:"source"`
+	Total    int               `json:"total"`
+	Fetched  int               `json:"fetched"`
+	Cached   int               `json:"cached"`
+	Fallback int               `json:"fallback"`
+	Failed   int               `json:"failed"`
+	Errors   map[string]string `json:"errors,omitempty"` // class id → error
+	Elapsed  float64           `json:"elapsed_s"`
+	Stopped  bool              `json:"stopped,omitempty"`
+}
+
+func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
+	start := time.Now()
+	set, err := f.LabelSet(o.Synsets)
+	if err != nil {
+		return err
+	}
+	wn, err := f.WordNet()
+	if err != nil {
+		return err
+	}
+	src, closeSrc, err := openSource(f, o, wn)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	sum := fetchSummary{LabelSet: set.Name, Source: src.Name(), Total: len(set.Classes), Errors: map[string]string{}}
+	var todo []labels.Class
+	for _, c := range set.Classes {
+		if !o.Refresh {
+			a, err := st.GetArticle(ctx, set.Name, c.ID)
+			if err == nil && reusable(a, src.Name()) {
+				sum.Cached++
+				continue
+			}
+			if err != nil && !errors.Is(err, simstore.ErrNotFound) {
+				var ce *simstore.CorruptError
+				if !errors.As(err, &ce) { // a corrupt record is fetched again
+					return err
+				}
+			}
+		}
+		todo = append(todo, c)
+	}
+	bar := f.Progress(int64(len(todo)), fmt.Sprintf("wiki %s %s", src.Name(), set.Name))
+	results := make(chan fetchResult)
+	jobs := make(chan labels.Class)
+	var wg sync.WaitGroup
+	for w := 0; w < max(o.Concurrency, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				doc, err := src.Document(ctx, request(wn, c))
+				results <- fetchResult{c, doc, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, c := range todo {
+			select {
+			case jobs <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	// One writer stores what the workers fetched, in small batches (whatever
+	// is ready, up to 64), so an interrupted fetch keeps all finished work.
+	// Writes ignore cancellation: a fetched document is always kept.
+	keep := context.WithoutCancel(ctx)
+	var storeErr error
+	batch := make([]simstore.Article, 0, 64)
+	flush := func() {
+		if len(batch) == 0 || storeErr != nil {
+			batch = batch[:0]
+			return
+		}
+		storeErr = st.PutArticles(keep, batch...)
+		batch = batch[:0]
+	}
+	handle := func(r fetchResult) {
+		bar.Add(1)
+		if r.err != nil {
+			if ctx.Err() != nil && errors.Is(r.err, context.Canceled) {
+				return // stopped, not failed
+			}
+			sum.Failed++
+			sum.Errors[r.class.ID] = r.err.Error()
+			f.Emit("failed", map[string]string{"class_id": r.class.ID, "wnid": r.class.WNID, "error": r.err.Error()})
+			return
+		}
+		sum.Fetched++
+		if r.doc.Fallback() {
+			sum.Fallback++
+		}
+		batch = append(batch, simstore.Article{LabelSet: set.Name, ClassID: r.class.ID, WNID: r.class.WNID,
+			Title: r.doc.Title, Text: r.doc.Text, Source: r.doc.Source, Revision: r.doc.Revision, Reason: r.doc.Reason()})
+		f.Emit("document", map[string]any{"class_id": r.class.ID, "wnid": r.class.WNID, "title": r.doc.Title, "source": r.doc.Source, "reason": r.doc.Reason(), "chars": len(r.doc.Text)})
+	}
+	for r := range results {
+		handle(r)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case r2, ok := <-results:
+				if !ok {
+					break drain
+				}
+				handle(r2)
+			default:
+				break drain
+			}
+		}
+		flush()
+	}
+	flush()
+	bar.Finish()
+	sum.Elapsed = time.Since(start).Seconds()
+	sum.Stopped = ctx.Err() != nil
+	printFetchSummary(f, &sum)
+	switch {
+	case storeErr != nil:
+		return storeErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case sum.Failed > 0:
+		return fmt.Errorf("%d of %d classes failed (listed above); rerun to retry them", sum.Failed, sum.Total)
+	}
+	return nil
+}
+
+func printFetchSummary(f *Factory, s *fetchSummary) {
+	if f.Emit("summary", s) {
+		return
+	}
+	w := f.IO.Out
+	rate := ""
+	if s.Elapsed > 0 && s.Fetched > 0 {
+		rate = fmt.Sprintf(", %.0f/s", float64(s.Fetched)/s.Elapsed)
+	}
+	stopped := ""
+	if s.Stopped {
+		stopped = " (stopped early; rerun to fetch the rest)"
+	}
+	fmt.Fprintf(w, "%s from %s: %d classes: fetched %d (fallback %d), cached %d, failed %d in %.1fs%s%s\n",
+		s.LabelSet, s.Source, s.Total, s.Fetched, s.Fallback, s.Cached, s.Failed, s.Elapsed, rate, stopped)
+	for _, id := range sortedKeys(s.Errors) {
+		fmt.Fprintf(w, "  failed %s: %s\n", id, s.Errors[id])
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
+	set, err := f.LabelSet(o.Synsets)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	if o.Source == "" {
+		st, err := f.Store()
+		if err != nil {
+			return err
+		}
+		arts, err := st.ListArticles(ctx, set.Name)
+		if err != nil {
+			return err
+		}
+		byID := map[string]simstore.Article{}
+		for _, a := range arts {
+			byID[a.ClassID] = a
+		}
+		if !f.JSON {
+			fmt.Fprintln(tw, "CLASS\tWNID\tSOURCE\tTITLE\tREASON")
+		}
+		missing := 0
+		for _, c := range set.Classes {
+			a, ok := byID[c.ID]
+			if !ok {
+				missing++
+				if !f.Emit("decision", map[string]string{"class_id": c.ID, "wnid": c.WNID, "reason": "not fetched"}) {
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\tnot fetched\n", c.ID, orDash(c.WNID))
+				}
+				continue
+			}
+			if !f.Emit("decision", map[string]string{"class_id": c.ID, "wnid": c.WNID, "source": a.Source, "title": a.Title, "reason": a.Reason}) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, orDash(c.WNID), a.Source, orDash(a.Title), a.Reason)
+			}
+		}
+		if missing > 0 {
+			f.Logf("%d of %d classes are not fetched yet (lcl wiki fetch --synsets %s)", missing, len(set.Classes), o.Synsets)
+		}
+		return nil
+	}
+	wn, err := f.WordNet()
+	if err != nil {
+		return err
+	}
+	src, closeSrc, err := openSource(f, o, wn)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	decide := func(c labels.Class) (*wiki.Decision, error) {
+		req := request(wn, c)
+		if as, ok := src.(*wiki.ArticleSource); ok {
+			return wiki.Resolve(ctx, as.Pages, wn, req, as.Options)
+		}
+		doc, err := src.Document(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return doc.Decision, nil
+	}
+	// Resolve in parallel, print in class order.
+	type out struct {
+		d   *wiki.Decision
+		err error
+	}
+	outs := make([]out, len(set.Classes))
+	bar := f.Progress(int64(len(set.Classes)), "wiki resolve "+set.Name)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < max(o.Concurrency, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				d, err := decide(set.Classes[i])
+				outs[i] = out{d, err}
+				bar.Add(1)
+			}
+		}()
+	}
+	for i := range set.Classes {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	bar.Finish()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !f.JSON {
+		fmt.Fprintln(tw, "CLASS\tWNID\tREASON\tTITLE\tDETAIL")
+	}
+	failed := 0
+	for i, c := range set.Classes {
+		if err := outs[i].err; err != nil {
+			failed++
+			if !f.Emit("decision", map[string]string{"class_id": c.ID, "wnid": c.WNID, "error": err.Error()}) {
+				fmt.Fprintf(tw, "%s\t%s\tfailed\t-\t%v\n", c.ID, orDash(c.WNID), err)
+			}
+			continue
+		}
+		d := outs[i].d
+		title := strings.Join(d.Titles, " | ")
+		if !f.Emit("decision", map[string]any{"class_id": c.ID, "wnid": c.WNID, "reason": d.Reason, "titles": d.Titles, "detail": d.Detail, "score": d.Score, "candidates": d.Candidates}) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, orDash(c.WNID), d.Reason, orDash(title), d.Detail)
+		}
+	}
+	if failed > 0 {
+		tw.Flush()
+		return fmt.Errorf("%d of %d classes could not be resolved", failed, len(set.Classes))
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runWikiShow(ctx context.Context, f *Factory, synsets, key string) error {
+	names := labels.Names()
+	if synsets != "" {
+		names = []string{synsets}
+	}
+	st, err := f.Store()
+	if err != nil {
+		return err
+	}
+	found := 0
+	for _, name := range names {
+		set, err := labels.Load(name)
+		if err != nil {
+			return err
+		}
+		for _, c := range set.Classes {
+			if c.ID != key && c.WNID != key {
+				continue
+			}
+			a, err := st.GetArticle(ctx, set.Name, c.ID)
+			if errors.Is(err, simstore.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			found++
+			if f.Emit("article", a) {
+				continue
+			}
+			if found > 1 {
+				fmt.Fprintln(f.IO.Out)
+			}
+			w := f.IO.Out
+			fmt.Fprintf(w, "Label set: %s\nClass:     %s (%s)\nWNID:      %s\nTitle:     %s\nSource:    %s\nRevision:  %s\nReason:    %s\nFetched:   %s\nChecksum:  sha256:%s\n\n%s\n",
+				set.Name, c.ID, c.Name, orDash(a.WNID), orDash(a.Title), a.Source, orDash(a.Revision), a.Reason,
+				a.FetchedAt.Format(time.RFC3339), a.Checksum, a.Text)
+		}
+	}
+	if found == 0 {
+		where := "any built-in label set"
+		if synsets != "" {
+			where = synsets
+		}
+		return fmt.Errorf("no stored document for %q in %s (run lcl wiki fetch --synsets SET first)", key, where)
+	}
+	return nil
 }

@@ -1,0 +1,99 @@
+// Command trainer measures lcl's training throughput (images per second) of
+// one architecture on synthetic data with soft targets: the Go side of
+// bench/trainer.sh, whose PyTorch side is bench/trainer_ref.py.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+func main() {
+	model := flag.String("model", "cnn", "cnn (Fashion-MNIST small CNN) or resnet18 (CIFAR stem, 32×32)")
+	batch := flag.Int("batch", 128, "batch size")
+	steps := flag.Int("steps", 20, "timed steps")
+	warm := flag.Int("warmup", 3, "untimed steps")
+	threads := flag.Int("threads", 2, "libtorch threads")
+	lock := flag.Bool("lock", true, "run the steps on one locked OS thread, as trainer.Run does")
+	flag.Parse()
+	if *lock {
+		runtime.LockOSThread()
+	}
+	torch.SetThreads(*threads)
+	torch.ManualSeed(0)
+	var spec torch.Spec
+	switch *model {
+	case "cnn":
+		spec = torch.Spec{Kind: torch.CNN, InC: 1, InH: 28, InW: 28, NumClasses: 10, Hidden: []int{32, 64, 128}}
+	case "resnet18":
+		spec = torch.Spec{Kind: torch.ResNet, InC: 3, InH: 32, InW: 32, NumClasses: 10, Layers: []int{2, 2, 2, 2}, CIFARStem: true}
+	default:
+		log.Fatalf("unknown model %q", *model)
+	}
+	m, err := torch.NewModel(spec, "cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	o, err := torch.NewSGD(m, 0.9, 5e-4, true)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := spec.NumClasses
+	T := make([]float32, c*c)
+	for i := range c {
+		for j := range c {
+			T[i*c+j] = 0.1 / float32(c-1)
+		}
+		T[i*c+i] = 0.9
+	}
+	tt, err := torch.NewTensor(T, []int64{int64(c), int64(c)}, "cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	n := *batch
+	x := make([]float32, n*spec.InC*spec.InH*spec.InW)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	y := make([]int64, n)
+	for i := range y {
+		y[i] = int64(r.IntN(c))
+	}
+	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: n, C: spec.InC, H: spec.InH, W: spec.InW,
+		Y: y, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: 0.01}
+	for range *warm {
+		if _, err := torch.TrainStep(step); err != nil {
+			log.Fatal(err)
+		}
+	}
+	cpu0 := cpuSeconds()
+	start := time.Now()
+	for range *steps {
+		if _, err := torch.TrainStep(step); err != nil {
+			log.Fatal(err)
+		}
+	}
+	el := time.Since(start).Seconds()
+	cpu := cpuSeconds() - cpu0
+	imgs := float64(n * *steps)
+	// Images per wall-clock second and per CPU second of the whole process
+	// (all threads): the second is steadier on a shared machine.
+	fmt.Fprintf(os.Stdout, "%.2f %.2f\n", imgs/el, imgs/cpu)
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lcl-project/lcl/simstore"
+)
+
+const cliGrid = `name: tiny
+labels: fashion-mnist
+data: .
+models: [cnn]
+fractions: [0.1]
+epochs: 2
+seeds: [1, 2]
+strategies:
+  - name: sl
+  - name: lcl
+    sources: [semantic]
+    params: {epsilon: [0.9]}
+`
+
+func writeGrid(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestExperimentRunSubprocess(t *testing.T) {
+	grid := writeGrid(t, cliGrid)
+	store := filepath.Join(t.TempDir(), "store")
+	runDir := filepath.Join(t.TempDir(), "runs")
+
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--dry-run", "--run-dir", runDir)
+	if code != 0 || !strings.Contains(out, "grid tiny: 4 runs") || strings.Count(out, " todo ") != 4 {
+		t.Fatalf("dry run: code %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "LCL(ε=0.9, semantic)") || !strings.Contains(out, "lcl train --synsets fashion-mnist") {
+		t.Errorf("dry run listing lacks the method or command:\n%s", out)
+	}
+
+	t.Setenv("LCL_FAKE_TRAIN", "1")
+	code, out, errs = runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	if code != 0 || !strings.Contains(out, "4 runs: 4 trained now, 0 done before, 0 failed") {
+		t.Fatalf("run: code %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "4/4 runs finished") {
+		t.Errorf("no grid progress on stderr:\n%s", errs)
+	}
+	code, out, errs = runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	if code != 0 || !strings.Contains(out, "0 trained now, 4 done before") {
+		t.Fatalf("rerun: code %d\n%s%s", code, out, errs)
+	}
+	st, err := simstore.Open(store, simstore.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background())
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("%d stored runs, %v", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.Status != "done" || len(r.Top1) != 1 || r.Top1[0] < 70 {
+			t.Errorf("stored run %+v", r)
+		}
+	}
+}
+
+func TestExperimentErrors(t *testing.T) {
+	bad := writeGrid(t, strings.Replace(cliGrid, "seeds:", "seed:", 1))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown field", []string{"experiment", "run", bad, "--dry-run"}, 1, "line 7: field seed not found"},
+		{"no grid", []string{"experiment", "run"}, 2, "needs GRID.yaml"},
+		{"missing data", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "data: .", "data: /nonexistent/fm", 1))}, 1, "data: stat /nonexistent/fm: no such file"},
+		{"unknown label set", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "labels: fashion-mnist", "labels: no-such-set", 1))}, 1, "labels: "},
+		{"bad target", []string{"experiment", "emit", "--to", "pbs", "--out", t.TempDir(), bad}, 2, "--to must be slurm or kubernetes"},
+		{"no out", []string{"experiment", "emit", "--to", "slurm", bad}, 2, "--out DIR is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := runLCL(context.Background(), t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.want) {
+				t.Fatalf("code %d, stderr %q; want %d and %q", code, errs, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestExperimentEmitCollect(t *testing.T) {
+	grid := writeGrid(t, cliGrid)
+	out := t.TempDir()
+	code, stdout, errs := runLCL(context.Background(), t, "experiment", "emit", "--to", "slurm", grid, "--out", out)
+	if code != 0 || !strings.Contains(stdout, "slurm: 4 runs") {
+		t.Fatalf("emit: %d %s%s", code, stdout, errs)
+	}
+	if _, err := os.Stat(filepath.Join(out, "lcl-tiny.sbatch")); err != nil {
+		t.Fatal(err)
+	}
+	// A results folder with one finished run and nothing else.
+	store := filepath.Join(t.TempDir(), "store")
+	code, stdout, errs = runLCL(context.Background(), t, "--store", store, "experiment", "collect", out)
+	if code != 1 || !strings.Contains(errs, "no run directories") {
+		t.Fatalf("collect of an empty results folder: %d %s%s", code, stdout, errs)
+	}
+}
+
+// A grid interrupted with Ctrl-C (SIGINT to the lcl process) in the middle
+// of a run, then re-run, trains only the missing runs and resumes the
+// interrupted one from its directory.
+func TestExperimentInterruptedGridResumes(t *testing.T) {
+	grid := writeGrid(t, cliGrid)
+	store := filepath.Join(t.TempDir(), "store")
+	runDir := filepath.Join(t.TempDir(), "runs")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs in order: SL seed 1, SL seed 2 (blocks), LCL seed 1, LCL seed 2.
+	cmd := exec.Command(self, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	cmd.Env = append(os.Environ(), "LCL_TEST_CLI=1", "LCL_FAKE_TRAIN=1", "LCL_FAKE_BLOCK_SEED=2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var blocked string
+	for blocked == "" && time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(filepath.Join(runDir, "*", "checkpoint.pt"))
+		if len(matches) > 0 {
+			blocked = filepath.Dir(matches[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if blocked == "" {
+		cmd.Process.Kill()
+		t.Fatalf("the second run never started:\n%s", stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitCancelled {
+		t.Fatalf("interrupted grid: %v, want exit %d\n%s", err, ExitCancelled, stderr.String())
+	}
+
+	t.Setenv("LCL_FAKE_TRAIN", "1")
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+	if code != 0 || !strings.Contains(out, "4 runs: 3 trained now, 1 done before, 0 failed") {
+		t.Fatalf("second pass: %d\n%s%s", code, out, errs)
+	}
+	args, err := os.ReadFile(filepath.Join(blocked, "args.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(args)), "\n")
+	if len(lines) != 2 || strings.Contains(lines[0], "--resume") || !strings.HasSuffix(lines[1], " --resume") {
+		t.Errorf("interrupted run's launches:\n%s", args)
+	}
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary stand in for lcl itself. With
+// LCL_FAKE_TRAIN set, `… train …` invocations (the experiment runner's
+// children, launched as os.Executable()) play a fake `lcl train` that writes
+// a result into --out; with LCL_TEST_CLI set, any other invocation runs the
+// real CLI, so that tests can signal a whole `lcl experiment run` process.
+func TestMain(m *testing.M) {
+	args := os.Args[1:]
+	if os.Getenv("LCL_FAKE_TRAIN") != "" && slices.Contains(args, "train") {
+		os.Exit(fakeTrain(args))
+	}
+	if os.Getenv("LCL_TEST_CLI") != "" {
+		os.Exit(Main(args))
+	}
+	os.Exit(m.Run())
+}
+
+func flagArg(args []string, name string) string {
+	if i := slices.Index(args, name); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// fakeTrain records its arguments in OUT/args.txt and writes metrics and a
+// result whose top-1 is 70.<seed>. With LCL_FAKE_BLOCK_SEED equal to its
+// seed it writes a checkpoint, then waits for SIGINT and exits 130 like an
+// interrupted run.
+func fakeTrain(args []string) int {
+	out, seed := flagArg(args, "--out"), flagArg(args, "--seed")
+	if out == "" {
+		fmt.Fprintln(os.Stderr, "fake train: want `train ... --out DIR`, got", args)
+		return 2
+	}
+	f, err := os.OpenFile(filepath.Join(out, "args.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(f, strings.Join(args, " "))
+	f.Close()
+	if block := os.Getenv("LCL_FAKE_BLOCK_SEED"); block != "" && block == seed {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		os.WriteFile(filepath.Join(out, "checkpoint.pt"), []byte("epoch 1"), 0o644)
+		select {
+		case <-sig:
+			return 130
+		case <-time.After(time.Minute):
+			return 1
+		}
+	}
+	metrics := fmt.Sprintf("{\"epoch\":1,\"loss\":2.0,\"top1\":[60.%s],\"top5\":[90]}\n{\"epoch\":2,\"loss\":1.0,\"top1\":[70.%s],\"top5\":[95]}\n", seed, seed)
+	if err := os.WriteFile(filepath.Join(out, "metrics.jsonl"), []byte(metrics), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	res := fmt.Sprintf(`{"top1":[70.%s],"top5":[95]}`, seed)
+	if err := os.WriteFile(filepath.Join(out, "result.json"), []byte(res), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,86 @@
+//go:build e2e
+
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lcl-project/lcl/trainer"
+)
+
+// TestTrainKillResume kills lcl train with SIGKILL during epoch 3 of 5 and
+// resumes it: the final metrics must equal an uninterrupted run's.
+func TestTrainKillResume(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lcl")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lcl-project/lcl/cmd/lcl").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := func(out string) []string {
+		return []string{"train", "--synsets", "fashion-mnist", "--model", "cnn", "--fraction", "0.05", "--epochs", "5",
+			"--seed", "3", "--threads", "1", "--no-store", "--quiet", "--out", out}
+	}
+	result := func(out string) trainer.Result {
+		b, err := os.ReadFile(filepath.Join(out, "result.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r trainer.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	whole := filepath.Join(dir, "whole")
+	if out, err := exec.Command(bin, args(whole)...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+
+	killed := filepath.Join(dir, "killed")
+	cmd := exec.Command(bin, args(killed)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		b, _ := os.ReadFile(filepath.Join(killed, "metrics.jsonl"))
+		if strings.Count(string(b), "\n") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("epoch 2 did not finish in time")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // into epoch 3
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(killed, "result.json")); err == nil {
+		t.Fatal("the killed run finished before the kill")
+	}
+	if out, err := exec.Command(bin, append(args(killed), "--resume")...).CombinedOutput(); err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, out)
+	}
+	a, b := result(whole), result(killed)
+	if len(a.Epochs) != 5 || len(b.Epochs) != 5 {
+		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
+	}
+	for i := range a.Epochs {
+		if a.Epochs[i].PeerMetrics != b.Epochs[i].PeerMetrics {
+			t.Errorf("epoch %d: uninterrupted %+v, resumed %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
+		}
+	}
+	if a.Final[0] != b.Final[0] {
+		t.Errorf("final: uninterrupted %+v, resumed %+v", a.Final[0], b.Final[0])
+	}
+	t.Logf("final top-1 %.4f in both runs", a.Final[0].TestTop1)
+}

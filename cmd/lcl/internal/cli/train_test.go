@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
+)
+
+const synth = "synthetic?n=96&test=48&classes=4&shape=1,8,8"
+
+func TestTrainEvalModelsCLI(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	run := filepath.Join(dir, "run")
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "train", "--data", synth, "--model", "mlp:hidden=16", "--epochs", "2",
+		"--batch", "16", "--lr", "0.1", "--schedule", "step", "--step-size", "1", "--threads", "1", "--out", run)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "test top-1") || !strings.Contains(errs, "epoch 2/2") {
+		t.Errorf("train output:\n%s\n%s", out, errs)
+	}
+	var res trainer.Result
+	b, err := os.ReadFile(filepath.Join(run, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Epochs) != 2 || math.Abs(res.Epochs[1].LR-0.01) > 1e-12 {
+		t.Fatalf("result.json: %v %+v", err, res.Epochs)
+	}
+	// The same run directory is refused without --resume.
+	if code, _, errs := runLCL(context.Background(), t, "--store", store, "train", "--data", synth, "--model", "mlp", "--out", run); code != 2 || !strings.Contains(errs, "--resume") {
+		t.Errorf("rerun into a used --out: exit %d, %s", code, errs)
+	}
+	// eval reads model and data from the weights' metadata.
+	code, out, errs = runLCL(context.Background(), t, "--json", "eval", "--checkpoint", run, "--threads", "1")
+	if code != 0 {
+		t.Fatalf("eval exit %d: %s", code, errs)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(out), &ev); err != nil || ev["message_type"] != "eval" || ev["test_top1"] != res.Final[0].TestTop1 {
+		t.Errorf("eval %q (%v), train final %v", out, err, res.Final[0].TestTop1)
+	}
+	st, err := simstore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := st.ListRuns(context.Background())
+	st.Close()
+	if err != nil || len(runs) != 1 || runs[0].Status != "done" || runs[0].Dir != run || len(runs[0].Top1) != 1 {
+		t.Errorf("store runs: %v %+v", err, runs)
+	}
+	// lcl models lists architectures and presets.
+	code, out, errs = runLCL(context.Background(), t, "models")
+	if code != 0 || !strings.Contains(out, "resnet50") || !strings.Contains(out, "wrn-cifar") {
+		t.Errorf("models: %d %s %s", code, out, errs)
+	}
+}
+
+func TestTrainUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train"}, "--data or --synsets"},
+		{[]string{"train", "--data", synth, "--strategy", "nope"}, "unknown"},
+		{[]string{"train", "--data", synth, "--fraction", "0"}, "--fraction"},
+		{[]string{"train", "--data", synth, "--schedule", "poly"}, "unknown kind"},
+		{[]string{"train", "--data", synth, "--preset", "nope"}, "unknown preset"},
+		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
+		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
+		{[]string{"eval"}, "--checkpoint"},
+	}
+	for _, tc := range cases {
+		code, _, errs := runLCL(context.Background(), t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want usage error with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestDataSpec(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ synsets, data, want string }{
+		{"fashion-mnist", "", "fashion-mnist"},
+		{"cifar100", dir, "cifar100:" + dir},
+		{"", "cifar10:/x", "cifar10:/x"},
+	}
+	for _, tc := range cases {
+		if got, err := dataSpec(tc.synsets, tc.data); err != nil || got != tc.want {
+			t.Errorf("dataSpec(%q, %q) = %q, %v", tc.synsets, tc.data, got, err)
+		}
+	}
+	if _, err := dataSpec("", dir); err == nil {
+		t.Error("a bare directory without --synsets accepted")
+	}
+}

@@ -1,0 +1,383 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// EmitOptions configure the cluster files.
+type EmitOptions struct {
+	// Name is the job name (default: lcl-<grid name>).
+	Name string
+	// Results is the shared results folder as the jobs see it; each run writes
+	// Results/<id>/. Slurm default: OUT/runs (absolute); Kubernetes default:
+	// /results, the mount point of the PVC.
+	Results string
+	// LCL is the lcl binary on the cluster (default "lcl", found on PATH).
+	LCL string
+	// Parallel caps how many runs execute at once (0: no cap for Slurm,
+	// all runs for Kubernetes).
+	Parallel int
+	// Image is the container image for Kubernetes (default lcl:latest).
+	Image string
+	// PVC is the PersistentVolumeClaim mounted at Results for Kubernetes (default lcl-results).
+	PVC string
+}
+
+// Emitted names the files Emit wrote.
+type Emitted struct {
+	Files []string
+	Runs  int
+}
+
+// Emit writes the cluster job files for runs into out: for "slurm" a job
+// array script (lcl-<name>.sbatch), for "kubernetes" an indexed Job manifest
+// (lcl-<name>.yaml); for both runs.json listing index → id and configuration.
+func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emitted, error) {
+	if len(runs) == 0 {
+		return Emitted{}, fmt.Errorf("emit: the grid has no runs")
+	}
+	if opt.Name == "" {
+		opt.Name = "lcl-" + g.Name
+	}
+	opt.Name = dnsName(opt.Name)
+	if opt.LCL == "" {
+		opt.LCL = "lcl"
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return Emitted{}, err
+	}
+	var path string
+	var data []byte
+	switch target {
+	case "slurm":
+		if opt.Results == "" {
+			abs, err := filepath.Abs(filepath.Join(out, "runs"))
+			if err != nil {
+				return Emitted{}, err
+			}
+			opt.Results = abs
+			// Slurm opens --output before the task runs: the folder must exist.
+			if err := os.MkdirAll(abs, 0o755); err != nil {
+				return Emitted{}, err
+			}
+		}
+		path = filepath.Join(out, opt.Name+".sbatch")
+		data = []byte(slurmScript(g, runs, opt))
+	case "kubernetes":
+		if opt.Results == "" {
+			opt.Results = "/results"
+		}
+		if opt.Image == "" {
+			opt.Image = "lcl:latest"
+		}
+		if opt.PVC == "" {
+			opt.PVC = "lcl-results"
+		}
+		var err error
+		if data, err = kubernetesJob(g, runs, opt); err != nil {
+			return Emitted{}, err
+		}
+		path = filepath.Join(out, opt.Name+".yaml")
+	default:
+		return Emitted{}, fmt.Errorf("emit: unknown target %q (expected slurm or kubernetes)", target)
+	}
+	mode := os.FileMode(0o644)
+	if target == "slurm" {
+		mode = 0o755
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return Emitted{}, err
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		return Emitted{}, err
+	}
+	type entry struct {
+		Index  int    `json:"index"`
+		ID     string `json:"id"`
+		Config Config `json:"config"`
+	}
+	list := make([]entry, len(runs))
+	for i, r := range runs {
+		list[i] = entry{i, r.ID, r.Config}
+	}
+	manifest, _ := json.MarshalIndent(list, "", "  ")
+	mpath := filepath.Join(out, "runs.json")
+	if err := writeFileAtomic(mpath, append(manifest, '\n')); err != nil {
+		return Emitted{}, err
+	}
+	return Emitted{Files: []string{path, mpath}, Runs: len(runs)}, nil
+}
+
+// taskScript is the POSIX shell body shared by both targets: it picks the
+// run by index, skips a finished run, resumes a started one, and records the
+// configuration next to the results so that `lcl experiment collect` can
+// import the directory without the grid file.
+func taskScript(runs []Run, indexVar string, opt EmitOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -eu\n")
+	fmt.Fprintf(&b, "LCL=\"${LCL:-%s}\"\n", opt.LCL)
+	fmt.Fprintf(&b, "RESULTS=\"${LCL_RESULTS:-%s}\"\n", opt.Results)
+	fmt.Fprintf(&b, "case \"$%s\" in\n", indexVar)
+	for i, r := range runs {
+		args := r.TrainArgs("", false)
+		args = args[:len(args)-2] // drop "--out ''": the directory is added below
+		cfg := string(mustJSON(r.Config))
+		fmt.Fprintf(&b, "%d) id=%s; config=%s\n   set -- %s ;;\n", i, r.ID, shellQuote(cfg), shellJoin(args))
+	}
+	fmt.Fprintf(&b, "*) echo \"lcl: no run with index $%s (this job has %d: 0-%d)\" >&2; exit 2 ;;\n", indexVar, len(runs), len(runs)-1)
+	b.WriteString("esac\n")
+	b.WriteString(`dir="$RESULTS/$id"
+if [ -e "$dir/` + ResultFile + `" ]; then echo "lcl: $id is already done"; exit 0; fi
+resume=
+if [ -d "$dir" ] && [ -n "$(ls -A "$dir" | grep -v -x -e ` + ConfigFile + ` -e lcl-train.log || true)" ]; then resume=--resume; fi
+mkdir -p "$dir"
+printf '%s\n' "$config" > "$dir/` + ConfigFile + `"
+echo "lcl: run $id: $LCL $* --out $dir $resume"
+exec "$LCL" "$@" --out "$dir" $resume
+`)
+	return b.String()
+}
+
+func slurmScript(g *Grid, runs []Run, opt EmitOptions) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	fmt.Fprintf(&b, "# Slurm job array for grid %q: %d runs, one array task each.\n", g.Name, len(runs))
+	b.WriteString("# Written by `lcl experiment emit --to slurm`; submit with `sbatch` (add -p/-A/--time as your site needs).\n")
+	b.WriteString("# Results land in $LCL_RESULTS/<run id>/; import them with `lcl experiment collect $LCL_RESULTS`.\n")
+	fmt.Fprintf(&b, "# The task logs go to %s, which must exist on the nodes (Slurm does not create it).\n", opt.Results)
+	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", opt.Name)
+	array := fmt.Sprintf("0-%d", len(runs)-1)
+	if opt.Parallel > 0 {
+		array += fmt.Sprintf("%%%d", opt.Parallel)
+	}
+	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
+	fmt.Fprintf(&b, "#SBATCH --output=%s/%s-%%A_%%a.log\n", opt.Results, opt.Name)
+	b.WriteString("#SBATCH --ntasks=1\n")
+	if g.Threads > 0 {
+		fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", g.Threads)
+	}
+	if strings.HasPrefix(g.Device, "cuda") {
+		fmt.Fprintf(&b, "#SBATCH --gres=gpu:%d\n", max(g.NProc, 1))
+	}
+	b.WriteString("#SBATCH --requeue\n\n")
+	b.WriteString(taskScript(runs, "SLURM_ARRAY_TASK_ID", opt))
+	return b.String()
+}
+
+// k8s manifest types: only the fields lcl writes.
+type (
+	k8sJob struct {
+		APIVersion string  `yaml:"apiVersion"`
+		Kind       string  `yaml:"kind"`
+		Metadata   k8sMeta `yaml:"metadata"`
+		Spec       k8sSpec `yaml:"spec"`
+	}
+	k8sMeta struct {
+		Name   string            `yaml:"name,omitempty"`
+		Labels map[string]string `yaml:"labels,omitempty"`
+	}
+	k8sSpec struct {
+		CompletionMode string      `yaml:"completionMode"`
+		Completions    int         `yaml:"completions"`
+		Parallelism    int         `yaml:"parallelism"`
+		BackoffLimit   int         `yaml:"backoffLimit"`
+		Template       k8sTemplate `yaml:"template"`
+	}
+	k8sTemplate struct {
+		Metadata k8sMeta    `yaml:"metadata"`
+		Spec     k8sPodSpec `yaml:"spec"`
+	}
+	k8sPodSpec struct {
+		RestartPolicy string         `yaml:"restartPolicy"`
+		Containers    []k8sContainer `yaml:"containers"`
+		Volumes       []k8sVolume    `yaml:"volumes"`
+	}
+	k8sContainer struct {
+		Name         string         `yaml:"name"`
+		Image        string         `yaml:"image"`
+		Command      []string       `yaml:"command"`
+		Resources    *k8sResources  `yaml:"resources,omitempty"`
+		VolumeMounts []k8sMountSpec `yaml:"volumeMounts"`
+	}
+	k8sResources struct {
+		Limits map[string]string `yaml:"limits"`
+	}
+	k8sMountSpec struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	}
+	k8sVolume struct {
+		Name string       `yaml:"name"`
+		PVC  k8sClaimSpec `yaml:"persistentVolumeClaim"`
+	}
+	k8sClaimSpec struct {
+		ClaimName string `yaml:"claimName"`
+	}
+)
+
+func kubernetesJob(g *Grid, runs []Run, opt EmitOptions) ([]byte, error) {
+	par := opt.Parallel
+	if par <= 0 || par > len(runs) {
+		par = len(runs)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "lcl", "lcl/grid": dnsName(g.Name)}
+	c := k8sContainer{
+		Name:         "lcl",
+		Image:        opt.Image,
+		Command:      []string{"/bin/sh", "-c", taskScript(runs, "JOB_COMPLETION_INDEX", opt)},
+		VolumeMounts: []k8sMountSpec{{Name: "results", MountPath: opt.Results}},
+	}
+	limits := map[string]string{}
+	if g.Threads > 0 {
+		limits["cpu"] = fmt.Sprint(g.Threads)
+	}
+	if strings.HasPrefix(g.Device, "cuda") {
+		limits["nvidia.com/gpu"] = fmt.Sprint(max(g.NProc, 1))
+	}
+	if len(limits) > 0 {
+		c.Resources = &k8sResources{Limits: limits}
+	}
+	job := k8sJob{
+		APIVersion: "batch/v1",
+		Kind:       "Job",
+		Metadata:   k8sMeta{Name: opt.Name, Labels: labels},
+		Spec: k8sSpec{
+			CompletionMode: "Indexed",
+			Completions:    len(runs),
+			Parallelism:    par,
+			BackoffLimit:   2 * len(runs),
+			Template: k8sTemplate{
+				Metadata: k8sMeta{Labels: labels},
+				Spec: k8sPodSpec{
+					RestartPolicy: "Never",
+					Containers:    []k8sContainer{c},
+					Volumes:       []k8sVolume{{Name: "results", PVC: k8sClaimSpec{ClaimName: opt.PVC}}},
+				},
+			},
+		},
+	}
+	var body bytes.Buffer
+	enc := yaml.NewEncoder(&body)
+	enc.SetIndent(2)
+	if err := enc.Encode(job); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	head := fmt.Sprintf("# Kubernetes indexed Job for grid %q: %d runs, one completion index each.\n"+
+		"# Written by `lcl experiment emit --to kubernetes`; apply with `kubectl apply -f`.\n"+
+		"# The image must contain lcl and the data; results go to the PVC %q mounted at %s.\n",
+		g.Name, len(runs), opt.PVC, opt.Results)
+	return append([]byte(head), body.Bytes()...), nil
+}
+
+// CollectSummary says what Collect found.
+type CollectSummary struct {
+	Imported   int
+	Unfinished []string // ids of runs without a result yet
+}
+
+// Collect imports every finished run found under dir (run directories that
+// hold ConfigFile, at any depth) into results. Runs without a result are
+// listed, not imported.
+func Collect(ctx context.Context, dir string, results Results) (CollectSummary, error) {
+	var s CollectSummary
+	var dirs []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == ConfigFile {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return nil
+	})
+	if err != nil {
+		return s, fmt.Errorf("collect: %w", err)
+	}
+	if len(dirs) == 0 {
+		return s, fmt.Errorf("collect: no run directories (with %s) under %s", ConfigFile, dir)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := ctx.Err(); err != nil {
+			return s, err
+		}
+		raw, err := os.ReadFile(filepath.Join(d, ConfigFile))
+		if err != nil {
+			return s, err
+		}
+		var c Config
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return s, fmt.Errorf("%s: %w", filepath.Join(d, ConfigFile), err)
+		}
+		run := Run{ID: c.ID(), Config: c}
+		if base := filepath.Base(d); base != run.ID {
+			return s, fmt.Errorf("%s: the directory name %s is not the digest %s of its %s", d, base, run.ID, ConfigFile)
+		}
+		rec, err := ReadResult(run, d)
+		if errors.Is(err, ErrNoResult) {
+			s.Unfinished = append(s.Unfinished, run.ID)
+			continue
+		}
+		if err != nil {
+			return s, err
+		}
+		abs, err := filepath.Abs(d)
+		if err == nil {
+			rec.Dir = abs
+		}
+		if err := results.PutRun(ctx, rec); err != nil {
+			return s, err
+		}
+		s.Imported++
+	}
+	return s, nil
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// shellQuote quotes s for POSIX sh.
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// dnsName turns s into a valid Kubernetes name (RFC 1123 label).
+func dnsName(s string) string {
+	s = strings.Trim(notDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(s) > 63 {
+		s = strings.TrimRight(s[:63], "-")
+	}
+	if s == "" {
+		s = "lcl"
+	}
+	return s
+}

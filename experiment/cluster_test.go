@@ -1,0 +1,200 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// fakeLCL is an `lcl` stand-in for the emitted scripts: it records its
+// arguments, one per line, and writes a result into its --out directory.
+const fakeLCL = `#!/bin/sh
+printf '%s\n' "$@" > "$ARGS_FILE"
+out=
+while [ $# -gt 0 ]; do
+  if [ "$1" = --out ]; then out=$2; fi
+  shift
+done
+printf '{"top1":[71.5],"top5":[93.25]}\n' > "$out/result.json"
+printf '{"epoch":1,"top1":[71.5]}\n' > "$out/metrics.jsonl"
+`
+
+func writeFake(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lcl")
+	if err := os.WriteFile(path, []byte(fakeLCL), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runTask runs an emitted task script for one index and returns the
+// arguments the fake lcl received.
+func runTask(t *testing.T, shell string, script []string, env []string) []string {
+	t.Helper()
+	argsFile := filepath.Join(t.TempDir(), "args")
+	cmd := exec.Command(shell, script...)
+	cmd.Env = append(append(os.Environ(), env...), "ARGS_FILE="+argsFile)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", shell, env, err, out)
+	}
+	raw, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatalf("%v: fake lcl not called: %v\n%s", env, err, out)
+	}
+	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+}
+
+func TestEmitSlurm(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := g.Expand()
+	out := t.TempDir()
+	em, err := Emit("slurm", g, runs, out, EmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := em.Files[0]
+	if filepath.Base(script) != "lcl-small.sbatch" {
+		t.Errorf("script %s", script)
+	}
+	if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n: %v\n%s", err, out)
+	}
+	raw, _ := os.ReadFile(script)
+	m := regexp.MustCompile(`(?m)^#SBATCH --array=(\d+)-(\d+)$`).FindStringSubmatch(string(raw))
+	if m == nil {
+		t.Fatalf("no --array line in\n%s", raw)
+	}
+	lo, _ := strconv.Atoi(m[1])
+	hi, _ := strconv.Atoi(m[2])
+	if lo != 0 || hi-lo+1 != len(runs) {
+		t.Errorf("array %d-%d for %d runs", lo, hi, len(runs))
+	}
+	if !strings.Contains(string(raw), "#SBATCH --cpus-per-task=2\n") {
+		t.Error("threads not requested as cpus-per-task")
+	}
+
+	fake := writeFake(t)
+	results := t.TempDir()
+	for i, r := range runs {
+		got := runTask(t, "bash", []string{script}, []string{"SLURM_ARRAY_TASK_ID=" + strconv.Itoa(i), "LCL=" + fake, "LCL_RESULTS=" + results})
+		if want := r.TrainArgs(filepath.Join(results, r.ID), false); !slices.Equal(got, want) {
+			t.Errorf("task %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+	// A requeued task whose run has started resumes; a finished one is skipped.
+	dir := filepath.Join(results, runs[0].ID)
+	os.Remove(filepath.Join(dir, ResultFile))
+	got := runTask(t, "bash", []string{script}, []string{"SLURM_ARRAY_TASK_ID=0", "LCL=" + fake, "LCL_RESULTS=" + results})
+	if !slices.Equal(got, runs[0].TrainArgs(dir, true)) {
+		t.Errorf("requeued task: %q", got)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID="+strconv.Itoa(len(runs)), "LCL="+fake, "LCL_RESULTS="+results)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "no run with index") {
+		t.Errorf("index past the end: %v %s", err, out)
+	}
+
+	// collect imports every finished run.
+	store := memStore(t)
+	s, err := Collect(context.Background(), results, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Imported != len(runs) || len(s.Unfinished) != 0 {
+		t.Errorf("collect: %+v", s)
+	}
+	for _, r := range runs {
+		rec, err := store.GetRun(context.Background(), r.ID)
+		if err != nil || rec.Status != StatusDone || rec.Top1[0] != 71.5 || rec.Top5[0] != 93.25 {
+			t.Errorf("%s: %+v %v", r.ID, rec, err)
+		}
+	}
+}
+
+func TestEmitKubernetes(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := g.Expand()
+	em, err := Emit("kubernetes", g, runs, t.TempDir(), EmitOptions{Parallel: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(em.Files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Spec       struct {
+			CompletionMode string `yaml:"completionMode"`
+			Completions    int    `yaml:"completions"`
+			Parallelism    int    `yaml:"parallelism"`
+			Template       struct {
+				Spec struct {
+					RestartPolicy string `yaml:"restartPolicy"`
+					Containers    []struct {
+						Command []string `yaml:"command"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	if err := dec.Decode(&job); err != nil {
+		t.Fatalf("manifest is not valid YAML: %v\n%s", err, raw)
+	}
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Spec.CompletionMode != "Indexed" ||
+		job.Spec.Completions != len(runs) || job.Spec.Parallelism != 4 || job.Spec.Template.Spec.RestartPolicy != "Never" {
+		t.Fatalf("job %+v", job)
+	}
+	cmd := job.Spec.Template.Spec.Containers[0].Command
+	if len(cmd) != 3 || cmd[0] != "/bin/sh" || cmd[1] != "-c" {
+		t.Fatalf("command %q", cmd)
+	}
+	fake := writeFake(t)
+	results := t.TempDir()
+	for i, r := range runs {
+		got := runTask(t, "sh", []string{"-c", cmd[2]}, []string{"JOB_COMPLETION_INDEX=" + strconv.Itoa(i), "LCL=" + fake, "LCL_RESULTS=" + results})
+		if want := r.TrainArgs(filepath.Join(results, r.ID), false); !slices.Equal(got, want) {
+			t.Errorf("index %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+func TestCollectReportsUnfinished(t *testing.T) {
+	runs := smallRuns(t)[:2]
+	root := t.TempDir()
+	for i, r := range runs {
+		dir := RunDir(root, r.ID)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, ConfigFile), mustJSON(r.Config), 0o644)
+		if i == 0 {
+			os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"top1": 60, "top5": 80}`), 0o644)
+		}
+	}
+	s, err := Collect(context.Background(), root, memStore(t))
+	if err != nil || s.Imported != 1 || !slices.Equal(s.Unfinished, []string{runs[1].ID}) {
+		t.Fatalf("%+v %v", s, err)
+	}
+	// A directory whose name is not its config's digest is refused.
+	os.Rename(RunDir(root, runs[0].ID), filepath.Join(root, "renamed"))
+	if _, err := Collect(context.Background(), root, memStore(t)); err == nil || !strings.Contains(err.Error(), "not the digest") {
+		t.Fatalf("err %v", err)
+	}
+}

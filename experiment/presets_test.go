@@ -1,0 +1,40 @@
+package experiment
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// The grid files shipped in experiments/ parse, and their sizes are the
+// ones their comments state.
+func TestShippedGrids(t *testing.T) {
+	want := map[string]int{
+		"demo.yaml": 12, "demo-full.yaml": 64, "cifar100-wrn.yaml": 128,
+		"awa2-resnet101.yaml": 176, "cub-resnet.yaml": 352, "nabirds-resnet.yaml": 256,
+	}
+	files, err := filepath.Glob("../experiments/*.yaml")
+	if err != nil || len(files) != len(want) {
+		t.Fatalf("grid files %v (%v), want %d", files, err, len(want))
+	}
+	ids := map[string]map[string]bool{}
+	for _, f := range files {
+		g, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := g.Expand()
+		if n := want[filepath.Base(f)]; len(runs) != n {
+			t.Errorf("%s: %d runs, want %d", f, len(runs), n)
+		}
+		ids[filepath.Base(f)] = map[string]bool{}
+		for _, r := range runs {
+			ids[filepath.Base(f)][r.ID] = true
+		}
+	}
+	// demo-full contains the demo's runs, so `make demo-full` after `make demo` reuses them.
+	for id := range ids["demo.yaml"] {
+		if !ids["demo-full.yaml"][id] {
+			t.Errorf("demo run %s is not in demo-full", id)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// Launcher runs `lcl` with args to completion, sending its output to log.
+// The real one starts a subprocess (Command); tests pass a fake.
+type Launcher func(ctx context.Context, args []string, log io.Writer) error
+
+// Results is where the runner keeps run records. The CLI implements it by
+// opening the store only for each call, so that the `lcl train`
+// subprocesses can open it in between.
+type Results interface {
+	GetRun(ctx context.Context, id string) (*simstore.Run, error)
+	PutRun(ctx context.Context, r simstore.Run) error
+}
+
+// Runner executes a grid's runs one after another, resumably.
+type Runner struct {
+	Launch  Launcher
+	Results Results
+	// Root holds one directory per run, named by the run's id.
+	Root string
+	// Progress, if set, is told after each run how many are finished (done
+	// before or now, or failed) out of the total, with an estimate of the time left.
+	Progress func(finished, total int, eta time.Duration)
+	// Logf, if set, receives one line per event (skip, start, done, failure).
+	Logf func(format string, a ...any)
+}
+
+// Summary counts what a Run call did.
+type Summary struct {
+	Total, Skipped, Done, Failed int
+	Failures                     []string // "id: error" per failed run
+}
+
+// Run executes every run that is not done yet. A run whose directory holds
+// work from an earlier attempt is relaunched with --resume. A failed run is
+// recorded and the grid goes on; the error returned lists the failures.
+// On cancellation it stops after signalling the running child and returns
+// the context's error; runs finished so far are kept.
+func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
+	s := Summary{Total: len(runs)}
+	var spent time.Duration
+	launched := 0
+	finished := 0
+	report := func() {
+		if r.Progress == nil {
+			return
+		}
+		var eta time.Duration
+		if launched > 0 {
+			eta = spent / time.Duration(launched) * time.Duration(s.Total-finished)
+		}
+		r.Progress(finished, s.Total, eta)
+	}
+	for _, run := range runs {
+		if err := ctx.Err(); err != nil {
+			return s, err
+		}
+		prev, err := r.Results.GetRun(ctx, run.ID)
+		if err != nil && !errors.Is(err, simstore.ErrNotFound) {
+			return s, fmt.Errorf("run %s: %w", run.ID, err)
+		}
+		if prev != nil && prev.Status == StatusDone {
+			s.Skipped++
+			finished++
+			r.logf("skip %s %s: done", run.ID, run.Describe())
+			report()
+			continue
+		}
+		dir := RunDir(r.Root, run.ID)
+		start := time.Now()
+		err = r.one(ctx, run, dir)
+		if ctx.Err() != nil {
+			r.logf("stopped %s %s: it resumes on the next run of the grid", run.ID, run.Describe())
+			return s, ctx.Err()
+		}
+		spent += time.Since(start)
+		launched++
+		finished++
+		if err != nil {
+			s.Failed++
+			s.Failures = append(s.Failures, fmt.Sprintf("%s (%s): %v", run.ID, run.Describe(), err))
+			r.logf("FAILED %s %s: %v", run.ID, run.Describe(), err)
+		} else {
+			s.Done++
+			r.logf("done %s %s (%s)", run.ID, run.Describe(), time.Since(start).Round(time.Second))
+		}
+		report()
+	}
+	if s.Failed > 0 {
+		return s, fmt.Errorf("%d of %d runs failed:\n  %s", s.Failed, s.Total, strings.Join(s.Failures, "\n  "))
+	}
+	return s, nil
+}
+
+// one launches a single run and records its outcome.
+func (r *Runner) one(ctx context.Context, run Run, dir string) error {
+	resume := hasWork(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg, _ := json.MarshalIndent(run.Config, "", "  ")
+	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), append(cfg, '\n')); err != nil {
+		return err
+	}
+	rec := simstore.Run{ID: run.ID, Config: json.RawMessage(mustJSON(run.Config)), Status: StatusRunning, Dir: dir}
+	if err := r.Results.PutRun(ctx, rec); err != nil {
+		return fmt.Errorf("record start: %w", err)
+	}
+	logPath := filepath.Join(dir, "lcl-train.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	args := run.TrainArgs(dir, resume)
+	verb := "start"
+	if resume {
+		verb = "resume"
+	}
+	r.logf("%s %s %s", verb, run.ID, run.Describe())
+	fmt.Fprintf(logFile, "# %s lcl %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
+	runErr := r.Launch(ctx, args, logFile)
+	logFile.Close()
+	if ctx.Err() != nil {
+		return ctx.Err() // the record stays "running": the next attempt resumes
+	}
+	if runErr != nil {
+		rec.Status = StatusFailed
+		if err := r.Results.PutRun(context.WithoutCancel(ctx), rec); err != nil {
+			return fmt.Errorf("%v (and recording the failure: %w)", runErr, err)
+		}
+		return fmt.Errorf("%w%s", runErr, tail(logPath))
+	}
+	done, err := ReadResult(run, dir)
+	if err != nil {
+		rec.Status = StatusFailed
+		_ = r.Results.PutRun(context.WithoutCancel(ctx), rec)
+		return fmt.Errorf("lcl train exited cleanly but: %w", err)
+	}
+	return r.Results.PutRun(context.WithoutCancel(ctx), done)
+}
+
+func (r *Runner) logf(format string, a ...any) {
+	if r.Logf != nil {
+		r.Logf(format, a...)
+	}
+}
+
+// hasWork reports whether dir holds output of an earlier attempt (anything
+// besides the runner's own files), in which case the run is resumed.
+func hasWork(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if n := e.Name(); n != ConfigFile && n != "lcl-train.log" && !strings.HasPrefix(n, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// tail returns the last lines of a log for an error message.
+func tail(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil || len(raw) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return "\n    log " + path + ":\n      " + strings.Join(lines, "\n      ")
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Command returns a Launcher that runs the binary at path (normally the running
+// lcl, os.Executable()) with extra leading args (global flags such as
+// --store). On cancellation the child gets SIGINT, so that it can write a
+// checkpoint, and is killed if it has not exited after grace.
+func Command(path string, leading []string, grace time.Duration) Launcher {
+	return func(ctx context.Context, args []string, log io.Writer) error {
+		cmd := exec.CommandContext(ctx, path, append(append([]string{}, leading...), args...)...)
+		cmd.Stdout = log
+		cmd.Stderr = log
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
+		cmd.WaitDelay = grace
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("lcl %s: %w", args[0], err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,209 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// fakeTrain plays `lcl train`: it writes a checkpoint-like file, one metrics
+// line per epoch and the result, whose top-1 encodes the seed so the test can
+// check that results land on the right run.
+type fakeTrain struct {
+	calls  [][]string
+	failOn func(args []string) error // nil: succeed
+}
+
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func (f *fakeTrain) launch(ctx context.Context, args []string, log io.Writer) error {
+	f.calls = append(f.calls, args)
+	fmt.Fprintln(log, "fake train", strings.Join(args, " "))
+	dir := flagValue(args, "--out")
+	if err := os.WriteFile(filepath.Join(dir, "checkpoint.pt"), []byte("ckpt"), 0o644); err != nil {
+		return err
+	}
+	if f.failOn != nil {
+		if err := f.failOn(args); err != nil {
+			return err
+		}
+	}
+	seed := flagValue(args, "--seed")
+	var lines []string
+	for e := 1; e <= 2; e++ {
+		lines = append(lines, fmt.Sprintf(`{"epoch":%d,"loss":1.5,"top1":[%d.%s],"top5":[90]}`, e, 50+e, seed))
+	}
+	if err := os.WriteFile(filepath.Join(dir, MetricsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"top1":[8`+seed+`.5],"top5":[99.0]}`), 0o644)
+}
+
+func memStore(t *testing.T) *simstore.Store {
+	t.Helper()
+	s, err := simstore.Open(t.TempDir(), simstore.InMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func smallRuns(t *testing.T) []Run {
+	t.Helper()
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Expand()
+}
+
+func TestRunnerStoresResults(t *testing.T) {
+	store := memStore(t)
+	runs := smallRuns(t)
+	fake := &fakeTrain{}
+	var progress []int
+	r := &Runner{Launch: fake.launch, Results: store, Root: t.TempDir(),
+		Progress: func(done, total int, _ time.Duration) { progress = append(progress, done) }}
+	s, err := r.Run(context.Background(), runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Done != len(runs) || s.Skipped != 0 || len(fake.calls) != len(runs) {
+		t.Fatalf("summary %+v after %d calls", s, len(fake.calls))
+	}
+	if len(progress) != len(runs) || progress[len(progress)-1] != len(runs) {
+		t.Errorf("progress %v", progress)
+	}
+	for _, run := range runs {
+		rec, err := store.GetRun(context.Background(), run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 80.5 + float64(run.Config.Seed)
+		if rec.Status != StatusDone || len(rec.Top1) != 1 || rec.Top1[0] != want {
+			t.Errorf("%s: status %s top1 %v, want done [%v]", run.ID, rec.Status, rec.Top1, want)
+		}
+		var epochs []map[string]any
+		if err := json.Unmarshal(rec.Epochs, &epochs); err != nil || len(epochs) != 2 {
+			t.Errorf("%s: epochs %s (%v)", run.ID, rec.Epochs, err)
+		}
+		var cfg Config
+		if err := json.Unmarshal(rec.Config, &cfg); err != nil || cfg.ID() != run.ID {
+			t.Errorf("%s: stored config %s does not digest to the id", run.ID, rec.Config)
+		}
+	}
+	// A second pass launches nothing.
+	fake.calls = nil
+	s, err = r.Run(context.Background(), runs)
+	if err != nil || s.Skipped != len(runs) || len(fake.calls) != 0 {
+		t.Fatalf("rerun: %+v, %d calls, %v", s, len(fake.calls), err)
+	}
+}
+
+// A grid killed midway and re-run finishes only the missing runs, resuming
+// the interrupted one.
+func TestRunnerResumesKilledGrid(t *testing.T) {
+	store := memStore(t)
+	runs := smallRuns(t)
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	const killAt = 5 // the 5th launch is interrupted
+	fake := &fakeTrain{}
+	fake.failOn = func(args []string) error {
+		if len(fake.calls) == killAt {
+			cancel()
+			return errors.New("signal: interrupt")
+		}
+		return nil
+	}
+	r := &Runner{Launch: fake.launch, Results: store, Root: root}
+	_, err := r.Run(ctx, runs)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("first pass: %v, want context.Canceled", err)
+	}
+	interrupted := runs[killAt-1]
+	rec, err := store.GetRun(context.Background(), interrupted.ID)
+	if err != nil || rec.Status != StatusRunning {
+		t.Fatalf("interrupted run: %+v %v", rec, err)
+	}
+
+	second := &fakeTrain{}
+	r.Launch = second.launch
+	s, err := r.Run(context.Background(), runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Skipped != killAt-1 || s.Done != len(runs)-killAt+1 {
+		t.Errorf("second pass %+v, want %d skipped", s, killAt-1)
+	}
+	if len(second.calls) != len(runs)-killAt+1 {
+		t.Fatalf("second pass launched %d runs, want %d", len(second.calls), len(runs)-killAt+1)
+	}
+	first := second.calls[0]
+	if flagValue(first, "--out") != RunDir(root, interrupted.ID) || !slices.Contains(first, "--resume") {
+		t.Errorf("interrupted run relaunched as %q, want --resume in %s", first, RunDir(root, interrupted.ID))
+	}
+	for _, c := range second.calls[1:] {
+		if slices.Contains(c, "--resume") {
+			t.Errorf("fresh run launched with --resume: %q", c)
+		}
+	}
+}
+
+func TestRunnerRecordsFailuresAndGoesOn(t *testing.T) {
+	store := memStore(t)
+	runs := smallRuns(t)[:4]
+	fake := &fakeTrain{failOn: func(args []string) error {
+		if flagValue(args, "--seed") == "2" {
+			return errors.New("exit status 1")
+		}
+		return nil
+	}}
+	r := &Runner{Launch: fake.launch, Results: store, Root: t.TempDir()}
+	s, err := r.Run(context.Background(), runs)
+	if err == nil || s.Failed != 2 || s.Done != 2 || !strings.Contains(err.Error(), "2 of 4 runs failed") {
+		t.Fatalf("summary %+v, err %v", s, err)
+	}
+	if !strings.Contains(err.Error(), "fake train") {
+		t.Errorf("error does not quote the run's log: %v", err)
+	}
+	for _, run := range runs {
+		rec, _ := store.GetRun(context.Background(), run.ID)
+		want := StatusDone
+		if run.Config.Seed == 2 {
+			want = StatusFailed
+		}
+		if rec == nil || rec.Status != want {
+			t.Errorf("%s seed %d: %+v, want %s", run.ID, run.Config.Seed, rec, want)
+		}
+	}
+}
+
+func TestRunnerMissingResult(t *testing.T) {
+	store := memStore(t)
+	run := smallRuns(t)[0]
+	silent := func(ctx context.Context, args []string, log io.Writer) error { return nil }
+	r := &Runner{Launch: silent, Results: store, Root: t.TempDir()}
+	_, err := r.Run(context.Background(), []Run{run})
+	if err == nil || !strings.Contains(err.Error(), "no "+ResultFile) {
+		t.Fatalf("err %v", err)
+	}
+}

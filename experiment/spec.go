@@ -1,0 +1,210 @@
+// Package experiment owns experiment grids: the YAML grid spec, its expansion
+// into runs keyed by a digest of their full configuration, the resumable
+// runner that launches each run as an `lcl train` subprocess and stores its
+// result, and the cluster emitters (Slurm job arrays, Kubernetes indexed Jobs)
+// with the collector that imports their results.
+package experiment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Grid is a parsed grid file. Every list is one axis of the cross product;
+// scalars apply to every run.
+type Grid struct {
+	// Name labels the grid (job names, report titles); defaults to the file name.
+	Name string `yaml:"name"`
+	// Labels is the label set, a built-in name or a file (lcl train --synsets).
+	Labels string `yaml:"labels"`
+	// Data is the dataset folder (lcl train --data).
+	Data string `yaml:"data"`
+	// Models are model names (lcl train --model).
+	Models []string `yaml:"models"`
+	// Fractions are the data ratios DR in (0, 1] (lcl train --fraction).
+	Fractions []float64 `yaml:"fractions"`
+	// Strategies are the training strategies, each with its own parameter lists.
+	Strategies []Strategy `yaml:"strategies"`
+	// Seeds are the random seeds; every method uses the same seeds.
+	Seeds []int `yaml:"seeds"`
+	// Epochs is the number of epochs of every run (0: the preset's or train's default).
+	Epochs int `yaml:"epochs"`
+	// Preset names a training preset (lcl train --preset): optimiser, schedule, batch size.
+	Preset string `yaml:"preset"`
+	// Args are further `lcl train` flags for every run, without the leading dashes.
+	Args map[string]string `yaml:"args"`
+	// Device and Threads say where runs execute; they are not part of a run's
+	// identity (moving a grid to a GPU does not redo finished runs).
+	Device  string `yaml:"device"`
+	Threads int    `yaml:"threads"`
+	// NProc > 1 trains each run data-parallel on that many local workers (lcl train --nproc).
+	NProc int `yaml:"nproc"`
+}
+
+// Strategy is one entry of a grid's strategies list.
+type Strategy struct {
+	// Name is the strategy (lcl train --strategy): sl, ls, lcl, kd, dml, cn or a plugin's.
+	Name string `yaml:"name"`
+	// Sources are similarity sources (lcl train --source); each is one axis value.
+	Sources []string `yaml:"sources"`
+	// Params maps a train flag (without dashes) to the values to try, e.g. epsilon: [0.9, 0.99].
+	// Values keep their YAML spelling, so 0.990 and 0.99 are different runs.
+	Params map[string][]string `yaml:"params"`
+}
+
+// typeNames strips Go type names from yaml.v3's messages.
+var typeNames = regexp.MustCompile(` in type experiment\.\w+| into \[\]?\w+`)
+
+// flagName is what a key must look like to become an `lcl train` flag.
+var flagName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// reserved are train flags the grid sets itself; params and args must not override them.
+var reserved = map[string]string{
+	"synsets": "labels", "data": "data", "model": "models", "fraction": "fractions",
+	"strategy": "strategies[].name", "source": "strategies[].sources", "seed": "seeds",
+	"epochs": "epochs", "preset": "preset", "device": "device", "threads": "threads",
+	"out": "(set by the runner)", "resume": "(set by the runner)", "nproc": "nproc",
+}
+
+// Load reads and validates a grid file.
+func Load(path string) (*Grid, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("grid: %w", err)
+	}
+	g, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if g.Name == "" {
+		base := path[strings.LastIndexAny(path, `/\`)+1:]
+		g.Name = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	}
+	return g, nil
+}
+
+// Parse decodes and validates a grid. Unknown fields are errors that name
+// their line, so a misspelt key never silently shrinks a grid.
+func Parse(raw []byte) (*Grid, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var g Grid
+	if err := dec.Decode(&g); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("empty grid file")
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				msgs[i] = typeNames.ReplaceAllString(m, "")
+			}
+			return nil, errors.New(strings.Join(msgs, "; "))
+		}
+		return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fmt.Errorf("line %d: a grid file holds one YAML document", extra.Line)
+	}
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+func (g *Grid) validate() error {
+	switch {
+	case g.Labels == "":
+		return fmt.Errorf("labels: required (a built-in label set such as fashion-mnist, or a file)")
+	case len(g.Models) == 0:
+		return fmt.Errorf("models: at least one model is required")
+	case len(g.Fractions) == 0:
+		return fmt.Errorf("fractions: at least one data ratio in (0, 1] is required")
+	case len(g.Seeds) == 0:
+		return fmt.Errorf("seeds: at least one seed is required")
+	case len(g.Strategies) == 0:
+		return fmt.Errorf("strategies: at least one strategy is required")
+	case g.Epochs < 0:
+		return fmt.Errorf("epochs: %d is negative", g.Epochs)
+	case g.Threads < 0:
+		return fmt.Errorf("threads: %d is negative", g.Threads)
+	case g.NProc < 0:
+		return fmt.Errorf("nproc: %d is negative", g.NProc)
+	}
+	if err := unique("models", g.Models); err != nil {
+		return err
+	}
+	for i, f := range g.Fractions {
+		if !(f > 0 && f <= 1) {
+			return fmt.Errorf("fractions[%d]: %v is not in (0, 1]", i, f)
+		}
+	}
+	if err := unique("fractions", g.Fractions); err != nil {
+		return err
+	}
+	if err := unique("seeds", g.Seeds); err != nil {
+		return err
+	}
+	for k := range g.Args {
+		if err := checkFlag("args", k); err != nil {
+			return err
+		}
+	}
+	for i, s := range g.Strategies {
+		at := fmt.Sprintf("strategies[%d]", i)
+		if s.Name == "" {
+			return fmt.Errorf("%s.name: required (sl, ls, lcl, kd, dml, cn or a plugin strategy)", at)
+		}
+		if err := unique(at+".sources", s.Sources); err != nil {
+			return err
+		}
+		for k, vs := range s.Params {
+			if err := checkFlag(at+".params", k); err != nil {
+				return err
+			}
+			if _, dup := g.Args[k]; dup {
+				return fmt.Errorf("%s.params.%s: also set in args; set it in one place", at, k)
+			}
+			if len(vs) == 0 {
+				return fmt.Errorf("%s.params.%s: empty list (give at least one value)", at, k)
+			}
+			if err := unique(at+".params."+k, vs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkFlag(at, k string) error {
+	if !flagName.MatchString(k) {
+		return fmt.Errorf("%s.%s: not a flag name (lower case letters, digits and dashes, without the leading --)", at, k)
+	}
+	if field, ok := reserved[k]; ok {
+		return fmt.Errorf("%s.%s: --%s is set by the grid's %s field", at, k, k, field)
+	}
+	return nil
+}
+
+func unique[T comparable](at string, vs []T) error {
+	seen := make(map[T]int, len(vs))
+	for i, v := range vs {
+		if j, ok := seen[v]; ok {
+			return fmt.Errorf("%s[%d]: %v repeats %s[%d]", at, i, v, at, j)
+		}
+		seen[v] = i
+	}
+	return nil
+}
+
+// formatFloat spells a fraction the way flags and digests see it.
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

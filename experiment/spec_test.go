@@ -1,0 +1,127 @@
+package experiment
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLoadExpand(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := g.Expand()
+	// 1 model × 2 fractions × (sl + lcl × 2 epsilons) × 2 seeds
+	if len(runs) != 12 {
+		t.Fatalf("got %d runs, want 12", len(runs))
+	}
+	ids := map[string]bool{}
+	for _, r := range runs {
+		if ids[r.ID] {
+			t.Errorf("duplicate id %s for %s", r.ID, r.Describe())
+		}
+		ids[r.ID] = true
+		if r.ID != r.Config.ID() {
+			t.Errorf("run id %s differs from its config's digest", r.ID)
+		}
+	}
+	want := []string{"train", "--synsets", "fashion-mnist", "--data", "/usr/share/datasets/fashion-mnist",
+		"--model", "cnn", "--strategy", "lcl", "--source", "semantic", "--epsilon", "0.99",
+		"--fraction", "0.1", "--seed", "1", "--epochs", "2", "--lr", "0.05",
+		"--device", "cpu", "--threads", "2", "--out", "runs/x", "--resume"}
+	var got []string
+	for _, r := range runs {
+		if r.Config.Strategy == "lcl" && r.Config.Params["epsilon"] == "0.99" && r.Config.Fraction == 0.1 && r.Config.Seed == 1 {
+			got = r.TrainArgs("runs/x", true)
+			if m := r.Config.Method(); m != "LCL(ε=0.99, semantic)" {
+				t.Errorf("Method() = %q", m)
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("TrainArgs:\n got %q\nwant %q", got, want)
+	}
+	if g.Name != "small" {
+		t.Errorf("name %q", g.Name)
+	}
+}
+
+func TestIDCoversConfigNotExecution(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := g.Expand()[0]
+	same := base
+	same.Exec = Exec{Device: "cuda:0", Threads: 16, NProc: 4}
+	if same.Config.ID() != base.ID {
+		t.Error("execution settings changed the id")
+	}
+	changes := []func(c *Config){
+		func(c *Config) { c.Seed++ },
+		func(c *Config) { c.Fraction = 0.05 },
+		func(c *Config) { c.Epochs++ },
+		func(c *Config) { c.Params = map[string]string{"epsilon": "0.999"} },
+		func(c *Config) { c.Args = map[string]string{"lr": "0.1"} },
+		func(c *Config) { c.Preset = "wrn" },
+		func(c *Config) { c.Data = "/elsewhere" },
+	}
+	for i, change := range changes {
+		c := base.Config
+		c.Params = copyMap(c.Params)
+		change(&c)
+		if c.ID() == base.ID {
+			t.Errorf("change %d kept the id %s", i, base.ID)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	valid := "labels: fashion-mnist\nmodels: [cnn]\nfractions: [0.1]\nseeds: [1]\nstrategies:\n  - name: sl\n"
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top-level field", valid + "epoch: 3\n", "line 7: field epoch not found"},
+		{"unknown strategy field", "labels: x\nmodels: [cnn]\nfractions: [0.1]\nseeds: [1]\nstrategies:\n  - name: lcl\n    epsilon: [0.9]\n", "line 7: field epsilon not found"},
+		{"missing labels", "models: [cnn]\nfractions: [0.1]\nseeds: [1]\nstrategies: [{name: sl}]\n", "labels: required"},
+		{"fraction out of range", strings.Replace(valid, "[0.1]", "[0.1, 1.5]", 1), "fractions[1]: 1.5 is not in (0, 1]"},
+		{"repeated seed", strings.Replace(valid, "seeds: [1]", "seeds: [1, 2, 1]", 1), "seeds[2]: 1 repeats seeds[0]"},
+		{"reserved flag in params", valid + "    params: {seed: [1]}\n", "--seed is set by the grid's seeds field"},
+		{"bad flag name", valid + "args: {'--lr': '0.1'}\n", "args.--lr: not a flag name"},
+		{"empty param list", valid + "    params: {epsilon: []}\n", "params.epsilon: empty list"},
+		{"strategy without name", strings.Replace(valid, "name: sl", "sources: [semantic]", 1), "strategies[0].name: required"},
+		{"wrong type", strings.Replace(valid, "seeds: [1]", "seeds: one", 1), "line 4"},
+		{"two documents", valid + "---\nlabels: y\n", "one YAML document"},
+		{"empty", "", "empty grid file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadNamesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("labels: x\nmodel: [cnn]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path+": line 2: field model not found") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for f, want := range map[float64]string{0.05: "5%", 0.1: "10%", 0.2: "20%", 1: "100%", 0.025: "2.5%"} {
+		if got := Percent(f); got != want {
+			t.Errorf("Percent(%v) = %q, want %q", f, got, want)
+		}
+	}
+}

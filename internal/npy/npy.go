@@ -1,0 +1,182 @@
+// Package npy reads and writes 2-D float matrices in NumPy's .npy format
+// (version 1.0/2.0/3.0 headers; little- and big-endian float32/float64 on
+// read, little-endian float64 on write; C order only). It is deliberately
+// minimal: lcl uses it for similarity matrices and per-epoch targets.
+package npy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var magic = []byte("\x93NUMPY")
+
+// Read decodes a 2-D (or 1-D, as one row) float array: rows, cols, row-major data.
+func Read(r io.Reader) (rows, cols int, data []float64, err error) {
+	br := bufio.NewReader(r)
+	pre := make([]byte, 8)
+	if _, err := io.ReadFull(br, pre); err != nil {
+		return 0, 0, nil, fmt.Errorf("npy: reading magic: %w", err)
+	}
+	if !bytes.Equal(pre[:6], magic) {
+		return 0, 0, nil, fmt.Errorf("npy: not an .npy file (bad magic)")
+	}
+	var hlen int
+	switch pre[6] {
+	case 1:
+		var b [2]byte
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return 0, 0, nil, fmt.Errorf("npy: reading header length: %w", err)
+		}
+		hlen = int(binary.LittleEndian.Uint16(b[:]))
+	case 2, 3:
+		var b [4]byte
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return 0, 0, nil, fmt.Errorf("npy: reading header length: %w", err)
+		}
+		hlen = int(binary.LittleEndian.Uint32(b[:]))
+	default:
+		return 0, 0, nil, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
+	}
+	if hlen > 1<<20 {
+		return 0, 0, nil, fmt.Errorf("npy: header of %d bytes is too long", hlen)
+	}
+	h := make([]byte, hlen)
+	if _, err := io.ReadFull(br, h); err != nil {
+		return 0, 0, nil, fmt.Errorf("npy: reading header: %w", err)
+	}
+	descr, fortran, shape, err := parseHeader(string(h))
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if fortran {
+		return 0, 0, nil, fmt.Errorf("npy: Fortran-order arrays are not supported; save with np.ascontiguousarray")
+	}
+	switch len(shape) {
+	case 1:
+		rows, cols = 1, shape[0]
+	case 2:
+		rows, cols = shape[0], shape[1]
+	default:
+		return 0, 0, nil, fmt.Errorf("npy: %d-D array, want a 2-D matrix", len(shape))
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if strings.HasPrefix(descr, ">") {
+		order = binary.BigEndian
+	}
+	size := map[string]int{"f4": 4, "f8": 8}[strings.TrimLeft(descr, "<>|=")]
+	if size == 0 {
+		return 0, 0, nil, fmt.Errorf("npy: dtype %q, want float32 or float64 ('<f4', '<f8')", descr)
+	}
+	n := rows * cols
+	if n < 0 || n > 1<<31 {
+		return 0, 0, nil, fmt.Errorf("npy: shape %v too large", shape)
+	}
+	raw := make([]byte, n*size)
+	if _, err := io.ReadFull(br, raw); err != nil {
+		return 0, 0, nil, fmt.Errorf("npy: data shorter than shape %v: %w", shape, err)
+	}
+	data = make([]float64, n)
+	for i := range data {
+		if size == 4 {
+			data[i] = float64(math.Float32frombits(order.Uint32(raw[i*4:])))
+		} else {
+			data[i] = math.Float64frombits(order.Uint64(raw[i*8:]))
+		}
+	}
+	return rows, cols, data, nil
+}
+
+var (
+	reDescr   = regexp.MustCompile(`'descr'\s*:\s*'([^']*)'`)
+	reFortran = regexp.MustCompile(`'fortran_order'\s*:\s*(True|False)`)
+	reShape   = regexp.MustCompile(`'shape'\s*:\s*\(([^)]*)\)`)
+)
+
+func parseHeader(h string) (descr string, fortran bool, shape []int, err error) {
+	d, f, s := reDescr.FindStringSubmatch(h), reFortran.FindStringSubmatch(h), reShape.FindStringSubmatch(h)
+	if d == nil || f == nil || s == nil {
+		return "", false, nil, fmt.Errorf("npy: malformed header %q", strings.TrimSpace(h))
+	}
+	for _, p := range strings.Split(s[1], ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 {
+			return "", false, nil, fmt.Errorf("npy: bad shape %q", s[1])
+		}
+		shape = append(shape, v)
+	}
+	return d[1], f[1] == "True", shape, nil
+}
+
+// ReadFile reads a matrix from an .npy file.
+func ReadFile(path string) (rows, cols int, data []float64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer f.Close()
+	rows, cols, data, err = Read(f)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, cols, data, nil
+}
+
+// Write encodes a rows×cols float64 matrix (row-major) as .npy version 1.0.
+func Write(w io.Writer, rows, cols int, data []float64) error {
+	if len(data) != rows*cols {
+		return fmt.Errorf("npy: %d values for shape (%d, %d)", len(data), rows, cols)
+	}
+	h := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
+	// Pad so that magic + version + length + header is a multiple of 64, ending in '\n'.
+	total := len(magic) + 2 + 2 + len(h) + 1
+	h += strings.Repeat(" ", (64-total%64)%64) + "\n"
+	var buf bytes.Buffer
+	buf.Write(magic)
+	buf.Write([]byte{1, 0})
+	binary.Write(&buf, binary.LittleEndian, uint16(len(h)))
+	buf.WriteString(h)
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	raw := make([]byte, 8*len(data))
+	for i, v := range data {
+		binary.LittleEndian.PutUint64(raw[i*8:], math.Float64bits(v))
+	}
+	_, err := w.Write(raw)
+	return err
+}
+
+// WriteFile writes a matrix atomically: temp file, fsync, rename.
+func WriteFile(path string, rows, cols int, data []float64) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := Write(tmp, rows, cols, data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

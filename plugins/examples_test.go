@@ -1,0 +1,124 @@
+package plugins
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lcl-project/lcl/plugins/sdk"
+)
+
+// examplePluginDir builds the Go examples with `go build` and copies the
+// Python example into a fresh plugin folder.
+func examplePluginDir(t *testing.T) string {
+	t.Helper()
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
+		t.Fatalf("the Python example plugin needs Debian's python3-grpcio and python3-protobuf "+
+			"(run `make deps` or apt-get install python3-grpcio python3-protobuf): %v: %s", err, out)
+	}
+	dir := t.TempDir()
+	for _, ex := range []string{"lcl-strategy-annealls", "lcl-similarity-lexical"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, ex), "../examples/"+ex)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", ex, err, out)
+		}
+	}
+	for _, f := range []string{"lcl-similarity-bigram.py", "lcl_pb2.py"} {
+		raw, err := os.ReadFile(filepath.Join("../examples/lcl-similarity-py", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), raw, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestExamplePlugins(t *testing.T) {
+	dir := examplePluginDir(t)
+	t.Setenv("LCL_PLUGIN_PATH", dir)
+	h := testHost(t)
+	h.Dirs = nil // the real search path: $LCL_PLUGIN_PATH, then ~/.lcl/plugins
+	h.Timeout = 0
+	ctx := context.Background()
+
+	list := h.List(ctx)
+	found := map[string]Descriptor{}
+	for _, d := range list {
+		found[d.Kind+"/"+d.Name] = d
+	}
+	for _, want := range []struct{ key, path, version string }{
+		{"strategy/annealls", "lcl-strategy-annealls", "0.1.0"},
+		{"similarity/lexical", "lcl-similarity-lexical", "0.1.0"},
+		{"similarity/bigram", "lcl-similarity-bigram.py", "0.1.0"},
+	} {
+		d, ok := found[want.key]
+		if !ok || d.Error != "" || d.Path != filepath.Join(dir, want.path) || d.Version != want.version {
+			t.Errorf("%s listed as %+v", want.key, d)
+		}
+	}
+
+	t.Run("strategy", func(t *testing.T) {
+		st, err := h.Strategy("annealls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		run := testRun(4, 8)
+		run.Epochs = 3
+		if _, err := st.Begin(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		// α = 0.2, 0.1, 0 at epochs 0, 1, 2: true-class mass 1 − α + α/4.
+		for epoch, want := range []float64{0.85, 0.925, 1} {
+			p, err := st.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Targets.At(2, 2); math.Abs(got-want) > 1e-12 {
+				t.Fatalf("epoch %d: true-class mass %g, want %g", epoch, got, want)
+			}
+		}
+		run.Params = map[string]string{"alpah": "0.1"}
+		if _, err := st.Begin(ctx, run); err == nil || !strings.Contains(err.Error(), `unknown parameter "alpah"`) {
+			t.Fatalf("misspelt parameter: %v", err)
+		}
+	})
+
+	classes := []sdk.Class{{Index: 0, ID: "a", Name: "cat"}, {Index: 1, ID: "b", Name: "car"}, {Index: 2, ID: "c", Name: "dog"}}
+	for _, tt := range []struct {
+		name string
+		want []float64
+	}{
+		// 1 − edit/len: cat–car 1 − 1/3, cat–dog 1 − 3/3, car–dog 0.
+		{"lexical", []float64{1, 2. / 3, 0, 2. / 3, 1, 0, 0, 0, 1}},
+		// bigrams of ^cat$: ^c ca at t$; of ^car$: ^c ca ar r$ → 2/6; dog shares none.
+		{"bigram", []float64{1, 1. / 3, 0, 1. / 3, 1, 0, 0, 0, 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := h.Source(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			m, err := src.Compute(ctx, sdk.SimilarityRequest{LabelSet: "pets", Classes: classes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range tt.want {
+				if math.Abs(m.Data[i]-w) > 1e-12 {
+					t.Fatalf("s = %v, want %v", m.Data, tt.want)
+				}
+			}
+			_, err = src.Compute(ctx, sdk.SimilarityRequest{LabelSet: "pets", Classes: classes, Params: map[string]string{"x": "1"}})
+			if err == nil || !strings.HasPrefix(err.Error(), `similarity plugin "`+tt.name+`" (`) || !strings.Contains(err.Error(), "unknown parameter") {
+				t.Fatalf("bad parameter: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"fmt"
+	"math"
+)
+
+// RowSumTolerance is how far a target row may sum from 1.
+const RowSumTolerance = 1e-6
+
+// ValidatePlan checks a plan for a run with C classes, n examples and a
+// stage training models models: targets C×C, finite, non-negative, rows
+// summing to 1; weights one per example, finite, non-negative; subset
+// indices in range and distinct; coefficients finite and non-negative, a
+// positive temperature when KD is used, and mutual learning only with peers.
+func ValidatePlan(p *Plan, c, n, models int) error {
+	if p == nil {
+		return fmt.Errorf("empty plan")
+	}
+	if t := p.Targets; t != nil {
+		if t.Rows != c || t.Cols != c || len(t.Data) != c*c {
+			return fmt.Errorf("target matrix is %d×%d with %d values, want %d×%d", t.Rows, t.Cols, len(t.Data), c, c)
+		}
+		for i := 0; i < c; i++ {
+			sum := 0.0
+			for j, v := range t.Row(i) {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					return fmt.Errorf("target[%d][%d] = %g, want a finite value ≥ 0", i, j, v)
+				}
+				sum += v
+			}
+			if math.Abs(sum-1) > RowSumTolerance {
+				return fmt.Errorf("target row %d sums to %.9g, want 1", i, sum)
+			}
+		}
+	}
+	if p.Weights != nil {
+		if len(p.Weights) != n {
+			return fmt.Errorf("%d example weights, want %d (one per training example)", len(p.Weights), n)
+		}
+		for i, w := range p.Weights {
+			if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+				return fmt.Errorf("weight of example %d = %g, want a finite value ≥ 0", i, w)
+			}
+		}
+	}
+	if p.Subset != nil {
+		seen := make([]bool, n)
+		for _, i := range p.Subset {
+			if i < 0 || i >= n {
+				return fmt.Errorf("subset index %d out of range [0,%d)", i, n)
+			}
+			if seen[i] {
+				return fmt.Errorf("subset lists example %d twice", i)
+			}
+			seen[i] = true
+		}
+		if len(p.Subset) == 0 {
+			return fmt.Errorf("subset is empty: nothing to train on")
+		}
+	}
+	co := p.Coef
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.Temperature}, {"mutual", co.Mutual}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", f.name, f.v)
+		}
+	}
+	if co.SoftCE+co.HardCE+co.KD+co.Mutual == 0 {
+		return fmt.Errorf("all loss coefficients are 0")
+	}
+	if co.KD > 0 && co.Temperature <= 0 {
+		return fmt.Errorf("kd coefficient %g needs a temperature > 0", co.KD)
+	}
+	if co.Mutual > 0 && models < 2 {
+		return fmt.Errorf("mutual coefficient %g needs a stage with 2 or more models, this one has %d", co.Mutual, models)
+	}
+	return nil
+}
+
+// ValidateStages checks what Begin returned.
+func ValidateStages(stages []Stage) error {
+	if len(stages) == 0 {
+		return fmt.Errorf("no stages")
+	}
+	for i, s := range stages {
+		switch {
+		case s.Epochs < 0:
+			return fmt.Errorf("stage %d (%s): %d epochs", i, s.Name, s.Epochs)
+		case s.Models < 1:
+			return fmt.Errorf("stage %d (%s): %d models, want ≥ 1", i, s.Name, s.Models)
+		case s.Teacher >= i || s.Teacher < -1:
+			return fmt.Errorf("stage %d (%s): teacher stage %d must be an earlier stage or -1", i, s.Name, s.Teacher)
+		case i == 0 && !s.Fresh:
+			return fmt.Errorf("stage 0 (%s) must start fresh", s.Name)
+		}
+	}
+	return nil
+}
+
+// ValidateSimilarity checks a similarity matrix for c classes: c×c, finite.
+func ValidateSimilarity(m *Matrix, c int) error {
+	if m == nil {
+		return fmt.Errorf("no matrix")
+	}
+	if m.Rows != c || m.Cols != c || len(m.Data) != c*c {
+		return fmt.Errorf("matrix is %d×%d with %d values, want %d×%d", m.Rows, m.Cols, len(m.Data), c, c)
+	}
+	for i, v := range m.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("s[%d][%d] = %g, want a finite value", i/c, i%c, v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package shim
+
+import (
+	sdk "github.com/lcl-project/lcl/plugins/internal/api"
+	pb "github.com/lcl-project/lcl/plugins/proto"
+)
+
+func toParams(ps []sdk.Param) []*pb.Param {
+	out := make([]*pb.Param, len(ps))
+	for i, p := range ps {
+		out[i] = &pb.Param{Name: p.Name, Type: p.Type, Default: p.Default, Help: p.Help}
+	}
+	return out
+}
+
+func fromParams(ps []*pb.Param) []sdk.Param {
+	out := make([]sdk.Param, len(ps))
+	for i, p := range ps {
+		out[i] = sdk.Param{Name: p.GetName(), Type: p.GetType(), Default: p.GetDefault(), Help: p.GetHelp()}
+	}
+	return out
+}
+
+func toMatrix(m *sdk.Matrix) *pb.Matrix {
+	if m == nil {
+		return nil
+	}
+	return &pb.Matrix{Rows: int32(m.Rows), Cols: int32(m.Cols), Data: m.Data}
+}
+
+func fromMatrix(m *pb.Matrix) *sdk.Matrix {
+	if m == nil {
+		return nil
+	}
+	return &sdk.Matrix{Rows: int(m.GetRows()), Cols: int(m.GetCols()), Data: m.GetData()}
+}
+
+func toClasses(cs []sdk.Class) []*pb.Class {
+	out := make([]*pb.Class, len(cs))
+	for i, c := range cs {
+		out[i] = &pb.Class{Index: int32(c.Index), Id: c.ID, Name: c.Name, Wnid: c.WNID}
+	}
+	return out
+}
+
+func fromClasses(cs []*pb.Class) []sdk.Class {
+	out := make([]sdk.Class, len(cs))
+	for i, c := range cs {
+		out[i] = sdk.Class{Index: int(c.GetIndex()), ID: c.GetId(), Name: c.GetName(), WNID: c.GetWnid()}
+	}
+	return out
+}
+
+func toInt32s(xs []int) []int32 {
+	if xs == nil {
+		return nil
+	}
+	out := make([]int32, len(xs))
+	for i, x := range xs {
+		out[i] = int32(x)
+	}
+	return out
+}
+
+func fromInt32s(xs []int32) []int {
+	if xs == nil {
+		return nil
+	}
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}
+
+func toStages(ss []sdk.Stage) []*pb.Stage {
+	out := make([]*pb.Stage, len(ss))
+	for i, s := range ss {
+		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Models), Teacher: int32(s.Teacher),
+			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model}
+	}
+	return out
+}
+
+func fromStages(ss []*pb.Stage) []sdk.Stage {
+	out := make([]sdk.Stage, len(ss))
+	for i, s := range ss {
+		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Models: int(s.GetModels()), Teacher: int(s.GetTeacher()),
+			Fresh: s.GetFresh(), Features: s.GetFeatures(), PerStep: s.GetPerStep(), Model: s.GetModel()}
+	}
+	return out
+}
+
+func toPlan(p *sdk.Plan) *pb.Plan {
+	out := &pb.Plan{
+		OneHot:  p.Targets == nil,
+		Targets: toMatrix(p.Targets),
+		Weights: p.Weights,
+		Coefficients: &pb.Coefficients{SoftCe: p.Coef.SoftCE, HardCe: p.Coef.HardCE, Kd: p.Coef.KD,
+			Temperature: p.Coef.Temperature, Mutual: p.Coef.Mutual},
+	}
+	if p.Subset != nil {
+		out.HasSubset = true
+		out.Subset = toInt32s(p.Subset)
+	}
+	return out
+}
+
+func fromPlan(p *pb.Plan) *sdk.Plan {
+	out := &sdk.Plan{Weights: p.GetWeights()}
+	if len(out.Weights) == 0 {
+		out.Weights = nil
+	}
+	if !p.GetOneHot() {
+		// A missing matrix without the one-hot flag stays an error for the
+		// validator to report: keep it as a 0×0 matrix, not nil.
+		out.Targets = fromMatrix(p.GetTargets())
+		if out.Targets == nil {
+			out.Targets = &sdk.Matrix{}
+		}
+	}
+	if p.GetHasSubset() {
+		out.Subset = fromInt32s(p.GetSubset())
+		if out.Subset == nil {
+			out.Subset = []int{}
+		}
+	}
+	if c := p.GetCoefficients(); c != nil {
+		out.Coef = sdk.Coefficients{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
+			Temperature: c.GetTemperature(), Mutual: c.GetMutual()}
+	}
+	return out
+}
+
+func toAttributes(as []sdk.Attributes) []*pb.Attributes {
+	out := make([]*pb.Attributes, len(as))
+	for i, a := range as {
+		out[i] = &pb.Attributes{Name: a.Name, Names: a.Names, Values: toMatrix(a.Values)}
+	}
+	return out
+}
+
+func fromAttributes(as []*pb.Attributes) []sdk.Attributes {
+	out := make([]sdk.Attributes, len(as))
+	for i, a := range as {
+		out[i] = sdk.Attributes{Name: a.GetName(), Names: a.GetNames(), Values: fromMatrix(a.GetValues())}
+	}
+	return out
+}
+
+func toNodes(ns []sdk.Node) []*pb.Node {
+	if ns == nil {
+		return nil
+	}
+	out := make([]*pb.Node, len(ns))
+	for i, n := range ns {
+		out[i] = &pb.Node{Id: n.ID, Name: n.Name, Parent: n.Parent}
+	}
+	return out
+}
+
+func fromNodes(ns []*pb.Node) []sdk.Node {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make([]sdk.Node, len(ns))
+	for i, n := range ns {
+		out[i] = sdk.Node{ID: n.GetId(), Name: n.GetName(), Parent: n.GetParent()}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+// Package sdk is what a plugin author imports: the Strategy and
+// SimilaritySource interfaces, their Go types, parameter helpers, plan
+// checks, and Serve, which runs an implementation as an lcl plugin. A
+// plugin's main is one call:
+//
+//	func main() { sdk.Serve(sdk.ServeConfig{Strategy: &myStrategy{}}) }
+//
+// The executable must be named lcl-strategy-NAME or lcl-similarity-NAME and
+// sit in $LCL_PLUGIN_PATH or ~/.lcl/plugins. The host sees a remote plugin
+// through the same interfaces, and lcl's built-in strategies implement them
+// in-process too. See docs/plugins.md.
+package sdk
+
+import "github.com/lcl-project/lcl/plugins/internal/api"
+
+// The protocol's Go types; see their documentation in the aliased package.
+type (
+	// Strategy decides, stage by stage and epoch by epoch, what each training
+	// example is trained on. The host calls Describe, then Begin once per run,
+	// then Plan for every epoch of every stage (every step when Stage.PerStep),
+	// Observe after every epoch, and Features after a stage that asks for them.
+	Strategy = api.Strategy
+	// SimilaritySource computes a C×C class similarity matrix for a label set.
+	SimilaritySource = api.SimilaritySource
+
+	Param             = api.Param
+	StrategyInfo      = api.StrategyInfo
+	SourceInfo        = api.SourceInfo
+	Matrix            = api.Matrix
+	Class             = api.Class
+	Attributes        = api.Attributes
+	SimilarityRequest = api.SimilarityRequest
+	Node              = api.Node
+	Run               = api.Run
+	Stage             = api.Stage
+	PlanAt            = api.PlanAt
+	Coefficients      = api.Coefficients
+	Plan              = api.Plan
+	Metrics           = api.Metrics
+	FeatureChunk      = api.FeatureChunk
+	FeatureStream     = api.FeatureStream
+	ChunkSlice        = api.ChunkSlice
+	Values            = api.Values
+)
+
+// ErrNoFeatures is what Features returns in a strategy that asks for none.
+var ErrNoFeatures = api.ErrNoFeatures
+
+// RowSumTolerance is how far a target row may sum from 1.
+const RowSumTolerance = api.RowSumTolerance
+
+// NewMatrix returns a zero rows×cols matrix.
+func NewMatrix(rows, cols int) *Matrix { return api.NewMatrix(rows, cols) }
+
+// ParseParams checks raw (name → value) against specs and fills in defaults;
+// unknown names and values of the wrong type are errors naming the parameter.
+func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
+	return api.ParseParams(specs, raw)
+}
+
+// ValidatePlan is the host's check of every plan: targets C×C, finite,
+// non-negative, rows summing to 1; one weight per example; subset indices in
+// range and distinct; sane coefficients. Plugins may call it on their own plans.
+func ValidatePlan(p *Plan, classes, examples, models int) error {
+	return api.ValidatePlan(p, classes, examples, models)
+}
+
+// ValidateStages checks what Begin returned.
+func ValidateStages(stages []Stage) error { return api.ValidateStages(stages) }
+
+// ValidateSimilarity checks a similarity matrix for c classes: c×c and finite.
+func ValidateSimilarity(m *Matrix, c int) error { return api.ValidateSimilarity(m, c) }

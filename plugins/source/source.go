@@ -1,0 +1,175 @@
+// Package source serves lcl's built-in similarity sources — semantic,
+// visual, simrank, lca and matrix from package similarity — as
+// sdk.SimilaritySource implementations, so the lcl binary re-executed as a
+// plugin offers them over the same protocol as any third-party source.
+//
+// A served source runs in its own process: it opens WordNet from
+// $LCL_PLUGIN_WORDNET (else $WNHOME, else the Debian path) and the store
+// read-only from $LCL_PLUGIN_STORE (else the default folder) when it first
+// needs them; the host sets both (Host.Env) and must not hold the store open
+// meanwhile (Badger allows one writer or several readers).
+package source
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/similarity"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/wiki"
+)
+
+// Version is the built-in sources' version, reported by Describe.
+const Version = "1.0.0"
+
+// Environment variables a served built-in reads.
+const (
+	EnvWordNet = "LCL_PLUGIN_WORDNET"
+	EnvStore   = "LCL_PLUGIN_STORE"
+)
+
+// specs documents each built-in's parameters (package similarity checks them).
+var specs = map[string]struct {
+	summary string
+	params  []sdk.Param
+}{
+	"semantic": {"cosine of the class vectors from `lcl embed` (doc2vec of each class's article)", []sdk.Param{
+		{Name: "model", Type: "string", Help: "embedding model id (default: the label set's most recent vectors)"}}},
+	"visual": {"cosine of per-class attribute vectors (AwA2, CUB)", []sdk.Param{
+		{Name: "attributes", Type: "string", Default: "continuous", Help: "attribute matrix of the label set, or a file of C rows"},
+		{Name: "missing", Type: "string", Default: "mean", Help: "missing values: mean or zero"}}},
+	"simrank": {"SimRank on a label graph", []sdk.Param{
+		{Name: "graph", Type: "string", Help: "wordnet, hierarchy or an edge-list file (default: hierarchy where the set has one, else wordnet)"},
+		{Name: "decay", Type: "float", Default: "0.8", Help: "decay C in (0,1)"},
+		{Name: "iterations", Type: "int", Default: "1000", Help: "most iterations"},
+		{Name: "tolerance", Type: "float", Default: "1e-06", Help: "stop when no score changes by more"},
+		{Name: "variant", Type: "string", Default: "jeh-widom", Help: "jeh-widom, star or undirected"}}},
+	"lca": {"similarity of the lowest common ancestor in a label graph", []sdk.Param{
+		{Name: "graph", Type: "string", Help: "wordnet, hierarchy or an edge-list file"},
+		{Name: "form", Type: "string", Default: "wup", Help: "wup (Wu–Palmer) or height"}}},
+	"matrix": {"a precomputed C×C matrix (CSV, text or .npy) in class order", []sdk.Param{
+		{Name: "file", Type: "string", Help: "the matrix file"}}},
+}
+
+// Names lists the built-in sources.
+func Names() []string {
+	out := make([]string, 0, len(specs))
+	for n := range specs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New returns a built-in source by name, or false.
+func New(name string) (sdk.SimilaritySource, bool) {
+	if _, ok := specs[name]; !ok {
+		return nil, false
+	}
+	e := &env{}
+	src, err := similarity.Lookup(similarity.Deps{WordNet: e.wordNet, Vectors: e}, name)
+	if err != nil {
+		return nil, false
+	}
+	return &Source{name: name, src: src}, true
+}
+
+// Source serves one similarity.Source.
+type Source struct {
+	name string
+	src  similarity.Source
+}
+
+func (s *Source) Describe(context.Context) (sdk.SourceInfo, error) {
+	sp := specs[s.name]
+	return sdk.SourceInfo{Name: s.name, Version: Version, Summary: sp.summary, Params: sp.params,
+		NeedsAttributes: s.name == "visual"}, nil
+}
+
+// Compute rebuilds the label set from the request and runs the source with
+// package similarity's checks and normalisation.
+func (s *Source) Compute(ctx context.Context, req sdk.SimilarityRequest) (*sdk.Matrix, error) {
+	set := &labels.Set{Name: req.LabelSet}
+	for _, c := range req.Classes {
+		set.Classes = append(set.Classes, labels.Class{Index: c.Index, ID: c.ID, Name: c.Name, WNID: c.WNID})
+	}
+	for _, n := range req.Hierarchy {
+		set.Hierarchy = append(set.Hierarchy, labels.Node{ID: n.ID, Name: n.Name, Parent: n.Parent})
+	}
+	for _, a := range req.Attributes {
+		if set.Attributes == nil {
+			set.Attributes = map[string]*labels.Attributes{}
+		}
+		la := &labels.Attributes{Names: a.Names}
+		if a.Values != nil {
+			for i := 0; i < a.Values.Rows; i++ {
+				la.Values = append(la.Values, append([]float64(nil), a.Values.Row(i)...))
+			}
+		}
+		set.Attributes[a.Name] = la
+	}
+	res, err := similarity.Compute(ctx, s.src, set, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	c := len(req.Classes)
+	return &sdk.Matrix{Rows: c, Cols: c, Data: res.Data}, nil
+}
+
+// env opens WordNet and the store on first use.
+type env struct {
+	mu    sync.Mutex
+	wn    *wiki.WordNet
+	store *simstore.Store
+}
+
+func (e *env) wordNet() (*wiki.WordNet, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.wn == nil {
+		wn, err := wiki.OpenWordNet(os.Getenv(EnvWordNet))
+		if err != nil {
+			return nil, err
+		}
+		e.wn = wn
+	}
+	return e.wn, nil
+}
+
+func (e *env) open() (*simstore.Store, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.store == nil {
+		dir := os.Getenv(EnvStore)
+		if dir == "" {
+			dir = simstore.DefaultDir()
+		}
+		st, err := simstore.Open(dir, simstore.ReadOnly())
+		if err != nil {
+			return nil, fmt.Errorf("semantic source: %w", err)
+		}
+		e.store = st
+	}
+	return e.store, nil
+}
+
+func (e *env) GetVectors(ctx context.Context, labelSet, model string) (*simstore.Vectors, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	return st.GetVectors(ctx, labelSet, model)
+}
+
+func (e *env) List(ctx context.Context, kind string) ([]simstore.Entry, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	return st.List(ctx, kind)
+}

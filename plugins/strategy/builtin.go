@@ -1,0 +1,304 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/lcl-project/lcl/plugins/sdk"
+)
+
+// Version is the built-in strategies' version, reported by Describe.
+const Version = "1.0.0"
+
+// New returns a fresh built-in strategy by name, or false.
+func New(name string) (sdk.Strategy, bool) {
+	switch name {
+	case "sl":
+		return &SL{}, true
+	case "ls":
+		return &LS{}, true
+	case "lcl":
+		return &LCL{}, true
+	case "kd":
+		return &KD{}, true
+	case "dml":
+		return &DML{}, true
+	case "cn":
+		return &CN{}, true
+	}
+	return nil, false
+}
+
+// Names lists the built-in strategies.
+func Names() []string {
+	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn"}
+	sort.Strings(n)
+	return n
+}
+
+// base holds what every built-in keeps from Begin.
+type base struct {
+	run    sdk.Run
+	params *sdk.Values
+	stages []sdk.Stage
+}
+
+func (b *base) begin(run sdk.Run, specs []sdk.Param) error {
+	if len(run.Classes) == 0 {
+		return fmt.Errorf("no classes")
+	}
+	if run.Epochs < 1 {
+		return fmt.Errorf("epochs = %d, want ≥ 1", run.Epochs)
+	}
+	if len(run.Labels) != run.NumExamples {
+		return fmt.Errorf("%d labels for %d examples", len(run.Labels), run.NumExamples)
+	}
+	for i, y := range run.Labels {
+		if y < 0 || y >= len(run.Classes) {
+			return fmt.Errorf("label of example %d is %d, want a class index in [0,%d)", i, y, len(run.Classes))
+		}
+	}
+	v, err := sdk.ParseParams(specs, run.Params)
+	if err != nil {
+		return err
+	}
+	b.run, b.params = run, v
+	return nil
+}
+
+func (b *base) check(at sdk.PlanAt) error {
+	if b.params == nil {
+		return fmt.Errorf("plan asked before begin")
+	}
+	if at.Stage < 0 || at.Stage >= len(b.stages) {
+		return fmt.Errorf("stage %d: this run has %d stages", at.Stage, len(b.stages))
+	}
+	if at.Epoch < 0 || at.Epoch >= b.stages[at.Stage].Epochs {
+		return fmt.Errorf("epoch %d of stage %d: the stage has %d epochs", at.Epoch, at.Stage, b.stages[at.Stage].Epochs)
+	}
+	return nil
+}
+
+func (b *base) Observe(context.Context, sdk.Metrics) error { return nil }
+
+func (b *base) Features(context.Context, sdk.FeatureStream) error { return sdk.ErrNoFeatures }
+
+func oneStage(name string, epochs, models int) []sdk.Stage {
+	return []sdk.Stage{{Name: name, Epochs: epochs, Models: models, Teacher: -1, Fresh: true}}
+}
+
+// SL is standard learning: cross-entropy against one-hot targets.
+type SL struct{ base }
+
+func (s *SL) Describe(context.Context) (sdk.StrategyInfo, error) {
+	return sdk.StrategyInfo{Name: "sl", Version: Version, Summary: "standard learning: CE against one-hot targets",
+		Models: 1, Stages: []string{"train"}}, nil
+}
+
+func (s *SL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
+	if err := s.begin(run, nil); err != nil {
+		return nil, err
+	}
+	s.stages = oneStage("train", run.Epochs, 1)
+	return s.stages, nil
+}
+
+func (s *SL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
+	if err := s.check(at); err != nil {
+		return nil, err
+	}
+	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+}
+
+// LS is label smoothing: targets (1−α)·onehot + α/C, α = 0.1.
+type LS struct {
+	base
+	targets *sdk.Matrix
+}
+
+var lsParams = []sdk.Param{{Name: "alpha", Type: "float", Default: "0.1", Help: "smoothing mass α spread uniformly over all C classes"}}
+
+func (s *LS) Describe(context.Context) (sdk.StrategyInfo, error) {
+	return sdk.StrategyInfo{Name: "ls", Version: Version, Summary: "label smoothing: CE against (1−α)·onehot + α/C",
+		Params: lsParams, Models: 1, Stages: []string{"train"}}, nil
+}
+
+func (s *LS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
+	if err := s.begin(run, lsParams); err != nil {
+		return nil, err
+	}
+	a := s.params.Float("alpha")
+	if a < 0 || a > 1 {
+		return nil, fmt.Errorf("alpha = %g, want a value in [0,1]", a)
+	}
+	s.targets = Smoothed(len(run.Classes), a)
+	s.stages = oneStage("train", run.Epochs, 1)
+	return s.stages, nil
+}
+
+func (s *LS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
+	if err := s.check(at); err != nil {
+		return nil, err
+	}
+	return &sdk.Plan{Targets: s.targets, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+}
+
+// LCL is label-similarity curriculum learning (Dogan et al. 2020): targets
+// v(0) = s(c,·)/Σ_k s(c,k), then at epoch t ≥ 1 the paper's update applied t
+// times to the normalised matrix (see LCLStep). With per-step on, the update
+// is applied once per optimiser step instead (t = epoch·steps + step).
+type LCL struct {
+	base
+	v0  *sdk.Matrix
+	eps float64
+}
+
+var lclParams = []sdk.Param{
+	{Name: "epsilon", Type: "float", Default: "0.99", Help: "decay ε in (0,1] of the off-target mass per update (paper: 0.9, 0.99, 0.999)"},
+	{Name: "per-step", Type: "bool", Default: "false", Help: "apply the update every optimiser step instead of every epoch"},
+	{Name: "clip-negative", Type: "bool", Default: "false", Help: "set negative similarities to 0 instead of failing"},
+}
+
+func (s *LCL) Describe(context.Context) (sdk.StrategyInfo, error) {
+	return sdk.StrategyInfo{Name: "lcl", Version: Version,
+		Summary: "label-similarity curriculum: soft targets from class similarity, annealed to one-hot",
+		Params:  lclParams, Models: 1, Stages: []string{"train"}, NeedsSimilarity: true}, nil
+}
+
+func (s *LCL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
+	if err := s.begin(run, lclParams); err != nil {
+		return nil, err
+	}
+	c := len(run.Classes)
+	s.eps = s.params.Float("epsilon")
+	if !(s.eps > 0 && s.eps <= 1) {
+		return nil, fmt.Errorf("epsilon = %g, want a value in (0,1]", s.eps)
+	}
+	if run.Similarity == nil {
+		return nil, fmt.Errorf("lcl needs a similarity matrix (--source or --matrix)")
+	}
+	sim := run.Similarity.Clone()
+	if s.params.Bool("clip-negative") {
+		for i, v := range sim.Data {
+			sim.Data[i] = max(v, 0)
+		}
+	}
+	if err := CheckSimilarity(sim, c); err != nil {
+		return nil, fmt.Errorf("similarity matrix: %w", err)
+	}
+	s.v0 = LCLInitial(sim)
+	s.stages = oneStage("train", run.Epochs, 1)
+	if s.params.Bool("per-step") {
+		if run.StepsPerEpoch < 1 {
+			return nil, fmt.Errorf("per-step needs the number of steps per epoch, which the host did not give")
+		}
+		s.stages[0].PerStep = true
+	}
+	return s.stages, nil
+}
+
+func (s *LCL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
+	if err := s.check(at); err != nil {
+		return nil, err
+	}
+	t := at.Epoch
+	if s.stages[0].PerStep {
+		if at.Step < 0 || at.Step >= s.run.StepsPerEpoch {
+			return nil, fmt.Errorf("step %d: an epoch has %d steps", at.Step, s.run.StepsPerEpoch)
+		}
+		t = at.Epoch*s.run.StepsPerEpoch + at.Step
+	}
+	return &sdk.Plan{Targets: LCLTargets(s.v0, s.eps, t), Coef: sdk.Coefficients{SoftCE: 1}}, nil
+}
+
+// KD is knowledge distillation (Hinton et al. 2015): stage "teacher" trains
+// a teacher with sl; stage "student" trains a fresh student on
+// (1−α)·CE(y) + α·T²·KL(softmax(t/T) ‖ softmax(s/T)).
+type KD struct{ base }
+
+var kdParams = []sdk.Param{
+	{Name: "alpha", Type: "float", Default: "0.9", Help: "weight α of the distillation term"},
+	{Name: "temperature", Type: "float", Default: "4", Help: "softmax temperature T"},
+	{Name: "teacher-model", Type: "string", Default: "", Help: "teacher architecture (default: the run's model)"},
+	{Name: "teacher-epochs", Type: "int", Default: "0", Help: "teacher epochs (0: as many as the run)"},
+}
+
+func (s *KD) Describe(context.Context) (sdk.StrategyInfo, error) {
+	return sdk.StrategyInfo{Name: "kd", Version: Version,
+		Summary: "knowledge distillation: teacher with sl, then student on (1−α)·CE + α·T²·KL",
+		Params:  kdParams, Models: 1, Stages: []string{"teacher", "student"}}, nil
+}
+
+func (s *KD) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
+	if err := s.begin(run, kdParams); err != nil {
+		return nil, err
+	}
+	a, T := s.params.Float("alpha"), s.params.Float("temperature")
+	if a < 0 || a > 1 {
+		return nil, fmt.Errorf("alpha = %g, want a value in [0,1]", a)
+	}
+	if T <= 0 {
+		return nil, fmt.Errorf("temperature = %g, want > 0", T)
+	}
+	te := s.params.Int("teacher-epochs")
+	if te < 0 {
+		return nil, fmt.Errorf("teacher-epochs = %d, want ≥ 0", te)
+	}
+	if te == 0 {
+		te = run.Epochs
+	}
+	s.stages = []sdk.Stage{
+		{Name: "teacher", Epochs: te, Models: 1, Teacher: -1, Fresh: true, Model: s.params.String("teacher-model")},
+		{Name: "student", Epochs: run.Epochs, Models: 1, Teacher: 0, Fresh: true},
+	}
+	return s.stages, nil
+}
+
+func (s *KD) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
+	if err := s.check(at); err != nil {
+		return nil, err
+	}
+	if at.Stage == 0 {
+		return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	}
+	a := s.params.Float("alpha")
+	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1 - a, KD: a, Temperature: s.params.Float("temperature")}}, nil
+}
+
+// DML is deep mutual learning (Zhang et al. 2018): two peers trained
+// together, each on CE + KL(p_peer ‖ p_self) with the peer held constant.
+type DML struct{ base }
+
+var dmlParams = []sdk.Param{
+	{Name: "peers", Type: "int", Default: "2", Help: "number of peers trained together"},
+	{Name: "mutual", Type: "float", Default: "1", Help: "weight of each KL(p_peer ‖ p_self) term"},
+}
+
+func (s *DML) Describe(context.Context) (sdk.StrategyInfo, error) {
+	return sdk.StrategyInfo{Name: "dml", Version: Version,
+		Summary: "deep mutual learning: peers each on CE + KL(p_peer ‖ p_self)",
+		Params:  dmlParams, Models: 2, Stages: []string{"peers"}}, nil
+}
+
+func (s *DML) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
+	if err := s.begin(run, dmlParams); err != nil {
+		return nil, err
+	}
+	k := s.params.Int("peers")
+	if k < 2 {
+		return nil, fmt.Errorf("peers = %d, want ≥ 2", k)
+	}
+	if m := s.params.Float("mutual"); m < 0 {
+		return nil, fmt.Errorf("mutual = %g, want ≥ 0", m)
+	}
+	s.stages = oneStage("peers", run.Epochs, k)
+	return s.stages, nil
+}
+
+func (s *DML) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
+	if err := s.check(at); err != nil {
+		return nil, err
+	}
+	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1, Mutual: s.params.Float("mutual")}}, nil
+}

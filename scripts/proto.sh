@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Regenerates the plugin protocol code from plugins/proto/lcl.proto:
+#   Go:     plugins/proto/lcl.pb.go, plugins/proto/lcl_grpc.pb.go
+#   Python: examples/lcl-similarity-py/lcl_pb2.py (messages only; the Python
+#           example registers its gRPC handlers by hand, so no grpcio-tools)
+# Needs protoc (Debian: protobuf-compiler); installs the pinned Go generators.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PROTOC_GEN_GO=v1.36.12      # = google.golang.org/protobuf in go.mod
+PROTOC_GEN_GO_GRPC=v1.5.1
+
+command -v protoc >/dev/null || { echo "proto: protoc missing; apt-get install protobuf-compiler" >&2; exit 1; }
+bin="$(go env GOPATH)/bin"
+want() { [ -x "$bin/$1" ] && "$bin/$1" --version 2>/dev/null | grep -q "${2#v}"; }
+want protoc-gen-go "$PROTOC_GEN_GO" || go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO"
+want protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC" || go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC"
+
+PATH="$bin:$PATH" protoc -I plugins/proto \
+  --go_out=plugins/proto --go_opt=paths=source_relative \
+  --go-grpc_out=plugins/proto --go-grpc_opt=paths=source_relative \
+  --python_out=examples/lcl-similarity-py \
+  plugins/proto/lcl.proto
+echo "proto: regenerated plugins/proto/*.pb.go and examples/lcl-similarity-py/lcl_pb2.py" >&2

@@ -1,0 +1,456 @@
+package similarity
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// SimRank variants selectable with the simrank source's "variant" parameter.
+const (
+	// VariantJehWidom is plain SimRank (Jeh & Widom 2002) on the directed
+	// graph: s(a,b) = C/(|I(a)||I(b)|) Σ s(i,j) over in-neighbours (parents),
+	// iterated as S ← C·WᵀSW with the diagonal reset to 1, exactly as
+	// networkx's simrank_similarity. On a tree two leaves are similar only
+	// when they sit at the same depth below a common ancestor.
+	VariantJehWidom = "jeh-widom"
+	// VariantStar is SimRank* (Yu et al., VLDB 2013):
+	// S ← (C/2)(QS + SQᵀ) + (1−C)I with Q the row-normalised parent matrix,
+	// which also counts in-link paths of unequal lengths, so leaves at
+	// different depths under a common ancestor get a non-zero score. Its
+	// diagonal is not 1; the result is rescaled to s(a,b)/√(s(a,a)s(b,b)).
+	VariantStar = "star"
+	// VariantUndirected is plain SimRank on the undirected graph with a
+	// self-loop at every node: each node's neighbours are itself, its parents
+	// and its children. The self-loop lets a walk wait, so different depths
+	// meet.
+	VariantUndirected = "undirected"
+)
+
+// SimRankOptions are the iteration settings.
+type SimRankOptions struct {
+	Decay      float64 // C in (0,1); Jeh & Widom used 0.8, networkx defaults to 0.9
+	Iterations int     // maximum number of iterations
+	Tolerance  float64 // stop when no entry changes by more than this
+	Variant    string  // VariantJehWidom (default), VariantStar, VariantUndirected
+	// Progress, if set, gets one unit per iteration.
+	Progress Progress
+}
+
+// SimRankStats says how the iteration went.
+type SimRankStats struct {
+	Iterations int     // iterations run
+	Delta      float64 // largest change in the last iteration
+}
+
+// SimRank computes the node × node SimRank matrix of g (row-major,
+// len(g.Nodes)² values). The graph is held sparse (parent lists); the score
+// matrix is dense because it is mostly non-zero for the remedies.
+func SimRank(ctx context.Context, g *Graph, opt SimRankOptions) ([]float64, SimRankStats, error) {
+	if !(opt.Decay > 0 && opt.Decay < 1) {
+		return nil, SimRankStats{}, fmt.Errorf("simrank: decay %v must lie strictly between 0 and 1", opt.Decay)
+	}
+	if opt.Iterations <= 0 {
+		return nil, SimRankStats{}, fmt.Errorf("simrank: iterations must be positive, got %d", opt.Iterations)
+	}
+	if !(opt.Tolerance > 0) {
+		return nil, SimRankStats{}, fmt.Errorf("simrank: tolerance must be positive, got %v", opt.Tolerance)
+	}
+	switch opt.Variant {
+	case "", VariantJehWidom:
+		return simrankSparse(ctx, g.Parents, opt)
+	case VariantUndirected:
+		ch := g.Children()
+		nb := make([][]int, len(g.Nodes))
+		for i := range nb {
+			nb[i] = append(append([]int{i}, g.Parents[i]...), ch[i]...)
+		}
+		return simrankPlain(ctx, nb, opt)
+	case VariantStar:
+		return simrankStar(ctx, g.Parents, opt)
+	default:
+		return nil, SimRankStats{}, fmt.Errorf("simrank: unknown variant %q (want %s, %s or %s)", opt.Variant, VariantJehWidom, VariantStar, VariantUndirected)
+	}
+}
+
+// parallelRows runs fn over row ranges on every CPU.
+func parallelRows(n int, fn func(lo, hi int)) {
+	w := runtime.GOMAXPROCS(0)
+	if w > n {
+		w = n
+	}
+	if w <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + w - 1) / w
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// maxAbsDiff returns max |a−b|.
+func maxAbsDiff(a, b []float64) float64 {
+	d := 0.0
+	for i := range a {
+		if x := math.Abs(a[i] - b[i]); x > d {
+			d = x
+		}
+	}
+	return d
+}
+
+// meanRows sets dst[a][:] = scale·mean of src's rows over in[a] (0 when a
+// has no in-neighbours): the product WᵀX for the column-normalised adjacency
+// W, done row by row so every inner loop is contiguous.
+func meanRows(dst, src []float64, n int, in [][]int, scale float64) {
+	parallelRows(n, func(lo, hi int) {
+		for a := lo; a < hi; a++ {
+			out := dst[a*n : (a+1)*n]
+			ps := in[a]
+			if len(ps) == 0 {
+				clear(out)
+				continue
+			}
+			copy(out, src[ps[0]*n:(ps[0]+1)*n])
+			for _, i := range ps[1:] {
+				row := src[i*n : (i+1)*n]
+				for b, x := range row {
+					out[b] += x
+				}
+			}
+			f := scale / float64(len(ps))
+			for b := range out {
+				out[b] *= f
+			}
+		}
+	})
+}
+
+// transpose writes srcᵀ into dst, in cache-sized blocks.
+func transpose(dst, src []float64, n int) {
+	const blk = 32
+	nb := (n + blk - 1) / blk
+	parallelRows(nb, func(lo, hi int) {
+		for bi := lo; bi < hi; bi++ {
+			i0, i1 := bi*blk, min(bi*blk+blk, n)
+			for j0 := 0; j0 < n; j0 += blk {
+				j1 := min(j0+blk, n)
+				for i := i0; i < i1; i++ {
+					for j := j0; j < j1; j++ {
+						dst[j*n+i] = src[i*n+j]
+					}
+				}
+			}
+		}
+	})
+}
+
+// simrankPlain iterates S ← C·WᵀSW, diag(S) = 1, where column b of W holds
+// 1/|I(b)| at b's in-neighbours I(b). A step is two sparse products of
+// O(N·|E|) each: T = S·W (a gather within each row of S, which stays in
+// cache) and S' = C·Wᵀ·T (a sum of T's rows), with the convergence check
+// fused into the second.
+func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64, SimRankStats, error) {
+	n := len(in)
+	s := make([]float64, n*n)
+	next := make([]float64, n*n)
+	t := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		s[i*n+i] = 1
+	}
+	inv := make([]float64, n)
+	for i, ps := range in {
+		if len(ps) > 0 {
+			inv[i] = 1 / float64(len(ps))
+		}
+	}
+	// Flatten the in-neighbour lists (CSC of W) for the gather.
+	ptr := make([]int32, n+1)
+	var idx []int32
+	for b, ps := range in {
+		for _, j := range ps {
+			idx = append(idx, int32(j))
+		}
+		ptr[b+1] = int32(len(idx))
+	}
+	deltas := make([]float64, n)
+	var st SimRankStats
+	for it := 1; it <= opt.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		parallelRows(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				row := s[i*n : (i+1)*n]
+				out := t[i*n : (i+1)*n]
+				for b := range out {
+					sum := 0.0
+					for _, j := range idx[ptr[b]:ptr[b+1]] {
+						sum += row[j]
+					}
+					out[b] = sum * inv[b]
+				}
+			}
+		})
+		parallelRows(n, func(lo, hi int) {
+			for a := lo; a < hi; a++ {
+				out := next[a*n : (a+1)*n]
+				ps := in[a]
+				if len(ps) == 0 {
+					clear(out)
+				} else {
+					copy(out, t[ps[0]*n:(ps[0]+1)*n])
+					for _, i := range ps[1:] {
+						row := t[i*n : (i+1)*n]
+						for b, x := range row {
+							out[b] += x
+						}
+					}
+				}
+				f := opt.Decay * inv[a]
+				old := s[a*n : (a+1)*n]
+				d := 0.0
+				for b, x := range out {
+					x *= f
+					out[b] = x
+					if e := math.Abs(x - old[b]); e > d && b != a {
+						d = e
+					}
+				}
+				out[a] = 1
+				deltas[a] = d
+			}
+		})
+		s, next = next, s
+		st = SimRankStats{Iterations: it, Delta: 0}
+		for _, d := range deltas {
+			st.Delta = max(st.Delta, d)
+		}
+		if opt.Progress != nil {
+			opt.Progress.Add(1)
+		}
+		if st.Delta <= opt.Tolerance {
+			return s, st, nil
+		}
+	}
+	return nil, st, fmt.Errorf("simrank: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+}
+
+// simrankSparse computes the same iteration as simrankPlain, S ← C·WᵀSW
+// with diag(S) = 1, touching only non-zero scores. Plain SimRank grows
+// monotonically from S = I, so each row's non-zero pattern only grows, and on
+// a hierarchy it stays sparse (16% of ImageNet's DAG pairs at the fixed
+// point, fewer before). Each row keeps a dense value array (for O(1) access)
+// and a list of its non-zero columns: T = S·W scatters each non-zero S[i][j]
+// to j's children, and S' = C·WᵀT sums the sparse rows of T over each
+// node's parents.
+func simrankSparse(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64, SimRankStats, error) {
+	n := len(in)
+	children := make([][]int32, n)
+	inv := make([]float64, n)
+	for b, ps := range in {
+		for _, j := range ps {
+			children[j] = append(children[j], int32(b))
+		}
+		if len(ps) > 0 {
+			inv[b] = 1 / float64(len(ps))
+		}
+	}
+	// Only nodes with children are anyone's parent, so only their rows of
+	// T = S·W are ever read: T holds those rows alone (row tRow[i]).
+	tRow := make([]int, n)
+	var internal []int
+	for i := range children {
+		tRow[i] = -1
+		if len(children[i]) > 0 {
+			tRow[i] = len(internal)
+			internal = append(internal, i)
+		}
+	}
+	s := make([]float64, n*n)
+	next := make([]float64, n*n)
+	t := make([]float64, len(internal)*n)
+	nzS := make([][]int32, n) // non-zero columns of each row of s
+	nzN := make([][]int32, n) // of next (its stale content, cleared before reuse)
+	nzT := make([][]int32, len(internal))
+	for i := 0; i < n; i++ {
+		s[i*n+i] = 1
+		nzS[i] = []int32{int32(i)}
+	}
+	deltas := make([]float64, n)
+	var st SimRankStats
+	for it := 1; it <= opt.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		parallelRows(len(internal), func(lo, hi int) {
+			mark := make([]bool, n)
+			for r := lo; r < hi; r++ {
+				i := internal[r]
+				row := s[i*n : (i+1)*n]
+				trow := t[r*n : (r+1)*n]
+				tn := nzT[r][:0]
+				for _, j := range nzS[i] {
+					x := row[j]
+					for _, b := range children[j] {
+						if !mark[b] {
+							mark[b] = true
+							tn = append(tn, b)
+							trow[b] = 0
+						}
+						trow[b] += x * inv[b]
+					}
+				}
+				for _, b := range tn {
+					mark[b] = false
+				}
+				nzT[r] = tn
+			}
+		})
+		parallelRows(n, func(lo, hi int) {
+			mark := make([]bool, n)
+			for a := lo; a < hi; a++ {
+				nrow := next[a*n : (a+1)*n]
+				for _, b := range nzN[a] {
+					nrow[b] = 0
+				}
+				nn := nzN[a][:0]
+				f := opt.Decay * inv[a]
+				switch ps := in[a]; len(ps) {
+				case 0: // a root: similar only to itself
+					nn = append(nn, int32(a))
+				case 1: // most nodes: S'[a] = C·T[parent], no merging needed
+					r := tRow[ps[0]]
+					trow := t[r*n : (r+1)*n]
+					nn = append(nn, nzT[r]...)
+					for _, b := range nn {
+						nrow[b] = f * trow[b]
+					}
+				default:
+					for _, i := range ps {
+						r := tRow[i]
+						trow := t[r*n : (r+1)*n]
+						for _, b := range nzT[r] {
+							if !mark[b] {
+								mark[b] = true
+								nn = append(nn, b)
+							}
+							nrow[b] += trow[b]
+						}
+					}
+					for _, b := range nn {
+						mark[b] = false
+						nrow[b] *= f
+					}
+				}
+				// a is in the pattern: T[p][a] ≥ S[p][p]/|I(a)| > 0 for a parent p.
+				nrow[a] = 1
+				old := s[a*n : (a+1)*n]
+				d := 0.0
+				for _, b := range nn {
+					if e := math.Abs(nrow[b] - old[b]); e > d {
+						d = e
+					}
+				}
+				nzN[a] = nn
+				deltas[a] = d
+			}
+		})
+		s, next = next, s
+		nzS, nzN = nzN, nzS
+		st = SimRankStats{Iterations: it}
+		for _, d := range deltas {
+			st.Delta = max(st.Delta, d)
+		}
+		if opt.Progress != nil {
+			opt.Progress.Add(1)
+		}
+		if st.Delta <= opt.Tolerance {
+			return s, st, nil
+		}
+	}
+	return nil, st, fmt.Errorf("simrank: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+}
+
+// simrankStar iterates S ← (C/2)(QS + (QS)ᵀ) + (1−C)I from S = (1−C)I, with
+// Q = Wᵀ the row-normalised parent matrix, then rescales to a unit diagonal.
+func simrankStar(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64, SimRankStats, error) {
+	n := len(in)
+	s := make([]float64, n*n)
+	next := make([]float64, n*n)
+	p := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		s[i*n+i] = 1 - opt.Decay
+	}
+	var st SimRankStats
+	for it := 1; it <= opt.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, st, err
+		}
+		meanRows(p, s, n, in, opt.Decay/2) // (C/2)·QS
+		transpose(next, p, n)
+		for i, x := range p {
+			next[i] += x
+		}
+		for i := 0; i < n; i++ {
+			next[i*n+i] += 1 - opt.Decay
+		}
+		s, next = next, s
+		st = SimRankStats{Iterations: it, Delta: maxAbsDiff(s, next)}
+		if opt.Progress != nil {
+			opt.Progress.Add(1)
+		}
+		if st.Delta <= opt.Tolerance {
+			d := make([]float64, n)
+			for i := range d {
+				d[i] = math.Sqrt(s[i*n+i])
+			}
+			for a := 0; a < n; a++ {
+				for b := 0; b < n; b++ {
+					s[a*n+b] /= d[a] * d[b]
+				}
+			}
+			return s, st, nil
+		}
+	}
+	return nil, st, fmt.Errorf("simrank*: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+}
+
+// Submatrix picks rows and columns idx of an n×n row-major matrix.
+func Submatrix(m []float64, n int, idx []int) []float64 {
+	c := len(idx)
+	out := make([]float64, c*c)
+	for i, a := range idx {
+		for j, b := range idx {
+			out[i*c+j] = m[a*n+b]
+		}
+	}
+	return out
+}
+
+// ZeroShare is the share of off-diagonal pairs (i<j) of a C×C matrix whose
+// value is exactly 0.
+func ZeroShare(m []float64, c int) float64 {
+	if c < 2 {
+		return 0
+	}
+	zero := 0
+	for i := 0; i < c; i++ {
+		for j := i + 1; j < c; j++ {
+			if m[i*c+j] == 0 {
+				zero++
+			}
+		}
+	}
+	return float64(zero) / float64(c*(c-1)/2)
+}

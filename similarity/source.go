@@ -1,0 +1,199 @@
+package similarity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lcl-project/lcl/labels"
+)
+
+// Source computes a class-similarity matrix for a label set. Implementations
+// read only the set's classes (ids, names, wnids), its attribute matrices and
+// the string parameters, plus whatever they were constructed with (WordNet,
+// the store); that keeps the contract expressible as one request/response
+// message for plugins.
+type Source interface {
+	// Name is the source's name as given to --source.
+	Name() string
+	// Compute returns the C×C matrix of the set's classes, in class order.
+	Compute(ctx context.Context, set *labels.Set, params map[string]string) (*Result, error)
+}
+
+// Preparer is implemented by sources that can resolve their parameters and
+// digest their inputs without computing the matrix, so a stored matrix can
+// be found before any work is done.
+type Preparer interface {
+	// Prepare fills in default parameters, rejects bad ones, and returns the
+	// effective parameters and the sha256 digests of every input.
+	Prepare(ctx context.Context, set *labels.Set, params map[string]string) (Provenance, error)
+}
+
+// Provenance is what made a matrix: the effective parameters (defaults
+// filled in) and the digests of its inputs (input name → sha256 hex).
+type Provenance struct {
+	Params map[string]string
+	Inputs map[string]string
+}
+
+// Result is a computed matrix.
+type Result struct {
+	Classes []string  // class ids, in class order
+	Data    []float64 // C×C, row-major: Data[i*C+j] = s(i,j)
+	Provenance
+	// Notes are facts worth telling the user (zero share, iterations,
+	// missing-value handling), as "key: value" lines.
+	Notes []string
+}
+
+// N is the class count.
+func (r *Result) N() int { return len(r.Classes) }
+
+// At returns s(i,j).
+func (r *Result) At(i, j int) float64 { return r.Data[i*len(r.Classes)+j] }
+
+// Compute runs a source, checks the shape of its result against the set and
+// applies the normalisation policy (see Normalize). A result that breaks the
+// policy beyond repair is an error; nothing is returned then.
+func Compute(ctx context.Context, src Source, set *labels.Set, params map[string]string) (*Result, error) {
+	res, err := src.Compute(ctx, set, params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name(), err)
+	}
+	c := set.Len()
+	if len(res.Data) != c*c {
+		return nil, fmt.Errorf("%s: returned %d values, want %d×%d for label set %s", src.Name(), len(res.Data), c, c, set.Name)
+	}
+	if res.Classes == nil {
+		res.Classes = ClassIDs(set)
+	}
+	if len(res.Classes) != c {
+		return nil, fmt.Errorf("%s: returned %d class ids, want %d", src.Name(), len(res.Classes), c)
+	}
+	notes, err := Normalize(res.Data, res.Classes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name(), err)
+	}
+	res.Notes = append(res.Notes, notes...)
+	return res, nil
+}
+
+// ClassIDs returns the set's class ids in class order.
+func ClassIDs(set *labels.Set) []string {
+	out := make([]string, set.Len())
+	for i, c := range set.Classes {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// ClassesDigest digests the class list (ids and wnids): every source's
+// matrix depends on it.
+func ClassesDigest(set *labels.Set) string {
+	h := sha256.New()
+	for _, c := range set.Classes {
+		fmt.Fprintf(h, "%s\t%s\n", c.ID, c.WNID)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FileDigest is the sha256 of a file's content.
+func FileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func floatsDigest(rows [][]float64) string {
+	h := sha256.New()
+	for _, r := range rows {
+		for _, x := range r {
+			h.Write([]byte(strconv.FormatFloat(x, 'g', -1, 64)))
+			h.Write([]byte{' '})
+		}
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// params is a typed view of a source's string parameters that records the
+// effective value of every parameter it reads.
+type params struct {
+	in        map[string]string
+	effective map[string]string
+	known     map[string]bool
+}
+
+func newParams(in map[string]string, known ...string) (*params, error) {
+	p := &params{in: in, effective: map[string]string{}, known: map[string]bool{}}
+	for _, k := range known {
+		p.known[k] = true
+	}
+	var unknown []string
+	for k := range in {
+		if !p.known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		sort.Strings(known)
+		return nil, fmt.Errorf("unknown parameter(s) %s (this source takes: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return p, nil
+}
+
+func (p *params) str(key, def string) string {
+	v := strings.TrimSpace(p.in[key])
+	if v == "" {
+		v = def
+	}
+	if v != "" {
+		p.effective[key] = v
+	}
+	return v
+}
+
+func (p *params) choice(key, def string, allowed ...string) (string, error) {
+	v := p.str(key, def)
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("parameter %s: %q is not one of %s", key, v, strings.Join(allowed, ", "))
+}
+
+func (p *params) float(key string, def float64) (float64, error) {
+	v := p.str(key, strconv.FormatFloat(def, 'g', -1, 64))
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("parameter %s: %q is not a finite number", key, v)
+	}
+	p.effective[key] = strconv.FormatFloat(x, 'g', -1, 64)
+	return x, nil
+}
+
+func (p *params) int(key string, def int) (int, error) {
+	v := p.str(key, strconv.Itoa(def))
+	x, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("parameter %s: %q is not an integer", key, v)
+	}
+	p.effective[key] = strconv.Itoa(x)
+	return x, nil
+}

@@ -1,0 +1,314 @@
+package trainer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lcl-project/lcl/trainer/safetensors"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// A checkpoint is one safetensors file, checkpoint.safetensors in the run
+// directory. Its tensors are
+//
+//	peer<k>/<name>              parameters and buffers of peer k of the running stage
+//	optim<k>/<name>.momentum_buffer  its SGD momentum
+//	stage/<stage>/<name>        the final model of each finished stage
+//
+// with torchvision names, and its "__metadata__" holds "lcl.checkpoint": the
+// JSON of checkpointState (position, identity, planner state, history).
+const checkpointName = "checkpoint.safetensors"
+
+const checkpointFormat = 1
+
+type checkpointState struct {
+	Format       int               `json:"format"`
+	Identity     map[string]string `json:"identity"`
+	Position     position          `json:"position"`
+	Peers        int               `json:"peers"`
+	Finished     []string          `json:"finished"`
+	MetricsBytes int64             `json:"metrics_bytes"`
+	Planner      []byte            `json:"planner,omitempty"`
+	History      []EpochMetrics    `json:"history"`
+}
+
+type checkpoint struct {
+	path    string
+	State   checkpointState
+	tensors map[string]safetensors.Tensor
+}
+
+func toST(prefix string, ns []torch.Named) []safetensors.Tensor {
+	out := make([]safetensors.Tensor, len(ns))
+	for i, n := range ns {
+		out[i] = safetensors.Tensor{Name: prefix + n.Name, DType: n.DType.String(), Shape: n.Shape, Data: n.Data}
+	}
+	return out
+}
+
+func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) error {
+	if r.cfg.NoCheckpoint || r.cfg.Out == "" {
+		return nil
+	}
+	st := checkpointState{Format: checkpointFormat, Identity: r.id, Position: next, Peers: len(peers.models),
+		MetricsBytes: r.metricsBytes(), History: r.history}
+	if r.metrics != nil {
+		if err := r.metrics.Sync(); err != nil {
+			return fmt.Errorf("trainer: metrics: %w", err)
+		}
+	}
+	if sp, ok := r.cfg.Planner.(StatefulPlanner); ok {
+		b, err := sp.MarshalState()
+		if err != nil {
+			return fmt.Errorf("trainer: planner state: %w", err)
+		}
+		st.Planner = b
+	}
+	var ts []safetensors.Tensor
+	for name, m := range r.finished {
+		ns, err := m.State()
+		if err != nil {
+			return fmt.Errorf("trainer: checkpoint: %w", err)
+		}
+		ts = append(ts, toST("stage/"+name+"/", ns)...)
+		st.Finished = append(st.Finished, name)
+	}
+	if stageDone && next.Stage < len(r.stages) {
+		// The stage just ended: its peer 0 becomes a finished model.
+		name := r.stages[next.Stage-1].Name
+		ns, err := peers.models[0].State()
+		if err != nil {
+			return fmt.Errorf("trainer: checkpoint: %w", err)
+		}
+		ts = append(ts, toST("stage/"+name+"/", ns)...)
+		st.Finished = append(st.Finished, name)
+		st.Peers = 0
+	} else {
+		for k, m := range peers.models {
+			ns, err := m.State()
+			if err != nil {
+				return fmt.Errorf("trainer: checkpoint: %w", err)
+			}
+			ts = append(ts, toST(fmt.Sprintf("peer%d/", k), ns)...)
+			os, err := peers.optims[k].State()
+			if err != nil {
+				return fmt.Errorf("trainer: checkpoint: %w", err)
+			}
+			ts = append(ts, toST(fmt.Sprintf("optim%d/", k), os)...)
+		}
+	}
+	slices.Sort(st.Finished)
+	meta, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("trainer: checkpoint: %w", err)
+	}
+	var b strings.Builder
+	if err := safetensors.Write(&b, ts, map[string]string{"lcl.checkpoint": string(meta), "format": "pt"}); err != nil {
+		return fmt.Errorf("trainer: checkpoint: %w", err)
+	}
+	return writeAtomic(filepath.Join(r.cfg.Out, checkpointName), []byte(b.String()))
+}
+
+// ErrCheckpoint marks a checkpoint that cannot be resumed from.
+var ErrCheckpoint = errors.New("unusable checkpoint")
+
+func (r *runner) loadCheckpoint() (*checkpoint, error) {
+	path := filepath.Join(r.cfg.Out, checkpointName)
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("trainer: %w %s: %s", ErrCheckpoint, path, fmt.Sprintf(format, a...))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: resume: %w", err)
+	}
+	ts, meta, err := safetensors.Read(b)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	raw, ok := meta["lcl.checkpoint"]
+	if !ok {
+		return nil, bad("no lcl.checkpoint metadata (a weights file, not a checkpoint?)")
+	}
+	ck := &checkpoint{path: path, tensors: map[string]safetensors.Tensor{}}
+	if err := json.Unmarshal([]byte(raw), &ck.State); err != nil {
+		return nil, bad("metadata: %v", err)
+	}
+	if ck.State.Format != checkpointFormat {
+		return nil, bad("format %d, this lcl reads %d", ck.State.Format, checkpointFormat)
+	}
+	keys := make([]string, 0, len(r.id))
+	for k := range r.id {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if have := ck.State.Identity[k]; have != r.id[k] {
+			return nil, bad("written for %s %q, this run has %q", k, have, r.id[k])
+		}
+	}
+	p := ck.State.Position
+	if p.Stage < 0 || p.Stage > len(r.stages) || (p.Stage < len(r.stages) && (p.Epoch < 0 || p.Epoch > r.stages[p.Stage].Epochs)) {
+		return nil, bad("position stage %d epoch %d outside the run's stages", p.Stage, p.Epoch)
+	}
+	if p.Stage == len(r.stages) {
+		return nil, bad("the run already finished")
+	}
+	for _, t := range ts {
+		ck.tensors[t.Name] = t
+	}
+	if sp, ok := r.cfg.Planner.(StatefulPlanner); ok && ck.State.Planner != nil {
+		if err := sp.UnmarshalState(ck.State.Planner); err != nil {
+			return nil, bad("planner state: %v", err)
+		}
+	}
+	for _, name := range ck.State.Finished {
+		m, err := torch.NewModel(r.spec, r.cfg.Device)
+		if err != nil {
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+		if err := ck.load("stage/"+name+"/", m.LoadState); err != nil {
+			m.Close()
+			return nil, err
+		}
+		r.finished[name] = m
+	}
+	return ck, nil
+}
+
+func (ck *checkpoint) load(prefix string, into func(map[string]torch.Named) error) error {
+	state := map[string]torch.Named{}
+	for name, t := range ck.tensors {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		dt, err := torch.ParseDType(t.DType)
+		if err != nil {
+			return fmt.Errorf("trainer: %w %s: tensor %q: %v", ErrCheckpoint, ck.path, name, err)
+		}
+		n := strings.TrimPrefix(name, prefix)
+		state[n] = torch.Named{Name: n, DType: dt, Shape: t.Shape, Data: t.Data}
+	}
+	if err := into(state); err != nil {
+		return fmt.Errorf("trainer: %w %s (%s): %w", ErrCheckpoint, ck.path, strings.TrimSuffix(prefix, "/"), err)
+	}
+	return nil
+}
+
+func (ck *checkpoint) restorePeers(ps *peerSet) error {
+	if ck.State.Peers == 0 {
+		return nil // checkpoint at a stage boundary: the new stage starts fresh
+	}
+	if ck.State.Peers != len(ps.models) {
+		return fmt.Errorf("trainer: %w %s: %d peers, the stage has %d", ErrCheckpoint, ck.path, ck.State.Peers, len(ps.models))
+	}
+	for k := range ps.models {
+		if err := ck.load(fmt.Sprintf("peer%d/", k), ps.models[k].LoadState); err != nil {
+			return err
+		}
+		if err := ck.load(fmt.Sprintf("optim%d/", k), ps.optims[k].LoadState); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeWeights writes m's parameters and buffers with torchvision names, a
+// file torch's load_state_dict accepts after safetensors.torch.load_file.
+// Its metadata holds "format": "pt" and the run's identity as "lcl.<key>"
+// (lcl.model, lcl.data, ...).
+func writeWeights(path string, m *torch.Model, id map[string]string) error {
+	ns, err := m.State()
+	if err != nil {
+		return fmt.Errorf("trainer: weights: %w", err)
+	}
+	meta := map[string]string{"format": "pt"}
+	for k, v := range id {
+		meta["lcl."+k] = v
+	}
+	var b strings.Builder
+	if err := safetensors.Write(&b, toST("", ns), meta); err != nil {
+		return fmt.Errorf("trainer: weights: %w", err)
+	}
+	return writeAtomic(path, []byte(b.String()))
+}
+
+// WeightsMeta returns the metadata of a weights file or checkpoint: for a
+// checkpoint, its identity as "lcl.<key>" like a weights file's.
+func WeightsMeta(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	_, meta, err := safetensors.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if raw, ok := meta["lcl.checkpoint"]; ok {
+		var st checkpointState
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			return nil, fmt.Errorf("%s: %w: metadata: %v", path, ErrCheckpoint, err)
+		}
+		for k, v := range st.Identity {
+			meta["lcl."+k] = v
+		}
+	}
+	return meta, nil
+}
+
+// LoadWeights loads a weights file (model.safetensors) or the final model
+// of a checkpoint into m.
+func LoadWeights(path string, m *torch.Model) (meta map[string]string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ts, meta, err := safetensors.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	prefix := ""
+	if _, ok := meta["lcl.checkpoint"]; ok {
+		prefix = "peer0/"
+	}
+	ck := &checkpoint{path: path, tensors: map[string]safetensors.Tensor{}}
+	for _, t := range ts {
+		ck.tensors[t.Name] = t
+	}
+	return meta, ck.load(prefix, m.LoadState)
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory, synced before it is renamed over path.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("trainer: writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("trainer: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("trainer: writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

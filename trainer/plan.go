@@ -1,0 +1,105 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// Stage is one phase of a run: Peers models (K ≥ 1) trained together for
+// Epochs epochs. A later stage may use the final model (peer 0) of an earlier
+// stage as a frozen Teacher, or ask for its penultimate features through
+// PlanContext.Features.
+type Stage struct {
+	Name    string
+	Epochs  int    // 0 = the run's epoch count
+	Peers   int    // 0 = 1
+	Teacher string // name of an earlier stage, "" for none
+}
+
+// Plan is what a Planner decides for one epoch.
+type Plan struct {
+	// Targets is the C×C row-major soft-target matrix: row y is the target of
+	// an example labelled y. nil means one-hot.
+	Targets []float32
+	// Weights holds one weight per example of the training dataset, indexed by
+	// example index (len = Dataset.Len()); nil means uniform.
+	Weights []float32
+	// Subset restricts this epoch to these example indices (CurriculumNet);
+	// nil means the run's whole training set.
+	Subset []int
+	// Coefs weighs the loss terms; the zero value means Soft = 1.
+	Coefs torch.Coefs
+}
+
+// PlanContext tells the planner where the run stands.
+type PlanContext struct {
+	Stage      Stage
+	StageIndex int
+	Epoch      int // 0-based within the stage
+	Epochs     int // of the stage
+	NumClasses int
+	// Classes names the classes in label order when the dataset knows them
+	// (it has a Classes() []string method); nil otherwise.
+	Classes []string
+	// Train holds the run's training example indices (after --fraction).
+	Train []int
+	// Label returns the label of training example i.
+	Label func(i int) int
+	// Features returns the penultimate features of the final model of an
+	// earlier stage for the given training examples (evaluation mode, no
+	// augmentation), one row per index.
+	Features func(ctx context.Context, stage string, indices []int) ([][]float32, error)
+}
+
+// Planner decides targets, weights, subsets and loss terms: a training
+// strategy as the loop sees it. Plan is called at the start of every epoch,
+// also after a resume, so it must be a function of the context (and of the
+// state restored by a StatefulPlanner).
+type Planner interface {
+	Stages() []Stage
+	Plan(ctx context.Context, pc PlanContext) (Plan, error)
+}
+
+// StatefulPlanner is a Planner whose state goes into checkpoints.
+type StatefulPlanner interface {
+	Planner
+	MarshalState() ([]byte, error)
+	UnmarshalState([]byte) error
+}
+
+// SL is standard supervised learning: one stage, one model, one-hot targets.
+type SL struct{}
+
+func (SL) Stages() []Stage { return []Stage{{Name: "train"}} }
+
+func (SL) Plan(context.Context, PlanContext) (Plan, error) {
+	return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
+}
+
+// Planners names the strategies built into the trainer.
+func Planners() map[string]func() Planner {
+	return map[string]func() Planner{"sl": func() Planner { return SL{} }}
+}
+
+func (p *Plan) validate(numClasses, numExamples int) error {
+	if p.Targets != nil && len(p.Targets) != numClasses*numClasses {
+		return fmt.Errorf("plan: target matrix has %d values, want %d×%d", len(p.Targets), numClasses, numClasses)
+	}
+	if p.Weights != nil && len(p.Weights) != numExamples {
+		return fmt.Errorf("plan: %d weights for %d training examples", len(p.Weights), numExamples)
+	}
+	for _, i := range p.Subset {
+		if i < 0 || i >= numExamples {
+			return fmt.Errorf("plan: subset index %d outside [0,%d)", i, numExamples)
+		}
+	}
+	if p.Coefs == (torch.Coefs{}) {
+		p.Coefs.Soft = 1
+	}
+	if p.Coefs.KD != 0 && p.Coefs.KDTemp <= 0 {
+		p.Coefs.KDTemp = 1
+	}
+	return nil
+}

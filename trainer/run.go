@@ -1,0 +1,699 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// Config is one training run.
+type Config struct {
+	// Out is the run directory (metrics.jsonl, checkpoint.safetensors,
+	// model.safetensors, result.json); "" keeps everything in memory.
+	Out string
+	// Model names an architecture of Models ("cnn", "resnet18:stem=cifar").
+	Model  string
+	Models *models.Registry // nil = models.Builtin()
+	Train  Dataset
+	Test   Dataset
+	Loader Loader
+	// TrainIndices is the run's training set (e.g. a class-stratified
+	// fraction); nil = every example of Train.
+	TrainIndices []int
+	Planner      Planner
+	Strategy     string // the planner's name, recorded and checked on resume
+	Optim        Optim
+	Seed         int64
+	Threads      int    // libtorch threads; 0 keeps libtorch's default
+	Device       string // "cpu" (default), "cuda", "cuda:1"
+	EvalBatch    int    // 0 = 256
+	// CheckpointEvery writes a checkpoint every that many epochs; the end of
+	// every stage, the end of the run and a cancellation always write one.
+	CheckpointEvery int
+	// NoCheckpoint disables checkpoints (benchmarks, tests).
+	NoCheckpoint bool
+	// Resume continues from Out/checkpoint.safetensors.
+	Resume bool
+	// Identity holds further settings a resumed run must share with the
+	// checkpoint (dataset, fraction, ...).
+	Identity map[string]string
+	// Progress, when set, is called after every step.
+	Progress func(Progress)
+	// OnEpoch, when set, is called with each epoch's metrics.
+	OnEpoch func(EpochMetrics)
+}
+
+// Progress is the state of the run after a step.
+type Progress struct {
+	Stage                      string
+	Epoch, Epochs, Step, Steps int // Epoch is 1-based
+	Loss, Acc, ImgPerSec       float64
+	ETA                        time.Duration // of the stage
+}
+
+// PeerMetrics are one model's figures for an epoch.
+type PeerMetrics struct {
+	TrainLoss float64 `json:"train_loss"`
+	TrainTop1 float64 `json:"train_top1"`
+	TestTop1  float64 `json:"test_top1"`
+	TestTop5  float64 `json:"test_top5"`
+	TestLoss  float64 `json:"test_loss"`
+}
+
+// EpochMetrics is one line of metrics.jsonl.
+type EpochMetrics struct {
+	MessageType string        `json:"message_type"` // "epoch"
+	Stage       string        `json:"stage"`
+	StageIndex  int           `json:"stage_index"`
+	Epoch       int           `json:"epoch"` // 1-based
+	Epochs      int           `json:"epochs"`
+	LR          float64       `json:"lr"`
+	Images      int64         `json:"images"`
+	Seconds     float64       `json:"seconds"`
+	ImgPerSec   float64       `json:"img_per_s"`
+	PeerMetrics               // peer 0
+	Peers       []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
+	// Top1 and Top5 repeat the test accuracy of every peer (one entry per
+	// model), the per-epoch shape lcl report and lcl experiment read.
+	Top1 []float64 `json:"top1"`
+	Top5 []float64 `json:"top5"`
+	// TargetEntropy is the mean over classes of the entropy (nats) of the
+	// epoch's target rows: 0 for one-hot, falling over the epochs under LCL.
+	TargetEntropy float64 `json:"target_entropy"`
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Strategy   string         `json:"strategy"`
+	Model      string         `json:"model"`
+	Seed       int64          `json:"seed"`
+	Final      []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
+	Top1       []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5       []float64      `json:"top5"`
+	Epochs     []EpochMetrics `json:"epochs"`
+	Seconds    float64        `json:"seconds"`
+	Checkpoint string         `json:"checkpoint,omitempty"`
+	Weights    string         `json:"weights,omitempty"`
+}
+
+// ErrCanceled wraps the context's error when a run stopped early; the
+// checkpoint written then lets Resume continue it.
+var ErrCanceled = errors.New("training canceled")
+
+type runner struct {
+	cfg      Config
+	spec     torch.Spec
+	stages   []Stage
+	finished map[string]*torch.Model
+	metrics  *os.File
+	history  []EpochMetrics
+	start    time.Time
+	id       map[string]string
+}
+
+// Run trains as cfg says. On cancellation it writes a checkpoint (unless
+// disabled) and returns an error wrapping ErrCanceled and ctx.Err().
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	// Every libtorch call of the run comes from one OS thread, so OpenMP
+	// keeps a single worker team (libgomp keeps one per calling thread).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	return r.run(ctx)
+}
+
+func newRunner(cfg Config) (*runner, error) {
+	if cfg.Train == nil || cfg.Test == nil || cfg.Loader == nil || cfg.Planner == nil {
+		return nil, errors.New("trainer: config needs Train, Test, Loader and Planner")
+	}
+	if cfg.Models == nil {
+		cfg.Models = models.Builtin()
+	}
+	if cfg.Device == "" {
+		cfg.Device = "cpu"
+	}
+	if cfg.EvalBatch <= 0 {
+		cfg.EvalBatch = 256
+	}
+	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
+		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
+	}
+	if err := cfg.Optim.Schedule.Validate(); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if (cfg.Resume || !cfg.NoCheckpoint) && cfg.Out == "" && cfg.Resume {
+		return nil, errors.New("trainer: resume needs the run directory")
+	}
+	c, h, w := cfg.Train.Shape()
+	tc, th, tw := cfg.Test.Shape()
+	if c != tc || h != th || w != tw || cfg.Train.NumClasses() != cfg.Test.NumClasses() {
+		return nil, fmt.Errorf("trainer: train set is %d×%d×%d with %d classes, test set %d×%d×%d with %d",
+			c, h, w, cfg.Train.NumClasses(), tc, th, tw, cfg.Test.NumClasses())
+	}
+	spec, err := cfg.Models.Get(cfg.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()})
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if cfg.TrainIndices == nil {
+		cfg.TrainIndices = make([]int, cfg.Train.Len())
+		for i := range cfg.TrainIndices {
+			cfg.TrainIndices[i] = i
+		}
+	}
+	if len(cfg.TrainIndices) == 0 {
+		return nil, errors.New("trainer: empty training set")
+	}
+	stages := cfg.Planner.Stages()
+	if len(stages) == 0 {
+		return nil, errors.New("trainer: planner declares no stage")
+	}
+	seen := map[string]bool{}
+	for i := range stages {
+		s := &stages[i]
+		if s.Epochs <= 0 {
+			s.Epochs = cfg.Optim.Epochs
+		}
+		if s.Peers <= 0 {
+			s.Peers = 1
+		}
+		if s.Name == "" || seen[s.Name] {
+			return nil, fmt.Errorf("trainer: stage %d: empty or repeated name %q", i, s.Name)
+		}
+		if s.Teacher != "" && !seen[s.Teacher] {
+			return nil, fmt.Errorf("trainer: stage %q: teacher %q is not an earlier stage", s.Name, s.Teacher)
+		}
+		seen[s.Name] = true
+	}
+	if cfg.Threads > 0 {
+		torch.SetThreads(cfg.Threads)
+	}
+	r := &runner{cfg: cfg, spec: spec, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r.id = r.identity()
+	return r, nil
+}
+
+func (r *runner) close() {
+	for _, m := range r.finished {
+		m.Close()
+	}
+	if r.metrics != nil {
+		r.metrics.Close()
+	}
+}
+
+func (r *runner) identity() map[string]string {
+	o := r.cfg.Optim
+	c, h, w := r.cfg.Train.Shape()
+	id := map[string]string{
+		"model":    r.cfg.Model,
+		"strategy": r.cfg.Strategy,
+		"seed":     fmt.Sprint(r.cfg.Seed),
+		"input":    fmt.Sprintf("%dx%dx%d/%d", c, h, w, r.cfg.Train.NumClasses()),
+		"train":    fmt.Sprintf("%d of %d", len(r.cfg.TrainIndices), r.cfg.Train.Len()),
+		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
+			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
+	}
+	for k, v := range r.cfg.Identity {
+		id[k] = v
+	}
+	return id
+}
+
+// mix derives a seed from the run's seed and a position (splitmix64).
+func mix(vals ...int64) uint64 {
+	var x uint64 = 0x9e3779b97f4a7c15
+	for _, v := range vals {
+		x ^= uint64(v)
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		x = z ^ (z >> 31)
+	}
+	return x
+}
+
+// peerSet is the models of the running stage.
+type peerSet struct {
+	models []*torch.Model
+	optims []*torch.Optimizer
+}
+
+func (p *peerSet) close() {
+	for _, o := range p.optims {
+		o.Close()
+	}
+	for _, m := range p.models {
+		m.Close()
+	}
+}
+
+func (r *runner) newPeers(stage int) (*peerSet, error) {
+	torch.ManualSeed(mix(r.cfg.Seed, 1, int64(stage)))
+	ps := &peerSet{}
+	o := r.cfg.Optim
+	for range r.stages[stage].Peers {
+		m, err := torch.NewModel(r.spec, r.cfg.Device)
+		if err != nil {
+			ps.close()
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+		ps.models = append(ps.models, m)
+		opt, err := torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
+		if err != nil {
+			ps.close()
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+		ps.optims = append(ps.optims, opt)
+	}
+	return ps, nil
+}
+
+// position is where a run stands; a checkpoint stores it.
+type position struct {
+	Stage, Epoch, Step int
+	Acc                []accum // per peer, for the epoch in progress
+	Images             int64
+	Seconds            float64
+}
+
+type accum struct {
+	Loss    float64 `json:"loss"`
+	Correct int64   `json:"correct"`
+	Seen    int64   `json:"seen"`
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	var pos position
+	var resumed *checkpoint
+	if r.cfg.Resume {
+		ck, err := r.loadCheckpoint()
+		if err != nil {
+			return nil, err
+		}
+		resumed, pos = ck, ck.State.Position
+		r.history = ck.State.History
+	}
+	if err := r.openMetrics(resumed); err != nil {
+		return nil, err
+	}
+	var peers *peerSet
+	for s := pos.Stage; s < len(r.stages); s++ {
+		var err error
+		if peers, err = r.newPeers(s); err != nil {
+			return nil, err
+		}
+		if resumed != nil && s == pos.Stage {
+			if err := resumed.restorePeers(peers); err != nil {
+				peers.close()
+				return nil, err
+			}
+		}
+		start := 0
+		if s == pos.Stage {
+			start = pos.Epoch
+		}
+		for e := start; e < r.stages[s].Epochs; e++ {
+			p := position{Stage: s, Epoch: e}
+			if s == pos.Stage && e == pos.Epoch {
+				p = pos
+			}
+			if err := r.epoch(ctx, peers, p); err != nil {
+				peers.close()
+				return nil, err
+			}
+			last := e == r.stages[s].Epochs-1
+			every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
+			if last || every {
+				next := position{Stage: s, Epoch: e + 1}
+				if last {
+					next = position{Stage: s + 1}
+				}
+				if err := r.saveCheckpoint(peers, next, last); err != nil {
+					peers.close()
+					return nil, err
+				}
+			}
+		}
+		if s < len(r.stages)-1 {
+			// Keep peer 0 as the stage's final model (teacher, features).
+			r.finished[r.stages[s].Name] = peers.models[0]
+			peers.models = peers.models[1:]
+			peers.close()
+		}
+	}
+	defer peers.close()
+	return r.finish(peers)
+}
+
+func (r *runner) finish(peers *peerSet) (*Result, error) {
+	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Epochs: r.history,
+		Seconds: time.Since(r.start).Seconds()}
+	if n := len(r.history); n > 0 {
+		last := r.history[n-1]
+		res.Final = last.Peers
+		if res.Final == nil {
+			res.Final = []PeerMetrics{last.PeerMetrics}
+		}
+		res.Top1, res.Top5 = last.Top1, last.Top5
+	}
+	if r.cfg.Out == "" {
+		return res, nil
+	}
+	for k, m := range peers.models {
+		name := "model.safetensors"
+		if k > 0 {
+			name = fmt.Sprintf("model-peer%d.safetensors", k)
+		}
+		path := filepath.Join(r.cfg.Out, name)
+		if err := writeWeights(path, m, r.id); err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			res.Weights = path
+		}
+	}
+	if !r.cfg.NoCheckpoint {
+		res.Checkpoint = filepath.Join(r.cfg.Out, checkpointName)
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(r.cfg.Out, "result.json"), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (r *runner) openMetrics(ck *checkpoint) error {
+	if r.cfg.Out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(r.cfg.Out, 0o755); err != nil {
+		return fmt.Errorf("trainer: run directory: %w", err)
+	}
+	path := filepath.Join(r.cfg.Out, "metrics.jsonl")
+	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if ck != nil {
+		flag = os.O_CREATE | os.O_WRONLY
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	if ck != nil {
+		// Drop the lines written after the checkpoint.
+		if err := f.Truncate(ck.State.MetricsBytes); err != nil {
+			f.Close()
+			return fmt.Errorf("trainer: %w", err)
+		}
+		if _, err := f.Seek(ck.State.MetricsBytes, io.SeekStart); err != nil {
+			f.Close()
+			return fmt.Errorf("trainer: %w", err)
+		}
+	}
+	r.metrics = f
+	return nil
+}
+
+func (r *runner) metricsBytes() int64 {
+	if r.metrics == nil {
+		return 0
+	}
+	off, _ := r.metrics.Seek(0, io.SeekCurrent)
+	return off
+}
+
+func (r *runner) planContext(s, e int) PlanContext {
+	var classes []string
+	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
+		classes = c.Classes()
+	}
+	return PlanContext{Classes: classes,
+		Stage: r.stages[s], StageIndex: s, Epoch: e, Epochs: r.stages[s].Epochs,
+		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
+		Features: r.features,
+	}
+}
+
+// features returns the penultimate features of a finished stage's model.
+func (r *runner) features(ctx context.Context, stage string, indices []int) ([][]float32, error) {
+	m, ok := r.finished[stage]
+	if !ok {
+		return nil, fmt.Errorf("trainer: features of stage %q: no such finished stage", stage)
+	}
+	pos := make(map[int]int, len(indices))
+	for k, i := range indices {
+		pos[i] = k
+	}
+	out := make([][]float32, len(indices))
+	c, h, w := r.cfg.Train.Shape()
+	err := r.each(ctx, r.cfg.Train, LoaderConfig{Indices: indices, Batch: r.cfg.EvalBatch}, func(b *Batch) error {
+		ev, err := m.Eval(b.X, b.N, c, h, w, nil, false, true)
+		if err != nil {
+			return fmt.Errorf("trainer: features: %w", err)
+		}
+		d := m.FeatureDim()
+		for k, i := range b.Index {
+			out[pos[i]] = ev.Features[k*d : (k+1)*d]
+		}
+		return nil
+	})
+	return out, err
+}
+
+// each runs fn over one pass of ds.
+func (r *runner) each(ctx context.Context, ds Dataset, lc LoaderConfig, fn func(*Batch) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	it, err := r.cfg.Loader(ctx, ds, lc)
+	if err != nil {
+		return fmt.Errorf("trainer: loader: %w", err)
+	}
+	if c, ok := it.(io.Closer); ok {
+		defer c.Close()
+	}
+	for {
+		b, err := it.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("trainer: loader: %w", err)
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+}
+
+var errStop = errors.New("stop")
+
+func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
+	s, e := p.Stage, p.Epoch
+	stage := r.stages[s]
+	plan, err := r.cfg.Planner.Plan(ctx, r.planContext(s, e))
+	if err != nil {
+		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
+	}
+	if err := plan.validate(r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
+		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
+	}
+	var teacher *torch.Model
+	if plan.Coefs.KD != 0 {
+		if teacher = r.finished[stage.Teacher]; teacher == nil {
+			return fmt.Errorf("trainer: stage %q: distillation without a teacher stage", stage.Name)
+		}
+	}
+	var targets *torch.Tensor
+	if plan.Targets != nil {
+		C := int64(r.cfg.Train.NumClasses())
+		if targets, err = torch.NewTensor(plan.Targets, []int64{C, C}, r.cfg.Device); err != nil {
+			return fmt.Errorf("trainer: %w", err)
+		}
+		defer targets.Close()
+	}
+	indices := plan.Subset
+	if indices == nil {
+		indices = r.cfg.TrainIndices
+	}
+	bs := r.cfg.Optim.Batch
+	steps := (len(indices) + bs - 1) / bs
+	if p.Acc == nil {
+		p.Acc = make([]accum, stage.Peers)
+	}
+	c, h, w := r.cfg.Train.Shape()
+	k := len(peers.models)
+	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, C: c, H: h, W: w,
+		Targets: targets, Coefs: plan.Coefs}
+	var weights []float32
+	if plan.Weights != nil {
+		weights = make([]float32, bs)
+	}
+	t0 := time.Now()
+	done0 := p.Step
+	var lr float64
+	i := 0
+	lc := LoaderConfig{Indices: indices, Batch: bs, Shuffle: true, Seed: int64(mix(r.cfg.Seed, 2, int64(s), int64(e))), Train: true}
+	err = r.each(ctx, r.cfg.Train, lc, func(b *Batch) error {
+		defer func() { i++ }()
+		if i < p.Step {
+			return nil // done before the checkpoint this run resumed from
+		}
+		if ctx.Err() != nil {
+			return errStop
+		}
+		// A batch of one cannot be batch-normalised in training mode.
+		if b.N < 2 {
+			p.Step++
+			return nil
+		}
+		lr = r.cfg.Optim.Schedule.At(e, float64(i)/float64(steps), stage.Epochs)
+		step.X, step.Y, step.N, step.LR = b.X, b.Y, b.N, lr
+		step.Weights = nil
+		if weights != nil {
+			step.Weights = weights[:b.N]
+			for j, idx := range b.Index {
+				step.Weights[j] = plan.Weights[idx]
+			}
+		}
+		// Seeding per step makes dropout independent of where a run resumed.
+		torch.ManualSeed(mix(r.cfg.Seed, 3, int64(s), int64(e), int64(i)))
+		res, err := torch.TrainStep(step)
+		if err != nil {
+			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)
+		}
+		for q := range k {
+			p.Acc[q].Loss += float64(res.Loss[q]) * float64(b.N)
+			p.Acc[q].Correct += res.Correct[q]
+			p.Acc[q].Seen += int64(b.N)
+		}
+		if math.IsNaN(float64(res.Loss[0])) || math.IsInf(float64(res.Loss[0]), 0) {
+			return fmt.Errorf("trainer: stage %q epoch %d step %d: loss is %v (learning rate %g too high?)",
+				stage.Name, e+1, i+1, res.Loss[0], lr)
+		}
+		p.Step++
+		p.Images += int64(b.N)
+		if r.cfg.Progress != nil {
+			el := time.Since(t0).Seconds()
+			done := p.Step - done0
+			perStep := el / float64(max(done, 1))
+			left := float64(steps-p.Step) + float64(stage.Epochs-e-1)*float64(steps)
+			r.cfg.Progress(Progress{Stage: stage.Name, Epoch: e + 1, Epochs: stage.Epochs, Step: p.Step, Steps: steps,
+				Loss: p.Acc[0].Loss / float64(p.Acc[0].Seen), Acc: float64(p.Acc[0].Correct) / float64(p.Acc[0].Seen),
+				ImgPerSec: float64(p.Images) / (p.Seconds + el), ETA: time.Duration(perStep * left * float64(time.Second))})
+		}
+		return nil
+	})
+	p.Seconds += time.Since(t0).Seconds()
+	// canceled checkpoints the position so a resume continues at this step
+	// (or, once every step is done, at the evaluation).
+	canceled := func() error {
+		if !r.cfg.NoCheckpoint && r.cfg.Out != "" {
+			if cerr := r.saveCheckpoint(peers, p, false); cerr != nil {
+				return errors.Join(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()), cerr)
+			}
+		}
+		return fmt.Errorf("%w at stage %q epoch %d step %d: %w", ErrCanceled, stage.Name, e+1, p.Step, ctx.Err())
+	}
+	if errors.Is(err, errStop) || ctx.Err() != nil {
+		return canceled()
+	}
+	if err != nil {
+		return err
+	}
+	lr = r.cfg.Optim.Schedule.At(e, float64(steps-1)/float64(steps), stage.Epochs) // at the last step
+	em := EpochMetrics{MessageType: "epoch", Stage: stage.Name, StageIndex: s, Epoch: e + 1, Epochs: stage.Epochs,
+		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: meanRowEntropy(plan.Targets, r.cfg.Train.NumClasses())}
+	if p.Seconds > 0 {
+		em.ImgPerSec = float64(p.Images) / p.Seconds
+	}
+	for q, m := range peers.models {
+		pm, err := r.evaluate(ctx, m)
+		if err != nil && ctx.Err() != nil {
+			return canceled()
+		}
+		if err != nil {
+			return err
+		}
+		if a := p.Acc[q]; a.Seen > 0 {
+			pm.TrainLoss, pm.TrainTop1 = a.Loss/float64(a.Seen), float64(a.Correct)/float64(a.Seen)
+		}
+		if q == 0 {
+			em.PeerMetrics = pm
+		}
+		em.Top1, em.Top5 = append(em.Top1, pm.TestTop1), append(em.Top5, pm.TestTop5)
+		if k > 1 {
+			em.Peers = append(em.Peers, pm)
+		}
+	}
+	r.history = append(r.history, em)
+	if r.cfg.OnEpoch != nil {
+		r.cfg.OnEpoch(em)
+	}
+	if r.metrics != nil {
+		b, _ := json.Marshal(em)
+		if _, err := r.metrics.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("trainer: metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *runner) evaluate(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
+	return Evaluate(ctx, m, r.cfg.Test, r.cfg.Loader, r.cfg.EvalBatch)
+}
+
+// Evaluate computes the top-1/top-5 accuracy and mean cross-entropy of m on
+// the whole of ds (evaluation transform, batches of batch).
+func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, batch int) (PeerMetrics, error) {
+	var top1, top5, n int64
+	var loss float64
+	c, h, w := ds.Shape()
+	r := &runner{cfg: Config{Loader: loader}}
+	err := r.each(ctx, ds, LoaderConfig{Batch: batch}, func(b *Batch) error {
+		ev, err := m.Eval(b.X, b.N, c, h, w, b.Y, false, false)
+		if err != nil {
+			return fmt.Errorf("trainer: eval: %w", err)
+		}
+		top1, top5, loss, n = top1+ev.Top1, top5+ev.Top5, loss+ev.LossSum, n+int64(b.N)
+		return nil
+	})
+	if err != nil {
+		return PeerMetrics{}, err
+	}
+	if n == 0 {
+		return PeerMetrics{}, errors.New("trainer: empty test set")
+	}
+	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
+}
+
+// meanRowEntropy is the mean entropy (nats) of the rows of a C×C target
+// matrix; nil (one-hot) has entropy 0.
+func meanRowEntropy(t []float32, c int) float64 {
+	if t == nil || c == 0 {
+		return 0
+	}
+	var h float64
+	for _, v := range t {
+		if v > 0 {
+			h -= float64(v) * math.Log(float64(v))
+		}
+	}
+	return h / float64(c)
+}

@@ -1,0 +1,401 @@
+package trainer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lcl-project/lcl/trainer/safetensors"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+func testConfig(t *testing.T, out string) Config {
+	t.Helper()
+	return Config{
+		Out: out, Model: "mlp:hidden=32", Train: blobs(240, 4, 6, 1), Test: blobs(120, 4, 6, 2), Loader: memLoader,
+		Planner: SL{}, Strategy: "sl", Seed: 1, Threads: 1, CheckpointEvery: 1,
+		Optim: Optim{Epochs: 4, Batch: 32, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4,
+			Schedule: Schedule{Kind: "cosine", LR: 0.05, Warmup: 1}},
+	}
+}
+
+func TestRunLearnsAndWritesRunDir(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Run(context.Background(), testConfig(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Epochs) != 4 || len(res.Final) != 1 {
+		t.Fatalf("epochs %d, final %d", len(res.Epochs), len(res.Final))
+	}
+	if f := res.Final[0]; f.TestTop1 < 0.9 || f.TestTop5 != 1 || f.TrainLoss >= res.Epochs[0].TrainLoss {
+		t.Errorf("final %+v after first epoch %+v", f, res.Epochs[0].PeerMetrics)
+	}
+	lines := 0
+	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); lines++ {
+		var m struct {
+			MessageType   string    `json:"message_type"`
+			TestTop1      float64   `json:"test_top1"`
+			Top1          []float64 `json:"top1"`
+			Top5          []float64 `json:"top5"`
+			TargetEntropy *float64  `json:"target_entropy"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.MessageType != "epoch" || len(m.Top1) != 1 || m.Top1[0] != m.TestTop1 || len(m.Top5) != 1 || m.TargetEntropy == nil || *m.TargetEntropy != 0 {
+			t.Errorf("metrics line %q: want message_type epoch, top1 = [test_top1], target_entropy 0 (one-hot)", sc.Text())
+		}
+	}
+	if lines != 4 {
+		t.Errorf("%d metrics lines, want 4", lines)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, meta, err := safetensors.Read(b)
+	if err != nil || meta["lcl.model"] != "mlp:hidden=32" || meta["lcl.seed"] != "1" || len(ts) != 4 || ts[0].Name != "fc.bias" {
+		t.Errorf("weights: %v %v %d", err, meta, len(ts))
+	}
+	var result struct{ Top1, Top5 []float64 }
+	if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil || json.Unmarshal(b, &result) != nil ||
+		len(result.Top1) != 1 || result.Top1[0] != res.Final[0].TestTop1 || len(result.Top5) != 1 {
+		t.Errorf("result.json: %v %+v, want top1 = [final test top-1]", err, result)
+	}
+	// The weights load back into a fresh model and evaluate identically.
+	m, err := torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 6, InW: 6, NumClasses: 4, Hidden: []int{32}}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := LoadWeights(filepath.Join(dir, "model.safetensors"), m); err != nil {
+		t.Fatal(err)
+	}
+	test := blobs(120, 4, 6, 2)
+	var x []float32
+	var y []int64
+	for i := range test.Len() {
+		x, y = append(x, test.x[i]...), append(y, int64(test.y[i]))
+	}
+	ev, err := m.Eval(x, test.Len(), 1, 6, 6, y, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := float64(ev.Top1) / 120; got != res.Final[0].TestTop1 {
+		t.Errorf("reloaded top-1 %v, run reported %v", got, res.Final[0].TestTop1)
+	}
+}
+
+func sameMetrics(t *testing.T, a, b []EpochMetrics) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d epochs vs %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].PeerMetrics != b[i].PeerMetrics || a[i].LR != b[i].LR {
+			t.Errorf("epoch %d: %+v vs %+v", i+1, a[i].PeerMetrics, b[i].PeerMetrics)
+		}
+	}
+}
+
+func readMetrics(t *testing.T, dir string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func TestResumeEqualsUninterrupted(t *testing.T) {
+	whole, err := Run(context.Background(), testConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("cancelled mid-epoch", func(t *testing.T) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(t, dir)
+		cfg.Progress = func(p Progress) {
+			if p.Epoch == 3 && p.Step == 3 {
+				cancel()
+			}
+		}
+		_, err := Run(ctx, cfg)
+		if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled run: %v", err)
+		}
+		cfg = testConfig(t, dir)
+		cfg.Resume = true
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMetrics(t, whole.Epochs, res.Epochs)
+		if n := len(readMetrics(t, dir)); n != 4 {
+			t.Errorf("%d metrics lines after resume, want 4", n)
+		}
+	})
+
+	t.Run("cancelled after the last step of epoch 2", func(t *testing.T) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(t, dir)
+		cfg.Progress = func(p Progress) {
+			if p.Epoch == 2 && p.Step == p.Steps {
+				cancel()
+			}
+		}
+		if _, err := Run(ctx, cfg); !errors.Is(err, ErrCanceled) {
+			t.Fatalf("cancelled run: %v", err)
+		}
+		cfg = testConfig(t, dir)
+		cfg.Resume = true
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMetrics(t, whole.Epochs, res.Epochs)
+	})
+
+	t.Run("killed after epoch 2", func(t *testing.T) {
+		// Save the checkpoint as it was during epoch 3, let the run finish,
+		// put the old checkpoint back: the state a kill -9 leaves.
+		dir := t.TempDir()
+		cfg := testConfig(t, dir)
+		var saved []byte
+		cfg.Progress = func(p Progress) {
+			if p.Epoch == 3 && p.Step == 1 {
+				saved, _ = os.ReadFile(filepath.Join(dir, checkpointName))
+			}
+		}
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, checkpointName), saved, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg = testConfig(t, dir)
+		cfg.Resume = true
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMetrics(t, whole.Epochs, res.Epochs)
+		if n := len(readMetrics(t, dir)); n != 4 {
+			t.Errorf("%d metrics lines after resume, want 4", n)
+		}
+	})
+}
+
+func TestBadCheckpointRefused(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := testConfig(t, dir)
+	cfg.Progress = func(p Progress) {
+		if p.Epoch == 2 {
+			cancel()
+		}
+	}
+	if _, err := Run(ctx, cfg); !errors.Is(err, ErrCanceled) {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, checkpointName)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		file []byte
+		want string
+	}{
+		{"other seed", func(c *Config) { c.Seed = 2 }, good, `seed "1", this run has "2"`},
+		{"other model", func(c *Config) { c.Model = "mlp:hidden=16" }, good, "model"},
+		{"other strategy", func(c *Config) { c.Strategy = "ls" }, good, "strategy"},
+		{"truncated", nil, good[:len(good)-10], "not a valid safetensors"},
+		{"weights file", nil, func() []byte {
+			var b strings.Builder
+			safetensors.Write(&b, nil, map[string]string{"format": "pt"})
+			return []byte(b.String())
+		}(), "no lcl.checkpoint"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(t, dir)
+			cfg.Resume = true
+			if tc.mod != nil {
+				tc.mod(&cfg)
+			}
+			_, err := Run(context.Background(), cfg)
+			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want ErrCheckpoint with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// twoStage trains a teacher, then two peers distilling from it with mutual
+// learning, soft targets, weights and a subset, asking for the teacher's
+// features.
+type twoStage struct {
+	t        *testing.T
+	featDims []int
+}
+
+func (p *twoStage) Stages() []Stage {
+	return []Stage{{Name: "teacher", Epochs: 2}, {Name: "student", Epochs: 3, Peers: 2, Teacher: "teacher"}}
+}
+
+func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
+	if len(pc.Classes) != pc.NumClasses || pc.Classes[3] != "d" {
+		return Plan{}, fmt.Errorf("classes %v", pc.Classes)
+	}
+	if pc.StageIndex == 0 {
+		return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
+	}
+	if pc.Epoch == 0 {
+		f, err := pc.Features(ctx, "teacher", pc.Train[:10])
+		if err != nil {
+			return Plan{}, err
+		}
+		p.featDims = append(p.featDims, len(f), len(f[9]))
+	}
+	C := pc.NumClasses
+	T := make([]float32, C*C)
+	for i := range C {
+		for j := range C {
+			T[i*C+j] = 0.1 / float32(C-1)
+		}
+		T[i*C+i] = 0.9
+	}
+	w := make([]float32, 240)
+	for i := range w {
+		w[i] = 1 + float32(i%2)
+	}
+	return Plan{Targets: T, Weights: w, Subset: pc.Train[:200],
+		Coefs: torch.Coefs{Soft: 0.5, KD: 0.5, KDTemp: 3, Mutual: 1}}, nil
+}
+
+func TestStagesTeacherPeersFeatures(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	pl := &twoStage{t: t}
+	cfg.Planner = pl
+	cfg.Strategy = "test"
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Epochs) != 5 || res.Epochs[2].Stage != "student" || len(res.Epochs[4].Peers) != 2 || len(res.Final) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	if len(pl.featDims) != 2 || pl.featDims[0] != 10 || pl.featDims[1] != 32 {
+		t.Errorf("features %v, want 10 rows of 32", pl.featDims)
+	}
+	for k, f := range res.Final {
+		if f.TestTop1 < 0.8 {
+			t.Errorf("peer %d: %+v", k, f)
+		}
+	}
+	if res.Epochs[2].Images != 200 {
+		t.Errorf("student epoch saw %d images, want the subset's 200", res.Epochs[2].Images)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Out, "model-peer1.safetensors")); err != nil {
+		t.Error(err)
+	}
+	// Resume from the stage boundary (teacher finished) reaches the same end.
+	cfg2 := testConfig(t, t.TempDir())
+	cfg2.Planner, cfg2.Strategy = &twoStage{t: t}, "test"
+	var saved []byte
+	cfg2.Progress = func(p Progress) {
+		if p.Stage == "student" && p.Step == 1 && saved == nil {
+			saved, _ = os.ReadFile(filepath.Join(cfg2.Out, checkpointName))
+		}
+	}
+	if _, err := Run(context.Background(), cfg2); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(cfg2.Out, checkpointName), saved, 0o644)
+	cfg2.Progress, cfg2.Resume, cfg2.Planner = nil, true, &twoStage{t: t}
+	res2, err := Run(context.Background(), cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMetrics(t, res.Epochs, res2.Epochs)
+}
+
+func TestScheduleAt(t *testing.T) {
+	cases := []struct {
+		s      Schedule
+		e      int
+		f      float64
+		epochs int
+		want   float64
+	}{
+		{Schedule{Kind: "constant", LR: 0.1}, 5, 0, 10, 0.1},
+		{Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}, 29, 0.9, 90, 0.1},
+		{Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}, 60, 0, 90, 0.001},
+		{Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}, 59, 0, 200, 0.1},
+		{Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}, 120, 0, 200, 0.004},
+		{Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}, 199, 0, 200, 0.0008},
+		{Schedule{Kind: "cosine", LR: 0.1}, 0, 0, 10, 0.1},
+		{Schedule{Kind: "cosine", LR: 0.1}, 5, 0, 10, 0.05},
+		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2}, 1, 0, 10, 0.05},
+		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2}, 6, 0, 10, 0.05},
+		{Schedule{Kind: "step", LR: 0.1, Gamma: 0.5, StepSize: 1, Warmup: 1}, 0, 0.5, 10, 0.05},
+	}
+	for _, tc := range cases {
+		if got := tc.s.At(tc.e, tc.f, tc.epochs); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%+v.At(%d, %v) = %v, want %v", tc.s, tc.e, tc.f, got, tc.want)
+		}
+	}
+	for _, bad := range []Schedule{{Kind: "cosine"}, {Kind: "step", LR: 1}, {Kind: "multistep", LR: 1, Gamma: 0.1, Milestones: []int{5, 3}}, {Kind: "poly", LR: 1}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+	for _, p := range Presets() {
+		if err := p.Schedule.Validate(); err != nil {
+			t.Errorf("preset %s: %v", p.Name, err)
+		}
+	}
+	if p, err := PresetByName("wrn-cifar"); err != nil || p.Epochs != 200 || p.Schedule.Gamma != 0.2 || !p.Nesterov || p.Batch != 128 {
+		t.Errorf("wrn-cifar = %+v, %v", p, err)
+	}
+}
+
+var _ io.Writer = (*strings.Builder)(nil)
+
+func TestMeanRowEntropy(t *testing.T) {
+	tests := []struct {
+		name string
+		t    []float32
+		c    int
+		want float64
+	}{
+		{"one-hot", nil, 3, 0},
+		{"identity", []float32{1, 0, 0, 1}, 2, 0},
+		{"uniform rows", []float32{0.5, 0.5, 0.5, 0.5}, 2, math.Log(2)},
+		{"mixed", []float32{1, 0, 0.5, 0.5}, 2, math.Log(2) / 2},
+	}
+	for _, tt := range tests {
+		if got := meanRowEntropy(tt.t, tt.c); math.Abs(got-tt.want) > 1e-7 {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

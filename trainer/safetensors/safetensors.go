@@ -1,0 +1,167 @@
+// Package safetensors reads and writes the safetensors file format of
+// Hugging Face: an 8-byte little-endian header length N, N bytes of JSON
+// mapping each tensor name to {"dtype","shape","data_offsets":[begin,end]}
+// (offsets relative to the end of the header) plus an optional
+// "__metadata__" map of strings, then the raw little-endian tensor bytes.
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Tensor is one named tensor.
+type Tensor struct {
+	Name  string
+	DType string // F32, I64, F64, F16, BF16, I32, U8, ...
+	Shape []int64
+	Data  []byte
+}
+
+var sizes = map[string]int64{"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
+	"BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
+
+// maxHeader bounds the JSON header (the reference implementation uses 100 MB).
+const maxHeader = 100 << 20
+
+type entry struct {
+	DType   string   `json:"dtype"`
+	Shape   []int64  `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+// Write writes tensors (in name order) and metadata to w.
+func Write(w io.Writer, tensors []Tensor, meta map[string]string) error {
+	ts := slices.Clone(tensors)
+	slices.SortFunc(ts, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
+	header := map[string]any{}
+	if len(meta) > 0 {
+		header["__metadata__"] = meta
+	}
+	var off int64
+	for i, t := range ts {
+		if i > 0 && ts[i-1].Name == t.Name {
+			return fmt.Errorf("safetensors: tensor %q twice", t.Name)
+		}
+		if err := check(t.Name, t.DType, t.Shape, int64(len(t.Data))); err != nil {
+			return err
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int64{}
+		}
+		header[t.Name] = entry{DType: t.DType, Shape: shape, Offsets: [2]int64{off, off + int64(len(t.Data))}}
+		off += int64(len(t.Data))
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("safetensors: header: %w", err)
+	}
+	// Pad the header with spaces so the data starts 8-byte aligned.
+	for (8+len(h))%8 != 0 {
+		h = append(h, ' ')
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(h)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(h); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if _, err := w.Write(t.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func check(name, dtype string, shape []int64, nbytes int64) error {
+	sz, ok := sizes[dtype]
+	if !ok {
+		return fmt.Errorf("safetensors: tensor %q: unknown dtype %q", name, dtype)
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", name, shape)
+		}
+		n *= d
+	}
+	if n*sz != nbytes {
+		return fmt.Errorf("safetensors: tensor %q: %d bytes for %s%v (want %d)", name, nbytes, dtype, shape, n*sz)
+	}
+	return nil
+}
+
+// ErrFormat marks a file that is not valid safetensors.
+var ErrFormat = errors.New("not a valid safetensors file")
+
+// Read parses a whole safetensors file held in b, validating the header,
+// every tensor's size and that the data offsets tile the data exactly.
+// The returned tensors alias b.
+func Read(b []byte) ([]Tensor, map[string]string, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("safetensors: %w: %s", ErrFormat, fmt.Sprintf(format, a...))
+	}
+	if len(b) < 8 {
+		return nil, nil, bad("%d bytes, shorter than the header length", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[:8])
+	if n > maxHeader || n > uint64(len(b)-8) {
+		return nil, nil, bad("header length %d in a file of %d bytes", n, len(b))
+	}
+	hdr, data := b[8:8+n], b[8+n:]
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(hdr))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, nil, bad("header: %v", err)
+	}
+	var meta map[string]string
+	if m, ok := raw["__metadata__"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, nil, bad("__metadata__: %v", err)
+		}
+		delete(raw, "__metadata__")
+	}
+	ts := make([]Tensor, 0, len(raw))
+	es := make([]entry, 0, len(raw))
+	for name, m := range raw {
+		var e entry
+		if err := json.Unmarshal(m, &e); err != nil {
+			return nil, nil, bad("tensor %q: %v", name, err)
+		}
+		if e.Offsets[0] < 0 || e.Offsets[1] < e.Offsets[0] || e.Offsets[1] > int64(len(data)) {
+			return nil, nil, bad("tensor %q: data offsets %v outside %d data bytes", name, e.Offsets, len(data))
+		}
+		if err := check(name, e.DType, e.Shape, e.Offsets[1]-e.Offsets[0]); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrFormat, err)
+		}
+		ts = append(ts, Tensor{Name: name, DType: e.DType, Shape: e.Shape, Data: data[e.Offsets[0]:e.Offsets[1]]})
+		es = append(es, e)
+	}
+	idx := make([]int, len(es))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(es[a].Offsets[0] - es[b].Offsets[0]) })
+	var end int64
+	for _, i := range idx {
+		if es[i].Offsets[0] != end {
+			return nil, nil, bad("tensor %q starts at %d, want %d (gap or overlap)", ts[i].Name, es[i].Offsets[0], end)
+		}
+		end = es[i].Offsets[1]
+	}
+	if end != int64(len(data)) {
+		return nil, nil, bad("tensors cover %d of %d data bytes (truncated or trailing data)", end, len(data))
+	}
+	slices.SortFunc(ts, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
+	return ts, meta, nil
+}

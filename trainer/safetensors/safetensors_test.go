@@ -1,0 +1,109 @@
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sample() []Tensor {
+	f := make([]byte, 2*3*4)
+	for i := range f {
+		f[i] = byte(i)
+	}
+	return []Tensor{
+		{Name: "w", DType: "F32", Shape: []int64{2, 3}, Data: f},
+		{Name: "n", DType: "I64", Shape: []int64{}, Data: []byte{7, 0, 0, 0, 0, 0, 0, 0}},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, sample(), map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if hl := binary.LittleEndian.Uint64(b.Bytes()); (8+hl)%8 != 0 {
+		t.Errorf("data not aligned: header %d", hl)
+	}
+	ts, meta, err := Read(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta["k"] != "v" || len(ts) != 2 || ts[0].Name != "n" || ts[1].Name != "w" ||
+		!bytes.Equal(ts[1].Data, sample()[0].Data) || len(ts[0].Shape) != 0 {
+		t.Fatalf("round trip: %+v %v", ts, meta)
+	}
+}
+
+func TestCorrupt(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, sample(), nil); err != nil {
+		t.Fatal(err)
+	}
+	good := b.Bytes()
+	hl := int(binary.LittleEndian.Uint64(good))
+	cases := map[string][]byte{
+		"empty":     {},
+		"truncated": good[:len(good)-3],
+		"trailing":  append(append([]byte{}, good...), 0),
+		"huge header": func() []byte {
+			c := append([]byte{}, good...)
+			binary.LittleEndian.PutUint64(c, 1<<40)
+			return c
+		}(),
+		"bad json": func() []byte {
+			c := append([]byte{}, good...)
+			c[8] = '['
+			return c
+		}(),
+		"bad dtype": []byte(strings.Replace(string(good[:8+hl]), `"F32"`, `"Q32"`, 1) + string(good[8+hl:])),
+	}
+	for name, c := range cases {
+		if _, _, err := Read(c); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: err = %v, want ErrFormat", name, err)
+		}
+	}
+	if err := Write(&b, []Tensor{{Name: "x", DType: "F32", Shape: []int64{3}, Data: make([]byte, 4)}}, nil); err == nil {
+		t.Error("wrong size written")
+	}
+}
+
+// TestPythonParses checks the file with an independent parser: the format's
+// definition written in Python (no safetensors package is needed).
+func TestPythonParses(t *testing.T) {
+	py, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Fatalf("python3 is part of the build environment: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "x.safetensors")
+	var b bytes.Buffer
+	if err := Write(&b, sample(), map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, "-c", `
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n, = struct.unpack("<Q", b[:8])
+h = json.loads(b[8:8+n])
+data = b[8+n:]
+w = h["w"]
+s, e = w["data_offsets"]
+vals = struct.unpack("<6f", data[s:e])
+n_ = struct.unpack("<q", data[h["n"]["data_offsets"][0]:h["n"]["data_offsets"][1]])[0]
+print(h["__metadata__"]["format"], w["dtype"], w["shape"], n_, len(vals))
+`, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "pt F32 [2, 3] 7 6" {
+		t.Errorf("python read %q", got)
+	}
+}

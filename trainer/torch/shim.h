@@ -1,0 +1,131 @@
+/*
+ * shim.h: lcl's stable C ABI over libtorch's C++ API.
+ *
+ * Rules every function follows:
+ *  - handles are opaque; the caller frees each with its *_free function;
+ *  - every body runs inside try/catch; a failure returns -1 (or NULL) and,
+ *    when err is not NULL, stores a malloc'd message in *err that the
+ *    caller frees with free(); the error travels with the call that failed;
+ *  - arrays passed in are only read during the call and never retained.
+ *
+ * The ABI is versioned by LT_ABI_VERSION; bump it on any incompatible change
+ * so an lcl binary refuses a shim library built from another version.
+ */
+#ifndef LCL_TORCH_SHIM_H
+#define LCL_TORCH_SHIM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LT_ABI_VERSION 1
+
+typedef struct lt_model lt_model;
+typedef struct lt_optim lt_optim;
+typedef struct lt_tensor lt_tensor;
+
+/* Model kinds. */
+enum { LT_MLP = 0, LT_CNN = 1, LT_RESNET = 2, LT_WRN = 3 };
+
+/* lt_spec describes an architecture; the C++ side builds it with torch::nn. */
+typedef struct {
+	int32_t kind;
+	int32_t in_c, in_h, in_w; /* input shape */
+	int32_t num_classes;
+	/* MLP: hidden sizes; CNN: channels of the conv stages then fc width. */
+	int32_t hidden[8];
+	int32_t n_hidden;
+	/* ResNet: bottleneck blocks (0 basic, 1 bottleneck), blocks per stage,
+	   base width (64), CIFAR stem (3x3 conv, no max-pool). */
+	int32_t bottleneck;
+	int32_t layers[4];
+	int32_t n_layers;
+	int32_t width;
+	int32_t cifar_stem;
+	/* WRN: depth and widen factor. */
+	int32_t depth, widen;
+	float dropout;
+} lt_spec;
+
+/* Loss coefficients of one training step. */
+typedef struct {
+	float soft;     /* soft-target CE against rows of the target matrix */
+	float hard;     /* CE against the one-hot label */
+	float kd;       /* alpha of the distillation term alpha*T^2*KL(teacher||student) */
+	float kd_temp;  /* T */
+	float mutual;   /* weight of the mean KL(peer||self) over the other peers */
+} lt_coefs;
+
+int32_t lt_abi_version(void);
+const char *lt_torch_version(void);
+void lt_set_threads(int32_t n);
+int32_t lt_get_threads(void);
+void lt_manual_seed(uint64_t seed);
+int32_t lt_cuda_device_count(void);
+
+/* Tensors (float32 only: used for target matrices). */
+lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,
+                         const char *device, char **err);
+void lt_tensor_free(lt_tensor *t);
+
+/* Models. */
+lt_model *lt_model_new(const lt_spec *spec, const char *device, char **err);
+void lt_model_free(lt_model *m);
+int64_t lt_model_num_params(lt_model *m);
+int64_t lt_model_feature_dim(lt_model *m);
+
+/* State (parameters then buffers, torchvision names). dtype codes:
+   0 float32, 1 int64, 2 float64, 3 float16, 4 int32, 5 uint8, 6 bfloat16. */
+int32_t lt_model_state_count(lt_model *m);
+int32_t lt_model_state_info(lt_model *m, int32_t i, const char **name, int32_t *dtype,
+                            int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err);
+int32_t lt_model_state_read(lt_model *m, int32_t i, void *dst, int64_t nbytes, char **err);
+int32_t lt_model_state_write(lt_model *m, int32_t i, const void *src, int64_t nbytes, char **err);
+
+/* SGD with momentum, Nesterov and weight decay over all parameters of m;
+   the same update as torch.optim.SGD with dampening 0. */
+lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_t nesterov,
+                       char **err);
+void lt_optim_free(lt_optim *o);
+int32_t lt_optim_state_count(lt_optim *o);
+int32_t lt_optim_state_info(lt_optim *o, int32_t i, const char **name, int32_t *dtype,
+                            int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err);
+int32_t lt_optim_state_read(lt_optim *o, int32_t i, void *dst, int64_t nbytes, char **err);
+int32_t lt_optim_state_write(lt_optim *o, int32_t i, const void *src, int64_t nbytes, char **err);
+
+/* One training step of k peers in one crossing: forward of every peer (and of
+   the frozen teacher when coefs.kd != 0), the loss of each peer, one backward,
+   an SGD step of each optimizer at learning rate lr.
+   x: n*c*h*w float32; y: n labels; targets: C x C matrix or NULL (one-hot);
+   weights: n per-example weights or NULL. Outputs per peer: loss_out[k]
+   (the batch loss) and correct_out[k] (top-1 hits on the batch). */
+int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
+                      const float *x, int64_t n, int64_t c, int64_t h, int64_t w,
+                      const int64_t *y, lt_tensor *targets, const float *weights,
+                      lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
+                      char **err);
+
+/* Evaluation (eval mode, no grad): top-1 and top-5 hits and the summed
+   cross-entropy; logits_out (n*num_classes) and features_out
+   (n*feature_dim) are filled when not NULL. */
+int32_t lt_eval(lt_model *m, const float *x, int64_t n, int64_t c, int64_t h, int64_t w,
+                const int64_t *y, int64_t *top1, int64_t *top5, double *loss_sum,
+                float *logits_out, float *features_out, char **err);
+
+/* The training loss of lt_train_step for given logits (one peer, no
+   teacher/peers), with its gradient with respect to the logits: for tests
+   and tools. grad_out is n*c. */
+int32_t lt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y,
+                lt_tensor *targets, const float *weights, lt_coefs coefs,
+                const float *teacher_logits, float *loss_out, float *grad_out, char **err);
+
+/* torch::nn::functional::cross_entropy (mean over the batch) for reference. */
+int32_t lt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y,
+                         float *loss_out, char **err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

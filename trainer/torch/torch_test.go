@@ -1,0 +1,545 @@
+//go:build cgo
+
+package torch
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func randn(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+func softmax(z []float64) []float64 {
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = math.Max(m, v)
+	}
+	p := make([]float64, len(z))
+	s := 0.0
+	for i, v := range z {
+		p[i] = math.Exp(v - m)
+		s += p[i]
+	}
+	for i := range p {
+		p[i] /= s
+	}
+	return p
+}
+
+// handLoss computes the documented loss and its gradient in float64.
+func handLoss(z []float32, n, c int, y []int64, T []float64, w []float32, co Coefs, tl []float32) (float64, []float64) {
+	grad := make([]float64, n*c)
+	per := make([]float64, n)
+	dper := make([][]float64, n)
+	for i := range n {
+		zi := make([]float64, c)
+		for j := range c {
+			zi[j] = float64(z[i*c+j])
+		}
+		p := softmax(zi)
+		d := make([]float64, c)
+		if co.Soft != 0 {
+			row := T[int(y[i])*c : int(y[i])*c+c]
+			sum := 0.0
+			for j := range c {
+				per[i] -= float64(co.Soft) * row[j] * math.Log(p[j])
+				sum += row[j]
+			}
+			for j := range c {
+				d[j] += float64(co.Soft) * (p[j]*sum - row[j])
+			}
+		}
+		if co.Hard != 0 {
+			per[i] -= float64(co.Hard) * math.Log(p[y[i]])
+			for j := range c {
+				oh := 0.0
+				if int64(j) == y[i] {
+					oh = 1
+				}
+				d[j] += float64(co.Hard) * (p[j] - oh)
+			}
+		}
+		if co.KD != 0 {
+			t := float64(co.KDTemp)
+			zt, zs := make([]float64, c), make([]float64, c)
+			for j := range c {
+				zt[j] = float64(tl[i*c+j]) / t
+				zs[j] = zi[j] / t
+			}
+			q, ps := softmax(zt), softmax(zs)
+			kl := 0.0
+			for j := range c {
+				kl += q[j] * (math.Log(q[j]) - math.Log(ps[j]))
+				d[j] += float64(co.KD) * t * (ps[j] - q[j])
+			}
+			per[i] += float64(co.KD) * t * t * kl
+		}
+		dper[i] = d
+	}
+	den := float64(n)
+	wi := func(i int) float64 { return 1 }
+	if w != nil {
+		den = 0
+		for _, v := range w {
+			den += float64(v)
+		}
+		wi = func(i int) float64 { return float64(w[i]) }
+		den = math.Max(den, 1e-12) // all-zero weights: a zero loss
+	}
+	loss := 0.0
+	for i := range n {
+		loss += wi(i) * per[i] / den
+		for j := range c {
+			grad[i*c+j] = wi(i) * dper[i][j] / den
+		}
+	}
+	return loss, grad
+}
+
+func TestLossMatchesHandComputation(t *testing.T) {
+	const n, c = 5, 4
+	r := rand.New(rand.NewPCG(1, 2))
+	z := randn(r, n*c)
+	tl := randn(r, n*c)
+	y := []int64{0, 3, 1, 1, 2}
+	// A row-stochastic target matrix with mass on similar classes.
+	T := make([]float64, c*c)
+	for i := range c {
+		s := 0.0
+		for j := range c {
+			T[i*c+j] = 1 / (1 + math.Abs(float64(i-j)))
+			s += T[i*c+j]
+		}
+		for j := range c {
+			T[i*c+j] /= s
+		}
+	}
+	T32 := make([]float32, len(T))
+	for i, v := range T {
+		T32[i] = float32(v)
+	}
+	tt, err := NewTensor(T32, []int64{c, c}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	w := []float32{1, 0.5, 2, 0, 1}
+	zero := make([]float32, n)
+	cases := []struct {
+		name string
+		co   Coefs
+		w    []float32
+		tl   []float32
+	}{
+		{"soft", Coefs{Soft: 1}, nil, nil},
+		{"soft weighted", Coefs{Soft: 1}, w, nil},
+		{"soft+hard", Coefs{Soft: 0.7, Hard: 0.3}, nil, nil},
+		{"kd", Coefs{Hard: 0.1, KD: 0.9, KDTemp: 4}, nil, tl},
+		{"kd weighted", Coefs{Soft: 0.5, KD: 0.5, KDTemp: 2}, w, tl},
+		{"all weights zero", Coefs{Soft: 1}, zero, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, grad, err := Loss(z, n, c, y, tt, tc.w, tc.co, tc.tl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wgrad := handLoss(z, n, c, y, T, tc.w, tc.co, tc.tl)
+			if math.Abs(float64(got)-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Errorf("loss = %.7f, want %.7f", got, want)
+			}
+			for i := range grad {
+				if math.Abs(float64(grad[i])-wgrad[i]) > 1e-5 {
+					t.Fatalf("grad[%d] = %.7f, want %.7f", i, grad[i], wgrad[i])
+				}
+			}
+		})
+	}
+}
+
+func TestOneHotEqualsCrossEntropy(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sz := range []struct{ n, c int }{{1, 2}, {7, 10}, {32, 100}} {
+		z := randn(r, sz.n*sz.c)
+		y := make([]int64, sz.n)
+		for i := range y {
+			y[i] = int64(r.IntN(sz.c))
+		}
+		ce, err := CrossEntropy(z, sz.n, sz.c, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, co := range []Coefs{{Soft: 1}, {Hard: 1}} {
+			got, _, err := Loss(z, sz.n, sz.c, y, nil, nil, co, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(got-ce)) > 1e-5*math.Max(1, float64(ce)) {
+				t.Errorf("n=%d c=%d %+v: loss %.7f, cross_entropy %.7f", sz.n, sz.c, co, got, ce)
+			}
+		}
+	}
+}
+
+func TestCxxErrorsAreGoErrors(t *testing.T) {
+	m, err := NewModel(Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4, 8}}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	o, err := NewSGD(m, 0.9, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	// Three channels for a model built for one: conv2d throws in C++.
+	x := make([]float32, 2*3*8*8)
+	_, err = TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: 2, C: 3, H: 8, W: 8,
+		Y: []int64{0, 1}, Coefs: Coefs{Hard: 1}, LR: 0.1})
+	var te *Error
+	if !errors.As(err, &te) || !strings.Contains(te.Msg, "channels") || te.Op != "train step" {
+		t.Fatalf("shape mismatch: got %v, want a *torch.Error about channels", err)
+	}
+	// A target matrix of the wrong size.
+	bad, err := NewTensor(make([]float32, 4), []int64{2, 2}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	_, err = TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: make([]float32, 2*64), N: 2, C: 1, H: 8, W: 8,
+		Y: []int64{0, 1}, Targets: bad, Coefs: Coefs{Soft: 1}, LR: 0.1})
+	if !errors.As(err, &te) || !strings.Contains(te.Msg, "target matrix") {
+		t.Fatalf("bad target matrix: got %v", err)
+	}
+	// Invalid architectures.
+	for _, s := range []Spec{
+		{Kind: WRN, InC: 3, InH: 32, InW: 32, NumClasses: 10, Depth: 11, Widen: 1},
+		{Kind: Kind(42)},
+		{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4}},
+	} {
+		if _, err := NewModel(s, "cpu"); !errors.As(err, &te) {
+			t.Errorf("NewModel(%+v) = %v, want *torch.Error", s, err)
+		}
+	}
+	if _, err := NewModel(Spec{Kind: MLP, InC: 1, InH: 2, InW: 2, NumClasses: 2}, "nodevice"); err == nil {
+		t.Error("unknown device accepted")
+	}
+}
+
+// TestSGDUpdate checks one Nesterov step with weight decay on a linear
+// model, whose gradient is (softmax(Wx+b) − onehot) xᵀ / N.
+func TestSGDUpdate(t *testing.T) {
+	const n, d, c = 3, 4, 3
+	ManualSeed(5)
+	m, err := NewModel(Spec{Kind: MLP, InC: 1, InH: 1, InW: d, NumClasses: c}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const lr, mom, wd = 0.1, 0.9, 0.01
+	o, err := NewSGD(m, mom, wd, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	before := stateFloats(t, m)
+	W, b := before["fc.weight"], before["fc.bias"]
+	r := rand.New(rand.NewPCG(7, 8))
+	x := randn(r, n*d)
+	y := []int64{2, 0, 1}
+	if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 1, W: d, Y: y,
+		Coefs: Coefs{Soft: 1}, LR: lr}); err != nil {
+		t.Fatal(err)
+	}
+	after := stateFloats(t, m)
+	gW, gb := make([]float64, c*d), make([]float64, c)
+	for i := range n {
+		z := make([]float64, c)
+		for k := range c {
+			z[k] = float64(b[k])
+			for j := range d {
+				z[k] += float64(W[k*d+j] * x[i*d+j])
+			}
+		}
+		p := softmax(z)
+		for k := range c {
+			if int64(k) == y[i] {
+				p[k]--
+			}
+			gb[k] += p[k] / n
+			for j := range d {
+				gW[k*d+j] += p[k] * float64(x[i*d+j]) / n
+			}
+		}
+	}
+	check := func(name string, p0, p1 []float32, g []float64) {
+		for i := range p0 {
+			dd := g[i] + wd*float64(p0[i])
+			want := float64(p0[i]) - lr*(1+mom)*dd // first step: buf = d; Nesterov: d + m·buf
+			if math.Abs(float64(p1[i])-want) > 1e-6 {
+				t.Fatalf("%s[%d] = %.7f, want %.7f", name, i, p1[i], want)
+			}
+		}
+	}
+	check("fc.weight", W, after["fc.weight"], gW)
+	check("fc.bias", b, after["fc.bias"], gb)
+}
+
+func stateFloats(t *testing.T, m *Model) map[string][]float32 {
+	t.Helper()
+	st, err := m.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float32{}
+	for _, s := range st {
+		if s.DType != Float32 {
+			continue
+		}
+		f := make([]float32, len(s.Data)/4)
+		for i := range f {
+			f[i] = math.Float32frombits(uint32(s.Data[4*i]) | uint32(s.Data[4*i+1])<<8 | uint32(s.Data[4*i+2])<<16 | uint32(s.Data[4*i+3])<<24)
+		}
+		out[s.Name] = f
+	}
+	return out
+}
+
+func TestArchitecturesAndNames(t *testing.T) {
+	cases := []struct {
+		name   string
+		spec   Spec
+		params int64
+		keys   []string
+	}{
+		// Parameter counts of torchvision's resnet18/resnet50 (1000 classes).
+		{"resnet18", Spec{Kind: ResNet, InC: 3, InH: 32, InW: 32, NumClasses: 1000, Layers: []int{2, 2, 2, 2}}, 11689512,
+			[]string{"conv1.weight", "bn1.running_mean", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight", "layer2.0.downsample.1.num_batches_tracked", "fc.bias"}},
+		{"resnet50", Spec{Kind: ResNet, InC: 3, InH: 32, InW: 32, NumClasses: 1000, Layers: []int{3, 4, 6, 3}, Bottleneck: true}, 25557032,
+			[]string{"layer1.0.conv3.weight", "layer1.0.downsample.0.weight", "layer4.2.bn3.bias"}},
+		// WRN-16-2 on CIFAR-10: 691,674 parameters (Zagoruyko & Komodakis' 0.7M).
+		{"wrn-16-2", Spec{Kind: WRN, InC: 3, InH: 32, InW: 32, NumClasses: 10, Depth: 16, Widen: 2}, 691674,
+			[]string{"layer2.0.shortcut.0.weight", "bn.weight", "fc.weight"}},
+		{"cnn", Spec{Kind: CNN, InC: 1, InH: 28, InW: 28, NumClasses: 10, Hidden: []int{32, 64, 128}},
+			1*32*9 + 64 + 32*64*9 + 128 + 64*7*7*128 + 128 + 128*10 + 10, []string{"conv2.weight", "bn2.running_var", "fc1.weight", "fc.bias"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := NewModel(tc.spec, "cpu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if got := m.NumParams(); got != tc.params {
+				t.Errorf("params = %d, want %d", got, tc.params)
+			}
+			st, err := m.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]bool{}
+			for _, s := range st {
+				names[s.Name] = true
+			}
+			for _, k := range tc.keys {
+				if !names[k] {
+					t.Errorf("state lacks %q", k)
+				}
+			}
+		})
+	}
+}
+
+func TestStateRoundTripAndMismatch(t *testing.T) {
+	spec := Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4, 8}}
+	ManualSeed(1)
+	a, _ := NewModel(spec, "cpu")
+	defer a.Close()
+	ManualSeed(2)
+	b, _ := NewModel(spec, "cpu")
+	defer b.Close()
+	sa, err := a.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Named{}
+	for _, s := range sa {
+		m[s.Name] = s
+	}
+	if err := b.LoadState(m); err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := b.State()
+	for i := range sa {
+		if sa[i].Name != sb[i].Name || !bytes.Equal(sa[i].Data, sb[i].Data) {
+			t.Fatalf("tensor %s differs after load", sa[i].Name)
+		}
+	}
+	bad := map[string]Named{}
+	for k, v := range m {
+		bad[k] = v
+	}
+	w := bad["conv1.weight"]
+	w.Shape = []int64{4, 1, 3, 4}
+	bad["conv1.weight"] = w
+	if err := b.LoadState(bad); err == nil || !strings.Contains(err.Error(), "conv1.weight") {
+		t.Errorf("mismatched shape: %v", err)
+	}
+	delete(bad, "conv1.weight")
+	if err := b.LoadState(bad); err == nil {
+		t.Error("missing tensor accepted")
+	}
+}
+
+// rss is the resident set size in bytes (Linux).
+func rss(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Fatalf("reading RSS: %v", err)
+	}
+	f := strings.Fields(string(b))
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// TestMemoryFlat runs 2,000 training and evaluation steps and requires the
+// resident memory after them to be within a few MiB of that after warm-up.
+func TestMemoryFlat(t *testing.T) {
+	SetThreads(1)
+	spec := Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 4, Hidden: []int{4, 16}}
+	m, _ := NewModel(spec, "cpu")
+	defer m.Close()
+	o, _ := NewSGD(m, 0.9, 5e-4, true)
+	defer o.Close()
+	r := rand.New(rand.NewPCG(1, 1))
+	const n = 16
+	x := randn(r, n*64)
+	y := make([]int64, n)
+	for i := range y {
+		y[i] = int64(i % 4)
+	}
+	T := make([]float32, 16)
+	for i := range 4 {
+		T[i*4+i] = 1
+	}
+	ws := make([]float32, n)
+	for i := range ws {
+		ws[i] = float32(i % 3) // some zero weights
+	}
+	step := func() {
+		tt, err := NewTensor(T, []int64{4, 4}, "cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 8, W: 8, Y: y,
+			Targets: tt, Weights: ws, Coefs: Coefs{Soft: 1, Hard: 0.1}, LR: 0.01}); err != nil {
+			t.Fatal(err)
+		}
+		tt.Close()
+		if _, err := m.Eval(x, n, 1, 8, 8, y, true, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 {
+		step()
+	}
+	base := rss(t)
+	for range 2000 {
+		step()
+	}
+	if grew := rss(t) - base; grew > 8<<20 {
+		t.Errorf("RSS grew by %d KiB over 2,000 steps", grew>>10)
+	}
+}
+
+func TestDeterministicSingleThread(t *testing.T) {
+	SetThreads(1)
+	run := func() []Named {
+		ManualSeed(42)
+		m, _ := NewModel(Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4, 8}, Dropout: 0.5}, "cpu")
+		defer m.Close()
+		o, _ := NewSGD(m, 0.9, 1e-4, false)
+		defer o.Close()
+		r := rand.New(rand.NewPCG(9, 9))
+		for range 5 {
+			x := randn(r, 8*64)
+			y := []int64{0, 1, 2, 0, 1, 2, 0, 1}
+			if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: 8, C: 1, H: 8, W: 8, Y: y,
+				Coefs: Coefs{Soft: 1}, LR: 0.1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, _ := m.State()
+		return s
+	}
+	a, b := run(), run()
+	for i := range a {
+		if !bytes.Equal(a[i].Data, b[i].Data) {
+			t.Fatalf("%s differs between identical seeded runs", a[i].Name)
+		}
+	}
+}
+
+func TestPeersAndTeacherLearn(t *testing.T) {
+	SetThreads(1)
+	ManualSeed(3)
+	spec := Spec{Kind: MLP, InC: 1, InH: 1, InW: 2, NumClasses: 2, Hidden: []int{16}}
+	var ms []*Model
+	var os []*Optimizer
+	for range 3 {
+		m, _ := NewModel(spec, "cpu")
+		o, _ := NewSGD(m, 0.9, 0, false)
+		defer m.Close()
+		defer o.Close()
+		ms, os = append(ms, m), append(os, o)
+	}
+	teacher, peers, popts := ms[0], ms[1:], os[1:]
+	r := rand.New(rand.NewPCG(4, 4))
+	batch := func() ([]float32, []int64) {
+		x := make([]float32, 64*2)
+		y := make([]int64, 64)
+		for i := range y {
+			y[i] = int64(r.IntN(2))
+			x[2*i] = float32(2*float64(y[i])-1) + float32(r.NormFloat64()*0.3)
+			x[2*i+1] = float32(r.NormFloat64())
+		}
+		return x, y
+	}
+	var first, last StepResult
+	for i := range 60 {
+		x, y := batch()
+		if _, err := TrainStep(&Step{Models: ms[:1], Optims: os[:1], X: x, N: 64, C: 1, H: 1, W: 2, Y: y, Coefs: Coefs{Hard: 1}, LR: 0.1}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := TrainStep(&Step{Models: peers, Optims: popts, Teacher: teacher, X: x, N: 64, C: 1, H: 1, W: 2, Y: y,
+			Coefs: Coefs{Hard: 0.5, KD: 0.5, KDTemp: 2, Mutual: 1}, LR: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = res
+		}
+		last = res
+	}
+	for p := range 2 {
+		if !(last.Loss[p] < first.Loss[p]) || last.Correct[p] < 58 {
+			t.Errorf("peer %d: loss %.3f → %.3f, last batch %d/64 correct", p, first.Loss[p], last.Loss[p], last.Correct[p])
+		}
+	}
+	if _, err := TrainStep(&Step{Models: peers, Optims: popts, X: make([]float32, 2), N: 1, C: 1, H: 1, W: 2, Y: []int64{0},
+		Coefs: Coefs{KD: 1, KDTemp: 1}, LR: 0.1}); err == nil {
+		t.Error("distillation without a teacher accepted")
+	}
+}
