@@ -219,17 +219,18 @@ func (m *Model) encodeCorpus(docs []Document) *corpus {
 }
 
 // initVectors sets word and document vectors to uniform values in
-// [-0.5/Dim, 0.5/Dim) (word2vec's initialisation) and output weights to 0.
+// [-1/Dim, 1/Dim) (gensim 4's initialisation; word2vec.c uses half that
+// range) and output weights to 0.
 func (m *Model) initVectors() {
 	d := m.Options.Dim
 	r := newRNG(m.Options.Seed, 1)
 	m.WordVecs = make([]float32, m.Vocab.Len()*d)
 	for i := range m.WordVecs {
-		m.WordVecs[i] = (r.float32() - 0.5) / float32(d)
+		m.WordVecs[i] = (2*r.float32() - 1) / float32(d)
 	}
 	m.DocVecs = make([]float32, len(m.Tags)*d)
 	for i := range m.DocVecs {
-		m.DocVecs[i] = (r.float32() - 0.5) / float32(d)
+		m.DocVecs[i] = (2*r.float32() - 1) / float32(d)
 	}
 	m.OutVecs = make([]float32, m.Vocab.Len()*d)
 }

@@ -34,9 +34,10 @@ func scal(alpha float32, x []float32) {
 	}
 }
 
-// Sigmoid by table lookup as in word2vec: σ is tabulated on [-maxExp, maxExp];
-// outside it the value is clamped to 0 or 1 (word2vec.c's negative-sampling
-// rule; gensim skips such pairs instead, which drops the largest corrections).
+// Sigmoid by table lookup as in word2vec: σ is tabulated on [-maxExp, maxExp].
+// The training step skips a pair whose score is saturated on the wrong
+// side (as gensim does; word2vec.c clamps instead): measured on the WordNet
+// corpus it scored as well as or slightly better than clamping.
 const (
 	maxExp       = 6
 	sigTableSize = 2048

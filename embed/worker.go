@@ -110,23 +110,31 @@ func (t *trainer) pair(l1 []float32, target int32, negs []int32, out []float32) 
 }
 
 // gradient accumulates in t.work the gradient step for input l1 and
-// updates the output rows when learnOut.
+// updates the output rows when learnOut. A pair whose score is beyond
+// ±maxExp on the wrong side is skipped, as in gensim; on the right side its
+// gradient is 0 anyway.
 func (t *trainer) gradient(l1 []float32, target int32, negs []int32, out []float32) {
 	d, sig := t.dim, t.m.sig
 	work := t.work
 	clear(work)
 	row := out[int(target)*d:][:d]
-	g := (1 - sig.at(dot(l1, row))) * t.alpha
-	axpy(g, row, work)
-	if t.learnOut {
-		axpy(g, l1, row)
+	if f := dot(l1, row); f > -maxExp {
+		g := (1 - sig.at(f)) * t.alpha
+		axpy(g, row, work)
+		if t.learnOut {
+			axpy(g, l1, row)
+		}
 	}
 	for _, word := range negs {
 		if word == target {
 			continue
 		}
 		row := out[int(word)*d:][:d]
-		g := -sig.at(dot(l1, row)) * t.alpha
+		f := dot(l1, row)
+		if f >= maxExp {
+			continue
+		}
+		g := -sig.at(f) * t.alpha
 		axpy(g, row, work)
 		if t.learnOut {
 			axpy(g, l1, row)
