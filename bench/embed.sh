@@ -8,13 +8,13 @@
 # Both tools train on the same tokenized corpus with the same settings:
 # d=100, window 5, negative 5, min_count 2, sample 1e-3, alpha 0.025→0.0001.
 #
-# Environment: EPOCHS (10), WORKERS (2), QUALITY_EPOCHS (20; the default
+# Environment: EPOCHS (10), WORKERS (2), QUALITY_EPOCHS (15; the default
 # settings of `lcl embed`), KEEP (directory to keep the files in).
 set -eu
 cd "$(dirname "$0")/.."
 EPOCHS=${EPOCHS:-10}
 WORKERS=${WORKERS:-2}
-QUALITY_EPOCHS=${QUALITY_EPOCHS:-20}
+QUALITY_EPOCHS=${QUALITY_EPOCHS:-15}
 DIR=${KEEP:-$(mktemp -d)}
 mkdir -p "$DIR"
 PY=/usr/bin/python3

@@ -53,7 +53,7 @@ type Options struct {
 // DefaultOptions returns the settings that measured best on the WordNet
 // noun-synset corpus (Spearman against Wu-Palmer on ImageNet-1k, see
 // docs/embed.md): PV-DBOW with skip-gram word training, d=100, window 5,
-// 5 negatives, min_count 2, sample 1e-3, 20 epochs, alpha 0.025 → 0.0001.
+// 5 negatives, min_count 2, sample 1e-3, 15 epochs, alpha 0.025 → 0.0001.
 func DefaultOptions() Options {
 	return Options{
 		Mode:      DBOW,
@@ -63,7 +63,7 @@ func DefaultOptions() Options {
 		Negative:  5,
 		MinCount:  2,
 		Sample:    1e-3,
-		Epochs:    20,
+		Epochs:    15,
 		Alpha:     0.025,
 		MinAlpha:  0.0001,
 		Workers:   0,

@@ -64,7 +64,7 @@ Vectors come from one of:
 
 The defaults are the settings that measured best against WordNet Wu-Palmer
 similarity on ImageNet-1k (docs/embed.md): PV-DBOW with skip-gram word
-training, d=100, window 5, 5 negatives, min count 2, sample 1e-3, 20 epochs.
+training, d=100, window 5, 5 negatives, min count 2, sample 1e-3, 15 epochs.
 One worker and a fixed --seed give bit-identical vectors. Ctrl-C stops
 training cleanly; nothing is stored then.`,
 		Example: `  lcl embed --synsets imagenet
