@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lcl-project/lcl/internal/atomicfile"
 	"hash"
 	"hash/crc32"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 )
 
 // Model file format (all integers little-endian), version 1:
@@ -250,35 +250,8 @@ func ReadModel(r io.Reader) (*Model, error) {
 	return m, nil
 }
 
-// writeAtomic writes a file through a temporary file in the same directory
-// that is synced and renamed over path, so readers never see a partial file.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+// writeAtomic writes a file so readers never see a partial one.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	_, err := atomicfile.Write(path, 0o644, write)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lcl-project/lcl/internal/atomicfile"
 	"os"
 	"path/filepath"
 
@@ -120,23 +121,7 @@ func readEpochs(path string) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// writeFileAtomic writes data to path through a synced temp file and a rename.
+// writeFileAtomic writes data to path so a crash leaves the old or the new file.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, data, 0o644)
 }

@@ -2,51 +2,18 @@ package main
 
 import (
 	"math"
-	"sort"
+
+	"github.com/lcl-project/lcl/similarity"
 )
 
-// ranks returns average ranks (ties share the mean of their positions), as
-// scipy.stats.rankdata's default.
-func ranks(x []float64) []float64 {
-	idx := make([]int, len(x))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.Slice(idx, func(i, j int) bool { return x[idx[i]] < x[idx[j]] })
-	r := make([]float64, len(x))
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && x[idx[j+1]] == x[idx[i]] {
-			j++
-		}
-		avg := float64(i+j)/2 + 1
-		for k := i; k <= j; k++ {
-			r[idx[k]] = avg
-		}
-		i = j + 1
+// spearman is the rank correlation used across lcl (similarity.Spearman).
+func spearman(a, b []float64) float64 {
+	r, err := similarity.Spearman(a, b)
+	if err != nil {
+		panic(err) // the benchmark always pairs equal-length, non-empty lists
 	}
 	return r
 }
-
-func pearson(a, b []float64) float64 {
-	var ma, mb float64
-	for i := range a {
-		ma += a[i]
-		mb += b[i]
-	}
-	ma /= float64(len(a))
-	mb /= float64(len(b))
-	var sab, saa, sbb float64
-	for i := range a {
-		da, db := a[i]-ma, b[i]-mb
-		sab += da * db
-		saa += da * da
-		sbb += db * db
-	}
-	return sab / math.Sqrt(saa*sbb)
-}
-
-func spearman(a, b []float64) float64 { return pearson(ranks(a), ranks(b)) }
 
 func cosine(a, b []float32) float64 {
 	var ab, aa, bb float64

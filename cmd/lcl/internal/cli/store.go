@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lcl-project/lcl/internal/atomicfile"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -461,46 +461,8 @@ func writeRecordJSON(w io.Writer, key string, rec any, rows, cols int, data []fl
 	return json.NewEncoder(w).Encode(v)
 }
 
-// writeFileAtomic writes path through a temporary file in the same folder,
-// synced and renamed into place, so a crash or error never leaves a partial
+// writeFileAtomic writes path so a crash or error never leaves a partial
 // file; it returns the number of bytes written.
 func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return 0, fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	cw := &countingWriter{w: tmp}
-	bw := bufio.NewWriterSize(cw, 256<<10)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("write %s: %w", path, err)
-	}
-	return cw.n, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return atomicfile.Write(path, 0o644, write)
 }
