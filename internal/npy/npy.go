@@ -1,7 +1,8 @@
 // Package npy reads and writes 2-D float matrices in NumPy's .npy format
-// (version 1.0/2.0/3.0 headers; little- and big-endian float32/float64 on
-// read, little-endian float64 on write; C order only). It is deliberately
-// minimal: lcl uses it for similarity matrices and per-epoch targets.
+// (version 1.0/2.0/3.0 headers; little- and big-endian float32/float64, C or
+// Fortran order, on read; little-endian float64 or float32, C order, on
+// write). It is lcl's one .npy codec: similarity matrices, per-epoch targets
+// and store exports.
 package npy
 
 import (
@@ -9,10 +10,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/lcl-project/lcl/internal/atomicfile"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,9 +59,6 @@ func Read(r io.Reader) (rows, cols int, data []float64, err error) {
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if fortran {
-		return 0, 0, nil, fmt.Errorf("npy: Fortran-order arrays are not supported; save with np.ascontiguousarray")
-	}
 	switch len(shape) {
 	case 1:
 		rows, cols = 1, shape[0]
@@ -86,11 +84,17 @@ func Read(r io.Reader) (rows, cols int, data []float64, err error) {
 		return 0, 0, nil, fmt.Errorf("npy: data shorter than shape %v: %w", shape, err)
 	}
 	data = make([]float64, n)
-	for i := range data {
+	for k := range data {
+		var x float64
 		if size == 4 {
-			data[i] = float64(math.Float32frombits(order.Uint32(raw[i*4:])))
+			x = float64(math.Float32frombits(order.Uint32(raw[k*4:])))
 		} else {
-			data[i] = math.Float64frombits(order.Uint64(raw[i*8:]))
+			x = math.Float64frombits(order.Uint64(raw[k*8:]))
+		}
+		if fortran { // column-major: element k is (k%rows, k/rows)
+			data[(k%rows)*cols+k/rows] = x
+		} else {
+			data[k] = x
 		}
 	}
 	return rows, cols, data, nil
@@ -135,13 +139,10 @@ func ReadFile(path string) (rows, cols int, data []float64, err error) {
 	return rows, cols, data, nil
 }
 
-// Write encodes a rows×cols float64 matrix (row-major) as .npy version 1.0.
-func Write(w io.Writer, rows, cols int, data []float64) error {
-	if len(data) != rows*cols {
-		return fmt.Errorf("npy: %d values for shape (%d, %d)", len(data), rows, cols)
-	}
-	h := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
-	// Pad so that magic + version + length + header is a multiple of 64, ending in '\n'.
+// header returns a version 1.0 header for a C-order 2-D array of descr,
+// padded with spaces and a newline so the data starts at a multiple of 64.
+func header(descr string, rows, cols int) []byte {
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d, %d), }", descr, rows, cols)
 	total := len(magic) + 2 + 2 + len(h) + 1
 	h += strings.Repeat(" ", (64-total%64)%64) + "\n"
 	var buf bytes.Buffer
@@ -149,7 +150,15 @@ func Write(w io.Writer, rows, cols int, data []float64) error {
 	buf.Write([]byte{1, 0})
 	binary.Write(&buf, binary.LittleEndian, uint16(len(h)))
 	buf.WriteString(h)
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	return buf.Bytes()
+}
+
+// Write encodes a rows×cols float64 matrix (row-major) as .npy version 1.0.
+func Write(w io.Writer, rows, cols int, data []float64) error {
+	if len(data) != rows*cols {
+		return fmt.Errorf("npy: %d values for shape (%d, %d)", len(data), rows, cols)
+	}
+	if _, err := w.Write(header("<f8", rows, cols)); err != nil {
 		return err
 	}
 	raw := make([]byte, 8*len(data))
@@ -160,23 +169,31 @@ func Write(w io.Writer, rows, cols int, data []float64) error {
 	return err
 }
 
-// WriteFile writes a matrix atomically: temp file, fsync, rename.
+// WriteFloat32 encodes a rows×cols float32 matrix (row-major) as .npy
+// version 1.0 ('<f4'), streaming the data in blocks.
+func WriteFloat32(w io.Writer, rows, cols int, data []float32) error {
+	if len(data) != rows*cols {
+		return fmt.Errorf("npy: %d values for shape (%d, %d)", len(data), rows, cols)
+	}
+	if _, err := w.Write(header("<f4", rows, cols)); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, v := range data {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		if len(buf) == cap(buf) {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// WriteFile writes a float64 matrix so a crash leaves the old or the new file.
 func WriteFile(path string, rows, cols int, data []float64) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := Write(tmp, rows, cols, data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	_, err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Write(w, rows, cols, data) })
+	return err
 }

@@ -3,11 +3,11 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/lcl-project/lcl/internal/atomicfile"
+	"github.com/lcl-project/lcl/internal/npy"
 	"io"
 	"math"
 	"path/filepath"
@@ -287,7 +287,7 @@ func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOpti
 		case "csv":
 			return writeCSV(w, kind, ids, rows, cols, data)
 		case "npy":
-			return writeNpy(w, rows, cols, data)
+			return npy.WriteFloat32(w, rows, cols, data)
 		case "text":
 			_, err := io.WriteString(w, strings.TrimRight(rec.(*simstore.Article).Text, "\n")+"\n")
 			return err
@@ -376,39 +376,6 @@ func writeCSV(w io.Writer, kind string, ids []string, rows, cols int, data []flo
 		b = b[:0]
 	}
 	_, err := w.Write(b)
-	return err
-}
-
-// writeNpy writes a rows×cols float32 array in NumPy's .npy format 1.0: the
-// magic "\x93NUMPY", version 1.0, a little-endian u16 header length, a Python
-// dict literal padded with spaces and ending in "\n" so that the data starts
-// at a multiple of 64 bytes, then the data in C order.
-func writeNpy(w io.Writer, rows, cols int, data []float32) error {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
-	const pre = 6 + 2 + 2
-	total := (pre + len(dict) + 1 + 63) / 64 * 64
-	hdr := make([]byte, 0, total)
-	hdr = append(hdr, "\x93NUMPY\x01\x00"...)
-	hdr = binary.LittleEndian.AppendUint16(hdr, uint16(total-pre))
-	hdr = append(hdr, dict...)
-	for len(hdr) < total-1 {
-		hdr = append(hdr, ' ')
-	}
-	hdr = append(hdr, '\n')
-	if _, err := w.Write(hdr); err != nil {
-		return err
-	}
-	buf := make([]byte, 0, 64<<10)
-	for _, v := range data {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-		if len(buf) == cap(buf) {
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
-		}
-	}
-	_, err := w.Write(buf)
 	return err
 }
 
