@@ -129,7 +129,7 @@ func loader(workers int) trainer.Loader {
 			return nil, fmt.Errorf("dataset %T is not a trainer/data set", ds)
 		}
 		l, err := data.NewLoader(ctx, d, data.LoaderConfig{Indices: c.Indices, Batch: c.Batch, Shuffle: c.Shuffle,
-			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers})
+			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers, Shard: c.Shard, Shards: c.Shards})
 		if err != nil {
 			return nil, err
 		}
