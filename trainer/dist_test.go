@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -196,6 +197,39 @@ func TestDataParallelResume(t *testing.T) {
 			if d := math.Abs(float64(got[n][i] - wv[i])); d > 1e-5 {
 				t.Fatalf("%s[%d]: resumed group %v, uninterrupted process %v", n, i, got[n][i], wv[i])
 			}
+		}
+	}
+}
+
+func TestPresetForWorld(t *testing.T) {
+	goyal, err := PresetByName("goyal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := PresetByName("fmnist-cnn")
+	for _, tt := range []struct {
+		p              Preset
+		world          int
+		batchSet       bool
+		batch          int
+		lrSet          bool
+		wantB          int
+		wantLR         float64
+		wantWarm       int
+		wantMilestones []int
+	}{
+		{goyal, 1, false, 0, false, 32, 0.1 * 32 / 256, 5, []int{30, 60, 80}},
+		{goyal, 8, false, 0, false, 256, 0.1, 5, []int{30, 60, 80}},
+		{goyal, 4, true, 8192, false, 8192, 3.2, 5, []int{30, 60, 80}},
+		{goyal, 4, false, 0, true, 128, 0.1, 5, []int{30, 60, 80}}, // --lr given: kept (the flag sets it later)
+		{plain, 4, false, 0, false, 128, 0.05, 0, nil},             // other presets do not scale
+		{plain, 4, true, 64, false, 64, 0.05, 0, nil},
+	} {
+		o := tt.p.For(tt.world, tt.batchSet, tt.batch, tt.lrSet)
+		if o.Batch != tt.wantB || math.Abs(o.Schedule.LR-tt.wantLR) > 1e-12 || o.Schedule.Warmup != tt.wantWarm ||
+			fmt.Sprint(o.Schedule.Milestones) != fmt.Sprint(tt.wantMilestones) && tt.wantMilestones != nil {
+			t.Errorf("%s.For(%d, %v, %d, %v) = batch %d lr %v warm-up %d milestones %v", tt.p.Name, tt.world, tt.batchSet,
+				tt.batch, tt.lrSet, o.Batch, o.Schedule.LR, o.Schedule.Warmup, o.Schedule.Milestones)
 		}
 	}
 }

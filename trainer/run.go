@@ -133,6 +133,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.close()
+	if g := cfg.Group; g != nil {
+		// A collective waiting on a peer ends at once on cancellation.
+		stop := context.AfterFunc(ctx, func() { g.Abort("canceled") })
+		defer stop()
+	}
 	return r.run(ctx)
 }
 

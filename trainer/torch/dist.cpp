@@ -13,19 +13,49 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dist.hpp"
 #include "shim.h"
 
+// lt_pg is a process group with a watchdog. Gloo does not fail a
+// collective that is already waiting when its peer's process dies (only the
+// next one), so collectives are waited for in slices, and the wait ends
+// early when the group is aborted: by lt_pg_abort (the caller's
+// cancellation, e.g. a launcher's SIGTERM), or by the heartbeat thread when
+// a peer stops beating (its process died or hangs) or rank 0's store goes
+// away (rank 0 died).
 struct lt_pg {
 	c10::intrusive_ptr<c10d::Store> store;
 	c10::intrusive_ptr<c10d::ProcessGroup> pg;
 	int rank = 0, size = 1;
 	std::chrono::milliseconds timeout{0};
+
+	std::mutex mu;
+	std::string aborted; // why, once aborted
+	std::atomic<bool> is_aborted{false};
+	std::atomic<bool> broken{false}; // a collective failed: Gloo state unusable
+	std::thread heartbeat;
+	std::mutex hb_mu;
+	std::condition_variable hb_cv;
+	bool hb_stop = false;
+
+	void abort(const std::string &why) {
+		std::lock_guard<std::mutex> l(mu);
+		if (!is_aborted) aborted = why;
+		is_aborted = true;
+	}
+	std::string why() {
+		std::lock_guard<std::mutex> l(mu);
+		return aborted;
+	}
 };
 
 namespace {
@@ -52,12 +82,72 @@ std::string clean(const char *what) {
 }
 
 void wait(lt_pg *g, c10::intrusive_ptr<c10d::Work> w, const char *op) {
+	auto start = std::chrono::steady_clock::now();
+	auto nap = std::chrono::microseconds(20);
+	while (!w->isCompleted()) {
+		if (g->is_aborted) {
+			g->broken = true;
+			fail(g, op, g->why());
+		}
+		if (std::chrono::steady_clock::now() - start > g->timeout) {
+			g->broken = true;
+			fail(g, op, "timed out");
+		}
+		std::this_thread::sleep_for(nap);
+		nap = std::min(nap * 2, std::chrono::microseconds(5000));
+	}
 	try {
 		w->wait(g->timeout);
 	} catch (const c10::Error &e) {
+		g->broken = true;
 		fail(g, op, clean(e.what_without_backtrace()));
 	} catch (const std::exception &e) {
+		g->broken = true;
 		fail(g, op, clean(e.what()));
+	}
+}
+
+// Heartbeats: every rank adds 1 to its counter in the store every period,
+// through its own store connection, and watches the others' counters.
+constexpr auto kBeat = std::chrono::milliseconds(500);
+constexpr auto kDeadAfter = std::chrono::seconds(5);
+
+void heartbeat(lt_pg *g, std::string addr, int port) {
+	try {
+		c10d::TCPStoreOptions so;
+		so.port = (uint16_t)port;
+		so.isServer = false;
+		so.waitWorkers = false;
+		so.timeout = std::chrono::milliseconds(10000);
+		auto tcp = c10::make_intrusive<c10d::TCPStore>(addr, so);
+		c10d::PrefixStore st("lcl/heartbeat", tcp);
+		std::vector<int64_t> last(g->size, -1);
+		std::vector<std::chrono::steady_clock::time_point> seen(g->size, std::chrono::steady_clock::now());
+		for (;;) {
+			{
+				std::unique_lock<std::mutex> l(g->hb_mu);
+				if (g->hb_cv.wait_for(l, kBeat, [g] { return g->hb_stop; })) return;
+			}
+			st.add(std::to_string(g->rank), 1);
+			auto now = std::chrono::steady_clock::now();
+			for (int r = 0; r < g->size; r++) {
+				if (r == g->rank) continue;
+				auto v = st.add(std::to_string(r), 0);
+				if (v != last[r]) {
+					last[r] = v;
+					seen[r] = now;
+				} else if (now - seen[r] > kDeadAfter) {
+					g->abort("rank " + std::to_string(r) + " sent no heartbeat for " +
+					         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - seen[r]).count()) +
+					         " s (its process died or hangs)");
+					return;
+				}
+			}
+		}
+	} catch (const std::exception &e) {
+		std::string msg = clean(e.what());
+		if (g->rank == 0) g->abort("heartbeat store: " + msg);
+		else g->abort("lost the rendezvous store hosted by rank 0 (rank 0 died?): " + msg);
 	}
 }
 
@@ -174,6 +264,7 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		} else {
 			throw std::invalid_argument("unknown backend " + be + " (want gloo or nccl)");
 		}
+		if (size > 1) g->heartbeat = std::thread(heartbeat, g.get(), std::string(addr), (int)port);
 		return g.release();
 	} catch (const c10::Error &e) {
 		set_err(err, where + ": " + clean(e.what_without_backtrace()));
@@ -183,7 +274,26 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 	return nullptr;
 }
 
-void lt_pg_free(lt_pg *g) { delete g; }
+void lt_pg_free(lt_pg *g) {
+	if (!g) return;
+	if (g->heartbeat.joinable()) {
+		{
+			std::lock_guard<std::mutex> l(g->hb_mu);
+			g->hb_stop = true;
+		}
+		g->hb_cv.notify_all();
+		g->heartbeat.join();
+	}
+	if (g->broken) {
+		// Gloo's worker threads may still wait on a dead peer and its
+		// destructor would join them: leave it to the process's exit.
+		g->pg.release();
+		g->store.release();
+	}
+	delete g;
+}
+
+void lt_pg_abort(lt_pg *g, const char *why) { g->abort(why && *why ? why : "aborted"); }
 int32_t lt_pg_rank(lt_pg *g) { return g->rank; }
 int32_t lt_pg_size(lt_pg *g) { return g->size; }
 

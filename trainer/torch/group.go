@@ -74,6 +74,16 @@ func (g *Group) Close() {
 	g.c = nil
 }
 
+// Abort makes the collective in progress, and every later one, fail with
+// why. It is safe to call from any goroutine (e.g. when a context is
+// canceled); the group is unusable afterwards.
+func (g *Group) Abort(why string) {
+	w, free := cstr(why)
+	defer free()
+	C.lt_pg_abort(g.c, w)
+	runtime.KeepAlive(g)
+}
+
 // BroadcastModel overwrites m's parameters and buffers (only its buffers when
 // buffersOnly) with rank 0's.
 func (g *Group) BroadcastModel(m *Model, buffersOnly bool) error {

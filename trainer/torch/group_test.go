@@ -7,8 +7,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -222,5 +226,85 @@ func TestGroupPeerExitFailsFast(t *testing.T) {
 	t.Log(err)
 	if !strings.Contains(err.Error(), "rank 0 of 2") {
 		t.Errorf("error %q does not name the rank", err)
+	}
+}
+
+// TestMain lets the test binary play a peer rank in another process: with
+// LT_TEST_PEER=PORT it joins a group of 2 as rank 1, takes part in one
+// all-reduce, then hangs until killed.
+func TestMain(m *testing.M) {
+	if p := os.Getenv("LT_TEST_PEER"); p != "" {
+		port, _ := strconv.Atoi(p)
+		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 1, Size: 2, Timeout: 10 * time.Minute})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := g.AllReduce([]float64{1}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// TestGroupPeerLostDuringCollective: rank 0 waits in an all-reduce when
+// the process of rank 1 is killed (its sockets close: Gloo fails the wait)
+// or stopped (SIGSTOP: its sockets stay open and only the heartbeat notices);
+// either way the wait ends long before the 10-minute timeout, the error
+// naming rank 0, and for the silent peer, rank 1.
+func TestGroupPeerLostDuringCollective(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		sig  syscall.Signal
+		want string
+	}{{"killed", syscall.SIGKILL, "rank 0 of 2"}, {"stopped", syscall.SIGSTOP, "rank 1 sent no heartbeat"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			port := freePort(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "LT_TEST_PEER="+strconv.Itoa(port))
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer cmd.Process.Kill()
+			g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 0, Size: 2, Timeout: 10 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if err := g.AllReduce([]float64{1}); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(200*time.Millisecond, func() { cmd.Process.Signal(tt.sig) })
+			err = g.AllReduce([]float64{1})
+			if err == nil || !strings.Contains(err.Error(), "rank 0 of 2") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("all-reduce with a %s peer: %v, want an error naming %q", tt.name, err, tt.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestGroupAbort: Abort from another goroutine ends a waiting collective.
+func TestGroupAbort(t *testing.T) {
+	errs := ranks(t, 2, func(g *Group) error {
+		if g.Rank() == 1 {
+			time.Sleep(300 * time.Millisecond) // never joins the all-reduce
+			return nil
+		}
+		time.AfterFunc(100*time.Millisecond, func() { g.Abort("canceled by the test") })
+		err := g.AllReduce([]float64{1})
+		if err == nil || !strings.Contains(err.Error(), "canceled by the test") {
+			return fmt.Errorf("all-reduce after Abort: %v", err)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
 	}
 }

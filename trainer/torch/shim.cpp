@@ -630,8 +630,22 @@ int32_t lt_train_step_pg(lt_pg *g, lt_model **models, lt_optim **optims, int32_t
                          const float *weights, lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
                          int64_t *n_out, char **err) {
 	LT_TRY
-	train_step(g, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out, correct_out,
-	           n_out);
+	// A step that fails (a peer died, cancellation) leaves the models as
+	// they were: the parameters change only after the last collective, and
+	// the buffers the forward pass updated are put back, so a checkpoint
+	// written after the failure resumes exactly.
+	std::vector<std::pair<Tensor, Tensor>> saved;
+	if (g)
+		for (int i = 0; i < k; i++)
+			for (auto &b : models[i]->net->buffers(true)) saved.push_back({b, b.detach().clone()});
+	try {
+		train_step(g, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
+		           correct_out, n_out);
+	} catch (...) {
+		torch::NoGradGuard ng;
+		for (auto &s : saved) s.first.detach().copy_(s.second);
+		throw;
+	}
 	return 0;
 	LT_CATCH(err, -1)
 }

@@ -114,13 +114,16 @@ int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model 
    needs a CUDA build with LT_NCCL). iface names the network interface Gloo
    binds (NULL or "": 127.0.0.1 when addr is a loopback address, else the
    address this host's name resolves to). Every collective fails after
-   timeout_ms instead of waiting for a dead or stalled peer; a peer whose
-   process ended fails it at once (its sockets close). Errors name this
-   process's rank. A group is used by one thread at a time, and every rank
+   timeout_ms instead of waiting for a stalled peer; a heartbeat through the
+   store fails it within seconds when a peer's process dies (naming that
+   rank). Errors name this process's rank. A group is used by one thread at a time, and every rank
    must make the same calls in the same order. */
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
                  int64_t timeout_ms, const char *iface, char **err);
 void lt_pg_free(lt_pg *g);
+/* Makes the collective in progress (and every later one) fail with why; safe
+   to call from any thread (e.g. on cancellation). */
+void lt_pg_abort(lt_pg *g, const char *why);
 int32_t lt_pg_rank(lt_pg *g);
 int32_t lt_pg_size(lt_pg *g);
 /* Overwrites the parameters and buffers (buffers_only: only the buffers)
