@@ -78,6 +78,7 @@ func NewGroup(GroupConfig) (*Group, error)           { return nil, ErrNoLibtorch
 func (g *Group) Rank() int                           { return g.rank }
 func (g *Group) Size() int                           { return g.size }
 func (g *Group) Close()                              {}
+func (g *Group) Abort(string)                        {}
 func (g *Group) BroadcastModel(*Model, bool) error   { return ErrNoLibtorch }
 func (g *Group) BroadcastOptimizer(*Optimizer) error { return ErrNoLibtorch }
 func (g *Group) AllReduce([]float64) error           { return ErrNoLibtorch }
