@@ -216,6 +216,13 @@ func (c *conn) call(ctx context.Context, op string, timeout time.Duration, f fun
 	if ctx.Err() != nil {
 		return ctx.Err() // the caller cancelled: not the plugin's fault
 	}
+	// gRPC can report DeadlineExceeded a moment before the caller's own
+	// timer fires: when the caller's deadline came first, it is still theirs.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) && status.Code(err) == codes.DeadlineExceeded {
+		if own, _ := cctx.Deadline(); !own.Before(dl) {
+			return context.DeadlineExceeded
+		}
+	}
 	e := &Error{Plugin: c.label, Op: op, Err: err}
 	st, _ := status.FromError(err)
 	switch {

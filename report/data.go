@@ -42,7 +42,8 @@ type EpochPoint struct {
 var subscripts = []string{"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇", "₈", "₉"}
 
 // FromRuns converts finished stored runs into entries; runs that are not
-// done are skipped and counted.
+// done are skipped and counted. Runs store accuracies as fractions (what lcl
+// train writes); entries and everything printed are in percent.
 func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 	for _, r := range runs {
 		if r.Status != experiment.StatusDone || len(r.Top1) == 0 {
@@ -66,11 +67,11 @@ func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 			}
 			top5 := math.NaN()
 			if i < len(r.Top5) {
-				top5 = r.Top5[i]
+				top5 = 100 * r.Top5[i]
 			}
 			entries = append(entries, Entry{RunID: r.ID, Dataset: c.Labels, Model: c.Model,
 				Fraction: c.Fraction, Strategy: c.Strategy, Method: m, Seed: c.Seed,
-				Top1: top1, Top5: top5, Curve: curves[i]})
+				Top1: 100 * top1, Top5: top5, Curve: curves[i]})
 		}
 	}
 	return entries, skipped, nil
@@ -112,7 +113,7 @@ func parseEpochs(raw json.RawMessage, models int) ([][]EpochPoint, error) {
 		for m := 0; m < models; m++ {
 			p := EpochPoint{Epoch: n, Top1: math.NaN(), Entropy: math.NaN()}
 			if m < len(top1) {
-				p.Top1 = top1[m]
+				p.Top1 = 100 * top1[m]
 			}
 			if m < len(ent) {
 				p.Entropy = ent[m]

@@ -41,12 +41,12 @@ func fakeRuns(t testing.TB) []simstore.Run {
 					base := 80 + 20*frac + float64(mi)
 					var top1, top5 []float64
 					for _, off := range m.offset {
-						top1 = append(top1, base+off+float64(seed)/10)
-						top5 = append(top5, 99)
+						top1 = append(top1, (base+off+float64(seed)/10)/100) // runs store fractions
+						top5 = append(top5, 0.99)
 					}
 					var epochs []map[string]any
 					for ep := 1; ep <= 3; ep++ {
-						e := map[string]any{"epoch": ep, "loss": 1.0 / float64(ep), "top1": []float64{top1[0] - float64(3-ep)}}
+						e := map[string]any{"epoch": ep, "loss": 1.0 / float64(ep), "top1": []float64{top1[0] - float64(3-ep)/100}}
 						if m.strategy == "lcl" {
 							e["target_entropy"] = 1.5 / float64(ep)
 						}

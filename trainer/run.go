@@ -92,6 +92,13 @@ type EpochMetrics struct {
 	ImgPerSec   float64       `json:"img_per_s"`
 	PeerMetrics               // peer 0
 	Peers       []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
+	// Top1 and Top5 repeat the test accuracy of every peer (one entry per
+	// model), the per-epoch shape lcl report and lcl experiment read.
+	Top1 []float64 `json:"top1"`
+	Top5 []float64 `json:"top5"`
+	// TargetEntropy is the mean over classes of the entropy (nats) of the
+	// epoch's target rows: 0 for one-hot, falling over the epochs under LCL.
+	TargetEntropy float64 `json:"target_entropy"`
 }
 
 // Result is the outcome of a run.
@@ -100,6 +107,8 @@ type Result struct {
 	Model      string         `json:"model"`
 	Seed       int64          `json:"seed"`
 	Final      []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
+	Top1       []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5       []float64      `json:"top5"`
 	Epochs     []EpochMetrics `json:"epochs"`
 	Seconds    float64        `json:"seconds"`
 	Checkpoint string         `json:"checkpoint,omitempty"`
@@ -382,6 +391,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		if res.Final == nil {
 			res.Final = []PeerMetrics{last.PeerMetrics}
 		}
+		res.Top1, res.Top5 = last.Top1, last.Top5
 	}
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
@@ -636,7 +646,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	}
 	lr = r.cfg.Optim.Schedule.At(e, float64(steps-1)/float64(steps), stage.Epochs) // at the last step
 	em := EpochMetrics{MessageType: "epoch", Stage: stage.Name, StageIndex: s, Epoch: e + 1, Epochs: stage.Epochs,
-		LR: lr, Images: p.Images, Seconds: p.Seconds}
+		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: meanRowEntropy(plan.Targets, r.cfg.Train.NumClasses())}
 	if p.Seconds > 0 {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}
@@ -654,6 +664,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		if q == 0 {
 			em.PeerMetrics = pm
 		}
+		em.Top1, em.Top5 = append(em.Top1, pm.TestTop1), append(em.Top5, pm.TestTop5)
 		if k > 1 {
 			em.Peers = append(em.Peers, pm)
 		}
@@ -700,4 +711,19 @@ func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, ba
 		return PeerMetrics{}, errors.New("trainer: empty test set")
 	}
 	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
+}
+
+// meanRowEntropy is the mean entropy (nats) of the rows of a C×C target
+// matrix; nil (one-hot) has entropy 0.
+func meanRowEntropy(t []float32, c int) float64 {
+	if t == nil || c == 0 {
+		return 0
+	}
+	var h float64
+	for _, v := range t {
+		if v > 0 {
+			h -= float64(v) * math.Log(float64(v))
+		}
+	}
+	return h / float64(c)
 }

@@ -3,6 +3,7 @@ package trainer
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,8 +46,15 @@ func TestRunLearnsAndWritesRunDir(t *testing.T) {
 	}
 	defer f.Close()
 	for sc := bufio.NewScanner(f); sc.Scan(); lines++ {
-		if !strings.Contains(sc.Text(), `"message_type":"epoch"`) {
-			t.Errorf("metrics line %q", sc.Text())
+		var m struct {
+			MessageType   string    `json:"message_type"`
+			TestTop1      float64   `json:"test_top1"`
+			Top1          []float64 `json:"top1"`
+			Top5          []float64 `json:"top5"`
+			TargetEntropy *float64  `json:"target_entropy"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.MessageType != "epoch" || len(m.Top1) != 1 || m.Top1[0] != m.TestTop1 || len(m.Top5) != 1 || m.TargetEntropy == nil || *m.TargetEntropy != 0 {
+			t.Errorf("metrics line %q: want message_type epoch, top1 = [test_top1], target_entropy 0 (one-hot)", sc.Text())
 		}
 	}
 	if lines != 4 {
@@ -60,8 +68,10 @@ func TestRunLearnsAndWritesRunDir(t *testing.T) {
 	if err != nil || meta["lcl.model"] != "mlp:hidden=32" || meta["lcl.seed"] != "1" || len(ts) != 4 || ts[0].Name != "fc.bias" {
 		t.Errorf("weights: %v %v %d", err, meta, len(ts))
 	}
-	if _, err := os.Stat(filepath.Join(dir, "result.json")); err != nil {
-		t.Error(err)
+	var result struct{ Top1, Top5 []float64 }
+	if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil || json.Unmarshal(b, &result) != nil ||
+		len(result.Top1) != 1 || result.Top1[0] != res.Final[0].TestTop1 || len(result.Top5) != 1 {
+		t.Errorf("result.json: %v %+v, want top1 = [final test top-1]", err, result)
 	}
 	// The weights load back into a fresh model and evaluate identically.
 	m, err := torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 6, InW: 6, NumClasses: 4, Hidden: []int{32}}, "cpu")
@@ -370,3 +380,22 @@ func TestScheduleAt(t *testing.T) {
 }
 
 var _ io.Writer = (*strings.Builder)(nil)
+
+func TestMeanRowEntropy(t *testing.T) {
+	tests := []struct {
+		name string
+		t    []float32
+		c    int
+		want float64
+	}{
+		{"one-hot", nil, 3, 0},
+		{"identity", []float32{1, 0, 0, 1}, 2, 0},
+		{"uniform rows", []float32{0.5, 0.5, 0.5, 0.5}, 2, math.Log(2)},
+		{"mixed", []float32{1, 0, 0.5, 0.5}, 2, math.Log(2) / 2},
+	}
+	for _, tt := range tests {
+		if got := meanRowEntropy(tt.t, tt.c); math.Abs(got-tt.want) > 1e-7 {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

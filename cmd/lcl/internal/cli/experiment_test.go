@@ -72,7 +72,7 @@ func TestExperimentRunSubprocess(t *testing.T) {
 		t.Fatalf("%d stored runs, %v", len(runs), err)
 	}
 	for _, r := range runs {
-		if r.Status != "done" || len(r.Top1) != 1 || r.Top1[0] < 70 {
+		if r.Status != "done" || len(r.Top1) != 1 || r.Top1[0] < 0.70 || r.Top1[0] > 0.71 {
 			t.Errorf("stored run %+v", r)
 		}
 	}

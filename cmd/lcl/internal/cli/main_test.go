@@ -63,12 +63,12 @@ func fakeTrain(args []string) int {
 			return 1
 		}
 	}
-	metrics := fmt.Sprintf("{\"epoch\":1,\"loss\":2.0,\"top1\":[60.%s],\"top5\":[90]}\n{\"epoch\":2,\"loss\":1.0,\"top1\":[70.%s],\"top5\":[95]}\n", seed, seed)
+	metrics := fmt.Sprintf("{\"epoch\":1,\"loss\":2.0,\"top1\":[0.60%s],\"top5\":[0.90]}\n{\"epoch\":2,\"loss\":1.0,\"top1\":[0.70%s],\"top5\":[0.95]}\n", seed, seed)
 	if err := os.WriteFile(filepath.Join(out, "metrics.jsonl"), []byte(metrics), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	res := fmt.Sprintf(`{"top1":[70.%s],"top5":[95]}`, seed)
+	res := fmt.Sprintf(`{"top1":[0.70%s],"top5":[0.95]}`, seed) // fractions, as lcl train writes
 	if err := os.WriteFile(filepath.Join(out, "result.json"), []byte(res), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,284 @@
+package embed
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// Model file format (all integers little-endian), version 1:
+//
+//	magic    "LCLD2V\x00\x01" (8 bytes: name, 0, format version)
+//	header   uint32 length + JSON of Options (mode, dbow_words, dim, ...)
+//	vocab    uint32 n, then n × (uvarint byte length, UTF-8 word, uvarint count)
+//	tags     uint32 n, then n × (uvarint byte length, UTF-8 tag)
+//	matrices WordVecs, OutVecs, DocVecs: each uint64 element count + float32s
+//	checksum uint32 CRC-32C (Castagnoli) of every byte before it
+//
+// A reader refuses other magics and versions, and a file whose checksum,
+// sizes or counts do not add up.
+const (
+	modelMagic   = "LCLD2V\x00"
+	modelVersion = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Save writes the model to path atomically: into a temporary file in the
+// same directory, synced, then renamed over path.
+func (m *Model) Save(path string) error {
+	return writeAtomic(path, m.Encode)
+}
+
+// Encode writes the model in the binary format described above.
+func (m *Model) Encode(w io.Writer) error {
+	h := crc32.New(castagnoli)
+	bw := bufio.NewWriter(io.MultiWriter(w, h))
+	bw.WriteString(modelMagic)
+	bw.WriteByte(modelVersion)
+	hdr, err := json.Marshal(m.Options)
+	if err != nil {
+		return err
+	}
+	var b [binary.MaxVarintLen64]byte
+	u32 := func(x int) { binary.LittleEndian.PutUint32(b[:4], uint32(x)); bw.Write(b[:4]) }
+	str := func(s string) { bw.Write(binary.AppendUvarint(b[:0], uint64(len(s)))); bw.WriteString(s) }
+	u32(len(hdr))
+	bw.Write(hdr)
+	u32(m.Vocab.Len())
+	for i, word := range m.Vocab.Words {
+		str(word)
+		bw.Write(binary.AppendUvarint(b[:0], uint64(m.Vocab.Counts[i])))
+	}
+	u32(len(m.Tags))
+	for _, t := range m.Tags {
+		str(t)
+	}
+	for _, mat := range [][]float32{m.WordVecs, m.OutVecs, m.DocVecs} {
+		binary.LittleEndian.PutUint64(b[:8], uint64(len(mat)))
+		bw.Write(b[:8])
+		for _, x := range mat {
+			binary.LittleEndian.PutUint32(b[:4], math.Float32bits(x))
+			bw.Write(b[:4])
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(b[:4], h.Sum32())
+	_, err = w.Write(b[:4])
+	return err
+}
+
+// Load reads a model written by Save.
+func Load(path string) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := ReadModel(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ErrBadModel is wrapped by every error about a malformed model file.
+var ErrBadModel = errors.New("not a valid lcl doc2vec model")
+
+type countingReader struct {
+	r   *bufio.Reader
+	h   hash.Hash32
+	off int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	c.off += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.h.Write([]byte{b})
+		c.off++
+	}
+	return b, err
+}
+
+// ReadModel reads a model in the format written by Encode.
+func ReadModel(r io.Reader) (*Model, error) {
+	cr := &countingReader{r: bufio.NewReaderSize(r, 1<<16), h: crc32.New(castagnoli)}
+	bad := func(what string, err error) error {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return fmt.Errorf("%w: offset %d: %s: %w", ErrBadModel, cr.off, what, err)
+		}
+		return fmt.Errorf("%w: offset %d: %s", ErrBadModel, cr.off, what)
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(cr, b[:8]); err != nil {
+		return nil, bad("reading magic", err)
+	}
+	if string(b[:7]) != modelMagic {
+		return nil, bad(fmt.Sprintf("magic %q, want %q", b[:7], modelMagic), nil)
+	}
+	if b[7] != modelVersion {
+		return nil, bad(fmt.Sprintf("format version %d, this program reads %d", b[7], modelVersion), nil)
+	}
+	u32 := func(what string) (int, error) {
+		if _, err := io.ReadFull(cr, b[:4]); err != nil {
+			return 0, bad(what, err)
+		}
+		return int(binary.LittleEndian.Uint32(b[:4])), nil
+	}
+	str := func(what string) (string, error) {
+		n, err := binary.ReadUvarint(cr)
+		if err != nil {
+			return "", bad(what, err)
+		}
+		if n > 1<<20 {
+			return "", bad(fmt.Sprintf("%s: length %d too large", what, n), nil)
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(cr, p); err != nil {
+			return "", bad(what, err)
+		}
+		return string(p), nil
+	}
+	n, err := u32("header length")
+	if err != nil {
+		return nil, err
+	}
+	if n > 1<<20 {
+		return nil, bad(fmt.Sprintf("header length %d too large", n), nil)
+	}
+	hdr := make([]byte, n)
+	if _, err := io.ReadFull(cr, hdr); err != nil {
+		return nil, bad("header", err)
+	}
+	var o Options
+	if err := json.Unmarshal(hdr, &o); err != nil {
+		return nil, bad("header", err)
+	}
+	if err := o.validate(); err != nil {
+		return nil, bad("header", err)
+	}
+	nv, err := u32("vocabulary size")
+	if err != nil {
+		return nil, err
+	}
+	words, counts := make([]string, 0, min(nv, 1<<20)), make([]int64, 0, min(nv, 1<<20))
+	for i := range nv {
+		w, err := str(fmt.Sprintf("word %d", i))
+		if err != nil {
+			return nil, err
+		}
+		c, err := binary.ReadUvarint(cr)
+		if err != nil {
+			return nil, bad(fmt.Sprintf("count of word %d", i), err)
+		}
+		words, counts = append(words, w), append(counts, int64(c))
+	}
+	nt, err := u32("tag count")
+	if err != nil {
+		return nil, err
+	}
+	tags := make([]string, 0, min(nt, 1<<20))
+	for i := range nt {
+		t, err := str(fmt.Sprintf("tag %d", i))
+		if err != nil {
+			return nil, err
+		}
+		tags = append(tags, t)
+	}
+	var mats [3][]float32
+	want := []int{nv * o.Dim, nv * o.Dim, nt * o.Dim}
+	names := []string{"word vectors", "output weights", "document vectors"}
+	for k := range mats {
+		if _, err := io.ReadFull(cr, b[:8]); err != nil {
+			return nil, bad(names[k], err)
+		}
+		if n := binary.LittleEndian.Uint64(b[:8]); n != uint64(want[k]) && !(k == 1 && n == 0) {
+			return nil, bad(fmt.Sprintf("%s: %d values, want %d", names[k], n, want[k]), nil)
+		} else if n == 0 {
+			continue
+		}
+		mats[k] = make([]float32, want[k])
+		p := make([]byte, 4*o.Dim)
+		for i := 0; i < want[k]; i += o.Dim {
+			if _, err := io.ReadFull(cr, p); err != nil {
+				return nil, bad(names[k], err)
+			}
+			for j := range o.Dim {
+				mats[k][i+j] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*j:]))
+			}
+		}
+	}
+	sum := cr.h.Sum32()
+	if _, err := io.ReadFull(cr.r, b[:4]); err != nil {
+		return nil, bad("checksum", err)
+	}
+	if got := binary.LittleEndian.Uint32(b[:4]); got != sum {
+		return nil, bad(fmt.Sprintf("checksum %08x, content gives %08x (file corrupted)", got, sum), nil)
+	}
+	if _, err := cr.r.ReadByte(); err != io.EOF {
+		return nil, bad("trailing data after checksum", nil)
+	}
+	m, err := newModel(newVocab(words, counts, o.Sample), o)
+	if err != nil {
+		return nil, bad("vocabulary", err)
+	}
+	m.WordVecs, m.OutVecs, m.DocVecs = mats[0], mats[1], mats[2]
+	m.Tags = tags
+	for i, t := range tags {
+		m.tagIndex[t] = i
+	}
+	return m, nil
+}
+
+// writeAtomic writes a file through a temporary file in the same directory
+// that is synced and renamed over path, so readers never see a partial file.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = write(f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package embed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func trainedModel(t *testing.T) *Model {
+	t.Helper()
+	o := DefaultOptions()
+	o.Dim, o.Epochs, o.MinCount, o.Workers = 8, 2, 1, 1
+	m, _, err := Train(context.Background(), topicCorpus(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestModelSaveLoad(t *testing.T) {
+	m := trainedModel(t)
+	path := filepath.Join(t.TempDir(), "m.d2v")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.WordVecs, m.WordVecs) || !slices.Equal(got.OutVecs, m.OutVecs) ||
+		!slices.Equal(got.DocVecs, m.DocVecs) || !slices.Equal(got.Tags, m.Tags) ||
+		!slices.Equal(got.Vocab.Words, m.Vocab.Words) || !slices.Equal(got.Vocab.Counts, m.Vocab.Counts) {
+		t.Fatal("loaded model differs from the saved one")
+	}
+	if got.Options.Mode != m.Options.Mode || got.Options.Dim != m.Options.Dim || got.Options.Sample != m.Options.Sample {
+		t.Errorf("options %+v, want %+v", got.Options, m.Options)
+	}
+	// The loaded model infers exactly as the original.
+	a, _ := m.Infer([]string{"cat", "the", "dog"}, InferOptions{Seed: 9})
+	b, _ := got.Infer([]string{"cat", "the", "dog"}, InferOptions{Seed: 9})
+	if !slices.Equal(a, b) {
+		t.Error("loaded model infers differently")
+	}
+	if v, ok := got.DocVector("d7"); !ok || !slices.Equal(v, m.DocVecs[7*8:8*8]) {
+		t.Error("DocVector after load")
+	}
+	// No temporary files left.
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want only the model", len(ents))
+	}
+}
+
+func TestModelLoadCorrupt(t *testing.T) {
+	m := trainedModel(t)
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	flip := append([]byte(nil), good...)
+	flip[len(flip)/2] ^= 1
+	badMagic := append([]byte("NOTAMODL"), good[8:]...)
+	badVersion := append([]byte(nil), good...)
+	badVersion[7] = 99
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "offset 0"},
+		{"truncated header", good[:20], "header"},
+		{"truncated vectors", good[:len(good)-100], "unexpected EOF"},
+		{"no checksum", good[:len(good)-4], "checksum"},
+		{"bit flip", flip, "checksum"},
+		{"magic", badMagic, "magic"},
+		{"version", badVersion, "format version 99"},
+		{"trailing", append(append([]byte(nil), good...), 0), "trailing"},
+	}
+	for _, tt := range tests {
+		_, err := ReadModel(bytes.NewReader(tt.data))
+		if !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want ErrBadModel mentioning %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestWord2VecRoundTrip(t *testing.T) {
+	v := &Vectors{Keys: []string{"cat", "dog", "ENTITY/Great_white_shark", "café"}, Dim: 3, Data: []float32{
+		0.1, -0.2, 3e-8,
+		1, 2, 3,
+		-1.5, 0, 1e10,
+		0.33333334, -0, 7,
+	}}
+	for _, bin := range []bool{false, true} {
+		var buf bytes.Buffer
+		if err := WriteWord2Vec(&buf, v, bin); err != nil {
+			t.Fatal(err)
+		}
+		if isBinaryWord2Vec(buf.Bytes()) != bin {
+			t.Errorf("binary=%v: format detected as binary=%v", bin, !bin)
+		}
+		got, err := ReadWord2Vec(&buf, bin)
+		if err != nil {
+			t.Fatalf("binary=%v: %v", bin, err)
+		}
+		if !slices.Equal(got.Keys, v.Keys) || !slices.Equal(got.Data, v.Data) || got.Dim != 3 {
+			t.Errorf("binary=%v: round trip gave %v %v", bin, got.Keys, got.Data)
+		}
+	}
+	// File round trip of a trained model's vectors, with detection.
+	m := trainedModel(t)
+	for _, bin := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "v")
+		if err := SaveWord2Vec(path, m.WordVectors(), bin); err != nil {
+			t.Fatal(err)
+		}
+		got, isBin, err := LoadWord2Vec(path)
+		if err != nil || isBin != bin {
+			t.Fatalf("binary=%v: LoadWord2Vec: binary=%v, %v", bin, isBin, err)
+		}
+		if !slices.Equal(got.Data, m.WordVecs) {
+			t.Errorf("binary=%v: vectors differ after round trip", bin)
+		}
+	}
+}
+
+func TestWord2VecErrors(t *testing.T) {
+	bin := func(parts ...string) string { return strings.Join(parts, "") }
+	f32 := "\x00\x00\x80\x3f" // 1.0
+	tests := []struct {
+		name   string
+		data   string
+		binary bool
+		want   string
+	}{
+		{"empty", "", false, "line 1: header"},
+		{"bad header", "three 2\n", false, "line 1: header"},
+		{"one field header", "3\n", false, "line 1: header"},
+		{"too few values", "2 3\na 1 2 3\nb 1 2\n", false, "line 3: 3 fields"},
+		{"too many values", "1 2\na 1 2 3\n", false, "line 2: 4 fields"},
+		{"not a number", "2 2\na 1 2\nb 1 x\n", false, `line 3: value 2 "x"`},
+		{"truncated", "3 2\na 1 2\nb 1 2\n", false, "line 4: record 3 of 3"},
+		{"duplicate", "2 1\na 1\na 2\n", false, `line 3: duplicate key "a"`},
+		{"extra records", "1 1\na 1\nb 2\n", false, "line 3: data after"},
+		{"binary truncated vector", bin("2 2\n", "a ", f32, f32, "\n", "b ", f32, "\x00\x00"), true, "offset 17: vector of \"b\": 6 of 8 bytes"},
+		{"binary missing record", bin("2 2\n", "a ", f32, f32, "\n"), true, "offset 15: key of record 2 of 2"},
+		{"binary header", "x\n", true, "line 1: header"},
+		{"binary duplicate", bin("2 1\n", "a ", f32, "\n", "a ", f32), true, `offset 11: duplicate key "a"`},
+	}
+	for _, tt := range tests {
+		_, err := ReadWord2Vec(strings.NewReader(tt.data), tt.binary)
+		if !errors.Is(err, ErrBadVectors) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want ErrBadVectors mentioning %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestMeanWordVector(t *testing.T) {
+	m := FromWordVectors(&Vectors{Keys: []string{"a", "b"}, Dim: 2, Data: []float32{1, 2, 3, 6}})
+	v, n := m.MeanWordVector([]string{"a", "b", "b", "zzz"})
+	if n != 3 || math.Abs(float64(v[0])-7.0/3) > 1e-6 || math.Abs(float64(v[1])-14.0/3) > 1e-6 {
+		t.Errorf("MeanWordVector = %v, %d; want [7/3 14/3], 3", v, n)
+	}
+	if _, err := m.Infer([]string{"a"}, InferOptions{}); err == nil {
+		t.Error("Infer on word-vector-only model: no error")
+	}
+	got, err := m.Vector("x", []string{"a"}, InferOptions{})
+	if err != nil || !slices.Equal(got, []float32{1, 2}) {
+		t.Errorf("Vector = %v, %v; want mean word vector [1 2]", got, err)
+	}
+}

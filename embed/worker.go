@@ -1,0 +1,181 @@
+package embed
+
+// trainer holds one goroutine's scratch buffers and random state.
+type trainer struct {
+	m        *Model
+	dim      int
+	alpha    float32
+	rng      rng
+	buf      []int32   // the document after down-sampling
+	inputs   []int32   // per training pair: input word row, -1 for the document
+	targets  []int32   // per training pair: the word to predict
+	negs     []int32   // per training pair: Negative noise words
+	work     []float32 // accumulated gradient for the input vector
+	neu1     []float32 // PV-DM input: mean of document and context vectors
+	learnOut bool      // update output weights (false during inference)
+	learnIn  bool      // update word vectors (false during inference)
+}
+
+func (m *Model) newTrainer() *trainer {
+	return &trainer{m: m, dim: m.Options.Dim, work: make([]float32, m.Options.Dim),
+		neu1: make([]float32, m.Options.Dim), learnOut: true, learnIn: true}
+}
+
+// document trains on one document (vocabulary ids) with document vector
+// dv and returns the number of words kept by down-sampling. trainDoc false
+// leaves dv unchanged (not used in training; kept for symmetry).
+func (t *trainer) document(ids []int32, dv []float32, trainDoc bool) int {
+	keep := t.m.Vocab.keep
+	t.buf = t.buf[:0]
+	if t.m.Options.Sample > 0 {
+		for _, w := range ids {
+			if keep[w] >= uint32(t.rng.next()) {
+				t.buf = append(t.buf, w)
+			}
+		}
+	} else {
+		t.buf = append(t.buf, ids...)
+	}
+	if t.m.Options.Mode == DM {
+		t.dm(dv)
+	} else {
+		t.dbow(dv, t.m.Options.DBOWWords && t.learnIn)
+	}
+	return len(t.buf)
+}
+
+// ahead is how many training pairs ahead rows are prefetched.
+const ahead = 2
+
+// dbow trains the document vector (and with words, skip-gram word vectors)
+// on t.buf. All pairs of the document and their negative samples are drawn
+// first so that the rows of pair p+ahead can be prefetched while pair p is
+// computed: random output rows missing the cache are what bounds speed.
+func (t *trainer) dbow(dv []float32, words bool) {
+	d, win, neg := t.dim, t.m.Options.Window, t.m.Options.Negative
+	wv, out := t.m.WordVecs, t.m.OutVecs
+	t.inputs, t.targets = t.inputs[:0], t.targets[:0]
+	for i, w := range t.buf {
+		if words {
+			b := t.rng.intn(win)
+			lo, hi := max(i-win+b, 0), min(i+win+1-b, len(t.buf))
+			for j := lo; j < hi; j++ {
+				if j != i {
+					t.inputs = append(t.inputs, t.buf[j])
+					t.targets = append(t.targets, w)
+				}
+			}
+		}
+		t.inputs = append(t.inputs, -1) // the document vector
+		t.targets = append(t.targets, w)
+	}
+	t.drawNegatives(len(t.targets) * neg)
+	for p, w := range t.targets {
+		if q := p + ahead; q < len(t.targets) {
+			if in := t.inputs[q]; in >= 0 {
+				prefetch(&wv[int(in)*d], d)
+			}
+			t.prefetchOut(t.targets[q], t.negs[q*neg:(q+1)*neg])
+		}
+		l1 := dv
+		if in := t.inputs[p]; in >= 0 {
+			l1 = wv[int(in)*d:][:d]
+		}
+		t.pair(l1, w, t.negs[p*neg:(p+1)*neg], out)
+	}
+}
+
+func (t *trainer) drawNegatives(n int) {
+	t.negs = t.negs[:0]
+	for range n {
+		t.negs = append(t.negs, t.m.neg.draw(t.rng.next()))
+	}
+}
+
+func (t *trainer) prefetchOut(target int32, negs []int32) {
+	d, out := t.dim, t.m.OutVecs
+	prefetch(&out[int(target)*d], d)
+	for _, w := range negs {
+		prefetch(&out[int(w)*d], d)
+	}
+}
+
+// pair does one negative-sampling step: input vector l1 predicts word
+// target against the noise words negs (a noise word equal to the target is
+// skipped, as in word2vec); l1 and (when learnOut) the output weights move
+// along their gradients scaled by alpha.
+func (t *trainer) pair(l1 []float32, target int32, negs []int32, out []float32) {
+	t.gradient(l1, target, negs, out)
+	axpy(1, t.work, l1)
+}
+
+// gradient accumulates in t.work the gradient step for input l1 and
+// updates the output rows when learnOut. A pair whose score is beyond
+// ±maxExp on the wrong side is skipped, as in gensim; on the right side its
+// gradient is 0 anyway.
+func (t *trainer) gradient(l1 []float32, target int32, negs []int32, out []float32) {
+	d, sig := t.dim, t.m.sig
+	work := t.work
+	clear(work)
+	row := out[int(target)*d:][:d]
+	if f := dot(l1, row); f > -maxExp {
+		g := (1 - sig.at(f)) * t.alpha
+		axpy(g, row, work)
+		if t.learnOut {
+			axpy(g, l1, row)
+		}
+	}
+	for _, word := range negs {
+		if word == target {
+			continue
+		}
+		row := out[int(word)*d:][:d]
+		f := dot(l1, row)
+		if f >= maxExp {
+			continue
+		}
+		g := -sig.at(f) * t.alpha
+		axpy(g, row, work)
+		if t.learnOut {
+			axpy(g, l1, row)
+		}
+	}
+}
+
+func (t *trainer) dm(dv []float32) {
+	d, win, neg := t.dim, t.m.Options.Window, t.m.Options.Negative
+	wv, out := t.m.WordVecs, t.m.OutVecs
+	neu1, work := t.neu1, t.work
+	t.inputs = t.inputs[:0] // reduced window per position
+	for range t.buf {
+		t.inputs = append(t.inputs, int32(t.rng.intn(win)))
+	}
+	t.drawNegatives(len(t.buf) * neg)
+	for i, w := range t.buf {
+		if q := i + ahead; q < len(t.buf) {
+			t.prefetchOut(t.buf[q], t.negs[q*neg:(q+1)*neg])
+		}
+		b := int(t.inputs[i])
+		lo, hi := max(i-win+b, 0), min(i+win+1-b, len(t.buf))
+		copy(neu1, dv)
+		n := 1
+		for j := lo; j < hi; j++ {
+			if j != i {
+				axpy(1, wv[int(t.buf[j])*d:][:d], neu1)
+				n++
+			}
+		}
+		scal(1/float32(n), neu1)
+		t.gradient(neu1, w, t.negs[i*neg:(i+1)*neg], out)
+		// As word2vec's CBOW and gensim's dm_mean: the whole error goes to
+		// each input vector, not divided by n.
+		axpy(1, work, dv)
+		if t.learnIn {
+			for j := lo; j < hi; j++ {
+				if j != i {
+					axpy(1, work, wv[int(t.buf[j])*d:][:d])
+				}
+			}
+		}
+	}
+}
