@@ -112,7 +112,7 @@ void wait(lt_pg *g, c10::intrusive_ptr<c10d::Work> w, const char *op) {
 constexpr auto kBeat = std::chrono::milliseconds(500);
 constexpr auto kDeadAfter = std::chrono::seconds(5);
 
-void heartbeat(lt_pg *g, std::string addr, int port) {
+void heartbeat(lt_pg *g, std::string addr, int port, std::string prefix) {
 	try {
 		c10d::TCPStoreOptions so;
 		so.port = (uint16_t)port;
@@ -120,7 +120,7 @@ void heartbeat(lt_pg *g, std::string addr, int port) {
 		so.waitWorkers = false;
 		so.timeout = std::chrono::milliseconds(10000);
 		auto tcp = c10::make_intrusive<c10d::TCPStore>(addr, so);
-		c10d::PrefixStore st("lcl/heartbeat", tcp);
+		c10d::PrefixStore st(prefix + "/heartbeat", tcp);
 		std::vector<int64_t> last(g->size, -1);
 		std::vector<std::chrono::steady_clock::time_point> seen(g->size, std::chrono::steady_clock::now());
 		for (;;) {
@@ -223,7 +223,7 @@ void broadcast(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
 extern "C" {
 
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
-                 int64_t timeout_ms, const char *iface, char **err) {
+                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err) {
 	std::string where = "process group rendezvous at " + std::string(addr ? addr : "") + ":" + std::to_string(port) +
 	                    " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
 	try {
@@ -235,12 +235,13 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		g->timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 600000);
 		c10d::TCPStoreOptions so;
 		so.port = (uint16_t)port;
-		so.isServer = rank == 0;
+		so.isServer = rank == 0 && !agent_store;
 		so.numWorkers = size;
-		so.waitWorkers = true;
+		so.waitWorkers = !agent_store;
 		so.timeout = g->timeout;
 		auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(addr), so);
-		g->store = c10::make_intrusive<c10d::PrefixStore>("lcl", tcp);
+		std::string pre = prefix && *prefix ? prefix : "lcl";
+		g->store = c10::make_intrusive<c10d::PrefixStore>(pre, tcp);
 		std::string be = backend && *backend ? backend : "gloo";
 		if (be == "gloo") {
 			auto o = c10d::ProcessGroupGloo::Options::create(g->timeout);
@@ -264,7 +265,7 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		} else {
 			throw std::invalid_argument("unknown backend " + be + " (want gloo or nccl)");
 		}
-		if (size > 1) g->heartbeat = std::thread(heartbeat, g.get(), std::string(addr), (int)port);
+		if (size > 1) g->heartbeat = std::thread(heartbeat, g.get(), std::string(addr), (int)port, pre);
 		return g.release();
 	} catch (const c10::Error &e) {
 		set_err(err, where + ": " + clean(e.what_without_backtrace()));

@@ -36,6 +36,12 @@ type GroupConfig struct {
 	// Interface is the network interface Gloo binds ("": 127.0.0.1 for a
 	// loopback Addr, else the address of this host's name).
 	Interface string
+	// AgentStore says the launcher already hosts the store at Addr:Port
+	// (torchrun sets TORCHELASTIC_USE_AGENT_STORE=True): rank 0 connects to
+	// it instead of hosting one.
+	AgentStore bool
+	// Prefix namespaces the group's keys in the store ("" = "lcl").
+	Prefix string
 }
 
 // NewGroup joins the group: rank 0 hosts the rendezvous store at Addr:Port,
@@ -47,9 +53,15 @@ func NewGroup(gc GroupConfig) (*Group, error) {
 	defer free2()
 	ifc, free3 := cstr(gc.Interface)
 	defer free3()
+	pre, free4 := cstr(gc.Prefix)
+	defer free4()
+	agent := C.int32_t(0)
+	if gc.AgentStore {
+		agent = 1
+	}
 	var cerr *C.char
 	p := C.lt_pg_new(be, addr, C.int32_t(gc.Port), C.int32_t(gc.Rank), C.int32_t(gc.Size),
-		C.int64_t(gc.Timeout.Milliseconds()), ifc, &cerr)
+		C.int64_t(gc.Timeout.Milliseconds()), ifc, agent, pre, &cerr)
 	if p == nil {
 		return nil, errOf("process group", cerr)
 	}

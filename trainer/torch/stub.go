@@ -72,6 +72,8 @@ type GroupConfig struct {
 	Port, Rank, Size int
 	Timeout          time.Duration
 	Interface        string
+	AgentStore       bool
+	Prefix           string
 }
 
 func NewGroup(GroupConfig) (*Group, error)           { return nil, ErrNoLibtorch }

@@ -85,8 +85,15 @@ func distFromEnv() (*distEnv, error) {
 
 // joinGroup joins this worker's process group.
 func joinGroup(d *distEnv, backend string, timeout time.Duration) (*torch.Group, error) {
+	// Under torchrun the agent hosts the store on MASTER_PORT; each restart
+	// of the group gets fresh keys.
+	prefix := "lcl"
+	if n := os.Getenv("TORCHELASTIC_RESTART_COUNT"); n != "" {
+		prefix += "/attempt_" + n
+	}
 	g, err := torch.NewGroup(torch.GroupConfig{Backend: backend, Addr: d.Addr, Port: d.Port, Rank: d.Rank,
-		Size: d.World, Timeout: timeout, Interface: os.Getenv("GLOO_SOCKET_IFNAME")})
+		Size: d.World, Timeout: timeout, Interface: os.Getenv("GLOO_SOCKET_IFNAME"),
+		AgentStore: strings.EqualFold(os.Getenv("TORCHELASTIC_USE_AGENT_STORE"), "true"), Prefix: prefix})
 	if err != nil {
 		return nil, fmt.Errorf("rank %d: %w", d.Rank, err)
 	}

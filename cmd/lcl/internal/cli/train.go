@@ -77,7 +77,8 @@ is refused with the reason. The result is also stored in the store as a run.`,
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
   lcl train --out runs/fm-cnn --resume ...same flags...
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
-  torchrun --nnodes 2 --nproc-per-node 4 ... lcl train --data imagenet:/data/imagenet --model resnet50 --preset goyal`,
+  torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 --master-port 29500 \
+      lcl train --data imagenet:/data/imagenet --model resnet50 --preset goyal --out /shared/runs/in-r50`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runTrain(cmd.Context(), f, cmd, o)
