@@ -250,6 +250,11 @@ func launch(ctx context.Context, f *Factory, exe string, args []string, nproc in
 			kill = nil
 		}
 	}
+	// A worker killed outright leaves its own children (strategy plugin
+	// processes) behind: they share its process group.
+	for _, w := range ws {
+		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	outs.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -116,6 +116,29 @@ func TestTrainNProcKillResume(t *testing.T) {
 	if _, err := os.Stat("/proc/" + strconv.Itoa(r0)); err == nil {
 		t.Errorf("rank 0 (pid %d) still runs", r0)
 	}
+	// Nothing the workers started (strategy plugin processes) survives
+	// (SIGKILLed by the launcher: allow a moment for the kernel to reap).
+	survivors := func() []string {
+		var out []string
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, st := range stats {
+			b, err := os.ReadFile(st)
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(f) > 2 && f[0] != "Z" && (f[2] == strconv.Itoa(r0) || f[2] == strconv.Itoa(r1)) {
+				out = append(out, st)
+			}
+		}
+		return out
+	}
+	for end := time.Now().Add(3 * time.Second); len(survivors()) > 0 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := survivors(); len(s) > 0 {
+		t.Errorf("processes of the workers' process groups survive: %v", s)
+	}
 	t.Logf("rank 1 killed: launcher ended after %v:\n%s", took, stderr.String())
 	if out, err := exec.Command(bin, args(killed, "--nproc", "2", "--resume")...).CombinedOutput(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
