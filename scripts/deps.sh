@@ -5,7 +5,7 @@
 #   scripts/deps.sh e2e      also chromium, which the end-to-end tests use to render the HTML report
 set -euo pipefail
 
-need=(wordnet-base dataset-fashion-mnist libtorch-dev python3-grpcio python3-numpy python3-networkx)
+need=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev python3-grpcio python3-numpy python3-networkx)
 if [ "${1:-}" = bench ]; then
   need+=(python3-torch python3-gensim python3-networkx python3-scipy python3-pil)
 fi

@@ -53,7 +53,7 @@ func toST(prefix string, ns []torch.Named) []safetensors.Tensor {
 }
 
 func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) error {
-	if r.cfg.NoCheckpoint || r.cfg.Out == "" {
+	if r.cfg.NoCheckpoint || r.cfg.Out == "" || !r.writer() {
 		return nil
 	}
 	st := checkpointState{Format: checkpointFormat, Identity: r.id, Position: next, Peers: len(peers.models),
@@ -123,7 +123,7 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("trainer: %w %s: %s", ErrCheckpoint, path, fmt.Sprintf(format, a...))
 	}
-	b, err := os.ReadFile(path)
+	b, err := r.readCheckpoint(path)
 	if err != nil {
 		return nil, fmt.Errorf("trainer: resume: %w", err)
 	}

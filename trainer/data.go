@@ -32,6 +32,11 @@ type LoaderConfig struct {
 	Seed     int64 // order and augmentation; the same seed gives the same pass
 	Train    bool  // training-time augmentation
 	DropLast bool
+	// Shards > 1 cuts every batch of Batch examples into Shards contiguous
+	// slices, sizes differing by at most one, and yields slice Shard of
+	// each (possibly empty, never skipped): data-parallel ranks together
+	// see the batches of one process, in the same order.
+	Shard, Shards int
 }
 
 // Loader opens one pass over ds. Cancelling ctx stops its workers.

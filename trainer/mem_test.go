@@ -51,6 +51,8 @@ type memIter struct {
 	batch int
 	pos   int
 	drop  bool
+
+	shard, shards int
 }
 
 func (it *memIter) Next() (*Batch, error) {
@@ -58,8 +60,18 @@ func (it *memIter) Next() (*Batch, error) {
 		return nil, io.EOF
 	}
 	end := min(it.pos+it.batch, len(it.order))
-	b := &Batch{N: end - it.pos}
-	for _, i := range it.order[it.pos:end] {
+	lo, hi := it.pos, end
+	if it.shards > 1 { // contiguous slices, the larger first
+		n := hi - lo
+		q, rem := n/it.shards, n%it.shards
+		lo += it.shard*q + min(it.shard, rem)
+		hi = lo + q
+		if it.shard < rem {
+			hi++
+		}
+	}
+	b := &Batch{N: hi - lo}
+	for _, i := range it.order[lo:hi] {
 		b.X = append(b.X, it.d.x[i]...)
 		b.Y = append(b.Y, int64(it.d.y[i]))
 		b.Index = append(b.Index, i)
@@ -82,5 +94,5 @@ func memLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (Batches, erro
 		r := rand.New(rand.NewPCG(uint64(cfg.Seed), 7))
 		r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
-	return &memIter{d: d, order: order, batch: cfg.Batch, drop: cfg.DropLast}, nil
+	return &memIter{d: d, order: order, batch: cfg.Batch, drop: cfg.DropLast, shard: cfg.Shard, shards: cfg.Shards}, nil
 }

@@ -51,6 +51,15 @@ type Config struct {
 	Progress func(Progress)
 	// OnEpoch, when set, is called with each epoch's metrics.
 	OnEpoch func(EpochMetrics)
+	// Group, when set, makes the run data-parallel over its ranks (one
+	// process each): every rank runs Run with the same Config, the models
+	// start from rank 0's weights, each rank loads and steps on its slice
+	// of every global batch of Optim.Batch examples, the gradients are
+	// summed over the ranks inside each step, the test set is evaluated in
+	// slices, rank 0 alone calls Planner.Plan (its plan is broadcast) and
+	// writes to Out. A resumed run reads rank 0's checkpoint on rank 0 and
+	// broadcasts it.
+	Group *torch.Group
 }
 
 // Progress is the state of the run after a step.
@@ -133,6 +142,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.close()
+	if g := cfg.Group; g != nil {
+		// A collective waiting on a peer ends at once on cancellation.
+		stop := context.AfterFunc(ctx, func() { g.Abort("canceled") })
+		defer stop()
+	}
 	return r.run(ctx)
 }
 
@@ -262,6 +276,10 @@ func (p *peerSet) close() {
 	}
 }
 
+// writer reports whether this process writes the run directory: always
+// without a Group, only rank 0 with one.
+func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
+
 func (r *runner) newPeers(stage int) (*peerSet, error) {
 	torch.ManualSeed(mix(r.cfg.Seed, 1, int64(stage)))
 	ps := &peerSet{}
@@ -323,6 +341,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 				return nil, err
 			}
 		}
+		if err := r.syncPeers(peers); err != nil {
+			peers.close()
+			return nil, err
+		}
 		start := 0
 		if s == pos.Stage {
 			start = pos.Epoch
@@ -371,7 +393,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 		res.Top1, res.Top5 = last.Top1, last.Top5
 	}
-	if r.cfg.Out == "" {
+	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
 	for k, m := range peers.models {
@@ -401,7 +423,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 }
 
 func (r *runner) openMetrics(ck *checkpoint) error {
-	if r.cfg.Out == "" {
+	if r.cfg.Out == "" || !r.writer() {
 		return nil
 	}
 	if err := os.MkdirAll(r.cfg.Out, 0o755); err != nil {
@@ -507,7 +529,7 @@ var errStop = errors.New("stop")
 func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	s, e := p.Stage, p.Epoch
 	stage := r.stages[s]
-	plan, err := r.cfg.Planner.Plan(ctx, r.planContext(s, e))
+	plan, err := r.plan(ctx, s, e)
 	if err != nil {
 		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
 	}
@@ -550,6 +572,10 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	var lr float64
 	i := 0
 	lc := LoaderConfig{Indices: indices, Batch: bs, Shuffle: true, Seed: int64(mix(r.cfg.Seed, 2, int64(s), int64(e))), Train: true}
+	if g := r.cfg.Group; g != nil {
+		lc.Shard, lc.Shards = g.Rank(), g.Size()
+		step.Group = g
+	}
 	err = r.each(ctx, r.cfg.Train, lc, func(b *Batch) error {
 		defer func() { i++ }()
 		if i < p.Step {
@@ -558,8 +584,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		if ctx.Err() != nil {
 			return errStop
 		}
-		// A batch of one cannot be batch-normalised in training mode.
-		if b.N < 2 {
+		// A batch of one cannot be batch-normalised in training mode (with a
+		// Group: a global batch of one, so every rank skips it).
+		if n := globalBatch(len(indices), bs, i, b.N, r.cfg.Group); n < 2 {
 			p.Step++
 			return nil
 		}
@@ -579,16 +606,16 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)
 		}
 		for q := range k {
-			p.Acc[q].Loss += float64(res.Loss[q]) * float64(b.N)
+			p.Acc[q].Loss += float64(res.Loss[q]) * float64(res.N)
 			p.Acc[q].Correct += res.Correct[q]
-			p.Acc[q].Seen += int64(b.N)
+			p.Acc[q].Seen += res.N
 		}
 		if math.IsNaN(float64(res.Loss[0])) || math.IsInf(float64(res.Loss[0]), 0) {
 			return fmt.Errorf("trainer: stage %q epoch %d step %d: loss is %v (learning rate %g too high?)",
 				stage.Name, e+1, i+1, res.Loss[0], lr)
 		}
 		p.Step++
-		p.Images += int64(b.N)
+		p.Images += res.N
 		if r.cfg.Progress != nil {
 			el := time.Since(t0).Seconds()
 			done := p.Step - done0
@@ -604,7 +631,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	// canceled checkpoints the position so a resume continues at this step
 	// (or, once every step is done, at the evaluation).
 	canceled := func() error {
-		if !r.cfg.NoCheckpoint && r.cfg.Out != "" {
+		if !r.cfg.NoCheckpoint && r.cfg.Out != "" && r.writer() {
 			if cerr := r.saveCheckpoint(peers, p, false); cerr != nil {
 				return errors.Join(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()), cerr)
 			}
@@ -656,6 +683,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 }
 
 func (r *runner) evaluate(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
+	if r.cfg.Group != nil {
+		return r.evaluateShards(ctx, m)
+	}
 	return Evaluate(ctx, m, r.cfg.Test, r.cfg.Loader, r.cfg.EvalBatch)
 }
 

@@ -104,21 +104,47 @@ type Preset struct {
 	Name string
 	Doc  string
 	Optim
+	// WorkerBatch, when > 0, makes the default batch WorkerBatch per
+	// data-parallel process (Optim.Batch is then for one process).
+	WorkerBatch int
+	// RefBatch, when > 0, scales the learning rate linearly with the batch:
+	// Schedule.LR is the rate for RefBatch examples (Goyal et al. 2017).
+	RefBatch int
+}
+
+// For returns the preset's optimisation for a run of world data-parallel
+// processes: the batch is WorkerBatch·world unless batchSet (the user gave
+// one), and the learning rate follows the batch linearly unless lrSet. b is
+// the batch the user gave when batchSet.
+func (p Preset) For(world int, batchSet bool, b int, lrSet bool) Optim {
+	o := p.Optim
+	o.Schedule.Milestones = append([]int(nil), o.Schedule.Milestones...)
+	if batchSet {
+		o.Batch = b
+	} else if p.WorkerBatch > 0 {
+		o.Batch = p.WorkerBatch * max(world, 1)
+	}
+	if p.RefBatch > 0 && !lrSet {
+		o.Schedule.LR = p.Schedule.LR * float64(o.Batch) / float64(p.RefBatch)
+	}
+	return o
 }
 
 // Presets returns the named protocols, sorted by name.
 func Presets() []Preset {
 	return []Preset{
 		{"cifar-resnet", "ResNet on CIFAR (He et al.): 164 epochs, lr 0.1 ×0.1 at 82/123, wd 1e-4, batch 128",
-			Optim{164, 128, 0.9, false, 1e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}},
+			Optim{164, 128, 0.9, false, 1e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}, 0, 0},
 		{"dml-cifar", "DML (Zhang et al.): 200 epochs, lr 0.1 ×0.1 at 60/120/180, wd 5e-4, batch 64, Nesterov",
-			Optim{200, 64, 0.9, true, 5e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{60, 120, 180}}}},
+			Optim{200, 64, 0.9, true, 5e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{60, 120, 180}}}, 0, 0},
 		{"fmnist-cnn", "small CNN/MLP on (Fashion-)MNIST: 20 epochs, lr 0.05 cosine, wd 5e-4, batch 128, Nesterov",
-			Optim{20, 128, 0.9, true, 5e-4, Schedule{Kind: "cosine", LR: 0.05}}},
+			Optim{20, 128, 0.9, true, 5e-4, Schedule{Kind: "cosine", LR: 0.05}}, 0, 0},
+		{"goyal", "large-batch SGD (Goyal et al. 2017): 90 epochs, batch 32 per process, lr 0.1×batch/256 after 5 epochs of linear warm-up, ×0.1 at 30/60/80, wd 1e-4",
+			Optim{90, 32, 0.9, false, 1e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60, 80}, Warmup: 5}}, 32, 256},
 		{"imagenet-resnet", "ResNet on ImageNet (torchvision): 90 epochs, lr 0.1 ×0.1 every 30, wd 1e-4, batch 256",
-			Optim{90, 256, 0.9, false, 1e-4, Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}},
+			Optim{90, 256, 0.9, false, 1e-4, Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
 		{"wrn-cifar", "Wide ResNet (Zagoruyko & Komodakis): 200 epochs, lr 0.1 ×0.2 at 60/120/160, wd 5e-4, batch 128, Nesterov",
-			Optim{200, 128, 0.9, true, 5e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}},
+			Optim{200, 128, 0.9, true, 5e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}, 0, 0},
 	}
 }
 

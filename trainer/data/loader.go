@@ -40,6 +40,12 @@ type LoaderConfig struct {
 	SkipBad bool
 	// Warn receives warnings; nil writes them to stderr.
 	Warn func(msg string)
+	// Shards > 1 cuts every batch into Shards contiguous slices (sizes
+	// differing by at most one, the larger first) and the pass yields slice
+	// Shard of each, possibly empty and then not skipped: data-parallel
+	// ranks together decode the batches of one unsharded pass, each
+	// example augmented identically.
+	Shard, Shards int
 }
 
 // Batch is a decoded batch. X holds N examples of shape C×H×W, normalised,
@@ -102,6 +108,9 @@ func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, erro
 	}
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 2
+	}
+	if cfg.Shards < 0 || (cfg.Shards > 1 && (cfg.Shard < 0 || cfg.Shard >= cfg.Shards)) {
+		return nil, fmt.Errorf("data: loader: shard %d of %d", cfg.Shard, cfg.Shards)
 	}
 	n := ds.Len()
 	order := make([]int, 0, n)
@@ -205,7 +214,7 @@ func (l *Loader) Next() (*Batch, error) {
 			l.cancel()
 			break
 		}
-		if r.b.N == 0 { // every example of the batch was skipped
+		if r.b.N == 0 && l.cfg.Shards <= 1 { // every example of the batch was skipped
 			r.b.Release()
 			continue
 		}
@@ -233,6 +242,9 @@ func (l *Loader) fill(k int) (*Batch, error) {
 	b.X, b.Y, b.Index = b.X[:cap(b.X)], b.Y[:cap(b.Y)], b.Index[:cap(b.Index)]
 	lo := k * l.cfg.Batch
 	hi := min(lo+l.cfg.Batch, len(l.order))
+	if s := l.cfg.Shards; s > 1 {
+		lo, hi = shard(lo, hi, l.cfg.Shard, s)
+	}
 	pcg := rand.NewPCG(0, 0)
 	rng := rand.New(pcg)
 	n := 0
@@ -265,4 +277,17 @@ func (l *Loader) fill(k int) (*Batch, error) {
 	b.N = n
 	b.X, b.Y, b.Index = b.X[:n*l.size], b.Y[:n], b.Index[:n]
 	return b, nil
+}
+
+// shard is slice r of s contiguous slices of [lo, hi), sizes differing by at
+// most one, the larger first.
+func shard(lo, hi, r, s int) (int, int) {
+	n := hi - lo
+	q, rem := n/s, n%s
+	start := lo + r*q + min(r, rem)
+	size := q
+	if r < rem {
+		size++
+	}
+	return start, start + size
 }

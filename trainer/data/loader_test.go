@@ -329,3 +329,50 @@ func TestLoaderReusesReleasedBatches(t *testing.T) {
 	}
 	t.Fatalf("%d goroutines after Close, %d before", runtime.NumGoroutine(), before)
 }
+
+// TestLoaderShards: the shards of a pass, batch by batch, concatenate to the
+// unsharded pass (same examples, same augmentation), with empty slices kept.
+func TestLoaderShards(t *testing.T) {
+	cifar := t.TempDir()
+	writeCIFAR10(t, cifar, 9, 4)
+	train, _, err := Open("cifar10:" + cifar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ batch, shards int }{{4, 2}, {5, 3}, {7, 2}, {2, 3}} {
+		base := LoaderConfig{Batch: tt.batch, Shuffle: true, Seed: 5, Epoch: 1, Train: true, Workers: 2}
+		wantX, _, wantIdx, err := collect(t, train, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := make([][][]float32, tt.shards)
+		partIdx := make([][][]int, tt.shards)
+		for r := range tt.shards {
+			cfg := base
+			cfg.Shard, cfg.Shards = r, tt.shards
+			if parts[r], _, partIdx[r], err = collect(t, train, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if len(parts[r]) != len(wantX) {
+				t.Fatalf("batch %d, shard %d of %d: %d batches, want %d (empty slices kept)", tt.batch, r, tt.shards, len(parts[r]), len(wantX))
+			}
+		}
+		for b := range wantX {
+			var x []float32
+			var idx []int
+			for r := range tt.shards {
+				if d := len(partIdx[r][b]) - len(partIdx[tt.shards-1][b]); d < 0 || d > 1 {
+					t.Fatalf("batch %d, shards %d: slice sizes not balanced", tt.batch, tt.shards)
+				}
+				x = append(x, parts[r][b]...)
+				idx = append(idx, partIdx[r][b]...)
+			}
+			if !slices.Equal(idx, wantIdx[b]) || !slices.Equal(x, wantX[b]) {
+				t.Fatalf("batch %d, %d shards: batch %d is %v, unsharded %v", tt.batch, tt.shards, b, idx, wantIdx[b])
+			}
+		}
+	}
+	if _, err := NewLoader(context.Background(), train, LoaderConfig{Batch: 2, Shard: 2, Shards: 2}); err == nil {
+		t.Error("shard 2 of 2 accepted")
+	}
+}

@@ -18,6 +18,6 @@ cuda=""
 if [ -e "$lib/libtorch_cuda.so" ]; then cuda="-Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"; fi
 ${CXX:-g++} -std=c++17 -O2 -fPIC -shared -D_GLIBCXX_USE_CXX11_ABI="$abi" \
 	-I"$inc" -I"$inc/torch/csrc/api/include" \
-	"$here/shim.cpp" -o "$out/libltshim.so" \
+	"$here/shim.cpp" "$here/dist.cpp" -o "$out/libltshim.so" \
 	-L"$lib" -Wl,-rpath,"$lib" $cuda -ltorch -ltorch_cpu -lc10
 echo "$out/libltshim.so"

@@ -51,7 +51,7 @@ func init() {
 	}
 }
 
-const abiVersion = 1
+const abiVersion = 2
 
 // Tensor is a float32 tensor held by libtorch (used for target matrices).
 type Tensor struct {
@@ -340,6 +340,11 @@ type Step struct {
 	Weights []float32 // N per-example weights, nil for uniform
 	Coefs   Coefs
 	LR      float64
+	// Group, when set, makes the step data-parallel: X holds this rank's
+	// slice of a global batch (N may be 0), the gradients are summed over
+	// the ranks between the backward pass and the update, and the
+	// StepResult is the global batch's (see lt_train_step_pg in shim.h).
+	Group *Group
 }
 
 // TrainStep runs forward, loss, backward and an SGD step of every peer in
@@ -349,7 +354,7 @@ func TrainStep(s *Step) (StepResult, error) {
 	if k == 0 || len(s.Optims) != k {
 		return StepResult{}, fmt.Errorf("torch: train step: %d models and %d optimizers", k, len(s.Optims))
 	}
-	if s.N <= 0 || len(s.X) != s.N*s.C*s.H*s.W || len(s.Y) != s.N {
+	if (s.N <= 0 && s.Group == nil) || s.N < 0 || len(s.X) != s.N*s.C*s.H*s.W || len(s.Y) != s.N {
 		return StepResult{}, fmt.Errorf("torch: train step: %d inputs and %d labels for a batch of %d×%d×%d×%d",
 			len(s.X), len(s.Y), s.N, s.C, s.H, s.W)
 	}
@@ -366,15 +371,31 @@ func TrainStep(s *Step) (StepResult, error) {
 		teacher = s.Teacher.c
 	}
 	var w *C.float
-	if s.Weights != nil {
+	if s.Weights != nil && s.N > 0 {
 		w = (*C.float)(&s.Weights[0])
 	}
-	res := StepResult{Loss: make([]float32, k), Correct: make([]int64, k)}
+	var x *C.float
+	var y *C.int64_t
+	if s.N > 0 {
+		x, y = (*C.float)(&s.X[0]), (*C.int64_t)(&s.Y[0])
+	}
+	res := StepResult{Loss: make([]float32, k), Correct: make([]int64, k), N: int64(s.N)}
 	var cerr *C.char
-	rc := C.lt_train_step(&ms[0], &os[0], C.int32_t(k), teacher,
-		(*C.float)(&s.X[0]), C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
-		(*C.int64_t)(&s.Y[0]), s.Targets.ptr(), w, coefs(s.Coefs), C.double(s.LR),
-		(*C.float)(&res.Loss[0]), (*C.int64_t)(&res.Correct[0]), &cerr)
+	var rc C.int32_t
+	if s.Group != nil {
+		var n C.int64_t
+		rc = C.lt_train_step_pg(s.Group.c, &ms[0], &os[0], C.int32_t(k), teacher,
+			x, C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
+			y, s.Targets.ptr(), w, coefs(s.Coefs), C.double(s.LR),
+			(*C.float)(&res.Loss[0]), (*C.int64_t)(&res.Correct[0]), &n, &cerr)
+		res.N = int64(n)
+		runtime.KeepAlive(s.Group)
+	} else {
+		rc = C.lt_train_step(&ms[0], &os[0], C.int32_t(k), teacher,
+			x, C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
+			y, s.Targets.ptr(), w, coefs(s.Coefs), C.double(s.LR),
+			(*C.float)(&res.Loss[0]), (*C.int64_t)(&res.Correct[0]), &cerr)
+	}
 	runtime.KeepAlive(s)
 	for i := range k {
 		runtime.KeepAlive(s.Models[i])

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist.hpp"
 #include "shim.h"
 
 namespace nn = torch::nn;
@@ -511,45 +512,160 @@ int32_t lt_optim_state_write(lt_optim *o, int32_t i, const void *src, int64_t nb
 	LT_CATCH(err, -1)
 }
 
+} // extern "C"
+
+namespace {
+
+// train_step is lt_train_step, data-parallel over g when g is not NULL
+// (see lt_train_step_pg in shim.h).
+void train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, const float *x, int64_t n,
+                int64_t c, int64_t h, int64_t w, const int64_t *y, lt_tensor *targets, const float *weights,
+                lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out, int64_t *n_out) {
+	if (k < 1) throw std::invalid_argument("train step needs at least one model");
+	auto dev = models[0]->device;
+	int64_t C = models[0]->num_classes;
+	if (g) {
+		// Buffers (batch-norm running statistics) follow rank 0, as in
+		// PyTorch's DistributedDataParallel(broadcast_buffers=True).
+		std::vector<Tensor> bufs;
+		for (int i = 0; i < k; i++)
+			for (auto &b : models[i]->net->buffers(true)) bufs.push_back(b);
+		if (!bufs.empty()) ltdist::broadcast(g, bufs, "buffer broadcast");
+	}
+	// Global denominators of the batch loss: the example count and the sum of
+	// the weights over every rank's slice.
+	double n_all = (double)n, w_all = 0;
+	if (weights)
+		for (int64_t i = 0; i < n; i++) w_all += weights[i];
+	if (g) {
+		auto d = torch::tensor({n_all, w_all}, torch::kFloat64);
+		ltdist::allreduce_sum(g, {d}, "loss normalisation all-reduce");
+		n_all = d[0].item<double>();
+		w_all = d[1].item<double>();
+	}
+	std::vector<Tensor> losses(k);
+	std::vector<int64_t> correct(k, 0);
+	for (int i = 0; i < k; i++) optims[i]->zero_grad();
+	if (n > 0) {
+		auto X = blob(x, {n, c, h, w}).to(dev);
+		auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(dev);
+		Tensor W;
+		if (weights) W = blob(weights, {n}).to(dev);
+		auto T = target_rows(targets, Y, C, coefs, dev);
+		Tensor tl;
+		if (coefs.kd != 0 && teacher) {
+			torch::NoGradGuard ng;
+			teacher->net->eval();
+			tl = teacher->net->forward(X);
+		}
+		std::vector<Tensor> logits(k);
+		for (int i = 0; i < k; i++) {
+			models[i]->net->train();
+			logits[i] = models[i]->net->forward(X);
+		}
+		std::vector<Tensor> probs;
+		if (coefs.mutual != 0 && k > 1)
+			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(logits[i].detach(), 1));
+		Tensor total;
+		for (int i = 0; i < k; i++) {
+			auto per = per_example_loss(logits[i], Y, T, coefs, tl, probs, i);
+			if (!g) losses[i] = reduce(per, W);
+			else if (!W.defined()) losses[i] = per.sum() / n_all;
+			// A global batch whose weights are all zero contributes nothing.
+			else losses[i] = (per * W).sum() / std::max(w_all, 1e-12);
+			total = i == 0 ? losses[i] : total + losses[i];
+		}
+		total.backward();
+		for (int i = 0; i < k; i++) correct[i] = logits[i].argmax(1).eq(Y).sum().item<int64_t>();
+	}
+	if (g) {
+		// Each rank's loss is its share of the global batch loss, so the sum
+		// of the gradients is the gradient of the global batch.
+		std::vector<Tensor> grads;
+		for (int i = 0; i < k; i++)
+			for (auto &p : optims[i]->params) {
+				auto &gr = p.t.mutable_grad();
+				if (!gr.defined()) gr = torch::zeros_like(p.t);
+				grads.push_back(gr);
+			}
+		ltdist::allreduce_sum(g, grads, "gradient all-reduce");
+		auto st = torch::zeros({2 * k}, torch::kFloat64);
+		auto sa = st.accessor<double, 1>();
+		for (int i = 0; i < k; i++) {
+			sa[i] = n > 0 ? losses[i].item<double>() : 0;
+			sa[k + i] = (double)correct[i];
+		}
+		ltdist::allreduce_sum(g, {st}, "statistics all-reduce");
+		for (int i = 0; i < k; i++) {
+			loss_out[i] = (float)sa[i];
+			correct_out[i] = (int64_t)sa[k + i];
+		}
+	} else {
+		for (int i = 0; i < k; i++) {
+			loss_out[i] = losses[i].item<float>();
+			correct_out[i] = correct[i];
+		}
+	}
+	for (int i = 0; i < k; i++) optims[i]->step(lr);
+	if (n_out) *n_out = (int64_t)n_all;
+}
+
+} // namespace
+
+extern "C" {
+
 int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, const float *x, int64_t n,
                       int64_t c, int64_t h, int64_t w, const int64_t *y, lt_tensor *targets, const float *weights,
                       lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out, char **err) {
 	LT_TRY
-	if (k < 1) throw std::invalid_argument("train step needs at least one model");
-	auto dev = models[0]->device;
-	int64_t C = models[0]->num_classes;
-	auto X = blob(x, {n, c, h, w}).to(dev);
-	auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(dev);
-	Tensor W;
-	if (weights) W = blob(weights, {n}).to(dev);
-	auto T = target_rows(targets, Y, C, coefs, dev);
-	Tensor tl;
-	if (coefs.kd != 0 && teacher) {
+	if (n < 1) throw std::invalid_argument("train step on an empty batch");
+	train_step(nullptr, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
+	           correct_out, nullptr);
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_train_step_pg(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, const float *x,
+                         int64_t n, int64_t c, int64_t h, int64_t w, const int64_t *y, lt_tensor *targets,
+                         const float *weights, lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
+                         int64_t *n_out, char **err) {
+	LT_TRY
+	// A step that fails (a peer died, cancellation) leaves the models as
+	// they were: the parameters change only after the last collective, and
+	// the buffers the forward pass updated are put back, so a checkpoint
+	// written after the failure resumes exactly.
+	std::vector<std::pair<Tensor, Tensor>> saved;
+	if (g)
+		for (int i = 0; i < k; i++)
+			for (auto &b : models[i]->net->buffers(true)) saved.push_back({b, b.detach().clone()});
+	try {
+		train_step(g, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
+		           correct_out, n_out);
+	} catch (...) {
 		torch::NoGradGuard ng;
-		teacher->net->eval();
-		tl = teacher->net->forward(X);
+		for (auto &s : saved) s.first.detach().copy_(s.second);
+		throw;
 	}
-	std::vector<Tensor> logits(k);
-	for (int i = 0; i < k; i++) {
-		models[i]->net->train();
-		logits[i] = models[i]->net->forward(X);
-	}
-	std::vector<Tensor> probs;
-	if (coefs.mutual != 0 && k > 1)
-		for (int i = 0; i < k; i++) probs.push_back(torch::softmax(logits[i].detach(), 1));
-	Tensor total;
-	std::vector<Tensor> losses(k);
-	for (int i = 0; i < k; i++) {
-		losses[i] = reduce(per_example_loss(logits[i], Y, T, coefs, tl, probs, i), W);
-		total = i == 0 ? losses[i] : total + losses[i];
-	}
-	for (int i = 0; i < k; i++) optims[i]->zero_grad();
-	total.backward();
-	for (int i = 0; i < k; i++) optims[i]->step(lr);
-	for (int i = 0; i < k; i++) {
-		loss_out[i] = losses[i].item<float>();
-		correct_out[i] = logits[i].argmax(1).eq(Y).sum().item<int64_t>();
-	}
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err) {
+	LT_TRY
+	std::vector<Tensor> ts;
+	if (!buffers_only)
+		for (auto &p : m->net->parameters(true)) ts.push_back(p);
+	for (auto &b : m->net->buffers(true)) ts.push_back(b);
+	if (!ts.empty()) ltdist::broadcast(g, ts, "model broadcast");
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err) {
+	LT_TRY
+	std::vector<Tensor> ts;
+	for (auto &b : o->bufs) ts.push_back(b.t);
+	if (!ts.empty()) ltdist::broadcast(g, ts, "optimizer broadcast");
 	return 0;
 	LT_CATCH(err, -1)
 }

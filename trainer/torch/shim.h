@@ -20,11 +20,12 @@
 extern "C" {
 #endif
 
-#define LT_ABI_VERSION 1
+#define LT_ABI_VERSION 2
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
 typedef struct lt_tensor lt_tensor;
+typedef struct lt_pg lt_pg;
 
 /* Model kinds. */
 enum { LT_MLP = 0, LT_CNN = 1, LT_RESNET = 2, LT_WRN = 3 };
@@ -106,6 +107,50 @@ int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model 
                       const int64_t *y, lt_tensor *targets, const float *weights,
                       lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
                       char **err);
+
+/* Data parallelism over a c10d process group (dist.cpp).
+   lt_pg_new joins a group of size processes: a TCPStore rendezvous at
+   addr:port (rank 0 hosts it), then a Gloo process group ("gloo"; "nccl"
+   needs a CUDA build with LT_NCCL). iface names the network interface Gloo
+   binds (NULL or "": 127.0.0.1 when addr is a loopback address, else the
+   address this host's name resolves to). Every collective fails after
+   timeout_ms instead of waiting for a stalled peer; a heartbeat through the
+   store fails it within seconds when a peer's process dies (naming that
+   rank). Errors name this process's rank. A group is used by one thread at a time, and every rank
+   must make the same calls in the same order. agent_store: the launcher
+   (torchrun) already hosts the store at addr:port, so rank 0 connects to it
+   like the others; prefix namespaces this group's keys in the store. */
+lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
+                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err);
+void lt_pg_free(lt_pg *g);
+/* Makes the collective in progress (and every later one) fail with why; safe
+   to call from any thread (e.g. on cancellation). */
+void lt_pg_abort(lt_pg *g, const char *why);
+int32_t lt_pg_rank(lt_pg *g);
+int32_t lt_pg_size(lt_pg *g);
+/* Overwrites the parameters and buffers (buffers_only: only the buffers)
+   of m with rank 0's. */
+int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err);
+/* Overwrites the momentum buffers of o with rank 0's. */
+int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err);
+/* Sums v (n doubles) over the group, in place. */
+int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err);
+/* Overwrites buf (n bytes) with rank 0's. */
+int32_t lt_pg_broadcast_bytes(lt_pg *g, void *buf, int64_t n, char **err);
+
+/* lt_train_step on this rank's slice (n may be 0) of a global batch split
+   over the ranks of g: the batch loss is normalised by the global example
+   count (or the global sum of weights), the gradients are summed over the
+   ranks in buckets between the backward pass and the SGD update, and the
+   buffers (batch-norm statistics) are taken from rank 0 before the forward
+   pass, so every rank applies the update a single process would have made on
+   the global batch (up to batch-norm statistics, which are per rank, and
+   dropout masks). loss_out, correct_out and *n_out are those of the global
+   batch. With g NULL it is lt_train_step. */
+int32_t lt_train_step_pg(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
+                         const float *x, int64_t n, int64_t c, int64_t h, int64_t w, const int64_t *y,
+                         lt_tensor *targets, const float *weights, lt_coefs coefs, double lr, float *loss_out,
+                         int64_t *correct_out, int64_t *n_out, char **err);
 
 /* Evaluation (eval mode, no grad): top-1 and top-5 hits and the summed
    cross-entropy; logits_out (n*num_classes) and features_out

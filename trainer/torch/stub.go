@@ -5,6 +5,8 @@ package torch
 // Without cgo the package still builds and vets; every operation reports
 // ErrNoLibtorch.
 
+import "time"
+
 func Version() string   { return "" }
 func Available() bool   { return false }
 func SetThreads(n int)  {}
@@ -54,6 +56,7 @@ type Step struct {
 	Weights []float32
 	Coefs   Coefs
 	LR      float64
+	Group   *Group
 }
 
 func TrainStep(s *Step) (StepResult, error) { return StepResult{}, ErrNoLibtorch }
@@ -61,3 +64,24 @@ func Loss(logits []float32, n, c int, y []int64, targets *Tensor, weights []floa
 	return 0, nil, ErrNoLibtorch
 }
 func CrossEntropy(logits []float32, n, c int, y []int64) (float32, error) { return 0, ErrNoLibtorch }
+
+type Group struct{ rank, size int }
+
+type GroupConfig struct {
+	Backend, Addr    string
+	Port, Rank, Size int
+	Timeout          time.Duration
+	Interface        string
+	AgentStore       bool
+	Prefix           string
+}
+
+func NewGroup(GroupConfig) (*Group, error)           { return nil, ErrNoLibtorch }
+func (g *Group) Rank() int                           { return g.rank }
+func (g *Group) Size() int                           { return g.size }
+func (g *Group) Close()                              {}
+func (g *Group) Abort(string)                        {}
+func (g *Group) BroadcastModel(*Model, bool) error   { return ErrNoLibtorch }
+func (g *Group) BroadcastOptimizer(*Optimizer) error { return ErrNoLibtorch }
+func (g *Group) AllReduce([]float64) error           { return ErrNoLibtorch }
+func (g *Group) Broadcast([]byte) ([]byte, error)    { return nil, ErrNoLibtorch }

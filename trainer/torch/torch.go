@@ -122,6 +122,7 @@ type Named struct {
 type StepResult struct {
 	Loss    []float32 // batch loss of each peer
 	Correct []int64   // top-1 hits of each peer on the (training) batch
+	N       int64     // examples of the batch (of the global batch with a Group)
 }
 
 // EvalResult is the outcome of evaluating one batch.

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +31,12 @@ type trainOptions struct {
 	Seed                                                int64
 	Threads, Workers, EvalBatch, CheckpointEvery        int
 	Resume, NoStore                                     bool
+
+	// Data parallelism (docs/experiment.md, "Running on a cluster").
+	NProc       int
+	DistTimeout time.Duration
+	DistBackend string
+	world       int // processes of the run (1, --nproc, or WORLD_SIZE)
 
 	// Optimisation overrides of the preset (applied only when given).
 	Epochs, Batch, Warmup, StepSize  int
@@ -67,7 +75,10 @@ is refused with the reason. The result is also stored in the store as a run.`,
   lcl train --synsets fashion-mnist --data /usr/share/datasets/fashion-mnist --model cnn --strategy sl \
       --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
-  lcl train --out runs/fm-cnn --resume ...same flags...`,
+  lcl train --out runs/fm-cnn --resume ...same flags...
+  lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
+  torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 --master-port 29500 \
+      lcl train --data imagenet:/data/imagenet --model resnet50 --preset goyal --out /shared/runs/in-r50`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runTrain(cmd.Context(), f, cmd, o)
@@ -101,6 +112,9 @@ is refused with the reason. The result is also stored in the store as a run.`,
 	fl.IntVar(&o.Workers, "workers", 0, "data decoding goroutines (0 = number of CPUs)")
 	fl.IntVar(&o.EvalBatch, "eval-batch", 256, "evaluation batch size")
 	fl.BoolVar(&o.NoStore, "no-store", false, "do not record the run in the store")
+	fl.IntVar(&o.NProc, "nproc", 1, "data-parallel worker processes on this machine (Gloo over loopback); --batch is the global batch")
+	fl.DurationVar(&o.DistTimeout, "dist-timeout", 10*time.Minute, "data-parallel: how long a rank waits for a stalled peer before failing")
+	fl.StringVar(&o.DistBackend, "dist-backend", "gloo", "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)")
 	return cmd
 }
 
@@ -129,7 +143,7 @@ func loader(workers int) trainer.Loader {
 			return nil, fmt.Errorf("dataset %T is not a trainer/data set", ds)
 		}
 		l, err := data.NewLoader(ctx, d, data.LoaderConfig{Indices: c.Indices, Batch: c.Batch, Shuffle: c.Shuffle,
-			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers})
+			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers, Shard: c.Shard, Shards: c.Shards})
 		if err != nil {
 			return nil, err
 		}
@@ -167,13 +181,10 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 	if err != nil {
 		return trainer.Optim{}, "", usagef("--preset: %v", err)
 	}
-	op := p.Optim
 	ch := cmd.Flags().Changed
+	op := p.For(o.world, ch("batch"), o.Batch, ch("lr"))
 	if ch("epochs") {
 		op.Epochs = o.Epochs
-	}
-	if ch("batch") {
-		op.Batch = o.Batch
 	}
 	if ch("lr") {
 		op.Schedule.LR = o.LR
@@ -225,6 +236,44 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if !torch.Available() {
 		return torch.ErrNoLibtorch
 	}
+	dist, err := distFromEnv()
+	if err != nil {
+		return err
+	}
+	o.world = 1
+	switch {
+	case dist != nil && o.NProc > 1 && os.Getenv(launchedEnv) == "":
+		return usagef("--nproc %d: this process was started by a launcher (WORLD_SIZE=%d): drop --nproc", o.NProc, dist.World)
+	case dist == nil && o.NProc > 1:
+		th := o.Threads
+		if th <= 0 {
+			th = max(1, runtime.NumCPU()/o.NProc)
+		}
+		args := commandLine(cmd)
+		if !cmd.Flags().Changed("threads") {
+			args = append(args, "--threads="+strconv.Itoa(th))
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("--nproc: %w", err)
+		}
+		return launch(ctx, f, exe, args, o.NProc, th)
+	case o.NProc < 1:
+		return usagef("--nproc %d: want ≥ 1", o.NProc)
+	case dist != nil:
+		o.world = dist.World
+		if dist.Rank != 0 {
+			// Rank 0 reports, writes the run directory and the store.
+			f.Quiet, o.NoStore = true, true
+			f.IO.Out = io.Discard
+		}
+		if o.Threads <= 0 && dist.LocalWorld > 0 {
+			o.Threads = max(1, runtime.NumCPU()/dist.LocalWorld)
+		}
+		if o.Device == "cuda" {
+			o.Device = fmt.Sprintf("cuda:%d", dist.LocalRank)
+		}
+	}
 	spec, err := dataSpec(o.Synsets, o.Data)
 	if err != nil {
 		return err
@@ -261,10 +310,30 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		kind, _, _ = strings.Cut(kind, "?")
 		out = filepath.Join("runs", fmt.Sprintf("%s-%s-%s-s%d", kind, strings.ReplaceAll(o.Model, ":", "_"), o.Strategy, o.Seed))
 	}
-	if !o.Resume {
-		if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err == nil {
-			return usagef("%s holds a run already: continue it with --resume or choose another --out", out)
+	_, statErr := os.Stat(filepath.Join(out, "checkpoint.safetensors"))
+	hasCheckpoint := statErr == nil
+	if !o.Resume && hasCheckpoint && (dist == nil || dist.Rank == 0) {
+		return usagef("%s holds a run already: continue it with --resume or choose another --out", out)
+	}
+	var group *torch.Group
+	if dist != nil {
+		if group, err = joinGroup(dist, o.DistBackend, o.DistTimeout); err != nil {
+			return err
 		}
+		defer group.Close()
+		// Rank 0's run directory decides whether to resume.
+		flag := []byte{0}
+		if hasCheckpoint {
+			flag[0] = 1
+		}
+		if flag, err = group.Broadcast(flag); err != nil {
+			return fmt.Errorf("rank %d: %w", dist.Rank, err)
+		}
+		hasCheckpoint = flag[0] == 1
+	}
+	resume := o.Resume && hasCheckpoint
+	if o.Resume && !hasCheckpoint {
+		f.Logf("lcl train: %s has no checkpoint: starting from scratch", out)
 	}
 	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
 	so := o.strat
@@ -280,11 +349,16 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	cfg := trainer.Config{
 		Out: out, Model: o.Model, Train: train, Test: test, Loader: loader(o.Workers), TrainIndices: idx,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
-		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: o.Resume, Identity: identity,
+		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: resume, Identity: identity,
+		Group: group,
 	}
 	nTrain := train.Len()
 	if idx != nil {
 		nTrain = len(idx)
+	}
+	if dist != nil {
+		f.Logf("lcl train: rank %d of %d (%s, Gloo rendezvous %s:%d); global batch %d, %d per rank",
+			dist.Rank, dist.World, o.DistBackend, dist.Addr, dist.Port, op.Batch, (op.Batch+dist.World-1)/dist.World)
 	}
 	f.Logf("lcl train: %s, %d of %d training images, %d test; model %s; strategy %s; preset %s (epochs %d, batch %d, lr %g %s); libtorch %s, %d threads, OMP_WAIT_POLICY=%s; run %s",
 		spec, nTrain, train.Len(), test.Len(), o.Model, o.Strategy, preset,

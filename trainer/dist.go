@@ -1,0 +1,152 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// syncPeers starts every rank from rank 0's models and optimizer state
+// (fresh or restored from a checkpoint).
+func (r *runner) syncPeers(ps *peerSet) error {
+	g := r.cfg.Group
+	if g == nil {
+		return nil
+	}
+	for k := range ps.models {
+		if err := g.BroadcastModel(ps.models[k], false); err != nil {
+			return fmt.Errorf("trainer: %w", err)
+		}
+		if err := g.BroadcastOptimizer(ps.optims[k]); err != nil {
+			return fmt.Errorf("trainer: %w", err)
+		}
+	}
+	return nil
+}
+
+// plan returns the epoch's plan: the planner's own without a Group; with
+// one, rank 0's, broadcast to the others (so a strategy runs once, and
+// non-deterministic or stateful strategies still give every rank the same
+// plan).
+func (r *runner) plan(ctx context.Context, s, e int) (Plan, error) {
+	g := r.cfg.Group
+	if g == nil {
+		return r.cfg.Planner.Plan(ctx, r.planContext(s, e))
+	}
+	type wire struct {
+		Plan Plan
+		Err  string
+	}
+	var msg []byte
+	if g.Rank() == 0 {
+		p, err := r.cfg.Planner.Plan(ctx, r.planContext(s, e))
+		w := wire{Plan: p}
+		if err != nil {
+			w.Err = err.Error()
+		}
+		if msg, err = json.Marshal(w); err != nil {
+			return Plan{}, fmt.Errorf("plan broadcast: %w", err)
+		}
+		if _, berr := g.Broadcast(msg); berr != nil {
+			return Plan{}, fmt.Errorf("plan broadcast: %w", berr)
+		}
+		if w.Err != "" {
+			return Plan{}, errors.New(w.Err)
+		}
+		return p, nil
+	}
+	msg, err := g.Broadcast(nil)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan broadcast: %w", err)
+	}
+	var w wire
+	if err := json.Unmarshal(msg, &w); err != nil {
+		return Plan{}, fmt.Errorf("plan broadcast: %w", err)
+	}
+	if w.Err != "" {
+		return Plan{}, fmt.Errorf("on rank 0: %s", w.Err)
+	}
+	return w.Plan, nil
+}
+
+// readCheckpoint reads the checkpoint file; with a Group rank 0 reads it
+// and broadcasts its bytes (or its error), so the other ranks need no
+// access to the run directory.
+func (r *runner) readCheckpoint(path string) ([]byte, error) {
+	g := r.cfg.Group
+	if g == nil {
+		return os.ReadFile(path)
+	}
+	var msg []byte
+	if g.Rank() == 0 {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			msg = append([]byte{0}, err.Error()...)
+		} else {
+			msg = append([]byte{1}, b...)
+		}
+	}
+	msg, err := g.Broadcast(msg)
+	if err != nil {
+		return nil, err
+	}
+	if len(msg) == 0 || msg[0] == 0 {
+		if len(msg) == 0 {
+			return nil, errors.New("empty checkpoint broadcast")
+		}
+		return nil, fmt.Errorf("on rank 0: %s", msg[1:])
+	}
+	return msg[1:], nil
+}
+
+// globalBatch is the size of global batch i of a pass over n examples in
+// batches of bs: with a Group the sum of the ranks' slices, without one the
+// batch's own size.
+func globalBatch(n, bs, i, local int, g *torch.Group) int {
+	if g == nil {
+		return local
+	}
+	return min(bs, n-i*bs)
+}
+
+// evaluateShards evaluates m on the test set with every rank taking a slice
+// of each evaluation batch, after taking rank 0's buffers (batch-norm
+// statistics, which the ranks updated from their own slices), and sums the
+// counts over the ranks.
+func (r *runner) evaluateShards(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
+	g := r.cfg.Group
+	if err := g.BroadcastModel(m, true); err != nil {
+		return PeerMetrics{}, fmt.Errorf("trainer: %w", err)
+	}
+	c, h, w := r.cfg.Test.Shape()
+	var sums [4]float64 // top-1, top-5, loss, n
+	lc := LoaderConfig{Batch: r.cfg.EvalBatch, Shard: g.Rank(), Shards: g.Size()}
+	err := r.each(ctx, r.cfg.Test, lc, func(b *Batch) error {
+		if b.N == 0 {
+			return nil
+		}
+		ev, err := m.Eval(b.X, b.N, c, h, w, b.Y, false, false)
+		if err != nil {
+			return fmt.Errorf("trainer: eval: %w", err)
+		}
+		sums[0] += float64(ev.Top1)
+		sums[1] += float64(ev.Top5)
+		sums[2] += ev.LossSum
+		sums[3] += float64(b.N)
+		return nil
+	})
+	if err != nil {
+		return PeerMetrics{}, err
+	}
+	if err := g.AllReduce(sums[:]); err != nil {
+		return PeerMetrics{}, fmt.Errorf("trainer: eval: %w", err)
+	}
+	if sums[3] == 0 {
+		return PeerMetrics{}, errors.New("trainer: empty test set")
+	}
+	return PeerMetrics{TestTop1: sums[0] / sums[3], TestTop5: sums[1] / sums[3], TestLoss: sums[2] / sums[3]}, nil
+}

@@ -1,0 +1,235 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// runGroup runs cfg on every rank of a loopback group of size, one
+// goroutine per rank (each with its own process group, as processes would).
+func runGroup(t *testing.T, size int, cfg func(rank int) Config) ([]*Result, []error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	res := make([]*Result, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for r := range size {
+		wg.Go(func() {
+			g, err := torch.NewGroup(torch.GroupConfig{Addr: "127.0.0.1", Port: port, Rank: r, Size: size, Timeout: time.Minute})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer g.Close()
+			c := cfg(r)
+			c.Group = g
+			res[r], errs[r] = Run(context.Background(), c)
+		})
+	}
+	wg.Wait()
+	return res, errs
+}
+
+func weightsOf(t *testing.T, path string) map[string][]float32 {
+	t.Helper()
+	m, err := torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 6, InW: 6, NumClasses: 4, Hidden: []int{32}}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := LoadWeights(path, m); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float32{}
+	for _, n := range st {
+		v := make([]float32, len(n.Data)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(uint32(n.Data[4*i]) | uint32(n.Data[4*i+1])<<8 | uint32(n.Data[4*i+2])<<16 | uint32(n.Data[4*i+3])<<24)
+		}
+		out[n.Name] = v
+	}
+	return out
+}
+
+// weightedSL plans soft targets, per-example weights and a subset, so the
+// data-parallel loss normalisation and the plan broadcast are exercised.
+type weightedSL struct{ calls int }
+
+func (*weightedSL) Stages() []Stage { return []Stage{{Name: "train"}} }
+func (p *weightedSL) Plan(_ context.Context, pc PlanContext) (Plan, error) {
+	p.calls++
+	C := pc.NumClasses
+	T := make([]float32, C*C)
+	for i := range C {
+		for j := range C {
+			T[i*C+j] = 0.1 / float32(C-1)
+		}
+		T[i*C+i] = 0.9
+	}
+	w := make([]float32, 240)
+	for i := range w {
+		w[i] = 1 + float32(i%3)
+	}
+	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: torch.Coefs{Soft: 1}}, nil
+}
+
+// TestDataParallelEqualsSingleProcess: two ranks over the same global
+// batches end with the single process's weights and metrics; only rank 0
+// writes the run directory and only rank 0 plans.
+func TestDataParallelEqualsSingleProcess(t *testing.T) {
+	for _, name := range []string{"sl", "weighted"} {
+		t.Run(name, func(t *testing.T) {
+			planner := func() Planner {
+				if name == "sl" {
+					return SL{}
+				}
+				return &weightedSL{}
+			}
+			one := t.TempDir()
+			cfg := testConfig(t, one)
+			cfg.Optim.Epochs = 2
+			cfg.Planner = planner()
+			ref, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dirs := []string{t.TempDir(), t.TempDir()}
+			planners := []Planner{planner(), planner()}
+			res, errs := runGroup(t, 2, func(r int) Config {
+				c := testConfig(t, dirs[r])
+				c.Optim.Epochs = 2
+				c.Planner = planners[r]
+				return c
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("rank %d: %v", r, err)
+				}
+			}
+			if w, ok := planners[1].(*weightedSL); ok && w.calls != 0 {
+				t.Errorf("rank 1 planned %d times, want 0 (rank 0's plan is broadcast)", w.calls)
+			}
+			want := weightsOf(t, filepath.Join(one, "model.safetensors"))
+			got := weightsOf(t, filepath.Join(dirs[0], "model.safetensors"))
+			for n, wv := range want {
+				for i := range wv {
+					if d := math.Abs(float64(got[n][i] - wv[i])); d > 1e-5 {
+						t.Fatalf("%s[%d]: 2 ranks %v, 1 process %v", n, i, got[n][i], wv[i])
+					}
+				}
+			}
+			for e := range ref.Epochs {
+				a, b := ref.Epochs[e], res[0].Epochs[e]
+				if a.Images != b.Images || math.Abs(a.TrainLoss-b.TrainLoss) > 1e-5 || a.TrainTop1 != b.TrainTop1 ||
+					a.TestTop1 != b.TestTop1 || math.Abs(a.TestLoss-b.TestLoss) > 1e-5 {
+					t.Errorf("epoch %d: 2 ranks %+v, 1 process %+v", e+1, b, a)
+				}
+			}
+			if entries, _ := os.ReadDir(dirs[1]); len(entries) != 0 {
+				t.Errorf("rank 1 wrote %d files in its run directory", len(entries))
+			}
+		})
+	}
+}
+
+// TestDataParallelResume: a group resumes from rank 0's checkpoint (rank 1
+// has no run directory) and ends where a single uninterrupted process does.
+func TestDataParallelResume(t *testing.T) {
+	one := t.TempDir()
+	cfg := testConfig(t, one)
+	cfg.Optim.Epochs = 3
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// A single process stopped (Ctrl-C) after epoch 1 leaves a checkpoint.
+	part := t.TempDir()
+	c1 := testConfig(t, part)
+	c1.Optim.Epochs = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	c1.OnEpoch = func(m EpochMetrics) {
+		if m.Epoch == 1 {
+			cancel()
+		}
+	}
+	if _, err := Run(ctx, c1); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	res, errs := runGroup(t, 2, func(r int) Config {
+		c := testConfig(t, part)
+		c.Optim.Epochs = 3
+		c.Resume = true
+		if r == 1 {
+			c.Out = filepath.Join(part, "rank1-has-no-checkpoint")
+		}
+		return c
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if len(res[0].Epochs) != 3 {
+		t.Fatalf("resumed group has %d epochs", len(res[0].Epochs))
+	}
+	want := weightsOf(t, filepath.Join(one, "model.safetensors"))
+	got := weightsOf(t, filepath.Join(part, "model.safetensors"))
+	for n, wv := range want {
+		for i := range wv {
+			if d := math.Abs(float64(got[n][i] - wv[i])); d > 1e-5 {
+				t.Fatalf("%s[%d]: resumed group %v, uninterrupted process %v", n, i, got[n][i], wv[i])
+			}
+		}
+	}
+}
+
+func TestPresetForWorld(t *testing.T) {
+	goyal, err := PresetByName("goyal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := PresetByName("fmnist-cnn")
+	for _, tt := range []struct {
+		p              Preset
+		world          int
+		batchSet       bool
+		batch          int
+		lrSet          bool
+		wantB          int
+		wantLR         float64
+		wantWarm       int
+		wantMilestones []int
+	}{
+		{goyal, 1, false, 0, false, 32, 0.1 * 32 / 256, 5, []int{30, 60, 80}},
+		{goyal, 8, false, 0, false, 256, 0.1, 5, []int{30, 60, 80}},
+		{goyal, 4, true, 8192, false, 8192, 3.2, 5, []int{30, 60, 80}},
+		{goyal, 4, false, 0, true, 128, 0.1, 5, []int{30, 60, 80}}, // --lr given: kept (the flag sets it later)
+		{plain, 4, false, 0, false, 128, 0.05, 0, nil},             // other presets do not scale
+		{plain, 4, true, 64, false, 64, 0.05, 0, nil},
+	} {
+		o := tt.p.For(tt.world, tt.batchSet, tt.batch, tt.lrSet)
+		if o.Batch != tt.wantB || math.Abs(o.Schedule.LR-tt.wantLR) > 1e-12 || o.Schedule.Warmup != tt.wantWarm ||
+			fmt.Sprint(o.Schedule.Milestones) != fmt.Sprint(tt.wantMilestones) && tt.wantMilestones != nil {
+			t.Errorf("%s.For(%d, %v, %d, %v) = batch %d lr %v warm-up %d milestones %v", tt.p.Name, tt.world, tt.batchSet,
+				tt.batch, tt.lrSet, o.Batch, o.Schedule.LR, o.Schedule.Warmup, o.Schedule.Milestones)
+		}
+	}
+}

@@ -1,0 +1,325 @@
+//go:build cgo && !ltshim
+
+// dist.cpp: c10d process groups for data-parallel training (see shim.h).
+// Rendezvous through a TCPStore hosted by rank 0, collectives through Gloo
+// (CPU; NCCL only in CUDA builds compiled with LT_NCCL, untested here).
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef LT_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist.hpp"
+#include "shim.h"
+
+// lt_pg is a process group with a watchdog. Gloo does not fail a
+// collective that is already waiting when its peer's process dies (only the
+// next one), so collectives are waited for in slices, and the wait ends
+// early when the group is aborted: by lt_pg_abort (the caller's
+// cancellation, e.g. a launcher's SIGTERM), or by the heartbeat thread when
+// a peer stops beating (its process died or hangs) or rank 0's store goes
+// away (rank 0 died).
+struct lt_pg {
+	c10::intrusive_ptr<c10d::Store> store;
+	c10::intrusive_ptr<c10d::ProcessGroup> pg;
+	int rank = 0, size = 1;
+	std::chrono::milliseconds timeout{0};
+
+	std::mutex mu;
+	std::string aborted; // why, once aborted
+	std::atomic<bool> is_aborted{false};
+	std::atomic<bool> broken{false}; // a collective failed: Gloo state unusable
+	std::thread heartbeat;
+	std::mutex hb_mu;
+	std::condition_variable hb_cv;
+	bool hb_stop = false;
+
+	void abort(const std::string &why) {
+		std::lock_guard<std::mutex> l(mu);
+		if (!is_aborted) aborted = why;
+		is_aborted = true;
+	}
+	std::string why() {
+		std::lock_guard<std::mutex> l(mu);
+		return aborted;
+	}
+};
+
+namespace {
+
+// DDP's default bucket size.
+constexpr int64_t kBucketBytes = 25 << 20;
+
+void set_err(char **err, const std::string &msg) {
+	if (err) *err = strdup(msg.c_str());
+}
+
+std::string clean(const char *what) {
+	std::string s = what ? what : "";
+	// c10::Error messages carry a C++ backtrace after the first line.
+	auto nl = s.find("\nException raised from");
+	if (nl != std::string::npos) s.resize(nl);
+	return s;
+}
+
+[[noreturn]] void fail(lt_pg *g, const char *op, const std::string &why) {
+	throw std::runtime_error("rank " + std::to_string(g->rank) + " of " + std::to_string(g->size) + ": " + op +
+	                         " failed (a peer process exited, or stalled past the " +
+	                         std::to_string(g->timeout.count() / 1000) + " s timeout): " + why);
+}
+
+void wait(lt_pg *g, c10::intrusive_ptr<c10d::Work> w, const char *op) {
+	auto start = std::chrono::steady_clock::now();
+	auto nap = std::chrono::microseconds(20);
+	while (!w->isCompleted()) {
+		if (g->is_aborted) {
+			g->broken = true;
+			fail(g, op, g->why());
+		}
+		if (std::chrono::steady_clock::now() - start > g->timeout) {
+			g->broken = true;
+			fail(g, op, "timed out");
+		}
+		std::this_thread::sleep_for(nap);
+		nap = std::min(nap * 2, std::chrono::microseconds(5000));
+	}
+	try {
+		w->wait(g->timeout);
+	} catch (const c10::Error &e) {
+		g->broken = true;
+		fail(g, op, clean(e.what_without_backtrace()));
+	} catch (const std::exception &e) {
+		g->broken = true;
+		fail(g, op, clean(e.what()));
+	}
+}
+
+// Heartbeats: every rank adds 1 to its counter in the store every period,
+// through its own store connection, and watches the others' counters.
+constexpr auto kBeat = std::chrono::milliseconds(500);
+constexpr auto kDeadAfter = std::chrono::seconds(5);
+
+void heartbeat(lt_pg *g, std::string addr, int port, std::string prefix) {
+	try {
+		c10d::TCPStoreOptions so;
+		so.port = (uint16_t)port;
+		so.isServer = false;
+		so.waitWorkers = false;
+		so.timeout = std::chrono::milliseconds(10000);
+		auto tcp = c10::make_intrusive<c10d::TCPStore>(addr, so);
+		c10d::PrefixStore st(prefix + "/heartbeat", tcp);
+		std::vector<int64_t> last(g->size, -1);
+		std::vector<std::chrono::steady_clock::time_point> seen(g->size, std::chrono::steady_clock::now());
+		for (;;) {
+			{
+				std::unique_lock<std::mutex> l(g->hb_mu);
+				if (g->hb_cv.wait_for(l, kBeat, [g] { return g->hb_stop; })) return;
+			}
+			st.add(std::to_string(g->rank), 1);
+			auto now = std::chrono::steady_clock::now();
+			for (int r = 0; r < g->size; r++) {
+				if (r == g->rank) continue;
+				auto v = st.add(std::to_string(r), 0);
+				if (v != last[r]) {
+					last[r] = v;
+					seen[r] = now;
+				} else if (now - seen[r] > kDeadAfter) {
+					g->abort("rank " + std::to_string(r) + " sent no heartbeat for " +
+					         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - seen[r]).count()) +
+					         " s (its process died or hangs)");
+					return;
+				}
+			}
+		}
+	} catch (const std::exception &e) {
+		std::string msg = clean(e.what());
+		if (g->rank == 0) g->abort("heartbeat store: " + msg);
+		else g->abort("lost the rendezvous store hosted by rank 0 (rank 0 died?): " + msg);
+	}
+}
+
+// buckets groups tensors of one dtype and device, in order, up to kBucketBytes.
+std::vector<std::vector<at::Tensor>> buckets(const std::vector<at::Tensor> &ts) {
+	std::vector<std::vector<at::Tensor>> out;
+	int64_t bytes = 0;
+	for (auto &t : ts) {
+		int64_t b = t.numel() * (int64_t)t.element_size();
+		if (out.empty() || bytes + b > kBucketBytes || out.back()[0].scalar_type() != t.scalar_type() ||
+		    out.back()[0].device() != t.device()) {
+			out.emplace_back();
+			bytes = 0;
+		}
+		out.back().push_back(t);
+		bytes += b;
+	}
+	return out;
+}
+
+enum class Op { AllReduce, Broadcast };
+
+void collective(lt_pg *g, const std::vector<at::Tensor> &ts, Op op, const char *what) {
+	for (auto &bucket : buckets(ts)) {
+		std::vector<at::Tensor> flat;
+		for (auto &t : bucket) flat.push_back(t.detach().reshape({-1}));
+		std::vector<at::Tensor> one{at::cat(flat)};
+		c10::intrusive_ptr<c10d::Work> w;
+		try {
+			if (op == Op::AllReduce) {
+				c10d::AllreduceOptions o;
+				o.timeout = g->timeout;
+				w = g->pg->allreduce(one, o);
+			} else {
+				c10d::BroadcastOptions o;
+				o.rootRank = 0;
+				o.timeout = g->timeout;
+				w = g->pg->broadcast(one, o);
+			}
+		} catch (const c10::Error &e) {
+			fail(g, what, clean(e.what_without_backtrace()));
+		}
+		wait(g, w, what);
+		int64_t off = 0;
+		at::NoGradGuard ng;
+		for (auto &t : bucket) {
+			auto n = t.numel();
+			t.detach().copy_(one[0].narrow(0, off, n).view(t.sizes()));
+			off += n;
+		}
+	}
+}
+
+bool loopback(const std::string &addr) {
+	return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+} // namespace
+
+namespace ltdist {
+
+int rank(lt_pg *g) { return g->rank; }
+int size(lt_pg *g) { return g->size; }
+void allreduce_sum(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
+	if (g->size > 1) collective(g, ts, Op::AllReduce, what);
+}
+void broadcast(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
+	if (g->size > 1) collective(g, ts, Op::Broadcast, what);
+}
+
+} // namespace ltdist
+
+extern "C" {
+
+lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
+                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err) {
+	std::string where = "process group rendezvous at " + std::string(addr ? addr : "") + ":" + std::to_string(port) +
+	                    " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
+	try {
+		if (size < 1 || rank < 0 || rank >= size) throw std::invalid_argument("rank out of range");
+		if (port <= 0 || port > 65535) throw std::invalid_argument("port out of range");
+		auto g = std::make_unique<lt_pg>();
+		g->rank = rank;
+		g->size = size;
+		g->timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 600000);
+		c10d::TCPStoreOptions so;
+		so.port = (uint16_t)port;
+		so.isServer = rank == 0 && !agent_store;
+		so.numWorkers = size;
+		so.waitWorkers = !agent_store;
+		so.timeout = g->timeout;
+		auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(addr), so);
+		std::string pre = prefix && *prefix ? prefix : "lcl";
+		g->store = c10::make_intrusive<c10d::PrefixStore>(pre, tcp);
+		std::string be = backend && *backend ? backend : "gloo";
+		if (be == "gloo") {
+			auto o = c10d::ProcessGroupGloo::Options::create(g->timeout);
+			std::string ifc = iface ? iface : "";
+			if (!ifc.empty())
+				o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifc));
+			else if (loopback(addr))
+				o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+			else
+				o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+			o->threads = 2;
+			g->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(g->store, rank, size, o);
+		} else if (be == "nccl") {
+#ifdef LT_NCCL
+			auto o = c10d::ProcessGroupNCCL::Options::create();
+			o->timeout = g->timeout;
+			g->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(g->store, rank, size, o);
+#else
+			throw std::invalid_argument("the nccl backend needs a CUDA build (-tags cuda) of lcl");
+#endif
+		} else {
+			throw std::invalid_argument("unknown backend " + be + " (want gloo or nccl)");
+		}
+		if (size > 1) g->heartbeat = std::thread(heartbeat, g.get(), std::string(addr), (int)port, pre);
+		return g.release();
+	} catch (const c10::Error &e) {
+		set_err(err, where + ": " + clean(e.what_without_backtrace()));
+	} catch (const std::exception &e) {
+		set_err(err, where + ": " + clean(e.what()));
+	}
+	return nullptr;
+}
+
+void lt_pg_free(lt_pg *g) {
+	if (!g) return;
+	if (g->heartbeat.joinable()) {
+		{
+			std::lock_guard<std::mutex> l(g->hb_mu);
+			g->hb_stop = true;
+		}
+		g->hb_cv.notify_all();
+		g->heartbeat.join();
+	}
+	if (g->broken) {
+		// Gloo's worker threads may still wait on a dead peer and its
+		// destructor would join them: leave it to the process's exit.
+		g->pg.release();
+		g->store.release();
+	}
+	delete g;
+}
+
+void lt_pg_abort(lt_pg *g, const char *why) { g->abort(why && *why ? why : "aborted"); }
+int32_t lt_pg_rank(lt_pg *g) { return g->rank; }
+int32_t lt_pg_size(lt_pg *g) { return g->size; }
+
+int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err) {
+	try {
+		if (n == 0) return 0;
+		auto t = at::from_blob(v, {n}, at::kDouble);
+		ltdist::allreduce_sum(g, {t}, "all-reduce");
+		return 0;
+	} catch (const std::exception &e) {
+		set_err(err, clean(e.what()));
+	}
+	return -1;
+}
+
+int32_t lt_pg_broadcast_bytes(lt_pg *g, void *buf, int64_t n, char **err) {
+	try {
+		if (n == 0) return 0;
+		auto t = at::from_blob(buf, {n}, at::kByte);
+		ltdist::broadcast(g, {t}, "broadcast");
+		return 0;
+	} catch (const std::exception &e) {
+		set_err(err, clean(e.what()));
+	}
+	return -1;
+}
+
+} // extern "C"

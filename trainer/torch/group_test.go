@@ -1,0 +1,310 @@
+//go:build cgo
+
+package torch
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ranks runs fn for every rank of a group of size on loopback, each in its
+// own goroutine (a process group per goroutine works like one per process).
+func ranks(t *testing.T, size int, fn func(g *Group) error) []error {
+	t.Helper()
+	port := freePort(t)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for r := range size {
+		wg.Go(func() {
+			g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: r, Size: size, Timeout: 30 * time.Second})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer g.Close()
+			errs[r] = fn(g)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestGroupCollectives(t *testing.T) {
+	errs := ranks(t, 2, func(g *Group) error {
+		v := []float64{float64(g.Rank() + 1), 10}
+		if err := g.AllReduce(v); err != nil {
+			return err
+		}
+		if v[0] != 3 || v[1] != 20 {
+			return fmt.Errorf("rank %d: all-reduce gave %v, want [3 20]", g.Rank(), v)
+		}
+		msg := []byte(fmt.Sprintf("from rank %d", g.Rank()))
+		got, err := g.Broadcast(msg)
+		if err != nil {
+			return err
+		}
+		if string(got) != "from rank 0" {
+			return fmt.Errorf("rank %d: broadcast gave %q", g.Rank(), got)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// TestDataParallelStepEqualsGlobalStep: two ranks, each stepping on a slice
+// of the global batch (even and uneven splits, with and without weights,
+// momentum and weight decay), end with the weights of one process stepping
+// on the whole batch.
+func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
+	SetThreads(1)
+	spec := Spec{Kind: MLP, InC: 1, InH: 4, InW: 4, NumClasses: 5, Hidden: []int{12}}
+	const n = 9
+	rng := rand.New(rand.NewPCG(4, 2))
+	x := randn(rng, n*16)
+	y := make([]int64, n)
+	w := make([]float32, n)
+	for i := range y {
+		y[i] = int64(rng.IntN(5))
+		w[i] = float32(rng.Float64())
+	}
+	tgt := make([]float32, 25)
+	for i := range 5 {
+		for j := range 5 {
+			tgt[i*5+j] = 0.05
+		}
+		tgt[i*5+i] = 0.8
+	}
+	for _, tc := range []struct {
+		name    string
+		split   int // rank 0 gets examples [0, split)
+		weights bool
+	}{{"uneven", 5, false}, {"weighted", 4, true}, {"empty slice", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ManualSeed(7)
+			ref, err := NewModel(spec, "cpu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			init, _ := ref.State()
+			opt, _ := NewSGD(ref, 0.9, 1e-3, true)
+			defer opt.Close()
+			T, _ := NewTensor(tgt, []int64{5, 5}, "cpu")
+			defer T.Close()
+			var want StepResult
+			for range 3 {
+				s := &Step{Models: []*Model{ref}, Optims: []*Optimizer{opt}, X: x, N: n, C: 1, H: 4, W: 4, Y: y,
+					Targets: T, Coefs: Coefs{Soft: 1}, LR: 0.1}
+				if tc.weights {
+					s.Weights = w
+				}
+				if want, err = TrainStep(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantState := stateFloats(t, ref)
+			var mu sync.Mutex
+			got := map[int]map[string][]float32{}
+			results := map[int]StepResult{}
+			errs := ranks(t, 2, func(g *Group) error {
+				ManualSeed(uint64(100 + g.Rank())) // different initialisations: the broadcast must fix them
+				m, err := NewModel(spec, "cpu")
+				if err != nil {
+					return err
+				}
+				defer m.Close()
+				if g.Rank() == 0 {
+					st := map[string]Named{}
+					for _, s := range init {
+						st[s.Name] = s
+					}
+					if err := m.LoadState(st); err != nil {
+						return err
+					}
+				}
+				if err := g.BroadcastModel(m, false); err != nil {
+					return err
+				}
+				o, _ := NewSGD(m, 0.9, 1e-3, true)
+				defer o.Close()
+				lo, hi := 0, tc.split
+				if g.Rank() == 1 {
+					lo, hi = tc.split, n
+				}
+				var res StepResult
+				for range 3 {
+					s := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x[lo*16 : hi*16], N: hi - lo, C: 1, H: 4, W: 4,
+						Y: y[lo:hi], Targets: T, Coefs: Coefs{Soft: 1}, LR: 0.1, Group: g}
+					if tc.weights {
+						s.Weights = w[lo:hi]
+					}
+					if res, err = TrainStep(s); err != nil {
+						return err
+					}
+				}
+				mu.Lock()
+				got[g.Rank()] = stateFloats(t, m)
+				results[g.Rank()] = res
+				mu.Unlock()
+				return nil
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("rank %d: %v", r, err)
+				}
+			}
+			for r := range 2 {
+				for name, wv := range wantState {
+					for i, v := range got[r][name] {
+						if math.Abs(float64(v-wv[i])) > 1e-5 {
+							t.Fatalf("rank %d %s[%d] = %v, single process %v", r, name, i, v, wv[i])
+						}
+					}
+				}
+				res := results[r]
+				if res.N != n || res.Correct[0] != want.Correct[0] || math.Abs(float64(res.Loss[0]-want.Loss[0])) > 1e-5 {
+					t.Errorf("rank %d: step result %+v, single process %+v", r, res, want)
+				}
+			}
+		})
+	}
+}
+
+// TestGroupPeerExitFailsFast: when one rank leaves, the other's next
+// collective fails with an error naming its own rank instead of hanging for
+// the timeout.
+func TestGroupPeerExitFailsFast(t *testing.T) {
+	port := freePort(t)
+	done := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 1, Size: 2, Timeout: 10 * time.Minute})
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- nil
+		g.Close() // leaves without taking part in the all-reduce
+	})
+	g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 0, Size: 2, Timeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	err = g.AllReduce([]float64{1})
+	if err == nil {
+		t.Fatal("all-reduce with a departed peer succeeded")
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), "rank 0 of 2") {
+		t.Errorf("error %q does not name the rank", err)
+	}
+}
+
+// TestMain lets the test binary play a peer rank in another process: with
+// LT_TEST_PEER=PORT it joins a group of 2 as rank 1, takes part in one
+// all-reduce, then hangs until killed.
+func TestMain(m *testing.M) {
+	if p := os.Getenv("LT_TEST_PEER"); p != "" {
+		port, _ := strconv.Atoi(p)
+		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 1, Size: 2, Timeout: 10 * time.Minute})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := g.AllReduce([]float64{1}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// TestGroupPeerLostDuringCollective: rank 0 waits in an all-reduce when
+// the process of rank 1 is killed (its sockets close: Gloo fails the wait)
+// or stopped (SIGSTOP: its sockets stay open and only the heartbeat notices);
+// either way the wait ends long before the 10-minute timeout, the error
+// naming rank 0, and for the silent peer, rank 1.
+func TestGroupPeerLostDuringCollective(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		sig  syscall.Signal
+		want string
+	}{{"killed", syscall.SIGKILL, "rank 0 of 2"}, {"stopped", syscall.SIGSTOP, "rank 1 sent no heartbeat"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			port := freePort(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "LT_TEST_PEER="+strconv.Itoa(port))
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer cmd.Process.Kill()
+			g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 0, Size: 2, Timeout: 10 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if err := g.AllReduce([]float64{1}); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(200*time.Millisecond, func() { cmd.Process.Signal(tt.sig) })
+			err = g.AllReduce([]float64{1})
+			if err == nil || !strings.Contains(err.Error(), "rank 0 of 2") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("all-reduce with a %s peer: %v, want an error naming %q", tt.name, err, tt.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestGroupAbort: Abort from another goroutine ends a waiting collective.
+func TestGroupAbort(t *testing.T) {
+	errs := ranks(t, 2, func(g *Group) error {
+		if g.Rank() == 1 {
+			time.Sleep(300 * time.Millisecond) // never joins the all-reduce
+			return nil
+		}
+		time.AfterFunc(100*time.Millisecond, func() { g.Abort("canceled by the test") })
+		err := g.AllReduce([]float64{1})
+		if err == nil || !strings.Contains(err.Error(), "canceled by the test") {
+			return fmt.Errorf("all-reduce after Abort: %v", err)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
