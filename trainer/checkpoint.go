@@ -168,7 +168,7 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 		}
 	}
 	for _, name := range ck.State.Finished {
-		m, err := torch.NewModel(r.spec, r.cfg.Device)
+		m, err := torch.NewModel(r.specOf(name), r.cfg.Device)
 		if err != nil {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}

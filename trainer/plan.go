@@ -16,6 +16,10 @@ type Stage struct {
 	Epochs  int    // 0 = the run's epoch count
 	Peers   int    // 0 = 1
 	Teacher string // name of an earlier stage, "" for none
+	// Model is the architecture of this stage's models (a models registry
+	// name such as "resnet34" or "cnn:channels=16x32"); "" means the run's
+	// Config.Model. KD uses it for a teacher of another architecture.
+	Model string
 }
 
 // Plan is what a Planner decides for one epoch.

@@ -121,7 +121,7 @@ var ErrCanceled = errors.New("training canceled")
 
 type runner struct {
 	cfg      Config
-	spec     torch.Spec
+	specs    []torch.Spec // per stage
 	stages   []Stage
 	finished map[string]*torch.Model
 	metrics  *os.File
@@ -196,8 +196,15 @@ func newRunner(cfg Config) (*runner, error) {
 		return nil, errors.New("trainer: planner declares no stage")
 	}
 	seen := map[string]bool{}
+	specs := make([]torch.Spec, len(stages))
 	for i := range stages {
 		s := &stages[i]
+		specs[i] = spec
+		if s.Model != "" && s.Model != cfg.Model {
+			if specs[i], err = cfg.Models.Get(s.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()}); err != nil {
+				return nil, fmt.Errorf("trainer: stage %q: %w", s.Name, err)
+			}
+		}
 		if s.Epochs <= 0 {
 			s.Epochs = cfg.Optim.Epochs
 		}
@@ -215,9 +222,19 @@ func newRunner(cfg Config) (*runner, error) {
 	if cfg.Threads > 0 {
 		torch.SetThreads(cfg.Threads)
 	}
-	r := &runner{cfg: cfg, spec: spec, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
 	r.id = r.identity()
 	return r, nil
+}
+
+// specOf returns the architecture of the stage with this name.
+func (r *runner) specOf(name string) torch.Spec {
+	for i, s := range r.stages {
+		if s.Name == name {
+			return r.specs[i]
+		}
+	}
+	return r.specs[0]
 }
 
 func (r *runner) close() {
@@ -285,7 +302,7 @@ func (r *runner) newPeers(stage int) (*peerSet, error) {
 	ps := &peerSet{}
 	o := r.cfg.Optim
 	for range r.stages[stage].Peers {
-		m, err := torch.NewModel(r.spec, r.cfg.Device)
+		m, err := torch.NewModel(r.specs[stage], r.cfg.Device)
 		if err != nil {
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)

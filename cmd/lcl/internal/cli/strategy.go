@@ -412,10 +412,7 @@ func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.
 		if !s.Fresh && i > 0 {
 			return fail(fmt.Errorf("%s: stage %q continues the previous stage's model, which the trainer does not support (each stage starts fresh)", opened.Label(), s.Name))
 		}
-		if s.Model != "" && s.Model != model {
-			return fail(fmt.Errorf("%s: stage %q asks for architecture %q; the trainer trains one architecture (--model %s) per run", opened.Label(), s.Name, s.Model, model))
-		}
-		ts := trainer.Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models}
+		ts := trainer.Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models, Model: s.Model}
 		if s.Teacher >= 0 {
 			ts.Teacher = b.stages[s.Teacher].Name
 		}

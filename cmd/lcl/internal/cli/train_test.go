@@ -11,6 +11,7 @@ import (
 
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/safetensors"
 )
 
 const synth = "synthetic?n=96&test=48&classes=4&shape=1,8,8"
@@ -100,5 +101,40 @@ func TestDataSpec(t *testing.T) {
 	}
 	if _, err := dataSpec("", dir); err == nil {
 		t.Error("a bare directory without --synsets accepted")
+	}
+}
+
+// kd's teacher-model trains the teacher stage with another architecture than
+// the student: the checkpoint holds a teacher of the teacher's width.
+func TestTrainKDTeacherOfAnotherArchitecture(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	code, out, errs := runLCL(context.Background(), t, "--store", filepath.Join(dir, "store"), "train", "--data", synth,
+		"--model", "mlp:hidden=16", "--strategy", "kd", "--param", "teacher-model=mlp:hidden=8", "--epochs", "1",
+		"--batch", "16", "--threads", "1", "--out", run)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(run, "checkpoint.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := safetensors.Read(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widths := map[string]int64{} // stage → width of its hidden layer (the bias that is not the 4-class output's)
+	for _, x := range ts {
+		if rest, ok := strings.CutPrefix(x.Name, "stage/"); ok && strings.HasSuffix(x.Name, "bias") && len(x.Shape) == 1 && x.Shape[0] != 4 {
+			stage, _, _ := strings.Cut(rest, "/")
+			widths[stage] = x.Shape[0]
+		}
+	}
+	if widths["teacher"] != 8 {
+		t.Fatalf("teacher hidden width %d in the checkpoint (tensors by stage %v), want 8", widths["teacher"], widths)
+	}
+	var res trainer.Result
+	if b, err := os.ReadFile(filepath.Join(run, "result.json")); err != nil || json.Unmarshal(b, &res) != nil || len(res.Top1) != 1 {
+		t.Fatalf("result.json: %v %+v", err, res)
 	}
 }
