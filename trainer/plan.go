@@ -20,6 +20,11 @@ type Stage struct {
 	// name such as "resnet34" or "cnn:channels=16x32"); "" means the run's
 	// Config.Model. KD uses it for a teacher of another architecture.
 	Model string
+	// PerStep asks the planner again before every optimiser step, with
+	// PlanContext.Step set, and trains that step on the new plan's Targets
+	// (the epoch's weights, subset and coefficients stay those of step 0).
+	// LCL's optional per-iteration update uses it.
+	PerStep bool
 }
 
 // Plan is what a Planner decides for one epoch.
@@ -43,6 +48,8 @@ type PlanContext struct {
 	StageIndex int
 	Epoch      int // 0-based within the stage
 	Epochs     int // of the stage
+	Step       int // 0-based optimiser step within the epoch (0 for the epoch's plan)
+	Steps      int // optimiser steps per epoch over the run's training set
 	NumClasses int
 	// Classes names the classes in label order when the dataset knows them
 	// (it has a Classes() []string method); nil otherwise.

@@ -478,13 +478,14 @@ func (r *runner) metricsBytes() int64 {
 	return off
 }
 
-func (r *runner) planContext(s, e int) PlanContext {
+func (r *runner) planContext(s, e, step int) PlanContext {
 	var classes []string
 	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
 		classes = c.Classes()
 	}
 	return PlanContext{Classes: classes,
 		Stage: r.stages[s], StageIndex: s, Epoch: e, Epochs: r.stages[s].Epochs,
+		Step: step, Steps: (len(r.cfg.TrainIndices) + r.cfg.Optim.Batch - 1) / r.cfg.Optim.Batch,
 		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
 		Features: r.features,
 	}
@@ -546,7 +547,7 @@ var errStop = errors.New("stop")
 func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	s, e := p.Stage, p.Epoch
 	stage := r.stages[s]
-	plan, err := r.plan(ctx, s, e)
+	plan, err := r.plan(ctx, s, e, 0)
 	if err != nil {
 		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
 	}
@@ -565,7 +566,6 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		if targets, err = torch.NewTensor(plan.Targets, []int64{C, C}, r.cfg.Device); err != nil {
 			return fmt.Errorf("trainer: %w", err)
 		}
-		defer targets.Close()
 	}
 	indices := plan.Subset
 	if indices == nil {
@@ -580,6 +580,11 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	k := len(peers.models)
 	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, C: c, H: h, W: w,
 		Targets: targets, Coefs: plan.Coefs}
+	defer func() { // the last targets in use (Stage.PerStep replaces them step by step)
+		if step.Targets != nil {
+			step.Targets.Close()
+		}
+	}()
 	var weights []float32
 	if plan.Weights != nil {
 		weights = make([]float32, bs)
@@ -606,6 +611,11 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		if n := globalBatch(len(indices), bs, i, b.N, r.cfg.Group); n < 2 {
 			p.Step++
 			return nil
+		}
+		if stage.PerStep && i > 0 {
+			if err := r.stepTargets(ctx, s, e, i, step); err != nil {
+				return err
+			}
 		}
 		lr = r.cfg.Optim.Schedule.At(e, float64(i)/float64(steps), stage.Epochs)
 		step.X, step.Y, step.N, step.LR = b.X, b.Y, b.N, lr
@@ -743,4 +753,26 @@ func meanRowEntropy(t []float32, c int) float64 {
 		}
 	}
 	return h / float64(c)
+}
+
+// stepTargets asks the planner for step i's targets (Stage.PerStep) and
+// swaps them into the step.
+func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {
+	stage := r.stages[s]
+	sp, err := r.plan(ctx, s, e, i)
+	if err != nil {
+		return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i, err)
+	}
+	C := r.cfg.Train.NumClasses()
+	tp := Plan{Targets: sp.Targets}
+	if err := tp.validate(C, r.cfg.Train.Len()); err != nil || sp.Targets == nil {
+		return fmt.Errorf("trainer: stage %q epoch %d step %d: per-step plan needs valid targets: %v", stage.Name, e+1, i, err)
+	}
+	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	step.Targets.Close()
+	step.Targets = t
+	return nil
 }

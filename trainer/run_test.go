@@ -399,3 +399,49 @@ func TestMeanRowEntropy(t *testing.T) {
 		}
 	}
 }
+
+// stepPlanner records when it is asked and answers soft targets that differ
+// from step to step.
+type stepPlanner struct {
+	asked []string
+}
+
+func (*stepPlanner) Stages() []Stage { return []Stage{{Name: "train", PerStep: true}} }
+
+func (p *stepPlanner) Plan(_ context.Context, pc PlanContext) (Plan, error) {
+	p.asked = append(p.asked, fmt.Sprintf("%d.%d/%d", pc.Epoch, pc.Step, pc.Steps))
+	c := pc.NumClasses
+	t := make([]float32, c*c)
+	off := float32(0.5) / float32(pc.Epoch*pc.Steps+pc.Step+1) / float32(c-1) // decays every step
+	for i := 0; i < c; i++ {
+		for j := 0; j < c; j++ {
+			t[i*c+j] = off
+		}
+		t[i*c+i] = 1 - off*float32(c-1)
+	}
+	return Plan{Targets: t, Coefs: torch.Coefs{Soft: 1}}, nil
+}
+
+func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Optim.Epochs = 2
+	p := &stepPlanner{}
+	cfg.Planner, cfg.Strategy = p, "per-step test"
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 240 examples in batches of 32: 8 steps an epoch.
+	var want []string
+	for e := 0; e < 2; e++ {
+		for s := 0; s < 8; s++ {
+			want = append(want, fmt.Sprintf("%d.%d/8", e, s))
+		}
+	}
+	if strings.Join(p.asked, " ") != strings.Join(want, " ") {
+		t.Fatalf("planner asked at %v, want %v", p.asked, want)
+	}
+	if res.Final[0].TestTop1 < 0.9 {
+		t.Errorf("per-step soft targets did not train: %+v", res.Final[0])
+	}
+}

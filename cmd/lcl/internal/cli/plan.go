@@ -158,7 +158,7 @@ stages:
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			p, err := b.plan(ctx, s, e, nil)
+			p, err := b.plan(ctx, s, e, 0, nil)
 			if err != nil {
 				return err
 			}

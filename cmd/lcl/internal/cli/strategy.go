@@ -267,12 +267,9 @@ func newBridge(ctx context.Context, opened *openedStrategy, classes []sdk.Class,
 
 // plan returns stage s, epoch e's plan with weights and subset in dataset
 // indices (weights: one per dataset example, 0 outside the training set).
-func (b *bridge) plan(ctx context.Context, s, e int, features featureFunc) (*sdk.Plan, error) {
+func (b *bridge) plan(ctx context.Context, s, e, step int, features featureFunc) (*sdk.Plan, error) {
 	if s < 0 || s >= len(b.stages) {
 		return nil, fmt.Errorf("stage %d: the strategy has %d stages", s, len(b.stages))
-	}
-	if b.stages[s].PerStep {
-		return nil, fmt.Errorf("%s: stage %q asks for a plan every step, which the trainer does not support yet; run it per epoch", b.st.Label(), b.stages[s].Name)
 	}
 	for prev := 0; prev < s; prev++ {
 		if b.stages[prev].Features && !b.sent[prev] {
@@ -281,7 +278,7 @@ func (b *bridge) plan(ctx context.Context, s, e int, features featureFunc) (*sdk
 			}
 		}
 	}
-	p, err := b.st.Plan(ctx, sdk.PlanAt{Stage: s, Epoch: e})
+	p, err := b.st.Plan(ctx, sdk.PlanAt{Stage: s, Epoch: e, Step: step})
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +367,7 @@ var _ trainer.Planner = (*planner)(nil)
 // parameters and the similarity matrix's digest), and a close function
 // that stops the plugins.
 func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.FlagSet, set *labels.Set,
-	train trainer.Dataset, trainIdx []int, epochs int, model string) (*planner, map[string]string, func(), error) {
+	train trainer.Dataset, trainIdx []int, epochs, batch int, model string) (*planner, map[string]string, func(), error) {
 	host := newHost(f, o.Timeout)
 	fail := func(err error) (*planner, map[string]string, func(), error) {
 		host.Close()
@@ -403,7 +400,11 @@ func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.
 	for i := range labels {
 		labels[i] = train.Label(i)
 	}
-	b, err := newBridge(ctx, opened, classes, labels, trainIdx, epochs, 0, model)
+	n := len(trainIdx)
+	if trainIdx == nil {
+		n = train.Len()
+	}
+	b, err := newBridge(ctx, opened, classes, labels, trainIdx, epochs, (n+batch-1)/max(batch, 1), model)
 	if err != nil {
 		return fail(err)
 	}
@@ -412,7 +413,7 @@ func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.
 		if !s.Fresh && i > 0 {
 			return fail(fmt.Errorf("%s: stage %q continues the previous stage's model, which the trainer does not support (each stage starts fresh)", opened.Label(), s.Name))
 		}
-		ts := trainer.Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models, Model: s.Model}
+		ts := trainer.Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models, Model: s.Model, PerStep: s.PerStep}
 		if s.Teacher >= 0 {
 			ts.Teacher = b.stages[s.Teacher].Name
 		}
@@ -477,7 +478,7 @@ func (p *planner) Plan(ctx context.Context, pc trainer.PlanContext) (trainer.Pla
 	if p.observeErr != nil {
 		return trainer.Plan{}, p.observeErr
 	}
-	sp, err := p.b.plan(ctx, pc.StageIndex, pc.Epoch, pc.Features)
+	sp, err := p.b.plan(ctx, pc.StageIndex, pc.Epoch, pc.Step, pc.Features)
 	if err != nil {
 		return trainer.Plan{}, err
 	}

@@ -72,7 +72,7 @@ func TestBridgeCN(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls = 0
-		p, err := b.plan(ctx, 1, 0, features)
+		p, err := b.plan(ctx, 1, 0, 0, features)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestBridgeCN(t *testing.T) {
 		if in[0] || in[20] || !in[2] {
 			t.Fatalf("first-phase subset %v", p.Subset)
 		}
-		if _, err := b.plan(ctx, 1, 2, features); err != nil || calls != 1 {
+		if _, err := b.plan(ctx, 1, 2, 0, features); err != nil || calls != 1 {
 			t.Fatalf("later epoch: %v, features pulled %d times", err, calls)
 		}
 		opened.Close()
@@ -120,7 +120,7 @@ func TestOpenPlannerLCL(t *testing.T) {
 	if err := fs.Parse([]string{"--epsilon", "0.5", "--matrix", writeWorkedExample(t)}); err != nil {
 		t.Fatal(err)
 	}
-	pl, id, closeFn, err := openPlanner(ctx, f, o, fs, nil, train, []int{0, 1, 2, 5, 7}, 3, "mlp")
+	pl, id, closeFn, err := openPlanner(ctx, f, o, fs, nil, train, []int{0, 1, 2, 5, 7}, 3, 2, "mlp")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -338,7 +338,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
 	so := o.strat
 	so.Strategy = o.Strategy
-	pl, planID, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, o.Model)
+	pl, planID, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, op.Batch, o.Model)
 	if err != nil {
 		return err
 	}

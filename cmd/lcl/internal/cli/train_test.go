@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/safetensors"
@@ -136,5 +137,46 @@ func TestTrainKDTeacherOfAnotherArchitecture(t *testing.T) {
 	var res trainer.Result
 	if b, err := os.ReadFile(filepath.Join(run, "result.json")); err != nil || json.Unmarshal(b, &res) != nil || len(res.Top1) != 1 {
 		t.Fatalf("result.json: %v %+v", err, res)
+	}
+}
+
+// lcl's optional per-iteration update runs end to end: the strategy plugin is
+// asked for targets before every optimiser step.
+func TestTrainLCLPerStep(t *testing.T) {
+	dir := t.TempDir()
+	sim := filepath.Join(dir, "sim.npy")
+	s := []float64{1, 0.5, 0.2, 0.1, 0.5, 1, 0.3, 0.1, 0.2, 0.3, 1, 0.4, 0.1, 0.1, 0.4, 1}
+	if err := npy.WriteFile(sim, 4, 4, s); err != nil {
+		t.Fatal(err)
+	}
+	entropies := func(perStep string) []float64 {
+		run := filepath.Join(dir, "run-"+perStep)
+		code, out, errs := runLCL(context.Background(), t, "--store", filepath.Join(dir, "store"), "train", "--data", synth,
+			"--model", "mlp:hidden=16", "--strategy", "lcl", "--matrix", sim, "--param", "per-step="+perStep, "--epsilon", "0.9",
+			"--epochs", "2", "--batch", "16", "--threads", "1", "--out", run)
+		if code != 0 {
+			t.Fatalf("per-step=%s: train exit %d\n%s\n%s", perStep, code, out, errs)
+		}
+		b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ent []float64
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m struct {
+				TargetEntropy float64 `json:"target_entropy"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatal(err)
+			}
+			ent = append(ent, m.TargetEntropy)
+		}
+		return ent
+	}
+	epoch, step := entropies("false"), entropies("true")
+	// Both start from v(0). 96 examples in batches of 16 = 6 updates an
+	// epoch, so per step the second epoch starts at v(6), per epoch at v(1).
+	if len(epoch) != 2 || len(step) != 2 || epoch[0] != step[0] || !(step[1] < epoch[1]) || step[1] <= 0 {
+		t.Fatalf("target entropy per epoch: per-epoch %v, per-step %v; want equal starts and per-step sharper after", epoch, step)
 	}
 }
