@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -9,7 +10,7 @@ import (
 // Builtin returns a registry holding lcl's architectures:
 //
 //	mlp           hidden=256x128, dropout=0
-//	cnn           channels=32x64, fc=128, dropout=0 (conv-BN-ReLU-maxpool stages)
+//	cnn           channels=32x64, fc=128, dropout=0, bn=1 (conv-BN-ReLU-maxpool stages; bn=0: no BN)
 //	resnet18/34/50/101  width=64, stem=auto|cifar|imagenet
 //	wrn           depth=28, widen=10, dropout=0 (pre-activation Wide ResNet)
 //	wrn-28-10     the CIFAR Wide ResNet of Zagoruyko & Komodakis
@@ -33,7 +34,7 @@ func Builtin() *Registry {
 			return torch.Spec{Kind: torch.MLP, Hidden: h, Dropout: d}, err
 		}}))
 	must(r.Register(Model{Name: "cnn", Doc: "small CNN: conv3x3-BN-ReLU-maxpool stages conv1.., fc1, fc",
-		Options: []string{"channels", "fc", "dropout"}, Build: func(in Input, o Options) (torch.Spec, error) {
+		Options: []string{"channels", "fc", "dropout", "bn"}, Build: func(in Input, o Options) (torch.Spec, error) {
 			ch, err := o.ints("channels", []int{32, 64})
 			if err != nil {
 				return torch.Spec{}, err
@@ -46,7 +47,16 @@ func Builtin() *Registry {
 				return torch.Spec{}, err
 			}
 			d, err := o.float("dropout", 0)
-			return torch.Spec{Kind: torch.CNN, Hidden: append(ch, fc), Dropout: d}, err
+			if err != nil {
+				return torch.Spec{}, err
+			}
+			bn := true
+			if v, ok := o["bn"]; ok {
+				if bn, err = strconv.ParseBool(v); err != nil {
+					return torch.Spec{}, fmt.Errorf("option bn=%q: want 1 (batch norm, the default) or 0 (none)", v)
+				}
+			}
+			return torch.Spec{Kind: torch.CNN, Hidden: append(ch, fc), Dropout: d, NoBN: !bn}, nil
 		}}))
 	for _, rn := range []struct {
 		name   string

@@ -22,6 +22,8 @@ func TestGet(t *testing.T) {
 		{"mlp", fm, torch.Spec{Kind: torch.MLP, Hidden: []int{256, 128}}, ""},
 		{"mlp:hidden=64,dropout=0.5", fm, torch.Spec{Kind: torch.MLP, Hidden: []int{64}, Dropout: 0.5}, ""},
 		{"cnn", fm, torch.Spec{Kind: torch.CNN, Hidden: []int{32, 64, 128}}, ""},
+		{"cnn:channels=16x32,bn=0", fm, torch.Spec{Kind: torch.CNN, Hidden: []int{16, 32, 128}, NoBN: true}, ""},
+		{"cnn:bn=maybe", fm, torch.Spec{}, "want 1 (batch norm"},
 		{"resnet18", cifar, torch.Spec{Kind: torch.ResNet, Layers: []int{2, 2, 2, 2}, Width: 64, CIFARStem: true}, ""},
 		{"resnet50", img, torch.Spec{Kind: torch.ResNet, Layers: []int{3, 4, 6, 3}, Bottleneck: true, Width: 64}, ""},
 		{"resnet18:stem=imagenet", cifar, torch.Spec{Kind: torch.ResNet, Layers: []int{2, 2, 2, 2}, Width: 64}, ""},

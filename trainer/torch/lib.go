@@ -51,7 +51,7 @@ func init() {
 	}
 }
 
-const abiVersion = 2
+const abiVersion = 3
 
 // Tensor is a float32 tensor held by libtorch (used for target matrices).
 type Tensor struct {
@@ -138,6 +138,9 @@ func NewModel(spec Spec, device string) (*Model, error) {
 	s.width = C.int32_t(spec.Width)
 	s.depth, s.widen = C.int32_t(spec.Depth), C.int32_t(spec.Widen)
 	s.dropout = C.float(spec.Dropout)
+	if spec.NoBN {
+		s.no_bn = 1
+	}
 	dev, free := cstr(device)
 	defer free()
 	var cerr *C.char

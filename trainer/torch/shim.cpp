@@ -84,7 +84,9 @@ struct MLP : Net {
 	Tensor head(const Tensor &f) override { return fc(f); }
 };
 
-// CNN: conv3x3-BN-ReLU-maxpool2 stages conv1..convN (channels hidden[0..n-2]),
+// CNN: conv3x3-BN-ReLU-maxpool2 stages conv1..convN (channels hidden[0..n-2];
+// no_bn: conv3x3 with bias, no BN, so data-parallel replicas compute exactly
+// what one process does),
 // then fc1 (hidden[n-1]) with ReLU and dropout, head fc.
 struct CNN : Net {
 	std::vector<nn::Conv2d> convs;
@@ -97,8 +99,8 @@ struct CNN : Net {
 		for (int i = 0; i + 1 < s.n_hidden; i++) {
 			auto name = std::to_string(i + 1);
 			convs.push_back(register_module("conv" + name,
-			    nn::Conv2d(nn::Conv2dOptions(c, s.hidden[i], 3).padding(1).bias(false))));
-			bns.push_back(register_module("bn" + name, nn::BatchNorm2d(s.hidden[i])));
+			    nn::Conv2d(nn::Conv2dOptions(c, s.hidden[i], 3).padding(1).bias(s.no_bn != 0))));
+			if (!s.no_bn) bns.push_back(register_module("bn" + name, nn::BatchNorm2d(s.hidden[i])));
 			c = s.hidden[i];
 			h /= 2;
 			w /= 2;
@@ -112,7 +114,7 @@ struct CNN : Net {
 	Tensor features(const Tensor &x) override {
 		auto h = x;
 		for (size_t i = 0; i < convs.size(); i++)
-			h = torch::max_pool2d(torch::relu(bns[i](convs[i](h))), 2);
+			h = torch::max_pool2d(torch::relu(bns.empty() ? convs[i](h) : bns[i](convs[i](h))), 2);
 		h = torch::relu(fc1(h.flatten(1)));
 		if (p > 0) h = torch::dropout(h, p, is_training());
 		return h;

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define LT_ABI_VERSION 2
+#define LT_ABI_VERSION 3
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -48,6 +48,8 @@ typedef struct {
 	/* WRN: depth and widen factor. */
 	int32_t depth, widen;
 	float dropout;
+	/* CNN: 1 builds the conv stages without batch norm (conv with bias). */
+	int32_t no_bn;
 } lt_spec;
 
 /* Loss coefficients of one training step. */

@@ -47,6 +47,7 @@ type Spec struct {
 	CIFARStem     bool  // ResNet: 3x3 stride-1 stem without max-pool
 	Depth, Widen  int   // WRN
 	Dropout       float32
+	NoBN          bool // CNN: no batch norm (conv layers with bias)
 }
 
 // Coefs weighs the terms of the per-example training loss:

@@ -90,13 +90,20 @@ func f32(b []byte, i int) float32 {
 
 // TestTrainNProcEqualsSingleProcess: `--nproc 2` (two worker processes,
 // Gloo over loopback) on a part of Fashion-MNIST ends one epoch with the
-// weights and metrics of a single process over the same global batches (the
-// MLP: no batch norm, no dropout).
+// weights and metrics of a single process over the same global batches, for
+// the MLP and for the small CNN built without batch norm (cnn:bn=0; with BN
+// each replica normalises its own half-batch, and lcl has no SyncBN).
 func TestTrainNProcEqualsSingleProcess(t *testing.T) {
 	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
+	for _, model := range []string{"mlp", "cnn:bn=0"} {
+		t.Run(model, func(t *testing.T) { nprocEqualsSingleProcess(t, model) })
+	}
+}
+
+func nprocEqualsSingleProcess(t *testing.T, model string) {
 	dir := t.TempDir()
 	args := func(out string, extra ...string) []string {
-		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp", "--fraction", "0.02", "--epochs", "1",
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", model, "--fraction", "0.02", "--epochs", "1",
 			"--batch", "50", "--seed", "2", "--threads", "1", "--no-store", "--out", out}, extra...)
 	}
 	one, two := filepath.Join(dir, "one"), filepath.Join(dir, "two")
