@@ -83,18 +83,7 @@ func TestTrainNProcKillResume(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		b, _ := os.ReadFile(filepath.Join(killed, "metrics.jsonl"))
-		if strings.Count(string(b), "\n") >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("epoch 1 did not finish in time")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForEpochs(t, killed, 1, 5*time.Minute, func() { cmd.Process.Kill() })
 	time.Sleep(500 * time.Millisecond) // into epoch 2
 	r0, r1 := workerOf(t, cmd.Process.Pid, 0), workerOf(t, cmd.Process.Pid, 1)
 	if r0 == 0 || r1 == 0 {

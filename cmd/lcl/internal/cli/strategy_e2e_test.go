@@ -72,16 +72,7 @@ func TestE2EKillPluginThenResume(t *testing.T) {
 	args := fmnistArgs(t, "lcl", out, "--epsilon", "0.99", "--epochs", "3")
 	done := make(chan cliResult)
 	go func() { done <- cliRun(t, args...) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if b, _ := os.ReadFile(filepath.Join(out, "metrics.jsonl")); bytes.Count(b, []byte("\n")) >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no epoch finished in 2 minutes")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForEpochs(t, out, 1, 2*time.Minute, nil)
 	pid := pluginPID("lcl")
 	if pid == 0 {
 		t.Fatal("plugin process not found")

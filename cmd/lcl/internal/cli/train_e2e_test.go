@@ -3,11 +3,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,18 +47,7 @@ func TestTrainKillResume(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		b, _ := os.ReadFile(filepath.Join(killed, "metrics.jsonl"))
-		if strings.Count(string(b), "\n") >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("epoch 2 did not finish in time")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForEpochs(t, killed, 2, 10*time.Minute, func() { cmd.Process.Kill() })
 	time.Sleep(300 * time.Millisecond) // into epoch 3
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -83,4 +72,23 @@ func TestTrainKillResume(t *testing.T) {
 		t.Errorf("final: uninterrupted %+v, resumed %+v", a.Final[0], b.Final[0])
 	}
 	t.Logf("final top-1 %.4f in both runs", a.Final[0].TestTop1)
+}
+
+// waitForEpochs waits until dir/metrics.jsonl holds n finished epochs; after
+// timeout it calls stop (if any) and fails the test.
+func waitForEpochs(t *testing.T, dir string, n int, timeout time.Duration, stop func()) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl")); bytes.Count(b, []byte("\n")) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			if stop != nil {
+				stop()
+			}
+			t.Fatalf("%d epochs did not finish in %v", n, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
