@@ -1,0 +1,76 @@
+// common.hpp: what every part of the shim shares: the error convention of
+// shim.h (LT_TRY/LT_CATCH), the Net interface every architecture implements,
+// and the handles behind the C ABI's opaque types. Included only by shim.cpp
+// (see there why the shim is one translation unit).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shim.h"
+
+namespace nn = torch::nn;
+using torch::Tensor;
+
+// lts: the shim's internals (a named namespace: these headers share one translation unit).
+namespace lts {
+
+void set_err(char **err, const char *msg) {
+	if (err) *err = strdup(msg ? msg : "unknown error");
+}
+
+#define LT_TRY try {
+#define LT_CATCH(err, ret)                                         \
+	}                                                              \
+	catch (const c10::Error &e) {                                  \
+		set_err(err, e.what_without_backtrace());                  \
+		return ret;                                                \
+	}                                                              \
+	catch (const std::exception &e) {                              \
+		set_err(err, e.what());                                    \
+		return ret;                                                \
+	}                                                              \
+	catch (...) {                                                  \
+		set_err(err, "unknown C++ exception");                     \
+		return ret;                                                \
+	}
+
+// Net is the interface every architecture implements: features() is the
+// penultimate representation (after global pooling), head() the classifier.
+struct Net : nn::Module {
+	virtual Tensor features(const Tensor &x) = 0;
+	virtual Tensor head(const Tensor &f) = 0;
+	Tensor forward(const Tensor &x) { return head(features(x)); }
+	int64_t feature_dim = 0;
+};
+
+
+// Entry is one named tensor of a model's or an optimizer's state.
+struct Entry {
+	std::string name;
+	Tensor t;
+};
+
+Tensor blob(const float *p, at::IntArrayRef shape) {
+	return torch::from_blob(const_cast<float *>(p), shape, torch::kFloat32);
+}
+
+} // namespace lts
+
+struct lt_tensor {
+	Tensor t;
+};
+
+struct lt_model {
+	std::shared_ptr<lts::Net> net;
+	torch::Device device{torch::kCPU};
+	int64_t num_classes = 0;
+	std::vector<lts::Entry> state;
+};
+
