@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 func TestBuiltinSets(t *testing.T) {
@@ -116,7 +116,7 @@ func TestNABirdsLeavesAscendingID(t *testing.T) {
 }
 
 func TestMappedWNIDsResolve(t *testing.T) {
-	wn, err := wiki.OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		t.Fatalf("needs WordNet 3.0 (make deps): %v", err)
 	}
@@ -140,7 +140,7 @@ func TestMappedWNIDsResolve(t *testing.T) {
 	}
 }
 
-func hasLemma(s *wiki.Synset, lemma string) bool {
+func hasLemma(s *wordnet.Synset, lemma string) bool {
 	want := strings.ToLower(strings.ReplaceAll(lemma, " ", "_"))
 	for _, l := range s.Lemmas {
 		if strings.ToLower(l) == want {
@@ -180,7 +180,7 @@ func TestParseFile(t *testing.T) {
 }
 
 func TestCheckNamesLineOfUnknownWNID(t *testing.T) {
-	wn, err := wiki.OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		t.Fatalf("needs WordNet 3.0 (make deps): %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/lcl-project/lcl/labels"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // Graph is a directed label graph with edges parent → child. Node i's
@@ -145,7 +145,7 @@ func findCycle(g *Graph) []int {
 // entity (hypernyms and instance hypernyms), edges parent → child. Nodes are
 // ordered as first met: the synsets themselves in the given order, then their
 // ancestors breadth first.
-func WordNetGraph(wn *wiki.WordNet, wnids []string) (*Graph, error) {
+func WordNetGraph(wn *wordnet.DB, wnids []string) (*Graph, error) {
 	b := newGraphBuilder()
 	queue := make([]string, 0, len(wnids))
 	seen := map[string]bool{}

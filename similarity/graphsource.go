@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/lcl-project/lcl/labels"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // Graph choices of the simrank and lca sources (parameter "graph"); any
@@ -19,7 +19,7 @@ const (
 )
 
 // WordNetFunc opens WordNet when a source first needs it.
-type WordNetFunc func() (*wiki.WordNet, error)
+type WordNetFunc func() (*wordnet.DB, error)
 
 // labelGraph is a resolved "graph" parameter.
 type labelGraph struct {

@@ -13,7 +13,7 @@ import (
 const (
 	// FormWuPalmer is Wu–Palmer similarity 2·depth(LCA)/(depth(a)+depth(b)),
 	// depths counted with the root at 1. On the WordNet graph it is exactly
-	// nltk's wup_similarity ((*wiki.WordNet).WuPalmer); on other graphs the
+	// nltk's wup_similarity ((*wordnet.DB).WuPalmer); on other graphs the
 	// same rule: the lowest common ancestor is the common ancestor of
 	// greatest shortest-path depth, its depth is its longest-path depth + 1,
 	// and each class's path to it is the shortest.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lcl-project/lcl/labels"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 func mustEdges(t *testing.T, text string) *Graph {
@@ -177,9 +177,9 @@ func TestEdgeListErrors(t *testing.T) {
 	}
 }
 
-func openWordNet(t testing.TB) *wiki.WordNet {
+func openWordNet(t testing.TB) *wordnet.DB {
 	t.Helper()
-	wn, err := wiki.OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		t.Fatalf("WordNet 3.0 is needed (make deps installs wordnet-base): %v", err)
 	}
@@ -337,7 +337,7 @@ func TestSimRankSparseEqualsDense(t *testing.T) {
 // fill every pair and track Wu-Palmer far better.
 func TestSimRankRemediesOnCIFAR100(t *testing.T) {
 	wn := openWordNet(t)
-	open := func() (*wiki.WordNet, error) { return wn, nil }
+	open := func() (*wordnet.DB, error) { return wn, nil }
 	set, err := labels.Builtin("cifar100")
 	if err != nil {
 		t.Fatal(err)

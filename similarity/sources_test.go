@@ -15,7 +15,7 @@ import (
 
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 func builtin(t *testing.T, name string) *labels.Set {
@@ -326,7 +326,7 @@ func TestLCAOnTreeByHand(t *testing.T) {
 func TestLCAWordNetIsNLTKWuPalmer(t *testing.T) {
 	wn := openWordNet(t)
 	set := builtin(t, "cifar100")
-	src := LCA{WordNet: func() (*wiki.WordNet, error) { return wn, nil }}
+	src := LCA{WordNet: func() (*wordnet.DB, error) { return wn, nil }}
 	res, err := Compute(context.Background(), src, set, nil)
 	if err != nil {
 		t.Fatal(err)

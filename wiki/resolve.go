@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // Reason says how a class's document was chosen.
@@ -153,7 +155,7 @@ func (o *ResolveOptions) defaults() {
 // candidate page could not be read (a corrupt dump stream: deciding without
 // it could pick the wrong article), or an override names a missing page or a
 // disambiguation page. A fallback is not an error.
-func Resolve(ctx context.Context, src PageSource, wn *WordNet, req Request, opts ResolveOptions) (*Decision, error) {
+func Resolve(ctx context.Context, src PageSource, wn *wordnet.DB, req Request, opts ResolveOptions) (*Decision, error) {
 	opts.defaults()
 	d := &Decision{WNID: req.wnid()}
 	key := req.wnid()
@@ -194,7 +196,7 @@ func Resolve(ctx context.Context, src PageSource, wn *WordNet, req Request, opts
 	d.Reason = ReasonFallback
 	if !opts.NoHypernymFallback && req.Synset != nil {
 		for _, pid := range req.Synset.Parents() {
-			ps, ok := wn.synsets[pid]
+			ps, ok := wn.Get(pid)
 			if !ok {
 				continue
 			}
@@ -365,7 +367,7 @@ type target struct {
 	sigTotal   float64
 }
 
-func newTarget(wn *WordNet, req Request, depth int) *target {
+func newTarget(wn *wordnet.DB, req Request, depth int) *target {
 	t := &target{lemmaSet: map[string]bool{}, signature: map[string]float64{}}
 	own := map[string]bool{}
 	addLemma := func(l string) {
@@ -405,7 +407,7 @@ func newTarget(wn *WordNet, req Request, depth int) *target {
 		}
 		for _, ids := range [][]string{s.Hyponyms, s.InstanceHyponyms} {
 			for _, id := range ids {
-				if h, ok := wn.synsets[id]; ok {
+				if h, ok := wn.Get(id); ok {
 					for _, l := range h.Lemmas {
 						sig(strings.ReplaceAll(l, "_", " "), 0.5)
 					}
@@ -419,7 +421,7 @@ func newTarget(wn *WordNet, req Request, depth int) *target {
 		for d := 1; len(level) > 0 && d <= 8; d++ {
 			var next []string
 			for _, id := range level {
-				h, ok := wn.synsets[id]
+				h, ok := wn.Get(id)
 				if !ok || seen[id] {
 					continue
 				}
@@ -527,7 +529,7 @@ func stem(w string) string {
 // blank line, titles and revisions joined by " | ".
 type ArticleSource struct {
 	Pages   PageSource
-	WordNet *WordNet
+	WordNet *wordnet.DB
 	Options ResolveOptions
 }
 
@@ -578,7 +580,7 @@ func (a *ArticleSource) fetch(ctx context.Context, req Request, d *Decision) (*D
 
 // WordNetSource is the offline default Source: every class's document is
 // its WordNetDocument.
-type WordNetSource struct{ WordNet *WordNet }
+type WordNetSource struct{ WordNet *wordnet.DB }
 
 func (WordNetSource) Name() string { return "wordnet" }
 
@@ -595,7 +597,7 @@ func (w WordNetSource) Document(_ context.Context, req Request) (*Document, erro
 // (reason fallback), so none is dropped.
 type DirSource struct {
 	Dir     string
-	WordNet *WordNet
+	WordNet *wordnet.DB
 }
 
 func (DirSource) Name() string { return "dir" }

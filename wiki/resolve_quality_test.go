@@ -10,6 +10,7 @@ import (
 
 	"github.com/lcl-project/lcl/wiki"
 	"github.com/lcl-project/lcl/wiki/wikitest"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 type reviewed struct {
@@ -100,11 +101,11 @@ func TestResolutionQuality(t *testing.T) {
 	}
 }
 
-var sharedWordNet = sync.OnceValues(func() (*wiki.WordNet, error) { return wiki.OpenWordNet("") })
+var sharedWordNet = sync.OnceValues(func() (*wordnet.DB, error) { return wordnet.Open("") })
 
 // openWordNet opens WordNet 3.0 once for all tests of this package (it is
 // read-only once opened).
-func openWordNet(t *testing.T) *wiki.WordNet {
+func openWordNet(t *testing.T) *wordnet.DB {
 	t.Helper()
 	wn, err := sharedWordNet()
 	if err != nil {

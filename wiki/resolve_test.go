@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // memSource is a PageSource over title → wikitext, for unit tests.
@@ -62,7 +63,7 @@ const (
 	kitFox       = "n02119789"
 )
 
-func resolve(t *testing.T, wn *wiki.WordNet, src wiki.PageSource, wnid string, opts wiki.ResolveOptions) (*wiki.Decision, error) {
+func resolve(t *testing.T, wn *wordnet.DB, src wiki.PageSource, wnid string, opts wiki.ResolveOptions) (*wiki.Decision, error) {
 	t.Helper()
 	s, err := wn.Synset(wnid)
 	if err != nil {

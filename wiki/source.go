@@ -3,6 +3,8 @@ package wiki
 import (
 	"context"
 	"strings"
+
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // Page is what a PageSource knows about one requested title.
@@ -51,8 +53,8 @@ func (d *Document) Fallback() bool { return d.Decision.Reason == ReasonFallback 
 // Request names one class to fetch a document for.
 type Request struct {
 	ClassID string
-	Name    string  // the class name, used for title candidates when Synset is nil
-	Synset  *Synset // nil for classes without a WordNet synset
+	Name    string          // the class name, used for title candidates when Synset is nil
+	Synset  *wordnet.Synset // nil for classes without a WordNet synset
 }
 
 func (r Request) wnid() string {

@@ -1,6 +1,10 @@
 package wiki
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lcl-project/lcl/wordnet"
+)
 
 // WordNetDocument is the document of the wordnet source: a plain-text
 // description of a synset built from WordNet alone, for classes without a
@@ -9,7 +13,7 @@ import "strings"
 // It holds one line per synset, in this order:
 //
 //  1. the synset itself;
-//  2. its hypernyms, then its instance hypernyms (Synset.Parents), in
+//  2. its hypernyms, then its instance hypernyms (wordnet.Synset.Parents), in
 //     data.noun pointer order;
 //  3. its hyponyms, then its instance hyponyms, in data.noun pointer order.
 //
@@ -22,29 +26,29 @@ import "strings"
 // from wn are skipped. The result depends only on WordNet, so it is stable
 // across runs; it is cheap (one allocation for the builder's buffer, sized up
 // front) because it is built for all 82,115 noun synsets.
-func WordNetDocument(wn *WordNet, s *Synset) string {
+func WordNetDocument(wn *wordnet.DB, s *wordnet.Synset) string {
 	n := docLineLen(s)
-	neighbours := func(yield func(*Synset)) {
+	neighbours := func(yield func(*wordnet.Synset)) {
 		for _, ids := range [...][]string{s.Hypernyms, s.InstanceHypernyms, s.Hyponyms, s.InstanceHyponyms} {
 			for _, id := range ids {
-				if t, ok := wn.synsets[id]; ok {
+				if t, ok := wn.Get(id); ok {
 					yield(t)
 				}
 			}
 		}
 	}
-	neighbours(func(t *Synset) { n += 1 + docLineLen(t) })
+	neighbours(func(t *wordnet.Synset) { n += 1 + docLineLen(t) })
 	var b strings.Builder
 	b.Grow(n)
 	writeDocLine(&b, s)
-	neighbours(func(t *Synset) {
+	neighbours(func(t *wordnet.Synset) {
 		b.WriteByte('\n')
 		writeDocLine(&b, t)
 	})
 	return b.String()
 }
 
-func docLineLen(s *Synset) int {
+func docLineLen(s *wordnet.Synset) int {
 	n := len(s.Gloss) + 2
 	for _, l := range s.Lemmas {
 		n += len(l) + 2
@@ -55,7 +59,7 @@ func docLineLen(s *Synset) int {
 	return n
 }
 
-func writeDocLine(b *strings.Builder, s *Synset) {
+func writeDocLine(b *strings.Builder, s *wordnet.Synset) {
 	for i, l := range s.Lemmas {
 		if i > 0 {
 			b.WriteString(", ")

@@ -3,33 +3,25 @@ package wiki
 import (
 	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/wordnet"
 )
 
-// fakeWordNet builds an in-memory WordNet from synsets (no files).
-func fakeWordNet(ss ...*Synset) *WordNet {
-	wn := &WordNet{synsets: map[string]*Synset{}}
-	for _, s := range ss {
-		wn.synsets[s.ID] = s
-		wn.order = append(wn.order, s)
-	}
-	return wn
-}
-
 func TestWordNetDocument(t *testing.T) {
-	animal := &Synset{ID: "n1", Lemmas: []string{"animal", "animate_being"}, Gloss: "a living organism", Hyponyms: []string{"n2"}}
-	bird := &Synset{ID: "n2", Lemmas: []string{"bird"}, Gloss: "warm-blooded egg-laying vertebrates", Hypernyms: []string{"n1"}}
-	crane := &Synset{ID: "n3", Lemmas: []string{"crane"}, Gloss: "large long-necked wading bird",
+	animal := &wordnet.Synset{ID: "n1", Lemmas: []string{"animal", "animate_being"}, Gloss: "a living organism", Hyponyms: []string{"n2"}}
+	bird := &wordnet.Synset{ID: "n2", Lemmas: []string{"bird"}, Gloss: "warm-blooded egg-laying vertebrates", Hypernyms: []string{"n1"}}
+	crane := &wordnet.Synset{ID: "n3", Lemmas: []string{"crane"}, Gloss: "large long-necked wading bird",
 		Examples:  []string{"the crane stood in the marsh", "cranes fly"},
 		Hypernyms: []string{"n2"}, InstanceHypernyms: []string{"n6"}, Hyponyms: []string{"n4", "n99"}, InstanceHyponyms: []string{"n5"}}
-	whooper := &Synset{ID: "n4", Lemmas: []string{"whooping_crane", "whooper"}, Gloss: "rare North American crane", Hypernyms: []string{"n3"}}
-	famous := &Synset{ID: "n5", Lemmas: []string{"Old_Bill"}, Gloss: "a made-up famous crane", InstanceHypernyms: []string{"n3"}}
-	symbol := &Synset{ID: "n6", Lemmas: []string{"symbol"}, Gloss: "something that stands for something else"}
-	lone := &Synset{ID: "n7", Lemmas: []string{"lone_wolf"}, Gloss: ""}
-	wn := fakeWordNet(animal, bird, crane, whooper, famous, symbol, lone)
+	whooper := &wordnet.Synset{ID: "n4", Lemmas: []string{"whooping_crane", "whooper"}, Gloss: "rare North American crane", Hypernyms: []string{"n3"}}
+	famous := &wordnet.Synset{ID: "n5", Lemmas: []string{"Old_Bill"}, Gloss: "a made-up famous crane", InstanceHypernyms: []string{"n3"}}
+	symbol := &wordnet.Synset{ID: "n6", Lemmas: []string{"symbol"}, Gloss: "something that stands for something else"}
+	lone := &wordnet.Synset{ID: "n7", Lemmas: []string{"lone_wolf"}, Gloss: ""}
+	wn := wordnet.New(animal, bird, crane, whooper, famous, symbol, lone)
 
 	tests := []struct {
 		name string
-		s    *Synset
+		s    *wordnet.Synset
 		want string
 	}{
 		{"root: itself and its hyponym", animal, "animal, animate being: a living organism\n" +
@@ -59,7 +51,7 @@ func TestWordNetDocument(t *testing.T) {
 }
 
 func TestWordNetDocumentRealWordNet(t *testing.T) {
-	wn := openTestWordNet(t)
+	wn := openWordNet(t)
 	crane, err := wn.Synset("n02012849") // crane, the bird
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +83,7 @@ func TestWordNetDocumentRealWordNet(t *testing.T) {
 }
 
 func BenchmarkWordNetDocumentAllNouns(b *testing.B) {
-	wn, err := OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,4 +94,13 @@ func BenchmarkWordNetDocumentAllNouns(b *testing.B) {
 			_ = WordNetDocument(wn, s)
 		}
 	}
+}
+
+func openWordNet(t *testing.T) *wordnet.DB {
+	t.Helper()
+	wn, err := wordnet.Open("")
+	if err != nil {
+		t.Fatalf("WordNet 3.0 is required for this test (run `make deps`, or apt-get install wordnet-base): %v", err)
+	}
+	return wn
 }

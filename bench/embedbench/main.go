@@ -20,6 +20,7 @@ import (
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/wncorpus"
 	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 func main() {
@@ -51,7 +52,7 @@ func cmdCorpus(args []string) error {
 	fs.Parse(args)
 	// The corpus of `lcl embed` (package wncorpus), or with -relatives the
 	// full wiki.WordNetDocument (synset, hypernyms, hyponyms).
-	wn, err := wiki.OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func cmdQuality(args []string) error {
 	res := map[string]float64{}
 	// Cross-check of the reference with the project's own Wu-Palmer
 	// (wiki.WuPalmer): the largest difference over all pairs.
-	if pwn, err := wiki.OpenWordNet(""); err == nil {
+	if pwn, err := wordnet.Open(""); err == nil {
 		k, maxDiff := 0, 0.0
 		for i := range ids {
 			for j := i + 1; j < len(ids); j++ {

@@ -21,19 +21,19 @@ type synset struct {
 	name      string   // nltk's name: first lemma, lower-cased, "." "n" "." sense number
 }
 
-type wordnet struct {
+type refWordNet struct {
 	order []*synset
 	byID  map[string]*synset
 }
 
-func readWordNet(dir string) (*wordnet, error) {
+func readWordNet(dir string) (*refWordNet, error) {
 	if dir == "" {
 		dir = os.Getenv("WNHOME")
 	}
 	if dir == "" {
 		dir = "/usr/share/wordnet"
 	}
-	wn := &wordnet{byID: map[string]*synset{}}
+	wn := &refWordNet{byID: map[string]*synset{}}
 	f, err := os.Open(filepath.Join(dir, "data.noun"))
 	if err != nil {
 		return nil, err
@@ -123,12 +123,12 @@ func readWordNet(dir string) (*wordnet, error) {
 // synset i to the subsumer (through hypernyms and instance hypernyms) + depth,
 // and wup = 2·depth/(len1+len2).
 type wupCalc struct {
-	wn       *wordnet
+	wn       *refWordNet
 	minDepth map[string]int
 	maxDepth map[string]int
 }
 
-func newWup(wn *wordnet) *wupCalc {
+func newWup(wn *refWordNet) *wupCalc {
 	return &wupCalc{wn: wn, minDepth: map[string]int{}, maxDepth: map[string]int{}}
 }
 

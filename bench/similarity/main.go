@@ -27,7 +27,7 @@ import (
 
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/similarity"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func main() {
 
 func run(runs int, python, script string, quality bool) error {
 	ctx := context.Background()
-	wn, err := wiki.OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		return err
 	}
@@ -131,12 +131,12 @@ func run(runs int, python, script string, quality bool) error {
 	return nil
 }
 
-func qualityTable(ctx context.Context, wn *wiki.WordNet, name string) error {
+func qualityTable(ctx context.Context, wn *wordnet.DB, name string) error {
 	set, err := labels.Builtin(name)
 	if err != nil {
 		return err
 	}
-	open := func() (*wiki.WordNet, error) { return wn, nil }
+	open := func() (*wordnet.DB, error) { return wn, nil }
 	t0 := time.Now()
 	wup, err := similarity.Compute(ctx, similarity.LCA{WordNet: open}, set, nil)
 	if err != nil {

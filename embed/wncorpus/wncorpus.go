@@ -8,20 +8,21 @@ import (
 
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // SynsetText is a synset's own document: its line of wiki.WordNetDocument
 // (lemmas, definition, examples) without the lines of its neighbours. The
 // neighbours are left out on purpose: the corpus then holds each gloss once,
 // and it is the corpus the quality figures in docs/embed.md were measured on.
-func SynsetText(wn *wiki.WordNet, s *wiki.Synset) string {
+func SynsetText(wn *wordnet.DB, s *wordnet.Synset) string {
 	line, _, _ := strings.Cut(wiki.WordNetDocument(wn, s), "\n")
 	return line
 }
 
 // Documents returns the corpus in data.noun order, each document tagged
 // with its synset's wnid and tokenized with embed.Tokenize.
-func Documents(wn *wiki.WordNet) []embed.Document {
+func Documents(wn *wordnet.DB) []embed.Document {
 	nouns := wn.Nouns()
 	docs := make([]embed.Document, len(nouns))
 	for i, s := range nouns {

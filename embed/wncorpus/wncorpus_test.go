@@ -5,14 +5,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 func TestDocuments(t *testing.T) {
 	if _, err := os.Stat("/usr/share/wordnet/data.noun"); err != nil && os.Getenv("WNHOME") == "" {
 		t.Fatalf("WordNet 3.0 is missing (%v): run `make deps` (installs Debian's wordnet-base)", err)
 	}
-	wn, err := wiki.OpenWordNet("")
+	wn, err := wordnet.Open("")
 	if err != nil {
 		t.Fatal(err)
 	}

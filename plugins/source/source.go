@@ -21,7 +21,7 @@ import (
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // Version is the built-in sources' version, reported by Describe.
@@ -124,15 +124,15 @@ func (s *Source) Compute(ctx context.Context, req sdk.SimilarityRequest) (*sdk.M
 // env opens WordNet and the store on first use.
 type env struct {
 	mu    sync.Mutex
-	wn    *wiki.WordNet
+	wn    *wordnet.DB
 	store *simstore.Store
 }
 
-func (e *env) wordNet() (*wiki.WordNet, error) {
+func (e *env) wordNet() (*wordnet.DB, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.wn == nil {
-		wn, err := wiki.OpenWordNet(os.Getenv(EnvWordNet))
+		wn, err := wordnet.Open(os.Getenv(EnvWordNet))
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
-	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // IOStreams are the command's standard streams.
@@ -41,7 +41,7 @@ type Factory struct {
 
 	mu    sync.Mutex
 	store *simstore.Store
-	wn    *wiki.WordNet
+	wn    *wordnet.DB
 }
 
 // Store opens the store named by --store (once).
@@ -64,13 +64,13 @@ func (f *Factory) Store() (*simstore.Store, error) {
 }
 
 // WordNet opens WordNet 3.0 (once) from --wordnet, $WNHOME or the Debian path.
-func (f *Factory) WordNet() (*wiki.WordNet, error) {
+func (f *Factory) WordNet() (*wordnet.DB, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.wn != nil {
 		return f.wn, nil
 	}
-	wn, err := wiki.OpenWordNet(f.WordNetDir)
+	wn, err := wordnet.Open(f.WordNetDir)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // wikiOptions are the flags shared by wiki fetch and wiki resolve.
@@ -129,7 +130,7 @@ every built-in label set is searched.`,
 }
 
 // openSource builds the --source; close releases what it opened.
-func openSource(f *Factory, o *wikiOptions, wn *wiki.WordNet) (src wiki.Source, close func(), err error) {
+func openSource(f *Factory, o *wikiOptions, wn *wordnet.DB) (src wiki.Source, close func(), err error) {
 	close = func() {}
 	kind, arg, _ := strings.Cut(o.Source, ":")
 	if o.Overrides != "" && (kind == "wordnet" || kind == "dir") {
@@ -169,7 +170,7 @@ func openSource(f *Factory, o *wikiOptions, wn *wiki.WordNet) (src wiki.Source, 
 	return nil, close, usagef("unknown --source %q: expected wordnet, api, dump:PATH or dir:PATH", o.Source)
 }
 
-func request(wn *wiki.WordNet, c labels.Class) wiki.Request {
+func request(wn *wordnet.DB, c labels.Class) wiki.Request {
 	req := wiki.Request{ClassID: c.ID, Name: c.Name}
 	if c.WNID != "" {
 		req.Synset, _ = wn.Synset(c.WNID) // the label set was checked against WordNet

@@ -1,4 +1,4 @@
-package wiki
+package wordnet
 
 import (
 	"fmt"
@@ -8,12 +8,12 @@ import (
 
 // MinDepth is the length of the shortest hypernym path from the synset to a
 // root (entity has depth 0). Instance hypernyms count as hypernyms, as in nltk.
-func (wn *WordNet) MinDepth(wnid string) (int, error) { return wn.depth(wnid, false) }
+func (wn *DB) MinDepth(wnid string) (int, error) { return wn.depth(wnid, false) }
 
 // MaxDepth is the length of the longest hypernym path to a root.
-func (wn *WordNet) MaxDepth(wnid string) (int, error) { return wn.depth(wnid, true) }
+func (wn *DB) MaxDepth(wnid string) (int, error) { return wn.depth(wnid, true) }
 
-func (wn *WordNet) depth(wnid string, longest bool) (int, error) {
+func (wn *DB) depth(wnid string, longest bool) (int, error) {
 	wn.depthMu.Lock()
 	defer wn.depthMu.Unlock()
 	if wn.minDepth == nil {
@@ -22,7 +22,7 @@ func (wn *WordNet) depth(wnid string, longest bool) (int, error) {
 	return wn.depthLocked(wnid, longest, 0)
 }
 
-func (wn *WordNet) depthLocked(wnid string, longest bool, guard int) (int, error) {
+func (wn *DB) depthLocked(wnid string, longest bool, guard int) (int, error) {
 	memo := wn.minDepth
 	if longest {
 		memo = wn.maxDepth
@@ -53,7 +53,7 @@ func (wn *WordNet) depthLocked(wnid string, longest bool, guard int) (int, error
 
 // hypernymDistances returns the breadth-first distance from wnid to itself
 // (0) and to each of its ancestors.
-func (wn *WordNet) hypernymDistances(wnid string) (map[string]int, error) {
+func (wn *DB) hypernymDistances(wnid string) (map[string]int, error) {
 	dist := map[string]int{wnid: 0}
 	frontier := []string{wnid}
 	for d := 1; len(frontier) > 0; d++ {
@@ -77,7 +77,7 @@ func (wn *WordNet) hypernymDistances(wnid string) (map[string]int, error) {
 
 // nltkName is the synset's name as nltk spells it ("crane.n.05"); nltk breaks
 // ties between equally deep common hypernyms by this name.
-func (wn *WordNet) nltkName(s *Synset) string {
+func (wn *DB) nltkName(s *Synset) string {
 	lemma := strings.ToLower(s.Lemmas[0])
 	sense := 1
 	if ss, err := wn.Lookup(lemma); err == nil {
@@ -94,7 +94,7 @@ func (wn *WordNet) nltkName(s *Synset) string {
 // wup_similarity on WordNet 3.0 nouns: the lowest common hypernym is the
 // common hypernym of greatest minimum depth, its depth is its maximum depth
 // plus one, and each synset's distance to it is the shortest hypernym path.
-func (wn *WordNet) WuPalmer(a, b string) (float64, error) {
+func (wn *DB) WuPalmer(a, b string) (float64, error) {
 	da, err := wn.hypernymDistances(a)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,7 @@
-package wiki
+// Package wordnet reads the noun part of WordNet 3.0 (data.noun, index.noun)
+// and computes what lcl needs of it: synsets by wnid, lemma lookup in sense
+// order, depths and Wu-Palmer similarity as nltk defines them.
+package wordnet
 
 import (
 	"bufio"
@@ -7,14 +10,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 )
 
-// DefaultWordNetDir is where Debian's wordnet-base installs WordNet 3.0.
-const DefaultWordNetDir = "/usr/share/wordnet"
+// DefaultDir is where Debian's wordnet-base installs WordNet 3.0.
+const DefaultDir = "/usr/share/wordnet"
 
 // ErrUnknownSynset is returned (wrapped) when a wnid names no noun synset.
 var ErrUnknownSynset = errors.New("unknown synset")
@@ -53,9 +55,9 @@ func (s *Synset) Parents() []string {
 	return append(append(out, s.Hypernyms...), s.InstanceHypernyms...)
 }
 
-// WordNet is a loaded WordNet 3.0 noun database. It is safe for concurrent
+// DB is a loaded WordNet 3.0 noun database. It is safe for concurrent
 // use once opened.
-type WordNet struct {
+type DB struct {
 	dir     string
 	synsets map[string]*Synset
 	order   []*Synset // file order
@@ -69,9 +71,9 @@ type WordNet struct {
 	maxDepth map[string]int
 }
 
-// WordNetDir returns dir if set, else $WNHOME (or its dict/ subfolder), else
-// DefaultWordNetDir.
-func WordNetDir(dir string) string {
+// Dir returns dir if set, else $WNHOME (or its dict/ subfolder), else
+// DefaultDir.
+func Dir(dir string) string {
 	if dir != "" {
 		return dir
 	}
@@ -81,13 +83,13 @@ func WordNetDir(dir string) string {
 		}
 		return home
 	}
-	return DefaultWordNetDir
+	return DefaultDir
 }
 
-// OpenWordNet reads data.noun from dir (see WordNetDir for the default).
+// Open reads data.noun from dir (see Dir for the default).
 // index.noun is read lazily on the first lemma lookup.
-func OpenWordNet(dir string) (*WordNet, error) {
-	dir = WordNetDir(dir)
+func Open(dir string) (*DB, error) {
+	dir = Dir(dir)
 	path := filepath.Join(dir, "data.noun")
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -96,7 +98,7 @@ func OpenWordNet(dir string) (*WordNet, error) {
 		}
 		return nil, fmt.Errorf("wordnet: %w", err)
 	}
-	wn := &WordNet{dir: dir, synsets: make(map[string]*Synset, 82115), order: make([]*Synset, 0, 82115)}
+	wn := &DB{dir: dir, synsets: make(map[string]*Synset, 82115), order: make([]*Synset, 0, 82115)}
 	var offset int64
 	lineNo := 0
 	for len(raw) > 0 {
@@ -217,17 +219,17 @@ func splitGloss(g string) (string, []string) {
 }
 
 // Dir is the folder the database was read from.
-func (wn *WordNet) Dir() string { return wn.dir }
+func (wn *DB) Dir() string { return wn.dir }
 
 // Len is the number of noun synsets.
-func (wn *WordNet) Len() int { return len(wn.order) }
+func (wn *DB) Len() int { return len(wn.order) }
 
 // Nouns returns every noun synset in data.noun order. The slice is shared:
 // do not modify it.
-func (wn *WordNet) Nouns() []*Synset { return wn.order }
+func (wn *DB) Nouns() []*Synset { return wn.order }
 
 // Synset returns the noun synset with the given wnid ("n02119789").
-func (wn *WordNet) Synset(wnid string) (*Synset, error) {
+func (wn *DB) Synset(wnid string) (*Synset, error) {
 	if s, ok := wn.synsets[wnid]; ok {
 		return s, nil
 	}
@@ -251,7 +253,7 @@ func validWNID(s string) bool {
 
 // Lookup returns the noun synsets of a lemma in WordNet's sense order
 // (most frequent first). Case and spaces/underscores are ignored.
-func (wn *WordNet) Lookup(lemma string) ([]*Synset, error) {
+func (wn *DB) Lookup(lemma string) ([]*Synset, error) {
 	wn.indexOnce.Do(func() { wn.index, wn.indexErr = readIndex(filepath.Join(wn.dir, "index.noun")) })
 	if wn.indexErr != nil {
 		return nil, wn.indexErr
@@ -308,38 +310,25 @@ func readIndex(path string) (map[string][]string, error) {
 	return idx, nil
 }
 
-// Ancestors returns the synset's hypernym closure (hypernyms and instance
-// hypernyms, transitively), not including the synset itself, sorted by wnid.
-func (wn *WordNet) Ancestors(wnid string) ([]string, error) {
-	s, err := wn.Synset(wnid)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	stack := append([]string(nil), s.Parents()...)
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		p, err := wn.Synset(id)
-		if err != nil {
-			return nil, fmt.Errorf("ancestor of %s: %w", wnid, err)
-		}
-		stack = append(stack, p.Parents()...)
-	}
-	out := make([]string, 0, len(seen))
-	for id := range seen {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // HasSynset reports whether wnid names a noun synset.
-func (wn *WordNet) HasSynset(wnid string) bool {
+func (wn *DB) HasSynset(wnid string) bool {
 	_, ok := wn.synsets[wnid]
 	return ok
+}
+
+// New builds an in-memory database from synsets (tests, tools); pointers to
+// synsets not given are kept but lead nowhere.
+func New(synsets ...*Synset) *DB {
+	wn := &DB{synsets: make(map[string]*Synset, len(synsets))}
+	for _, s := range synsets {
+		wn.synsets[s.ID] = s
+		wn.order = append(wn.order, s)
+	}
+	return wn
+}
+
+// Get returns the synset of wnid, or false when there is none (Synset says why).
+func (wn *DB) Get(wnid string) (*Synset, bool) {
+	s, ok := wn.synsets[wnid]
+	return s, ok
 }

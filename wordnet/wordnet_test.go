@@ -1,4 +1,4 @@
-package wiki
+package wordnet
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"testing"
 )
 
-func openTestWordNet(t *testing.T) *WordNet {
+func openTestWordNet(t *testing.T) *DB {
 	t.Helper()
-	wn, err := OpenWordNet("")
+	wn, err := Open("")
 	if err != nil {
 		t.Fatalf("WordNet 3.0 is required for this test (run `make deps`, or apt-get install wordnet-base): %v", err)
 	}
 	return wn
 }
 
-func TestOpenWordNetReadsAllNouns(t *testing.T) {
+func TestOpenReadsAllNouns(t *testing.T) {
 	wn := openTestWordNet(t)
 	if got := wn.Len(); got != 82115 {
 		t.Fatalf("Len() = %d, want WordNet 3.0's 82115 noun synsets", got)
@@ -121,7 +121,7 @@ func TestSplitGloss(t *testing.T) {
 	}
 }
 
-func TestOpenWordNetBadInputNamesFileAndLine(t *testing.T) {
+func TestOpenBadInputNamesFileAndLine(t *testing.T) {
 	dir := t.TempDir()
 	good := "00001740 03 n 01 entity 0 000 | that which is perceived\n"
 	bad := "00000063 03 n zz entity 0 000 | broken\n"
@@ -133,12 +133,12 @@ func TestOpenWordNetBadInputNamesFileAndLine(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "data.noun"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenWordNet(dir)
+		_, err := Open(dir)
 		if err == nil || !strings.Contains(err.Error(), "data.noun:2") || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: error = %v, want data.noun:2 and %q", name, err, name)
 		}
 	}
-	if _, err := OpenWordNet(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "wordnet-base") {
+	if _, err := Open(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "wordnet-base") {
 		t.Errorf("missing dir error = %v, want install hint", err)
 	}
 }
