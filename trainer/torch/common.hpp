@@ -72,5 +72,6 @@ struct lt_model {
 	torch::Device device{torch::kCPU};
 	int64_t num_classes = 0;
 	std::vector<lts::Entry> state;
+	bool channels_last = false; // parameters in channels-last format (amp.hpp)
 };
 

@@ -10,6 +10,7 @@
 #include "models.hpp"
 #include "state.hpp"
 #include "step.hpp"
+#include "engine.hpp"
 
 // lts holds the shim's internals; nothing in it is part of the C ABI.
 using namespace lts;
@@ -127,8 +128,8 @@ int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model 
                       lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out, char **err) {
 	LT_TRY
 	if (n < 1) throw std::invalid_argument("train step on an empty batch");
-	train_step(nullptr, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
-	           correct_out, nullptr);
+	train_step_host(nullptr, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
+	                correct_out, nullptr);
 	return 0;
 	LT_CATCH(err, -1)
 }
@@ -147,8 +148,8 @@ int32_t lt_train_step_pg(lt_pg *g, lt_model **models, lt_optim **optims, int32_t
 		for (int i = 0; i < k; i++)
 			for (auto &b : models[i]->net->buffers(true)) saved.push_back({b, b.detach().clone()});
 	try {
-		train_step(g, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
-		           correct_out, n_out);
+		train_step_host(g, models, optims, k, teacher, x, n, c, h, w, y, targets, weights, coefs, lr, loss_out,
+		                correct_out, n_out);
 	} catch (...) {
 		torch::NoGradGuard ng;
 		for (auto &s : saved) s.first.detach().copy_(s.second);

@@ -172,6 +172,64 @@ int32_t lt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y,
 int32_t lt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y,
                          float *loss_out, char **err);
 
+/* ---- The engine (engine.hpp): staged input, mixed precision, metrics on
+   the device. Precision codes: */
+enum { LT_FP32 = 0, LT_BF16 = 1, LT_FP16 = 2 };
+
+typedef struct lt_engine lt_engine;
+
+typedef struct {
+	int32_t precision;     /* LT_FP32, LT_BF16 or LT_FP16: autocast of the forward passes */
+	int32_t channels_last; /* inputs in the channels-last memory format */
+	/* uint8 inputs are normalised on the device: x' = (x/255 - mean[c]) / std[c]. */
+	int32_t norm_channels;
+	float mean[4], std[4];
+} lt_engine_opts;
+
+/* An engine feeds batches to train steps and evaluations on one device.
+   Batches are staged in order (a FIFO of at most 2): lt_engine_put copies a
+   batch (dtype 0: float32, already normalised; 5: uint8, normalised on the
+   device) into pinned host memory and starts its copy to the device on a
+   side stream without waiting (CUDA), so batch i+1 travels while step i
+   runs; lt_engine_train and lt_engine_eval consume the oldest staged batch.
+   Nothing in lt_engine_train waits for the device except the fp16 skip
+   decision (loss_scale > 0, as GradScaler.step); the loss and top-1 hits
+   accumulate on the device until lt_engine_metrics reads them. */
+lt_engine *lt_engine_new(const char *device, const lt_engine_opts *o, char **err);
+void lt_engine_free(lt_engine *e);
+int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int64_t c, int64_t h, int64_t w,
+                      const int64_t *y, const float *weights, char **err);
+/* A train step (lt_train_step_pg's semantics; g may be NULL) on the oldest
+   staged batch. loss_scale > 0 scales the loss, unscales the gradients and
+   skips the update of a peer whose gradients are not finite; *found_inf
+   (may be NULL) receives the number of skipped peers. */
+int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
+                        lt_tensor *targets, lt_coefs coefs, double lr, double loss_scale, int32_t *found_inf,
+                        char **err);
+/* Reads and resets the sums since the last call, per peer: loss_sum[k]
+   (batch loss times examples), correct[k]; *n the examples. Waits for the
+   device. */
+int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *correct, int64_t *n, char **err);
+/* lt_eval on the oldest staged batch, under the engine's precision. */
+int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum,
+                       float *logits_out, float *features_out, char **err);
+
+/* Converts a model's 4-d parameters and buffers to channels-last (before
+   creating its optimizer); its state still reads and writes in NCHW order. */
+int32_t lt_model_channels_last(lt_model *m, char **err);
+/* cuDNN autotuning (benchmark mode) and TF32 for cuBLAS matmuls and cuDNN
+   convolutions: torch.backends.cudnn.benchmark and the allow_tf32 flags. */
+int32_t lt_set_cuda_flags(int32_t cudnn_benchmark, int32_t tf32, char **err);
+/* Waits for the device's queued work. */
+int32_t lt_synchronize(const char *device, char **err);
+/* Peak bytes allocated and reserved by the device's caching allocator
+   since the last reset (reset != 0 resets after reading); -1 when this
+   build cannot tell (CPU, or a libtorch without the device-allocator API). */
+int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_allocated, int64_t *peak_reserved,
+                         char **err);
+/* Build facts: 1 when the c10d part (dist.cpp) was compiled in. */
+int32_t lt_has_dist(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
 // learning) and the train step of k peers, optionally data-parallel.
 #pragma once
 
+#include "amp.hpp"
 #include "common.hpp"
 #include "dist.hpp"
 #include "state.hpp"
@@ -54,14 +55,65 @@ Tensor target_rows(lt_tensor *targets, const Tensor &Y, int64_t C, const lt_coef
 	return torch::one_hot(Y, C).to(torch::kFloat32);
 }
 
-// train_step is lt_train_step, data-parallel over g when g is not NULL
-// (see lt_train_step_pg in shim.h).
-void train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, const float *x, int64_t n,
-                int64_t c, int64_t h, int64_t w, const int64_t *y, lt_tensor *targets, const float *weights,
-                lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out, int64_t *n_out) {
+// StepOpts are the engine's settings of one training step (engine.hpp).
+struct StepOpts {
+	int precision = LT_FP32; // autocast dtype of the forward passes
+	bool channels_last = false;
+	// loss_scale > 0 (fp16): the loss is multiplied by it before the
+	// backward pass, the gradients are unscaled after it (after the
+	// all-reduce with a group), and a peer whose gradients hold an inf or
+	// NaN skips its update (torch.cuda.amp.GradScaler's step rule).
+	double loss_scale = 0;
+};
+
+// StepOut is what a step reports per peer. With a group, loss_host and
+// correct_host hold the global batch's values (the collective already
+// synchronised); without one the values stay on the device as 0-dim tensors
+// (loss: float32 batch loss; correct: int64 hits), so the step never waits
+// for the device.
+struct StepOut {
+	std::vector<Tensor> loss, correct;
+	std::vector<double> loss_host;
+	std::vector<int64_t> correct_host;
+	double n_all = 0;
+	int32_t found_inf = 0; // peers whose update was skipped (loss_scale)
+};
+
+// unscale_ multiplies every gradient by inv and reports whether one holds a
+// non-finite value: the fused kernel GradScaler uses on CUDA, the same
+// arithmetic by hand elsewhere. One host synchronisation (the skip decision
+// needs it, as GradScaler.step's does).
+bool unscale_(const std::vector<Tensor> &grads, double inv) {
+	if (grads.empty()) return false;
+	auto dev = grads[0].device();
+	if (dev.is_cuda()) {
+		auto found = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
+		auto inv_t = torch::full({1}, inv, torch::TensorOptions().dtype(torch::kFloat32).device(dev));
+		at::_amp_foreach_non_finite_check_and_unscale_(grads, found, inv_t);
+		return found.item<float>() != 0;
+	}
+	std::vector<Tensor> fin;
+	for (auto &g : grads) {
+		g.mul_(inv);
+		fin.push_back(g.isfinite().all());
+	}
+	return !torch::stack(fin).all().item<bool>();
+}
+
+// train_step is one training step of k peers on device tensors X (n×c×h×w,
+// normalised), Y (labels) and W (per-example weights or undefined),
+// data-parallel over g when g is not NULL (see lt_train_step_pg in shim.h).
+// Forward passes run under autocast (opts.precision); the logits are cast to
+// float32 before the loss, so soft-target, distillation and mutual terms are
+// computed in float32 and the parameters, gradients and momentum stay
+// float32.
+StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, Tensor X,
+                   const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, double lr,
+                   const StepOpts &opts) {
 	if (k < 1) throw std::invalid_argument("train step needs at least one model");
 	auto dev = models[0]->device;
 	int64_t C = models[0]->num_classes;
+	int64_t n = X.defined() ? X.size(0) : 0;
 	if (g) {
 		// Buffers (batch-norm running statistics) follow rank 0, as in
 		// PyTorch's DistributedDataParallel(broadcast_buffers=True).
@@ -70,37 +122,41 @@ void train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_mo
 			for (auto &b : models[i]->net->buffers(true)) bufs.push_back(b);
 		if (!bufs.empty()) ltdist::broadcast(g, bufs, "buffer broadcast");
 	}
+	StepOut out;
 	// Global denominators of the batch loss: the example count and the sum of
 	// the weights over every rank's slice.
 	double n_all = (double)n, w_all = 0;
-	if (weights)
-		for (int64_t i = 0; i < n; i++) w_all += weights[i];
 	if (g) {
+		if (W.defined() && n > 0) w_all = W.sum().item<double>();
 		auto d = torch::tensor({n_all, w_all}, torch::kFloat64);
 		ltdist::allreduce_sum(g, {d}, "loss normalisation all-reduce");
 		n_all = d[0].item<double>();
 		w_all = d[1].item<double>();
 	}
+	out.n_all = n_all;
 	std::vector<Tensor> losses(k);
-	std::vector<int64_t> correct(k, 0);
+	out.correct.resize(k);
 	for (int i = 0; i < k; i++) optims[i]->zero_grad();
 	if (n > 0) {
-		auto X = blob(x, {n, c, h, w}).to(dev);
-		auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(dev);
-		Tensor W;
-		if (weights) W = blob(weights, {n}).to(dev);
+		if (opts.channels_last && X.dim() == 4) X = X.contiguous(torch::MemoryFormat::ChannelsLast);
 		auto T = target_rows(targets, Y, C, coefs, dev);
 		Tensor tl;
-		if (coefs.kd != 0 && teacher) {
-			torch::NoGradGuard ng;
-			teacher->net->eval();
-			tl = teacher->net->forward(X);
-		}
 		std::vector<Tensor> logits(k);
-		for (int i = 0; i < k; i++) {
-			models[i]->net->train();
-			logits[i] = models[i]->net->forward(X);
+		{
+			Autocast ac(dev, opts.precision);
+			if (coefs.kd != 0 && teacher) {
+				torch::NoGradGuard ng;
+				teacher->net->eval();
+				tl = teacher->net->forward(X);
+			}
+			for (int i = 0; i < k; i++) {
+				models[i]->net->train();
+				logits[i] = models[i]->net->forward(X);
+			}
 		}
+		// The loss terms in float32, outside autocast.
+		for (auto &z : logits) z = z.to(torch::kFloat32);
+		if (tl.defined()) tl = tl.to(torch::kFloat32);
 		std::vector<Tensor> probs;
 		if (coefs.mutual != 0 && k > 1)
 			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(logits[i].detach(), 1));
@@ -113,8 +169,9 @@ void train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_mo
 			else losses[i] = (per * W).sum() / std::max(w_all, 1e-12);
 			total = i == 0 ? losses[i] : total + losses[i];
 		}
+		if (opts.loss_scale > 0) total = total * opts.loss_scale;
 		total.backward();
-		for (int i = 0; i < k; i++) correct[i] = logits[i].argmax(1).eq(Y).sum().item<int64_t>();
+		for (int i = 0; i < k; i++) out.correct[i] = logits[i].detach().argmax(1).eq(Y).sum();
 	}
 	if (g) {
 		// Each rank's loss is its share of the global batch loss, so the sum
@@ -131,21 +188,60 @@ void train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_mo
 		auto sa = st.accessor<double, 1>();
 		for (int i = 0; i < k; i++) {
 			sa[i] = n > 0 ? losses[i].item<double>() : 0;
-			sa[k + i] = (double)correct[i];
+			sa[k + i] = n > 0 ? (double)out.correct[i].item<int64_t>() : 0;
 		}
 		ltdist::allreduce_sum(g, {st}, "statistics all-reduce");
 		for (int i = 0; i < k; i++) {
-			loss_out[i] = (float)sa[i];
-			correct_out[i] = (int64_t)sa[k + i];
+			out.loss_host.push_back(sa[i]);
+			out.correct_host.push_back((int64_t)sa[k + i]);
 		}
 	} else {
-		for (int i = 0; i < k; i++) {
-			loss_out[i] = losses[i].item<float>();
-			correct_out[i] = correct[i];
+		for (int i = 0; i < k; i++) out.loss.push_back(losses[i].detach());
+	}
+	for (int i = 0; i < k; i++) {
+		if (opts.loss_scale > 0) {
+			std::vector<Tensor> grads;
+			for (auto &p : optims[i]->params)
+				if (p.t.grad().defined()) grads.push_back(p.t.grad());
+			if (unscale_(grads, 1.0 / opts.loss_scale)) {
+				out.found_inf++;
+				continue; // GradScaler.step: skip this optimizer's update
+			}
+		}
+		optims[i]->step(lr);
+	}
+	return out;
+}
+
+// train_step_host is train_step on host arrays, reading the results back
+// (the C ABI's lt_train_step and lt_train_step_pg).
+void train_step_host(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, const float *x,
+                     int64_t n, int64_t c, int64_t h, int64_t w, const int64_t *y, lt_tensor *targets,
+                     const float *weights, lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
+                     int64_t *n_out) {
+	if (k < 1) throw std::invalid_argument("train step needs at least one model");
+	auto dev = models[0]->device;
+	Tensor X, Y, W;
+	if (n > 0) {
+		X = blob(x, {n, c, h, w}).to(dev);
+		Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(dev);
+		if (weights) W = blob(weights, {n}).to(dev);
+	} else if (weights) {
+		W = torch::zeros({0}, torch::kFloat32);
+	}
+	StepOpts opts;
+	opts.channels_last = models[0]->channels_last;
+	auto out = train_step(g, models, optims, k, teacher, X, Y, W, targets, coefs, lr, opts);
+	for (int i = 0; i < k; i++) {
+		if (g) {
+			loss_out[i] = (float)out.loss_host[i];
+			correct_out[i] = out.correct_host[i];
+		} else {
+			loss_out[i] = out.loss[i].item<float>();
+			correct_out[i] = out.correct[i].item<int64_t>();
 		}
 	}
-	for (int i = 0; i < k; i++) optims[i]->step(lr);
-	if (n_out) *n_out = (int64_t)n_all;
+	if (n_out) *n_out = (int64_t)out.n_all;
 }
 
 } // namespace lts
