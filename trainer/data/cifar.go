@@ -182,6 +182,18 @@ func (s *cifarSet) Classes() []string    { return s.classes }
 func (s *cifarSet) Skipped() int         { return s.skipped }
 
 func (s *cifarSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) error {
+	return s.decode(i, dst, nil, train, rng)
+}
+
+// DecodeU8 is Decode writing pixel bytes (see U8Decoder).
+func (s *cifarSet) DecodeU8(i int, dst []uint8, train bool, rng *rand.Rand) error {
+	return s.decode(i, nil, dst, train, rng)
+}
+
+// Normalization is the per-channel mean and std Decode applies.
+func (s *cifarSet) Normalization() (mean, std []float32) { return s.opt.Mean, s.opt.Std }
+
+func (s *cifarSet) decode(i int, dst []float32, dst8 []uint8, train bool, rng *rand.Rand) error {
 	if i < 0 || i >= len(s.where) {
 		return &ExampleError{File: s.files[0].name, Index: i, Err: fmt.Errorf("index out of range 0..%d", len(s.where)-1)}
 	}
@@ -193,5 +205,5 @@ func (s *cifarSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) erro
 	if _, err := f.f.ReadAt(*bp, off); err != nil {
 		return &ExampleError{File: f.name, Index: i, Err: err}
 	}
-	return smallTransform(*bp, 3, 32, 32, dst, s.opt, train, rng)
+	return smallTransform(*bp, 3, 32, 32, dst, dst8, s.opt, train, rng)
 }

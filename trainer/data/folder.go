@@ -45,6 +45,18 @@ func (s *imageSet) Skipped() int         { return s.skipped }
 func (s *imageSet) Path(i int) string { return s.paths[i] }
 
 func (s *imageSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) error {
+	return s.decode(i, dst, nil, train, rng)
+}
+
+// DecodeU8 is Decode writing pixel bytes (see U8Decoder).
+func (s *imageSet) DecodeU8(i int, dst []uint8, train bool, rng *rand.Rand) error {
+	return s.decode(i, nil, dst, train, rng)
+}
+
+// Normalization is the per-channel mean and std Decode applies.
+func (s *imageSet) Normalization() (mean, std []float32) { return s.opt.Mean, s.opt.Std }
+
+func (s *imageSet) decode(i int, dst []float32, dst8 []uint8, train bool, rng *rand.Rand) error {
 	if i < 0 || i >= len(s.paths) {
 		return &ExampleError{File: "(image list)", Index: i, Err: fmt.Errorf("index out of range 0..%d", len(s.paths)-1)}
 	}
@@ -52,13 +64,19 @@ func (s *imageSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) erro
 	if err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
+	rs := s.scratch.Get().(*resampler)
+	defer s.scratch.Put(rs)
+	if ok, err := decodeJPEGFast(b, dst, dst8, rs, s.opt, train, rng); ok || err != nil {
+		if err != nil {
+			return &ExampleError{File: s.paths[i], Index: i, Err: fmt.Errorf("decoding image: %w", err)}
+		}
+		return nil
+	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: fmt.Errorf("decoding image: %w", err)}
 	}
-	rs := s.scratch.Get().(*resampler)
-	defer s.scratch.Put(rs)
-	if err := imageTransform(img, dst, rs, s.opt, train, rng); err != nil {
+	if err := imageTransform(img, dst, dst8, rs, s.opt, train, rng); err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
 	return nil

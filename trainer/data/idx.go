@@ -203,10 +203,22 @@ func (s *idxSet) Classes() []string    { return s.classes }
 func (s *idxSet) Skipped() int         { return s.skipped }
 
 func (s *idxSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) error {
+	return s.decode(i, dst, nil, train, rng)
+}
+
+// DecodeU8 is Decode writing pixel bytes (see U8Decoder).
+func (s *idxSet) DecodeU8(i int, dst []uint8, train bool, rng *rand.Rand) error {
+	return s.decode(i, nil, dst, train, rng)
+}
+
+// Normalization is the per-channel mean and std Decode applies.
+func (s *idxSet) Normalization() (mean, std []float32) { return s.opt.Mean, s.opt.Std }
+
+func (s *idxSet) decode(i int, dst []float32, dst8 []uint8, train bool, rng *rand.Rand) error {
 	if i < 0 || i >= s.Len() {
 		return &ExampleError{File: s.file, Index: i, Err: fmt.Errorf("index out of range 0..%d", s.Len()-1)}
 	}
 	r := s.raw(i)
 	n := s.h * s.w
-	return smallTransform(s.pixels[r*n:(r+1)*n], 1, s.h, s.w, dst, s.opt, train, rng)
+	return smallTransform(s.pixels[r*n:(r+1)*n], 1, s.h, s.w, dst, dst8, s.opt, train, rng)
 }

@@ -40,6 +40,10 @@ type LoaderConfig struct {
 	SkipBad bool
 	// Warn receives warnings; nil writes them to stderr.
 	Warn func(msg string)
+	// U8 makes batches of pixel bytes (Batch.X8) instead of normalised
+	// float32 (Batch.X), for normalisation on the device; the data set must
+	// implement U8Decoder.
+	U8 bool
 	// Shards > 1 cuts every batch into Shards contiguous slices (sizes
 	// differing by at most one, the larger first) and the pass yields slice
 	// Shard of each, possibly empty and then not skipped: data-parallel
@@ -49,10 +53,12 @@ type LoaderConfig struct {
 }
 
 // Batch is a decoded batch. X holds N examples of shape C×H×W, normalised,
-// back to back; Y their labels; Index their indices in the split.
+// back to back (or, with LoaderConfig.U8, X8 their pixel bytes and X nil);
+// Y their labels; Index their indices in the split.
 type Batch struct {
 	N     int
 	X     []float32
+	X8    []uint8
 	Y     []int64
 	Index []int
 
@@ -136,6 +142,9 @@ func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, erro
 		batches = len(order) / cfg.Batch
 	}
 	c, h, w := ds.Shape()
+	if _, ok := ds.(U8Decoder); cfg.U8 && !ok {
+		return nil, fmt.Errorf("data: loader: %T has no 8-bit pixels (U8)", ds)
+	}
 	l := &Loader{ds: ds, cfg: cfg, order: order, batches: batches, size: c * h * w, base: base,
 		queue: make(chan chan result, cfg.Prefetch),
 		free:  make(chan *Batch, cfg.Prefetch+cfg.Workers+2),
@@ -236,10 +245,15 @@ func (l *Loader) fill(k int) (*Batch, error) {
 	select {
 	case b = <-l.free:
 	default:
-		b = &Batch{X: make([]float32, l.cfg.Batch*l.size), Y: make([]int64, l.cfg.Batch),
-			Index: make([]int, l.cfg.Batch), free: l.free}
+		b = &Batch{Y: make([]int64, l.cfg.Batch), Index: make([]int, l.cfg.Batch), free: l.free}
+		if l.cfg.U8 {
+			b.X8 = make([]uint8, l.cfg.Batch*l.size)
+		} else {
+			b.X = make([]float32, l.cfg.Batch*l.size)
+		}
 	}
-	b.X, b.Y, b.Index = b.X[:cap(b.X)], b.Y[:cap(b.Y)], b.Index[:cap(b.Index)]
+	b.X, b.X8, b.Y, b.Index = b.X[:cap(b.X)], b.X8[:cap(b.X8)], b.Y[:cap(b.Y)], b.Index[:cap(b.Index)]
+	u8, _ := l.ds.(U8Decoder)
 	lo := k * l.cfg.Batch
 	hi := min(lo+l.cfg.Batch, len(l.order))
 	if s := l.cfg.Shards; s > 1 {
@@ -258,7 +272,12 @@ func (l *Loader) fill(k int) (*Batch, error) {
 		if l.cfg.Train {
 			r = rng
 		}
-		err := l.ds.Decode(idx, b.X[n*l.size:(n+1)*l.size], l.cfg.Train, r)
+		var err error
+		if l.cfg.U8 {
+			err = u8.DecodeU8(idx, b.X8[n*l.size:(n+1)*l.size], l.cfg.Train, r)
+		} else {
+			err = l.ds.Decode(idx, b.X[n*l.size:(n+1)*l.size], l.cfg.Train, r)
+		}
 		if err != nil {
 			var ee *ExampleError
 			if !errors.As(err, &ee) {
@@ -275,7 +294,12 @@ func (l *Loader) fill(k int) (*Batch, error) {
 		n++
 	}
 	b.N = n
-	b.X, b.Y, b.Index = b.X[:n*l.size], b.Y[:n], b.Index[:n]
+	b.Y, b.Index = b.Y[:n], b.Index[:n]
+	if l.cfg.U8 {
+		b.X8 = b.X8[:n*l.size]
+	} else {
+		b.X = b.X[:n*l.size]
+	}
 	return b, nil
 }
 

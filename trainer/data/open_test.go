@@ -425,7 +425,7 @@ func TestSmallTransform(t *testing.T) {
 	v := func(p byte) float32 { return (float32(p)/255 - 0.5) / 0.5 }
 	pad := float32(-1)
 	dst := make([]float32, 6)
-	if err := smallTransform(src, 1, 2, 3, dst, opt, false, nil); err != nil {
+	if err := smallTransform(src, 1, 2, 3, dst, nil, opt, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range src {
@@ -445,7 +445,7 @@ func TestSmallTransform(t *testing.T) {
 	seen := map[[6]int]bool{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
-		if err := smallTransform(src, 1, 2, 3, dst, opt, true, rng); err != nil {
+		if err := smallTransform(src, 1, 2, 3, dst, nil, opt, true, rng); err != nil {
 			t.Fatal(err)
 		}
 		seen[key(dst)] = true
@@ -577,7 +577,7 @@ func TestImageTransformColourModels(t *testing.T) {
 			dst := make([]float32, 3*64)
 			rng := rand.New(rand.NewPCG(1, 1))
 			for _, train := range []bool{false, true} {
-				if err := imageTransform(tt.img, dst, new(resampler), &opt, train, rng); err != nil {
+				if err := imageTransform(tt.img, dst, nil, new(resampler), &opt, train, rng); err != nil {
 					t.Fatal(err)
 				}
 				for c := range 3 {

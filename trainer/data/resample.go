@@ -73,6 +73,7 @@ func grow32(s []int32, n int) []int32 {
 // YCbCr path, an RGBA image for the generic one.
 type resampler struct {
 	rgba  *image.RGBA
+	turbo *image.YCbCr // planes of the last libjpeg-turbo decode, reused
 	x, y  axis
 	tmp   []float32
 	plane [3][]float32
@@ -141,9 +142,16 @@ func chromaFactors(r image.YCbCrSubsampleRatio) (hf, vf int, ok bool) {
 }
 
 // ycbcr resamples the crop c of img to s×s and writes normalised RGB CHW to
-// dst, flipped horizontally if asked. It reports false, writing nothing, for
-// layouts it does not handle (origin not at 0,0; unknown subsampling).
-func (r *resampler) ycbcr(img *image.YCbCr, c image.Rectangle, s int, flip bool, opt *Options, dst []float32) bool {
+// dst (or, with dst8, RGB bytes CHW), flipped horizontally if asked. It
+// reports false, writing nothing, for layouts it does not handle (origin
+// not at 0,0; unknown subsampling).
+func (r *resampler) ycbcr(img *image.YCbCr, c image.Rectangle, s int, flip bool, opt *Options, dst []float32, dst8 []uint8) bool {
+	return r.ycbcrRegion(img, float64(c.Min.X), float64(c.Min.Y), float64(c.Max.X), float64(c.Max.Y), s, flip, opt, dst, dst8)
+}
+
+// ycbcrRegion is ycbcr for the continuous region [x0,x1)×[y0,y1) of img
+// (a crop chosen on the full image, scaled to a reduced-size decode).
+func (r *resampler) ycbcrRegion(img *image.YCbCr, x0, y0, x1, y1 float64, s int, flip bool, opt *Options, dst []float32, dst8 []uint8) bool {
 	hf, vf, ok := chromaFactors(img.SubsampleRatio)
 	if !ok || img.Rect.Min != (image.Point{}) {
 		return false
@@ -156,7 +164,6 @@ func (r *resampler) ycbcr(img *image.YCbCr, c image.Rectangle, s int, flip bool,
 		}
 		r.plane[i] = r.plane[i][:s*s]
 	}
-	x0, y0, x1, y1 := float64(c.Min.X), float64(c.Min.Y), float64(c.Max.X), float64(c.Max.Y)
 	r.resize(img.Y, img.YStride, w, h, x0, y0, x1, y1, s, r.plane[0])
 	fx, fy := float64(hf), float64(vf)
 	r.resize(img.Cb, img.CStride, cw, ch, x0/fx, y0/fy, x1/fx, y1/fy, s, r.plane[1])
@@ -181,6 +188,10 @@ func (r *resampler) ycbcr(img *image.YCbCr, c image.Rectangle, s int, flip bool,
 			gg := clamp255(yy - 0.344136*cb - 0.714136*cr)
 			bb := clamp255(yy + 1.772*cb)
 			o := y*s + x
+			if dst8 != nil {
+				dst8[o], dst8[n+o], dst8[2*n+o] = uint8(rr+0.5), uint8(gg+0.5), uint8(bb+0.5)
+				continue
+			}
 			dst[o] = rr*scale[0] + bias[0]
 			dst[n+o] = gg*scale[1] + bias[1]
 			dst[2*n+o] = bb*scale[2] + bias[2]

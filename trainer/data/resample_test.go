@@ -49,11 +49,11 @@ func TestYCbCrFastPath(t *testing.T) {
 				n := 0
 				for trial := range 20 {
 					r := cropRect(sz[0], sz[1], &opt, trial > 0, rng)
-					if !rs.ycbcr(img, r, 32, false, &opt, fast) {
+					if !rs.ycbcr(img, r, 32, false, &opt, fast, nil) {
 						t.Fatal("fast path refused a plain YCbCr image")
 					}
 					flipped := make([]float32, len(fast))
-					rs.ycbcr(img, r, 32, true, &opt, flipped)
+					rs.ycbcr(img, r, 32, true, &opt, flipped, nil)
 					for p := range fast {
 						if row, col := p/32, p%32; fast[p] != flipped[row*32+31-col] {
 							t.Fatalf("flip: value %d differs from its mirror", p)
@@ -79,7 +79,7 @@ func TestYCbCrFastPath(t *testing.T) {
 	}
 	// A sub-image (origin not at 0,0) takes the generic path.
 	img := smoothYCbCr(64, 64, image.YCbCrSubsampleRatio420).SubImage(image.Rect(8, 8, 40, 40)).(*image.YCbCr)
-	if new(resampler).ycbcr(img, image.Rect(8, 8, 40, 40), 16, false, &Options{}, make([]float32, 3*256)) {
+	if new(resampler).ycbcr(img, image.Rect(8, 8, 40, 40), 16, false, &Options{}, make([]float32, 3*256), nil) {
 		t.Fatal("fast path accepted a sub-image")
 	}
 }
@@ -92,7 +92,7 @@ func BenchmarkResizeYCbCr(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		rs := new(resampler)
 		for b.Loop() {
-			rs.ycbcr(img, r, 224, false, &opt, dst)
+			rs.ycbcr(img, r, 224, false, &opt, dst, nil)
 		}
 	})
 	b.Run("x-image-draw", func(b *testing.B) {

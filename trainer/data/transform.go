@@ -14,9 +14,12 @@ import (
 // crop of the original size from the image zero-padded by opt.Pad on each
 // side, then a random horizontal flip (the CIFAR recipe). Random draws, in
 // order: crop row offset, crop column offset, flip.
-func smallTransform(src []byte, c, h, w int, dst []float32, opt *Options, train bool, rng *rand.Rand) error {
-	if len(dst) != c*h*w {
-		return fmt.Errorf("data: destination holds %d values, want %d", len(dst), c*h*w)
+//
+// With dst8 (and dst nil) it writes the bytes instead (padding 0), for
+// normalisation on the device.
+func smallTransform(src []byte, c, h, w int, dst []float32, dst8 []uint8, opt *Options, train bool, rng *rand.Rand) error {
+	if len(dst)+len(dst8) != c*h*w {
+		return fmt.Errorf("data: destination holds %d values, want %d", len(dst)+len(dst8), c*h*w)
 	}
 	pad := opt.Pad
 	dy, dx, flip := 0, 0, false // source offset of the crop
@@ -33,6 +36,10 @@ func smallTransform(src []byte, c, h, w int, dst []float32, opt *Options, train 
 		scale := 1 / (255 * opt.Std[ch])
 		bias := -opt.Mean[ch] / opt.Std[ch] // the value of a zero (padding) pixel
 		plane := src[ch*h*w : (ch+1)*h*w]
+		if dst8 != nil {
+			shiftBytes(plane, dst8[ch*h*w:(ch+1)*h*w], h, w, dy, dx, flip)
+			continue
+		}
 		out := dst[ch*h*w : (ch+1)*h*w]
 		if dy == 0 && dx == 0 && !flip {
 			for i, p := range plane {
@@ -65,6 +72,30 @@ func smallTransform(src []byte, c, h, w int, dst []float32, opt *Options, train 
 		}
 	}
 	return nil
+}
+
+// shiftBytes is smallTransform's crop and flip on one plane of bytes.
+func shiftBytes(plane, out []byte, h, w, dy, dx int, flip bool) {
+	for y := 0; y < h; y++ {
+		row := out[y*w : (y+1)*w]
+		sy := y + dy
+		if sy < 0 || sy >= h {
+			clear(row)
+			continue
+		}
+		srow := plane[sy*w : (sy+1)*w]
+		for x := range row {
+			cx := x
+			if flip {
+				cx = w - 1 - x
+			}
+			if sx := cx + dx; sx < 0 || sx >= w {
+				row[x] = 0
+			} else {
+				row[x] = srow[sx]
+			}
+		}
+	}
 }
 
 // cropRect chooses the source rectangle of a w×h image for a folder example.
@@ -110,10 +141,13 @@ func cropRect(w, h int, opt *Options, train bool, rng *rand.Rand) image.Rectangl
 // and writes it to dst as normalised RGB CHW. Grey images are replicated to
 // three channels; transparent pixels come out over black. YCbCr images (JPEG)
 // take the fast plane path of resample.go, others x/image/draw via RGBA.
-func imageTransform(img image.Image, dst []float32, rs *resampler, opt *Options, train bool, rng *rand.Rand) error {
+//
+// With dst8 (and dst nil) it writes RGB bytes instead, for normalisation on
+// the device.
+func imageTransform(img image.Image, dst []float32, dst8 []uint8, rs *resampler, opt *Options, train bool, rng *rand.Rand) error {
 	s := opt.Size
-	if len(dst) != 3*s*s {
-		return fmt.Errorf("data: destination holds %d values, want %d", len(dst), 3*s*s)
+	if len(dst)+len(dst8) != 3*s*s {
+		return fmt.Errorf("data: destination holds %d values, want %d", len(dst)+len(dst8), 3*s*s)
 	}
 	b := img.Bounds()
 	if b.Dx() < 1 || b.Dy() < 1 {
@@ -121,7 +155,7 @@ func imageTransform(img image.Image, dst []float32, rs *resampler, opt *Options,
 	}
 	r := cropRect(b.Dx(), b.Dy(), opt, train, rng).Add(b.Min)
 	flip := train && opt.Flip && rng.IntN(2) == 1
-	if yc, ok := img.(*image.YCbCr); ok && rs.ycbcr(yc, r, s, flip, opt, dst) {
+	if yc, ok := img.(*image.YCbCr); ok && rs.ycbcr(yc, r, s, flip, opt, dst, dst8) {
 		return nil
 	}
 	if rs.rgba == nil || rs.rgba.Rect.Dx() != s {
@@ -144,6 +178,10 @@ func imageTransform(img image.Image, dst []float32, rs *resampler, opt *Options,
 			}
 			p := px[4*sx : 4*sx+3]
 			o := y*s + x
+			if dst8 != nil {
+				dst8[o], dst8[plane+o], dst8[2*plane+o] = p[0], p[1], p[2]
+				continue
+			}
 			dst[o] = float32(p[0])*scale[0] + bias[0]
 			dst[plane+o] = float32(p[1])*scale[1] + bias[1]
 			dst[2*plane+o] = float32(p[2])*scale[2] + bias[2]

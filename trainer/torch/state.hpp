@@ -66,17 +66,28 @@ struct lt_optim {
 	}
 	void step(double lr) {
 		torch::NoGradGuard ng;
+		return step_foreach(lr);
+	}
+	// step_foreach is the update with multi-tensor kernels (torch.optim.SGD's
+	// foreach path, its default on CUDA): a few kernel launches on CUDA
+	// instead of five per parameter; on the CPU libtorch runs the same
+	// per-tensor operations as a plain loop would.
+	void step_foreach(double lr) {
+		std::vector<Tensor> ps, gs, bs;
 		for (size_t i = 0; i < params.size(); i++) {
-			auto &p = params[i].t;
-			auto g = p.grad();
+			auto g = params[i].t.grad();
 			if (!g.defined()) continue;
-			auto d = wd != 0 ? g.add(p, wd) : g;
-			if (momentum != 0) {
-				auto &buf = bufs[i].t;
-				buf.mul_(momentum).add_(d);
-				d = nesterov ? d.add(buf, momentum) : buf;
-			}
-			p.add_(d, -lr);
+			ps.push_back(params[i].t);
+			gs.push_back(g);
+			if (momentum != 0) bs.push_back(bufs[i].t);
 		}
+		if (ps.empty()) return;
+		std::vector<Tensor> d = wd != 0 ? at::_foreach_add(gs, ps, wd) : gs;
+		if (momentum != 0) {
+			at::_foreach_mul_(bs, momentum);
+			at::_foreach_add_(bs, d);
+			d = nesterov ? at::_foreach_add(d, bs, momentum) : bs;
+		}
+		at::_foreach_add_(ps, d, -lr);
 	}
 };

@@ -84,6 +84,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
 		newExperimentCmd(f),
 		newReportCmd(f),
 		newVersionCmd(f),
+		newBenchCmd(f),
 	} {
 		root.AddCommand(c)
 	}

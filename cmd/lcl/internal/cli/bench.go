@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+func newBenchCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure training steps and the image pipeline (used by scripts/gpu-check.sh)",
+		Long: `Measurements behind scripts/gpu-check.sh and bench/*.sh. Each subcommand
+prints one JSON line on stdout.`,
+	}
+	cmd.AddCommand(newBenchStepCmd(f))
+	return cmd
+}
+
+type benchStepOptions struct {
+	trainer.StepBench
+	Input, Precision string
+}
+
+func newBenchStepCmd(f *Factory) *cobra.Command {
+	o := &benchStepOptions{}
+	cmd := &cobra.Command{
+		Use:   "step",
+		Short: "Training steps per second of a model on random data",
+		Long: `Times training steps of --model on one random uint8 batch of --input,
+staged anew every step like a real run (pinned memory, a non-blocking copy,
+normalisation on the device), with the soft-target loss and SGD of
+bench/step_ref.py, its PyTorch eager counterpart. Prints img_per_s, step_ms,
+the mean loss, and the peak bytes allocated and reserved on the device
+(-1 where the libtorch cannot tell).`,
+		Example: `  lcl bench step --model resnet50:stem=imagenet --input 3,224,224 --classes 1000 --batch 256 \
+      --device cuda:0 --precision bf16 --channels-last
+  lcl bench step --model resnet18:stem=cifar --input 3,32,32 --batch 64 --steps 5 --threads 2`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := torch.ParsePrecision(o.Precision)
+			if err != nil {
+				return usagef("--precision: %v", err)
+			}
+			o.StepBench.Precision = p
+			if o.C, o.H, o.W, err = parseShape(o.Input); err != nil {
+				return usagef("--input: %v", err)
+			}
+			if !torch.Available() {
+				return torch.ErrNoLibtorch
+			}
+			res, err := trainer.MeasureSteps(cmd.Context(), o.StepBench)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(f.IO.Out, string(b))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Model, "model", "resnet18:stem=cifar", "architecture (lcl models)")
+	fl.StringVar(&o.Input, "input", "3,32,32", "input shape C,H,W")
+	fl.IntVar(&o.Classes, "classes", 10, "classes")
+	fl.IntVar(&o.Batch, "batch", 64, "batch size")
+	fl.IntVar(&o.Steps, "steps", 10, "timed steps")
+	fl.IntVar(&o.Warmup, "warmup", 3, "untimed steps first")
+	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
+	fl.StringVar(&o.Precision, "precision", "fp32", "fp32, bf16 or fp16 (autocast)")
+	fl.BoolVar(&o.ChannelsLast, "channels-last", false, "channels-last memory format")
+	fl.BoolVar(&o.TF32, "tf32", true, "allow TF32 in float32 matmuls and convolutions (CUDA)")
+	fl.BoolVar(&o.CUDNNBenchmark, "cudnn-benchmark", true, "cuDNN autotuning (CUDA)")
+	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
+	var threads int
+	fl.IntVar(&threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
+	cmd.PreRun = func(*cobra.Command, []string) {
+		if threads > 0 {
+			torch.SetThreads(threads)
+		}
+	}
+	return cmd
+}
+
+// parseShape parses C,H,W.
+func parseShape(s string) (c, h, w int, err error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return 0, 0, 0, fmt.Errorf("%q: want C,H,W", s)
+	}
+	var v [3]int
+	for i, p := range parts {
+		if v[i], err = strconv.Atoi(strings.TrimSpace(p)); err != nil || v[i] < 1 {
+			return 0, 0, 0, fmt.Errorf("%q: want three positive integers C,H,W", s)
+		}
+	}
+	return v[0], v[1], v[2], nil
+}

@@ -1,0 +1,169 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// StepBench configures MeasureSteps: training steps of one model on one
+// random uint8 batch, staged anew every step (pinned memory, copy, device
+// normalisation) as in a real run, with the soft-target loss and SGD
+// (momentum 0.9, Nesterov, weight decay 5e-5) of bench/step_ref.py, its
+// PyTorch counterpart.
+type StepBench struct {
+	Model          string // e.g. "resnet50:stem=imagenet"
+	C, H, W        int
+	Classes        int
+	Batch          int
+	Steps, Warmup  int
+	Device         string
+	Precision      torch.Precision
+	ChannelsLast   bool
+	TF32           bool
+	CUDNNBenchmark bool
+	Seed           uint64
+}
+
+// StepBenchResult is what MeasureSteps measured.
+type StepBenchResult struct {
+	ImgPerSec float64 `json:"img_per_s"`
+	StepMS    float64 `json:"step_ms"`
+	Loss      float64 `json:"loss"` // mean training loss of the timed steps (finite: the run trained)
+	// Peak bytes allocated and reserved by the device's caching allocator
+	// (-1 where the build cannot tell).
+	PeakAllocated int64 `json:"peak_allocated"`
+	PeakReserved  int64 `json:"peak_reserved"`
+	Skipped       int   `json:"skipped"` // fp16 steps skipped for non-finite gradients
+}
+
+// MeasureSteps times b.Steps training steps after b.Warmup untimed ones.
+func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
+	if b.Batch < 2 || b.Steps < 1 || b.Warmup < 0 || b.Classes < 2 {
+		return StepBenchResult{}, fmt.Errorf("trainer: step benchmark: batch %d, steps %d, warm-up %d, classes %d", b.Batch, b.Steps, b.Warmup, b.Classes)
+	}
+	if err := torch.SetCUDAFlags(b.CUDNNBenchmark, b.TF32); err != nil {
+		return StepBenchResult{}, err
+	}
+	spec, err := models.Builtin().Get(b.Model, models.Input{C: b.C, H: b.H, W: b.W, NumClasses: b.Classes})
+	if err != nil {
+		return StepBenchResult{}, fmt.Errorf("trainer: %w", err)
+	}
+	torch.ManualSeed(b.Seed)
+	m, err := torch.NewModel(spec, b.Device)
+	if err != nil {
+		return StepBenchResult{}, err
+	}
+	defer m.Close()
+	if b.ChannelsLast {
+		if err := m.ChannelsLast(); err != nil {
+			return StepBenchResult{}, err
+		}
+	}
+	opt, err := torch.NewSGD(m, 0.9, 5e-5, true)
+	if err != nil {
+		return StepBenchResult{}, err
+	}
+	defer opt.Close()
+	mean, std := []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
+	if b.C != 3 {
+		mean, std = make([]float32, b.C), make([]float32, b.C)
+		for i := range mean {
+			mean[i], std[i] = 0.5, 0.25
+		}
+	}
+	eng, err := torch.NewEngine(b.Device, torch.EngineOptions{Precision: b.Precision, ChannelsLast: b.ChannelsLast, Mean: mean, Std: std})
+	if err != nil {
+		return StepBenchResult{}, err
+	}
+	defer eng.Close()
+	// Soft targets: 0.9 on the class, the rest spread evenly.
+	T := make([]float32, b.Classes*b.Classes)
+	for i := range b.Classes {
+		for j := range b.Classes {
+			T[i*b.Classes+j] = 0.1 / float32(b.Classes-1)
+		}
+		T[i*b.Classes+i] = 0.9
+	}
+	targets, err := torch.NewTensor(T, []int64{int64(b.Classes), int64(b.Classes)}, b.Device)
+	if err != nil {
+		return StepBenchResult{}, err
+	}
+	defer targets.Close()
+	r := rand.New(rand.NewPCG(b.Seed, 7))
+	in := torch.Input{N: b.Batch, C: b.C, H: b.H, W: b.W, X8: make([]uint8, b.Batch*b.C*b.H*b.W), Y: make([]int64, b.Batch)}
+	for i := range in.X8 {
+		in.X8[i] = uint8(r.Uint32())
+	}
+	for i := range in.Y {
+		in.Y[i] = int64(r.IntN(b.Classes))
+	}
+	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{opt}, Targets: targets,
+		Coefs: torch.Coefs{Soft: 1}, LR: 0.01}
+	scale := 0.0
+	if b.Precision == torch.FP16 {
+		scale = 65536 // GradScaler's initial scale; fixed here (a benchmark, not a run)
+	}
+	var res StepBenchResult
+	run := func(n int) error {
+		for i := range n {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if i == 0 {
+				if err := eng.Put(in); err != nil {
+					return err
+				}
+			}
+			// The next batch is staged after this step is queued, as the
+			// training loop does.
+			sk, err := eng.Train(step, scale)
+			if err != nil {
+				return err
+			}
+			res.Skipped += sk
+			if i+1 < n {
+				if err := eng.Put(in); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := run(b.Warmup); err != nil {
+		return res, err
+	}
+	if _, err := eng.Metrics(1); err != nil { // waits for the warm-up steps
+		return res, err
+	}
+	if err := torch.Synchronize(b.Device); err != nil {
+		return res, err
+	}
+	if _, _, err := torch.DeviceMemory(b.Device, true); err != nil {
+		return res, err
+	}
+	res.Skipped = 0
+	t0 := time.Now()
+	if err := run(b.Steps); err != nil {
+		return res, err
+	}
+	mt, err := eng.Metrics(1)
+	if err != nil {
+		return res, err
+	}
+	if err := torch.Synchronize(b.Device); err != nil {
+		return res, err
+	}
+	el := time.Since(t0).Seconds()
+	res.ImgPerSec = float64(b.Steps*b.Batch) / el
+	res.StepMS = 1000 * el / float64(b.Steps)
+	if mt.N > 0 {
+		res.Loss = mt.LossSum[0] / float64(mt.N)
+	}
+	res.PeakAllocated, res.PeakReserved, err = torch.DeviceMemory(b.Device, false)
+	return res, err
+}
