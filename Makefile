@@ -6,7 +6,7 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean
+.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean gpu-bundle
 
 all: build
 
@@ -40,9 +40,13 @@ e2e: build
 bench: build bench-deps
 	@scripts/bench.sh
 
+# The bundle scripts/gpu-check.sh runs on a GPU machine without Go (.gpucheck/).
+gpu-bundle: deps
+	@scripts/gpu-bundle.sh
+
 proto:
 	@scripts/deps.sh proto
 	@scripts/proto.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin .gpucheck

@@ -37,6 +37,7 @@ type checkpointState struct {
 	MetricsBytes int64             `json:"metrics_bytes"`
 	Planner      []byte            `json:"planner,omitempty"`
 	History      []EpochMetrics    `json:"history"`
+	Scaler       *GradScaler       `json:"scaler,omitempty"` // fp16's loss scale
 }
 
 type checkpoint struct {
@@ -58,7 +59,7 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 		return nil
 	}
 	st := checkpointState{Format: checkpointFormat, Identity: r.id, Position: next, Peers: len(peers.models),
-		MetricsBytes: r.metricsBytes(), History: r.history}
+		MetricsBytes: r.metricsBytes(), History: r.history, Scaler: r.scaler}
 	if r.metrics != nil {
 		if err := r.metrics.Sync(); err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)

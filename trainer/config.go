@@ -30,6 +30,18 @@ type Config struct {
 	Threads      int    // libtorch threads; 0 keeps libtorch's default
 	Device       string // "cpu" (default), "cuda", "cuda:1"
 	EvalBatch    int    // 0 = 256
+	// GPU path (docs/trainer.md): the forward passes' precision (autocast;
+	// fp16 with a GradScaler), channels-last memory format, TF32 in
+	// float32 matmuls and convolutions, cuDNN autotuning.
+	Precision      torch.Precision
+	ChannelsLast   bool
+	TF32           bool
+	CUDNNBenchmark bool
+	// MetricsEvery is how many steps pass between reads of the training
+	// loss and accuracy from the device (each read waits for it); 0 = every
+	// step on the CPU (free there), every 50 on CUDA. Progress is called
+	// after each read.
+	MetricsEvery int
 	// CheckpointEvery writes a checkpoint every that many epochs; the end of
 	// every stage, the end of the run and a cancellation always write one.
 	CheckpointEvery int
@@ -40,7 +52,8 @@ type Config struct {
 	// Identity holds further settings a resumed run must share with the
 	// checkpoint (dataset, fraction, ...).
 	Identity map[string]string
-	// Progress, when set, is called after every step.
+	// Progress, when set, is called after every read of the metrics
+	// (MetricsEvery).
 	Progress func(Progress)
 	// OnEpoch, when set, is called with each epoch's metrics.
 	OnEpoch func(EpochMetrics)
@@ -75,6 +88,15 @@ func newRunner(cfg Config) (*runner, error) {
 	}
 	if cfg.EvalBatch <= 0 {
 		cfg.EvalBatch = 256
+	}
+	if cfg.MetricsEvery <= 0 {
+		cfg.MetricsEvery = 1
+		if cfg.Device != "cpu" {
+			cfg.MetricsEvery = 50
+		}
+	}
+	if cfg.Precision < torch.FP32 || cfg.Precision > torch.FP16 {
+		return nil, fmt.Errorf("trainer: unknown precision %v", cfg.Precision)
 	}
 	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
 		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)

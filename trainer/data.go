@@ -11,10 +11,13 @@ type Dataset interface {
 }
 
 // Batch is one mini-batch: N normalised images (N×C×H×W), their labels and
-// their example indices in the dataset.
+// their example indices in the dataset. With LoaderConfig.U8 the images are
+// pixel bytes in X8 (X nil), normalised on the device with the data set's
+// Normalization.
 type Batch struct {
 	N     int
 	X     []float32
+	X8    []uint8
 	Y     []int64
 	Index []int
 }
@@ -37,6 +40,18 @@ type LoaderConfig struct {
 	// each (possibly empty, never skipped): data-parallel ranks together
 	// see the batches of one process, in the same order.
 	Shard, Shards int
+	// U8 asks for pixel bytes (Batch.X8); only for data sets with a
+	// Normalization (PixelDataset).
+	U8 bool
+}
+
+// PixelDataset is a Dataset of 8-bit images: the trainer loads its batches
+// as bytes (LoaderConfig.U8) and normalises them on the device with mean and
+// std (per channel, for pixels scaled to [0,1]), moving a quarter of the
+// bytes of float32 batches.
+type PixelDataset interface {
+	Dataset
+	Normalization() (mean, std []float32)
 }
 
 // Loader opens one pass over ds. Cancelling ctx stops its workers.

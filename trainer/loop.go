@@ -28,6 +28,40 @@ type runner struct {
 	history  []EpochMetrics
 	start    time.Time
 	id       map[string]string
+	// engine stages batches and runs steps and evaluations on the device;
+	// u8 says batches travel as pixel bytes; scaler is fp16's loss scale.
+	engine *torch.Engine
+	u8     bool
+	scaler *GradScaler
+}
+
+// openEngine creates the run's engine (after the checkpoint, whose loss
+// scale it may restore).
+func (r *runner) openEngine(ck *checkpoint) error {
+	if r.cfg.Device != "cpu" {
+		if err := torch.SetCUDAFlags(r.cfg.CUDNNBenchmark, r.cfg.TF32); err != nil {
+			return fmt.Errorf("trainer: %w", err)
+		}
+	}
+	o := torch.EngineOptions{Precision: r.cfg.Precision, ChannelsLast: r.cfg.ChannelsLast}
+	if pd, ok := r.cfg.Train.(PixelDataset); ok {
+		if _, ok := r.cfg.Test.(PixelDataset); ok {
+			o.Mean, o.Std = pd.Normalization()
+			r.u8 = true
+		}
+	}
+	e, err := torch.NewEngine(r.cfg.Device, o)
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	r.engine = e
+	if r.cfg.Precision == torch.FP16 {
+		r.scaler = NewGradScaler()
+		if ck != nil && ck.State.Scaler != nil {
+			r.scaler = ck.State.Scaler
+		}
+	}
+	return nil
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -67,6 +101,7 @@ func (r *runner) close() {
 	if r.metrics != nil {
 		r.metrics.Close()
 	}
+	r.engine.Close()
 }
 
 // mix derives a seed from the run's seed and a position (splitmix64).
@@ -113,6 +148,12 @@ func (r *runner) newPeers(stage int) (*peerSet, error) {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 		ps.models = append(ps.models, m)
+		if r.cfg.ChannelsLast { // before the optimizer: its momentum follows the format
+			if err := m.ChannelsLast(); err != nil {
+				ps.close()
+				return nil, fmt.Errorf("trainer: %w", err)
+			}
+		}
 		opt, err := torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
 		if err != nil {
 			ps.close()
@@ -149,6 +190,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		r.history = ck.State.History
 	}
 	if err := r.openMetrics(resumed); err != nil {
+		return nil, err
+	}
+	if err := r.openEngine(resumed); err != nil {
 		return nil, err
 	}
 	var peers *peerSet
@@ -343,8 +387,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	}
 	c, h, w := r.cfg.Train.Shape()
 	k := len(peers.models)
-	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, C: c, H: h, W: w,
-		Targets: targets, Coefs: plan.Coefs}
+	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, Targets: targets, Coefs: plan.Coefs}
 	defer func() { // the last targets in use (Stage.PerStep replaces them step by step)
 		if step.Targets != nil {
 			step.Targets.Close()
@@ -362,6 +405,44 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	if g := r.cfg.Group; g != nil {
 		lc.Shard, lc.Shards = g.Rank(), g.Size()
 		step.Group = g
+	}
+	lc.U8 = r.u8
+	// The loss and hits accumulate on the device; read tells them apart
+	// once every MetricsEvery steps (each read waits for the device).
+	unread, first := 0, p.Step+1
+	read := func() error {
+		if unread == 0 {
+			return nil
+		}
+		mt, err := r.engine.Metrics(k)
+		if err != nil {
+			return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
+		}
+		for q := range k {
+			p.Acc[q].Loss += mt.LossSum[q]
+			p.Acc[q].Correct += mt.Correct[q]
+			p.Acc[q].Seen += mt.N
+		}
+		unread = 0
+		if l := mt.LossSum[0]; math.IsNaN(l) || math.IsInf(l, 0) {
+			at := fmt.Sprintf("step %d", p.Step)
+			if first < p.Step {
+				at = fmt.Sprintf("steps %d-%d", first, p.Step)
+			}
+			return fmt.Errorf("trainer: stage %q epoch %d %s: loss is %v (learning rate %g too high?)",
+				stage.Name, e+1, at, l, lr)
+		}
+		first = p.Step + 1
+		if r.cfg.Progress != nil && p.Acc[0].Seen > 0 {
+			el := time.Since(t0).Seconds()
+			done := p.Step - done0
+			perStep := el / float64(max(done, 1))
+			left := float64(steps-p.Step) + float64(stage.Epochs-e-1)*float64(steps)
+			r.cfg.Progress(Progress{Stage: stage.Name, Epoch: e + 1, Epochs: stage.Epochs, Step: p.Step, Steps: steps,
+				Loss: p.Acc[0].Loss / float64(p.Acc[0].Seen), Acc: float64(p.Acc[0].Correct) / float64(p.Acc[0].Seen),
+				ImgPerSec: float64(p.Images) / (p.Seconds + el), ETA: time.Duration(perStep * left * float64(time.Second))})
+		}
+		return nil
 	}
 	err = r.each(ctx, r.cfg.Train, lc, func(b *Batch) error {
 		defer func() { i++ }()
@@ -383,42 +464,42 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 			}
 		}
 		lr = r.cfg.Optim.Schedule.At(e, float64(i)/float64(steps), stage.Epochs)
-		step.X, step.Y, step.N, step.LR = b.X, b.Y, b.N, lr
-		step.Weights = nil
+		step.LR = lr
+		in := torch.Input{N: b.N, C: c, H: h, W: w, X: b.X, X8: b.X8, Y: b.Y}
 		if weights != nil {
-			step.Weights = weights[:b.N]
+			in.Weights = weights[:b.N]
 			for j, idx := range b.Index {
-				step.Weights[j] = plan.Weights[idx]
+				in.Weights[j] = plan.Weights[idx]
 			}
+		}
+		// Staged now, the batch travels to the device while the step
+		// queued before it still runs there.
+		if err := r.engine.Put(in); err != nil {
+			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)
 		}
 		// Seeding per step makes dropout independent of where a run resumed.
 		torch.ManualSeed(mix(r.cfg.Seed, 3, int64(s), int64(e), int64(i)))
-		res, err := torch.TrainStep(step)
+		scale := 0.0
+		if r.scaler != nil {
+			scale = float64(r.scaler.Scale)
+		}
+		skipped, err := r.engine.Train(step, scale)
 		if err != nil {
 			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)
 		}
-		for q := range k {
-			p.Acc[q].Loss += float64(res.Loss[q]) * float64(res.N)
-			p.Acc[q].Correct += res.Correct[q]
-			p.Acc[q].Seen += res.N
-		}
-		if math.IsNaN(float64(res.Loss[0])) || math.IsInf(float64(res.Loss[0]), 0) {
-			return fmt.Errorf("trainer: stage %q epoch %d step %d: loss is %v (learning rate %g too high?)",
-				stage.Name, e+1, i+1, res.Loss[0], lr)
+		if r.scaler != nil {
+			r.scaler.Update(skipped > 0)
 		}
 		p.Step++
-		p.Images += res.N
-		if r.cfg.Progress != nil {
-			el := time.Since(t0).Seconds()
-			done := p.Step - done0
-			perStep := el / float64(max(done, 1))
-			left := float64(steps-p.Step) + float64(stage.Epochs-e-1)*float64(steps)
-			r.cfg.Progress(Progress{Stage: stage.Name, Epoch: e + 1, Epochs: stage.Epochs, Step: p.Step, Steps: steps,
-				Loss: p.Acc[0].Loss / float64(p.Acc[0].Seen), Acc: float64(p.Acc[0].Correct) / float64(p.Acc[0].Seen),
-				ImgPerSec: float64(p.Images) / (p.Seconds + el), ETA: time.Duration(perStep * left * float64(time.Second))})
+		p.Images += int64(globalBatch(len(indices), bs, i, b.N, r.cfg.Group))
+		if unread++; unread >= r.cfg.MetricsEvery || p.Step == steps {
+			return read()
 		}
 		return nil
 	})
+	if rerr := read(); err == nil && !errors.Is(err, errStop) {
+		err = rerr
+	}
 	p.Seconds += time.Since(t0).Seconds()
 	// canceled checkpoints the position so a resume continues at this step
 	// (or, once every step is done, at the evaluation).
@@ -472,7 +553,59 @@ func (r *runner) evaluate(ctx context.Context, m *torch.Model) (PeerMetrics, err
 	if r.cfg.Group != nil {
 		return r.evaluateShards(ctx, m)
 	}
-	return Evaluate(ctx, m, r.cfg.Test, r.cfg.Loader, r.cfg.EvalBatch)
+	return EvaluateOn(ctx, m, r.cfg.Test, r.cfg.Loader, EvalOptions{Batch: r.cfg.EvalBatch, Device: r.cfg.Device,
+		Precision: r.cfg.Precision, ChannelsLast: r.cfg.ChannelsLast})
+}
+
+// EvalOptions say how EvaluateOn runs: the batch size, the device the
+// model is on, the precision of the forward pass (autocast) and the input
+// memory format.
+type EvalOptions struct {
+	Batch        int
+	Device       string
+	Precision    torch.Precision
+	ChannelsLast bool
+}
+
+// EvaluateOn is Evaluate through an Engine on o.Device: batches of a
+// PixelDataset travel as bytes and are normalised there, and the forward
+// pass runs in o.Precision.
+func EvaluateOn(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, o EvalOptions) (PeerMetrics, error) {
+	if o.Device == "" {
+		o.Device = "cpu"
+	}
+	eo := torch.EngineOptions{Precision: o.Precision, ChannelsLast: o.ChannelsLast}
+	pd, u8 := ds.(PixelDataset)
+	if u8 {
+		eo.Mean, eo.Std = pd.Normalization()
+	}
+	eng, err := torch.NewEngine(o.Device, eo)
+	if err != nil {
+		return PeerMetrics{}, fmt.Errorf("trainer: eval: %w", err)
+	}
+	defer eng.Close()
+	var top1, top5, n int64
+	var loss float64
+	c, h, w := ds.Shape()
+	r := &runner{cfg: Config{Loader: loader}}
+	err = r.each(ctx, ds, LoaderConfig{Batch: max(o.Batch, 1), U8: u8}, func(b *Batch) error {
+		if err := eng.Put(torch.Input{N: b.N, C: c, H: h, W: w, X: b.X, X8: b.X8, Y: b.Y}); err != nil {
+			return fmt.Errorf("trainer: eval: %w", err)
+		}
+		ev, err := eng.Eval(m, false, false)
+		if err != nil {
+			return fmt.Errorf("trainer: eval: %w", err)
+		}
+		top1, top5, loss, n = top1+ev.Top1, top5+ev.Top5, loss+ev.LossSum, n+int64(b.N)
+		return nil
+	})
+	if err != nil {
+		return PeerMetrics{}, err
+	}
+	if n == 0 {
+		return PeerMetrics{}, errors.New("trainer: empty test set")
+	}
+	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
 }
 
 // Evaluate computes the top-1/top-5 accuracy and mean cross-entropy of m on

@@ -116,14 +116,14 @@ type LoaderMeasurement struct {
 }
 
 // MeasureLoader times passes of a training Loader over ds (shuffled, with
-// the training augmentation) after one untimed warm-up batch.
+// the training augmentation), from the start of the first to the last batch.
 func MeasureLoader(ctx context.Context, ds Dataset, cfg LoaderConfig, passes int) (LoaderMeasurement, error) {
 	cfg.Train, cfg.Shuffle = true, true
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	m := LoaderMeasurement{Workers: cfg.Workers, Decoder: JPEGDecoder()}
-	var start time.Time
+	start := time.Now()
 	for p := range max(passes, 1) {
 		cfg.Epoch = p
 		l, err := NewLoader(ctx, ds, cfg)
@@ -139,11 +139,7 @@ func MeasureLoader(ctx context.Context, ds Dataset, cfg LoaderConfig, passes int
 				l.Close()
 				return m, err
 			}
-			if start.IsZero() { // the first batch warms up the workers
-				start = time.Now()
-			} else {
-				m.Images += b.N
-			}
+			m.Images += b.N
 			b.Release()
 		}
 		l.Close()

@@ -3,12 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -19,7 +21,109 @@ func newBenchCmd(f *Factory) *cobra.Command {
 		Long: `Measurements behind scripts/gpu-check.sh and bench/*.sh. Each subcommand
 prints one JSON line on stdout.`,
 	}
-	cmd.AddCommand(newBenchStepCmd(f))
+	cmd.AddCommand(newBenchStepCmd(f), newBenchLoaderCmd(f), newBenchJPEGsCmd(f), newBenchInfoCmd(f))
+	return cmd
+}
+
+func printJSON(f *Factory, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f.IO.Out, string(b))
+	return nil
+}
+
+func newBenchInfoCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "The libtorch lcl runs on: version, CUDA devices, c10d, JPEG decoder",
+		Args:  noArgsOrUsage,
+		RunE: func(*cobra.Command, []string) error {
+			info := map[string]any{"libtorch": torch.Version(), "available": torch.Available(),
+				"cuda_devices": torch.CUDADevices(), "dist": torch.HasDist(), "jpeg": data.JPEGDecoder(),
+				"threads": torch.Threads(), "cpus": runtime.NumCPU()}
+			return printJSON(f, info)
+		},
+	}
+}
+
+func newBenchJPEGsCmd(f *Factory) *cobra.Command {
+	var dir, size string
+	var n, quality, classes int
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "jpegs",
+		Short: "Write a folder data set of synthetic photograph-like JPEGs",
+		Long: `Writes --n synthetic JPEGs of --size (default 500x375, the typical ImageNet
+image) at --quality as a folder data set (train/cK/*.jpg, one image per class
+also under val/), for lcl bench loader and bench/imagepipe.sh.`,
+		Example: `  lcl bench jpegs --out /tmp/jpegs --n 300`,
+		Args:    noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usagef("--out is required")
+			}
+			var w, h int
+			if _, err := fmt.Sscanf(size, "%dx%d", &w, &h); err != nil {
+				return usagef("--size %q: want WxH", size)
+			}
+			if err := data.WriteJPEGFolder(cmd.Context(), dir, n, w, h, quality, classes, seed); err != nil {
+				return err
+			}
+			return printJSON(f, map[string]any{"dir": dir, "images": n, "size": size, "quality": quality})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "out", "", "folder to write (required)")
+	fl.IntVar(&n, "n", 300, "images")
+	fl.StringVar(&size, "size", "500x375", "image size WxH")
+	fl.IntVar(&quality, "quality", 90, "JPEG quality")
+	fl.IntVar(&classes, "classes", 10, "class folders")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the pixels")
+	return cmd
+}
+
+func newBenchLoaderCmd(f *Factory) *cobra.Command {
+	var spec string
+	var lc data.LoaderConfig
+	var passes int
+	var float bool
+	cmd := &cobra.Command{
+		Use:   "loader",
+		Short: "Images per second of the training data pipeline",
+		Long: `Times --passes shuffled training passes of the loader over the training split
+of --data (decoding, training augmentation, batches of --batch) with
+--workers goroutines, and prints images per second. Batches are uint8, as
+lcl train makes them for image data (normalised on the device), unless
+--float. LCL_JPEG=go selects Go's JPEG decoder instead of libjpeg-turbo.`,
+		Example: `  lcl bench loader --data folder:/tmp/jpegs --workers 1
+  lcl bench loader --data folder:/tmp/jpegs --workers 16 --batch 256 --passes 3`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if spec == "" {
+				return usagef("--data is required")
+			}
+			train, _, err := data.Open(spec)
+			if err != nil {
+				return err
+			}
+			if _, ok := train.(data.U8Decoder); ok && !float {
+				lc.U8 = true
+			}
+			m, err := data.MeasureLoader(cmd.Context(), train, lc, passes)
+			if err != nil {
+				return err
+			}
+			return printJSON(f, m)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&spec, "data", "", "data set spec (required), e.g. folder:DIR")
+	fl.IntVar(&lc.Batch, "batch", 64, "batch size")
+	fl.IntVar(&lc.Workers, "workers", 0, "decoding goroutines (0 = number of CPUs)")
+	fl.IntVar(&passes, "passes", 1, "passes over the training split")
+	fl.BoolVar(&float, "float", false, "normalised float32 batches instead of uint8")
 	return cmd
 }
 
@@ -59,12 +163,7 @@ the mean loss, and the peak bytes allocated and reserved on the device
 			if err != nil {
 				return err
 			}
-			b, err := json.Marshal(res)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(f.IO.Out, string(b))
-			return nil
+			return printJSON(f, res)
 		},
 	}
 	fl := cmd.Flags()

@@ -14,8 +14,9 @@ import (
 )
 
 type evalOptions struct {
-	Checkpoint, Data, Model, Device string
-	Threads, Batch, Workers         int
+	Checkpoint, Data, Model, Device, Precision string
+	Threads, Batch, Workers                    int
+	TF32, ChannelsLast                         bool
 }
 
 func newEvalCmd(f *Factory) *cobra.Command {
@@ -43,6 +44,9 @@ name others.`,
 	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	fl.IntVar(&o.Batch, "batch", 256, "evaluation batch size")
 	fl.IntVar(&o.Workers, "workers", 0, "data decoding goroutines (0 = number of CPUs)")
+	fl.StringVar(&o.Precision, "precision", "fp32", "forward pass in fp32, bf16 or fp16 (autocast)")
+	fl.BoolVar(&o.ChannelsLast, "channels-last", false, "channels-last memory format")
+	fl.BoolVar(&o.TF32, "tf32", false, "allow TF32 in float32 matmuls and convolutions (CUDA; off: exact float32, so CPU and GPU agree)")
 	return cmd
 }
 
@@ -75,8 +79,17 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if err != nil {
 		return err
 	}
+	prec, err := torch.ParsePrecision(o.Precision)
+	if err != nil {
+		return usagef("--precision: %v", err)
+	}
 	if o.Threads > 0 {
 		torch.SetThreads(o.Threads)
+	}
+	if o.Device != "cpu" {
+		if err := torch.SetCUDAFlags(true, o.TF32); err != nil {
+			return err
+		}
 	}
 	c, h, w := test.Shape()
 	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
@@ -91,11 +104,17 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if _, err := trainer.LoadWeights(path, m); err != nil {
 		return err
 	}
-	pm, err := trainer.Evaluate(cmd.Context(), m, test, loader(o.Workers), o.Batch)
+	if o.ChannelsLast {
+		if err := m.ChannelsLast(); err != nil {
+			return err
+		}
+	}
+	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, loader(o.Workers),
+		trainer.EvalOptions{Batch: o.Batch, Device: o.Device, Precision: prec, ChannelsLast: o.ChannelsLast})
 	if err != nil {
 		return err
 	}
-	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(),
+	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device,
 		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}
 	if f.Emit("eval", res) {
 		return nil

@@ -32,6 +32,11 @@ type trainOptions struct {
 	Threads, Workers, EvalBatch, CheckpointEvery        int
 	Resume, NoStore                                     bool
 
+	// GPU path (docs/trainer.md, "GPU training").
+	Precision                          string
+	ChannelsLast, TF32, CUDNNBenchmark bool
+	MetricsEvery                       int
+
 	// Data parallelism (docs/experiment.md, "Running on a cluster").
 	NProc       int
 	DistTimeout time.Duration
@@ -115,6 +120,11 @@ is refused with the reason. The result is also stored in the store as a run.`,
 	fl.IntVar(&o.NProc, "nproc", 1, "data-parallel worker processes on this machine (Gloo over loopback); --batch is the global batch")
 	fl.DurationVar(&o.DistTimeout, "dist-timeout", 10*time.Minute, "data-parallel: how long a rank waits for a stalled peer before failing")
 	fl.StringVar(&o.DistBackend, "dist-backend", "gloo", "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)")
+	fl.StringVar(&o.Precision, "precision", "fp32", "forward passes in fp32, bf16 or fp16 (autocast; fp16 with dynamic loss scaling, CUDA only); weights, optimizer and checkpoints stay fp32")
+	fl.BoolVar(&o.ChannelsLast, "channels-last", false, "channels-last memory format for models and inputs")
+	fl.BoolVar(&o.TF32, "tf32", true, "allow TF32 in float32 matmuls and convolutions (CUDA)")
+	fl.BoolVar(&o.CUDNNBenchmark, "cudnn-benchmark", true, "cuDNN autotuning of convolution algorithms (CUDA)")
+	fl.IntVar(&o.MetricsEvery, "metrics-every", 0, "read the training loss and accuracy from the device every N steps (0: every step on the CPU, 50 on CUDA)")
 	return cmd
 }
 
@@ -151,7 +161,7 @@ func loader(workers int) trainer.Loader {
 			return nil, fmt.Errorf("dataset %T is not a trainer/data set", ds)
 		}
 		l, err := data.NewLoader(ctx, d, data.LoaderConfig{Indices: c.Indices, Batch: c.Batch, Shuffle: c.Shuffle,
-			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers, Shard: c.Shard, Shards: c.Shards})
+			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers, Shard: c.Shard, Shards: c.Shards, U8: c.U8})
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +184,7 @@ func (b *batches) Next() (*trainer.Batch, error) {
 		return nil, err
 	}
 	b.prev = d
-	return &trainer.Batch{N: d.N, X: d.X, Y: d.Y, Index: d.Index}, nil
+	return &trainer.Batch{N: d.N, X: d.X, X8: d.X8, Y: d.Y, Index: d.Index}, nil
 }
 
 func (b *batches) Close() error { return b.l.Close() }
@@ -287,6 +297,10 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return err
 	}
+	prec, err := torch.ParsePrecision(o.Precision)
+	if err != nil {
+		return usagef("--precision: %v", err)
+	}
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
@@ -359,7 +373,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		Out: out, Model: o.Model, Train: train, Test: test, Loader: loader(o.Workers), TrainIndices: idx,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: resume, Identity: identity,
-		Group: group,
+		Precision: prec, ChannelsLast: o.ChannelsLast, TF32: o.TF32, CUDNNBenchmark: o.CUDNNBenchmark,
+		MetricsEvery: o.MetricsEvery,
+		Group:        group,
 	}
 	nTrain := train.Len()
 	if idx != nil {
