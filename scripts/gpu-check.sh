@@ -27,7 +27,8 @@
 # env: PYTHON (python3: the PyTorch to build against and compare with),
 #      LCL_GPUCHECK_BUNDLE (.gpucheck), LCL_GPUCHECK_BUDGET (seconds after
 #      which the remaining steps are skipped: 450, --cpu 900),
-#      DEVICE (cuda:0).
+#      DEVICE (cuda:0), LCL_GPUCHECK_SHIM (a folder with a libltshim.so to use
+#      instead of building one: for debugging this script).
 set -uo pipefail
 
 usage() { echo "usage: scripts/gpu-check.sh OUTDIR [--cpu] [--keep-logs]" >&2; exit 2; }
@@ -59,6 +60,8 @@ cleanup() {
 trap cleanup EXIT
 t0=$(date +%s)
 ncpu=$(nproc 2>/dev/null || echo 1)
+# Both sides with the same OpenMP wait policy: lcl's default (docs/trainer.md).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 if [ "$mode" = gpu ]; then
 	py=${PYTHON:-python3}
@@ -147,11 +150,9 @@ print(v)
 EOF
 }
 
-# lclx ARGS: the bundled lcl with the shim built here.
-lclx() {
-	LD_LIBRARY_PATH="$work/shim:$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-		OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} "$lcl" "$@"
-}
+# "${lclx[@]}" ARGS: the bundled lcl with the shim built here (a command
+# line, not a function: timeout runs programs).
+lclx=(env "LD_LIBRARY_PATH=$work/shim:$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$lcl")
 thr=()
 [ "$threads" -gt 0 ] && thr=(--threads "$threads")
 
@@ -180,6 +181,8 @@ watch_stop() { # prints the peak MiB seen above the idle baseline
 	p=$(cat "$work/mem" 2>/dev/null)
 	if [ -n "$p" ] && [ -n "${base_mem:-}" ]; then echo $((p - base_mem)); else echo n/a; fi
 }
+num() { awk -v v="$1" 'BEGIN { if (v ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) printf "%.1f", v; else print v }'; }
+pct() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+(e[-+]?[0-9]+)?$/) printf "%.2f %%", 100 * v; else print v }'; }
 mib() { awk -v b="$1" 'BEGIN { if (b == "n/a" || b < 0) print "n/a"; else printf "%.0f", b / 1048576 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
@@ -204,31 +207,34 @@ fi
 
 # ---- 2. the shim against this machine's PyTorch -----------------------------
 
-if [ "$mode" = gpu ]; then
+if [ -n "${LCL_GPUCHECK_SHIM:-}" ]; then # a libltshim.so built already (debugging the script)
+	mkdir -p "$work/shim" && cp "$LCL_GPUCHECK_SHIM/libltshim.so" "$work/shim/"
+	result "status:shim-build" "OK (given: $LCL_GPUCHECK_SHIM)"
+elif [ "$mode" = gpu ]; then
 	step shim-build 420 env PYTHON="$py" sh "$root/trainer/torch/build-shim.sh" "" "$work/shim"
 else
 	step shim-build 420 env PYTHON="$py" TORCH_INCLUDE=/usr/include TORCH_LIB=/usr/lib/x86_64-linux-gnu \
 		sh "$root/trainer/torch/build-shim.sh" /usr "$work/shim"
 fi
-if grep -q "built without data parallelism" "$logs/shim-build.log"; then
+if grep -q "built without data parallelism" "$logs/shim-build.log" 2>/dev/null; then
 	result shim-dist "no (dist.cpp did not compile: logs/shim-dist-compile.log)"
 else
 	result shim-dist yes
 fi
 [ -e "$work/shim/libltshim-dist.log" ] && cp "$work/shim/libltshim-dist.log" "$logs/shim-dist-compile.log"
 
-step info 60 lclx bench info
+step info 60 "${lclx[@]}" bench info
 result info "$(tail -n 1 "$logs/info.log")"
 
 # ---- 3. train on the device, evaluate on the CPU and the device ------------
 
-step train 240 lclx train --data "$train_data" --model "$train_model" --epochs 1 --batch "$train_batch" \
+step train 240 "${lclx[@]}" train --data "$train_data" --model "$train_model" --epochs 1 --batch "$train_batch" \
 	--device "$dev" --precision bf16 --channels-last --out "$work/run" --no-store --json --quiet \
 	--eval-batch 256 "${thr[@]}"
-result train-top1 "$(jget "$logs/train.log" final.test_top1)"
-result train-imgs "$(jget "$logs/train.log" epochs.img_per_s)"
-step eval-cpu 180 lclx eval --checkpoint "$work/run" --device cpu --json --batch 256 "${thr[@]}"
-step eval-gpu 120 lclx eval --checkpoint "$work/run" --device "$dev" --json --batch 256 "${thr[@]}"
+result train-top1 "$(pct "$(jget "$logs/train.log" final.test_top1)")"
+result train-imgs "$(num "$(jget "$logs/train.log" epochs.img_per_s)")"
+step eval-cpu 180 "${lclx[@]}" eval --checkpoint "$work/run" --device cpu --json --batch 256 "${thr[@]}"
+step eval-gpu 120 "${lclx[@]}" eval --checkpoint "$work/run" --device "$dev" --json --batch 256 "${thr[@]}"
 for d in cpu gpu; do
 	result "eval-$d-top1" "$(jget "$logs/eval-$d.log" test_top1)"
 	result "eval-$d-loss" "$(jget "$logs/eval-$d.log" test_loss)"
@@ -248,13 +254,13 @@ bench() {
 	shift
 	ra=("$@")
 	watch_start
-	step "lcl-$name" "$bench_t" lclx bench step --device "$dev" "${la[@]}" "${thr[@]}"
+	step "lcl-$name" "$bench_t" "${lclx[@]}" bench step --device "$dev" "${la[@]}" "${thr[@]}"
 	result "smi-lcl-$name" "$(watch_stop)"
 	watch_start
 	step "torch-$name" "$bench_t" "$py" "$root/bench/step_ref.py" --device "$dev" --threads "$threads" "${ra[@]}"
 	result "smi-torch-$name" "$(watch_stop)"
 	for side in lcl torch; do
-		result "ips-$side-$name" "$(jget "$logs/$side-$name.log" img_per_s)"
+		result "ips-$side-$name" "$(num "$(jget "$logs/$side-$name.log" img_per_s)")"
 		result "alloc-$side-$name" "$(mib "$(jget "$logs/$side-$name.log" peak_allocated)")"
 		result "resv-$side-$name" "$(mib "$(jget "$logs/$side-$name.log" peak_reserved)")"
 	done
@@ -265,11 +271,11 @@ bench r50-bf16-cl "${r50[@]}" --precision bf16 --channels-last -- "${r50_ref[@]}
 
 # ---- 5. the image pipeline on all cores ------------------------------------
 
-step jpegs 120 lclx bench jpegs --out "$work/jpegs" --n "$jpegs"
-step loader-1 120 lclx bench loader --data "folder:$work/jpegs" --workers 1 --batch "$loader_batch" --passes 1
-step loader-all 120 lclx bench loader --data "folder:$work/jpegs" --workers "$ncpu" --batch "$loader_batch" --passes "$passes"
-result loader-1 "$(jget "$logs/loader-1.log" img_per_s)"
-result loader-all "$(jget "$logs/loader-all.log" img_per_s)"
+step jpegs 120 "${lclx[@]}" bench jpegs --out "$work/jpegs" --n "$jpegs"
+step loader-1 120 "${lclx[@]}" bench loader --data "folder:$work/jpegs" --workers 1 --batch "$loader_batch" --passes 1
+step loader-all 120 "${lclx[@]}" bench loader --data "folder:$work/jpegs" --workers "$ncpu" --batch "$loader_batch" --passes "$passes"
+result loader-1 "$(num "$(jget "$logs/loader-1.log" img_per_s)")"
+result loader-all "$(num "$(jget "$logs/loader-all.log" img_per_s)")"
 result loader-decoder "$(jget "$logs/loader-all.log" decoder)"
 
 bench r50-fp32 "${r50[@]}" --precision fp32 -- "${r50_ref[@]}" --precision fp32
@@ -289,8 +295,8 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 	echo "|---|---|"
 	echo "| shim build against this PyTorch | $(get status:shim-build) in $(get time:shim-build); c10d part: $(get shim-dist) |"
 	echo "| lcl train on $dev (1 epoch, synthetic, bf16, channels-last) | $(get status:train): test top-1 $(get train-top1), $(get train-imgs) img/s |"
-	echo "| lcl eval on cpu | $(get status:eval-cpu): top-1 $(get eval-cpu-top1), loss $(get eval-cpu-loss) |"
-	echo "| lcl eval on $dev | $(get status:eval-gpu): top-1 $(get eval-gpu-top1), loss $(get eval-gpu-loss) |"
+	echo "| lcl eval on cpu | $(get status:eval-cpu): top-1 $(pct "$(get eval-cpu-top1)"), loss $(get eval-cpu-loss) |"
+	echo "| lcl eval on $dev | $(get status:eval-gpu): top-1 $(pct "$(get eval-gpu-top1)"), loss $(get eval-gpu-loss) |"
 	echo "| same accuracy on CPU and GPU | $(get eval-same) |"
 	echo "| image pipeline ($(get loader-decoder), random-resized crop 224 + flip, uint8) | 1 worker $(get loader-1) img/s ($(get status:loader-1)); $ncpu workers $(get loader-all) img/s ($(get status:loader-all)) |"
 	echo "| pipeline / GPU (ResNet-50 bf16 channels-last, lcl) | $(ratio "$(get loader-all)" "$(get ips-lcl-r50-bf16-cl)") (≥ 1: the GPU sets the pace) |"
@@ -312,7 +318,7 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 {
 	echo "gpu-check ($mode) finished in $(elapsed) s"
 	awk -F '\t' '$1 ~ /^status:/ { sub(/^status:/, "", $1); s[$1] = $2; o[++n] = $1 } $1 ~ /^time:/ { sub(/^time:/, "", $1); t[$1] = $2 }
-		END { for (i = 1; i <= n; i++) { k = o[i]; if (seen[k]++) continue; printf "%-22s %-18s %s\n", k, s[k], t[k]; if (s[k] != "OK") bad++ }
+		END { for (i = 1; i <= n; i++) { k = o[i]; if (seen[k]++) continue; printf "%-22s %-18s %s\n", k, s[k], t[k]; if (s[k] !~ /^OK/) bad++ }
 		      printf "\n%d step(s) not OK\n", bad }' "$out/results.tsv"
 } >"$out/summary.txt"
 cat "$out/table.md"

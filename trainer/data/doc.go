@@ -6,5 +6,9 @@
 // a bounded prefetch queue while keeping batch order and augmentation
 // deterministic for a given seed, whatever the number of workers.
 //
-// The package is pure Go (no cgo); the trainer copies Batch.X into tensors.
+// JPEGs decode through libjpeg-turbo (cgo, turbo.go) at a reduced DCT scale
+// where the crop allows, with Go's decoder as the fallback (CGO_ENABLED=0 or
+// -tags noturbo build the package in pure Go). Batches are normalised
+// float32 (Batch.X) or, with LoaderConfig.U8, pixel bytes (Batch.X8) that the
+// trainer normalises on the device.
 package data
