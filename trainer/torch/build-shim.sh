@@ -7,7 +7,8 @@
 # include/ and lib/ are used unless TORCH_INCLUDE / TORCH_LIB say otherwise
 # (Debian: TORCH_INCLUDE=/usr/include TORCH_LIB=/usr/lib/x86_64-linux-gnu).
 # env: PYTHON (python3), CXX (g++), CXXFLAGS (extra flags), LT_NO_DIST=1
-# (leave the c10d part out on purpose).
+# (leave the c10d part out on purpose), LT_CXX_STD (c++17, or c++20 when
+# the headers ask for it).
 #
 # The shim (shim.cpp) and its c10d part (dist.cpp) compile in parallel. If
 # dist.cpp does not compile against this libtorch (c10d's headers change
@@ -30,7 +31,15 @@ cuda=""
 if [ -e "$lib/libtorch_cuda.so" ]; then cuda="-Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-flags="-std=c++17 -O2 -fPIC -D_GLIBCXX_USE_CXX11_ABI=$abi -I$inc -I$inc/torch/csrc/api/include ${CXXFLAGS:-}"
+# The C++ standard: 17, or 20 where this PyTorch's headers demand it.
+std=${LT_CXX_STD:-}
+if [ -z "$std" ]; then
+	std=c++17
+	for h in "$inc/torch/csrc/api/include/torch/all.h" "$inc/torch/all.h"; do
+		if [ -f "$h" ] && grep -q 'C++20 or later' "$h"; then std=c++20; fi
+	done
+fi
+flags="-std=$std -O2 -fPIC -D_GLIBCXX_USE_CXX11_ABI=$abi -I$inc -I$inc/torch/csrc/api/include ${CXXFLAGS:-}"
 
 # probe NAME CODE: does CODE compile against this libtorch?
 probe() {
