@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wiki"
@@ -248,6 +249,7 @@ func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
 	for w := 0; w < max(o.Concurrency, 1); w++ {
 		wg.Add(1)
 		go func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer wg.Done()
 			for c := range jobs {
 				doc, err := src.Document(ctx, request(wn, c))
@@ -256,6 +258,7 @@ func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
 		}()
 	}
 	go func() {
+		defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 		defer close(jobs)
 		for _, c := range todo {
 			select {
@@ -435,6 +438,7 @@ func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
 	for w := 0; w < max(o.Concurrency, 1); w++ {
 		wg.Add(1)
 		go func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer wg.Done()
 			for i := range next {
 				d, err := decide(set.Classes[i])
