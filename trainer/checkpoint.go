@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lcl-project/lcl/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/atomicfile"
 
 	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"

@@ -12,108 +12,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
-
-// Config is one training run.
-type Config struct {
-	// Out is the run directory (metrics.jsonl, checkpoint.safetensors,
-	// model.safetensors, result.json); "" keeps everything in memory.
-	Out string
-	// Model names an architecture of Models ("cnn", "resnet18:stem=cifar").
-	Model  string
-	Models *models.Registry // nil = models.Builtin()
-	Train  Dataset
-	Test   Dataset
-	Loader Loader
-	// TrainIndices is the run's training set (e.g. a class-stratified
-	// fraction); nil = every example of Train.
-	TrainIndices []int
-	Planner      Planner
-	Strategy     string // the planner's name, recorded and checked on resume
-	Optim        Optim
-	Seed         int64
-	Threads      int    // libtorch threads; 0 keeps libtorch's default
-	Device       string // "cpu" (default), "cuda", "cuda:1"
-	EvalBatch    int    // 0 = 256
-	// CheckpointEvery writes a checkpoint every that many epochs; the end of
-	// every stage, the end of the run and a cancellation always write one.
-	CheckpointEvery int
-	// NoCheckpoint disables checkpoints (benchmarks, tests).
-	NoCheckpoint bool
-	// Resume continues from Out/checkpoint.safetensors.
-	Resume bool
-	// Identity holds further settings a resumed run must share with the
-	// checkpoint (dataset, fraction, ...).
-	Identity map[string]string
-	// Progress, when set, is called after every step.
-	Progress func(Progress)
-	// OnEpoch, when set, is called with each epoch's metrics.
-	OnEpoch func(EpochMetrics)
-	// Group, when set, makes the run data-parallel over its ranks (one
-	// process each): every rank runs Run with the same Config, the models
-	// start from rank 0's weights, each rank loads and steps on its slice
-	// of every global batch of Optim.Batch examples, the gradients are
-	// summed over the ranks inside each step, the test set is evaluated in
-	// slices, rank 0 alone calls Planner.Plan (its plan is broadcast) and
-	// writes to Out. A resumed run reads rank 0's checkpoint on rank 0 and
-	// broadcasts it.
-	Group *torch.Group
-}
-
-// Progress is the state of the run after a step.
-type Progress struct {
-	Stage                      string
-	Epoch, Epochs, Step, Steps int // Epoch is 1-based
-	Loss, Acc, ImgPerSec       float64
-	ETA                        time.Duration // of the stage
-}
-
-// PeerMetrics are one model's figures for an epoch.
-type PeerMetrics struct {
-	TrainLoss float64 `json:"train_loss"`
-	TrainTop1 float64 `json:"train_top1"`
-	TestTop1  float64 `json:"test_top1"`
-	TestTop5  float64 `json:"test_top5"`
-	TestLoss  float64 `json:"test_loss"`
-}
-
-// EpochMetrics is one line of metrics.jsonl.
-type EpochMetrics struct {
-	MessageType string        `json:"message_type"` // "epoch"
-	Stage       string        `json:"stage"`
-	StageIndex  int           `json:"stage_index"`
-	Epoch       int           `json:"epoch"` // 1-based
-	Epochs      int           `json:"epochs"`
-	LR          float64       `json:"lr"`
-	Images      int64         `json:"images"`
-	Seconds     float64       `json:"seconds"`
-	ImgPerSec   float64       `json:"img_per_s"`
-	PeerMetrics               // peer 0
-	Peers       []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
-	// Top1 and Top5 repeat the test accuracy of every peer (one entry per
-	// model), the per-epoch shape lcl report and lcl experiment read.
-	Top1 []float64 `json:"top1"`
-	Top5 []float64 `json:"top5"`
-	// TargetEntropy is the mean over classes of the entropy (nats) of the
-	// epoch's target rows: 0 for one-hot, falling over the epochs under LCL.
-	TargetEntropy float64 `json:"target_entropy"`
-}
-
-// Result is the outcome of a run.
-type Result struct {
-	Strategy   string         `json:"strategy"`
-	Model      string         `json:"model"`
-	Seed       int64          `json:"seed"`
-	Final      []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
-	Top1       []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
-	Top5       []float64      `json:"top5"`
-	Epochs     []EpochMetrics `json:"epochs"`
-	Seconds    float64        `json:"seconds"`
-	Checkpoint string         `json:"checkpoint,omitempty"`
-	Weights    string         `json:"weights,omitempty"`
-}
 
 // ErrCanceled wraps the context's error when a run stopped early; the
 // checkpoint written then lets Resume continue it.
@@ -150,83 +50,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return r.run(ctx)
 }
 
-func newRunner(cfg Config) (*runner, error) {
-	if cfg.Train == nil || cfg.Test == nil || cfg.Loader == nil || cfg.Planner == nil {
-		return nil, errors.New("trainer: config needs Train, Test, Loader and Planner")
-	}
-	if cfg.Models == nil {
-		cfg.Models = models.Builtin()
-	}
-	if cfg.Device == "" {
-		cfg.Device = "cpu"
-	}
-	if cfg.EvalBatch <= 0 {
-		cfg.EvalBatch = 256
-	}
-	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
-		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
-	}
-	if err := cfg.Optim.Schedule.Validate(); err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
-	if (cfg.Resume || !cfg.NoCheckpoint) && cfg.Out == "" && cfg.Resume {
-		return nil, errors.New("trainer: resume needs the run directory")
-	}
-	c, h, w := cfg.Train.Shape()
-	tc, th, tw := cfg.Test.Shape()
-	if c != tc || h != th || w != tw || cfg.Train.NumClasses() != cfg.Test.NumClasses() {
-		return nil, fmt.Errorf("trainer: train set is %d×%d×%d with %d classes, test set %d×%d×%d with %d",
-			c, h, w, cfg.Train.NumClasses(), tc, th, tw, cfg.Test.NumClasses())
-	}
-	spec, err := cfg.Models.Get(cfg.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()})
-	if err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
-	if cfg.TrainIndices == nil {
-		cfg.TrainIndices = make([]int, cfg.Train.Len())
-		for i := range cfg.TrainIndices {
-			cfg.TrainIndices[i] = i
-		}
-	}
-	if len(cfg.TrainIndices) == 0 {
-		return nil, errors.New("trainer: empty training set")
-	}
-	stages := cfg.Planner.Stages()
-	if len(stages) == 0 {
-		return nil, errors.New("trainer: planner declares no stage")
-	}
-	seen := map[string]bool{}
-	specs := make([]torch.Spec, len(stages))
-	for i := range stages {
-		s := &stages[i]
-		specs[i] = spec
-		if s.Model != "" && s.Model != cfg.Model {
-			if specs[i], err = cfg.Models.Get(s.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()}); err != nil {
-				return nil, fmt.Errorf("trainer: stage %q: %w", s.Name, err)
-			}
-		}
-		if s.Epochs <= 0 {
-			s.Epochs = cfg.Optim.Epochs
-		}
-		if s.Peers <= 0 {
-			s.Peers = 1
-		}
-		if s.Name == "" || seen[s.Name] {
-			return nil, fmt.Errorf("trainer: stage %d: empty or repeated name %q", i, s.Name)
-		}
-		if s.Teacher != "" && !seen[s.Teacher] {
-			return nil, fmt.Errorf("trainer: stage %q: teacher %q is not an earlier stage", s.Name, s.Teacher)
-		}
-		seen[s.Name] = true
-	}
-	if cfg.Threads > 0 {
-		torch.SetThreads(cfg.Threads)
-	}
-	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
-	r.id = r.identity()
-	return r, nil
-}
-
 // specOf returns the architecture of the stage with this name.
 func (r *runner) specOf(name string) torch.Spec {
 	for i, s := range r.stages {
@@ -244,24 +67,6 @@ func (r *runner) close() {
 	if r.metrics != nil {
 		r.metrics.Close()
 	}
-}
-
-func (r *runner) identity() map[string]string {
-	o := r.cfg.Optim
-	c, h, w := r.cfg.Train.Shape()
-	id := map[string]string{
-		"model":    r.cfg.Model,
-		"strategy": r.cfg.Strategy,
-		"seed":     fmt.Sprint(r.cfg.Seed),
-		"input":    fmt.Sprintf("%dx%dx%d/%d", c, h, w, r.cfg.Train.NumClasses()),
-		"train":    fmt.Sprintf("%d of %d", len(r.cfg.TrainIndices), r.cfg.Train.Len()),
-		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
-			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
-	}
-	for k, v := range r.cfg.Identity {
-		id[k] = v
-	}
-	return id
 }
 
 // mix derives a seed from the run's seed and a position (splitmix64).
@@ -438,46 +243,6 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 	}
 	return res, nil
 }
-
-func (r *runner) openMetrics(ck *checkpoint) error {
-	if r.cfg.Out == "" || !r.writer() {
-		return nil
-	}
-	if err := os.MkdirAll(r.cfg.Out, 0o755); err != nil {
-		return fmt.Errorf("trainer: run directory: %w", err)
-	}
-	path := filepath.Join(r.cfg.Out, "metrics.jsonl")
-	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if ck != nil {
-		flag = os.O_CREATE | os.O_WRONLY
-	}
-	f, err := os.OpenFile(path, flag, 0o644)
-	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
-	}
-	if ck != nil {
-		// Drop the lines written after the checkpoint.
-		if err := f.Truncate(ck.State.MetricsBytes); err != nil {
-			f.Close()
-			return fmt.Errorf("trainer: %w", err)
-		}
-		if _, err := f.Seek(ck.State.MetricsBytes, io.SeekStart); err != nil {
-			f.Close()
-			return fmt.Errorf("trainer: %w", err)
-		}
-	}
-	r.metrics = f
-	return nil
-}
-
-func (r *runner) metricsBytes() int64 {
-	if r.metrics == nil {
-		return 0
-	}
-	off, _ := r.metrics.Seek(0, io.SeekCurrent)
-	return off
-}
-
 func (r *runner) planContext(s, e, step int) PlanContext {
 	var classes []string
 	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
@@ -700,13 +465,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	if r.cfg.OnEpoch != nil {
 		r.cfg.OnEpoch(em)
 	}
-	if r.metrics != nil {
-		b, _ := json.Marshal(em)
-		if _, err := r.metrics.Write(append(b, '\n')); err != nil {
-			return fmt.Errorf("trainer: metrics: %w", err)
-		}
-	}
-	return nil
+	return r.logEpoch(em)
 }
 
 func (r *runner) evaluate(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
@@ -740,22 +499,6 @@ func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, ba
 	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
 }
 
-// meanRowEntropy is the mean entropy (nats) of the rows of a C×C target
-// matrix; nil (one-hot) has entropy 0.
-func meanRowEntropy(t []float32, c int) float64 {
-	if t == nil || c == 0 {
-		return 0
-	}
-	var h float64
-	for _, v := range t {
-		if v > 0 {
-			h -= float64(v) * math.Log(float64(v))
-		}
-	}
-	return h / float64(c)
-}
-
-// stepTargets asks the planner for step i's targets (Stage.PerStep) and
 // swaps them into the step.
 func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {
 	stage := r.stages[s]

@@ -1,0 +1,159 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// Config is one training run.
+type Config struct {
+	// Out is the run directory (metrics.jsonl, checkpoint.safetensors,
+	// model.safetensors, result.json); "" keeps everything in memory.
+	Out string
+	// Model names an architecture of Models ("cnn", "resnet18:stem=cifar").
+	Model  string
+	Models *models.Registry // nil = models.Builtin()
+	Train  Dataset
+	Test   Dataset
+	Loader Loader
+	// TrainIndices is the run's training set (e.g. a class-stratified
+	// fraction); nil = every example of Train.
+	TrainIndices []int
+	Planner      Planner
+	Strategy     string // the planner's name, recorded and checked on resume
+	Optim        Optim
+	Seed         int64
+	Threads      int    // libtorch threads; 0 keeps libtorch's default
+	Device       string // "cpu" (default), "cuda", "cuda:1"
+	EvalBatch    int    // 0 = 256
+	// CheckpointEvery writes a checkpoint every that many epochs; the end of
+	// every stage, the end of the run and a cancellation always write one.
+	CheckpointEvery int
+	// NoCheckpoint disables checkpoints (benchmarks, tests).
+	NoCheckpoint bool
+	// Resume continues from Out/checkpoint.safetensors.
+	Resume bool
+	// Identity holds further settings a resumed run must share with the
+	// checkpoint (dataset, fraction, ...).
+	Identity map[string]string
+	// Progress, when set, is called after every step.
+	Progress func(Progress)
+	// OnEpoch, when set, is called with each epoch's metrics.
+	OnEpoch func(EpochMetrics)
+	// Group, when set, makes the run data-parallel over its ranks (one
+	// process each): every rank runs Run with the same Config, the models
+	// start from rank 0's weights, each rank loads and steps on its slice
+	// of every global batch of Optim.Batch examples, the gradients are
+	// summed over the ranks inside each step, the test set is evaluated in
+	// slices, rank 0 alone calls Planner.Plan (its plan is broadcast) and
+	// writes to Out. A resumed run reads rank 0's checkpoint on rank 0 and
+	// broadcasts it.
+	Group *torch.Group
+}
+
+// Progress is the state of the run after a step.
+type Progress struct {
+	Stage                      string
+	Epoch, Epochs, Step, Steps int // Epoch is 1-based
+	Loss, Acc, ImgPerSec       float64
+	ETA                        time.Duration // of the stage
+}
+
+func newRunner(cfg Config) (*runner, error) {
+	if cfg.Train == nil || cfg.Test == nil || cfg.Loader == nil || cfg.Planner == nil {
+		return nil, errors.New("trainer: config needs Train, Test, Loader and Planner")
+	}
+	if cfg.Models == nil {
+		cfg.Models = models.Builtin()
+	}
+	if cfg.Device == "" {
+		cfg.Device = "cpu"
+	}
+	if cfg.EvalBatch <= 0 {
+		cfg.EvalBatch = 256
+	}
+	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
+		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
+	}
+	if err := cfg.Optim.Schedule.Validate(); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if (cfg.Resume || !cfg.NoCheckpoint) && cfg.Out == "" && cfg.Resume {
+		return nil, errors.New("trainer: resume needs the run directory")
+	}
+	c, h, w := cfg.Train.Shape()
+	tc, th, tw := cfg.Test.Shape()
+	if c != tc || h != th || w != tw || cfg.Train.NumClasses() != cfg.Test.NumClasses() {
+		return nil, fmt.Errorf("trainer: train set is %d×%d×%d with %d classes, test set %d×%d×%d with %d",
+			c, h, w, cfg.Train.NumClasses(), tc, th, tw, cfg.Test.NumClasses())
+	}
+	spec, err := cfg.Models.Get(cfg.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()})
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if cfg.TrainIndices == nil {
+		cfg.TrainIndices = make([]int, cfg.Train.Len())
+		for i := range cfg.TrainIndices {
+			cfg.TrainIndices[i] = i
+		}
+	}
+	if len(cfg.TrainIndices) == 0 {
+		return nil, errors.New("trainer: empty training set")
+	}
+	stages := cfg.Planner.Stages()
+	if len(stages) == 0 {
+		return nil, errors.New("trainer: planner declares no stage")
+	}
+	seen := map[string]bool{}
+	specs := make([]torch.Spec, len(stages))
+	for i := range stages {
+		s := &stages[i]
+		specs[i] = spec
+		if s.Model != "" && s.Model != cfg.Model {
+			if specs[i], err = cfg.Models.Get(s.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()}); err != nil {
+				return nil, fmt.Errorf("trainer: stage %q: %w", s.Name, err)
+			}
+		}
+		if s.Epochs <= 0 {
+			s.Epochs = cfg.Optim.Epochs
+		}
+		if s.Peers <= 0 {
+			s.Peers = 1
+		}
+		if s.Name == "" || seen[s.Name] {
+			return nil, fmt.Errorf("trainer: stage %d: empty or repeated name %q", i, s.Name)
+		}
+		if s.Teacher != "" && !seen[s.Teacher] {
+			return nil, fmt.Errorf("trainer: stage %q: teacher %q is not an earlier stage", s.Name, s.Teacher)
+		}
+		seen[s.Name] = true
+	}
+	if cfg.Threads > 0 {
+		torch.SetThreads(cfg.Threads)
+	}
+	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r.id = r.identity()
+	return r, nil
+}
+
+func (r *runner) identity() map[string]string {
+	o := r.cfg.Optim
+	c, h, w := r.cfg.Train.Shape()
+	id := map[string]string{
+		"model":    r.cfg.Model,
+		"strategy": r.cfg.Strategy,
+		"seed":     fmt.Sprint(r.cfg.Seed),
+		"input":    fmt.Sprintf("%dx%dx%d/%d", c, h, w, r.cfg.Train.NumClasses()),
+		"train":    fmt.Sprintf("%d of %d", len(r.cfg.TrainIndices), r.cfg.Train.Len()),
+		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
+			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
+	}
+	for k, v := range r.cfg.Identity {
+		id[k] = v
+	}
+	return id
+}

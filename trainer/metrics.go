@@ -1,0 +1,122 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// PeerMetrics are one model's figures for an epoch.
+type PeerMetrics struct {
+	TrainLoss float64 `json:"train_loss"`
+	TrainTop1 float64 `json:"train_top1"`
+	TestTop1  float64 `json:"test_top1"`
+	TestTop5  float64 `json:"test_top5"`
+	TestLoss  float64 `json:"test_loss"`
+}
+
+// EpochMetrics is one line of metrics.jsonl.
+type EpochMetrics struct {
+	MessageType string        `json:"message_type"` // "epoch"
+	Stage       string        `json:"stage"`
+	StageIndex  int           `json:"stage_index"`
+	Epoch       int           `json:"epoch"` // 1-based
+	Epochs      int           `json:"epochs"`
+	LR          float64       `json:"lr"`
+	Images      int64         `json:"images"`
+	Seconds     float64       `json:"seconds"`
+	ImgPerSec   float64       `json:"img_per_s"`
+	PeerMetrics               // peer 0
+	Peers       []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
+	// Top1 and Top5 repeat the test accuracy of every peer (one entry per
+	// model), the per-epoch shape lcl report and lcl experiment read.
+	Top1 []float64 `json:"top1"`
+	Top5 []float64 `json:"top5"`
+	// TargetEntropy is the mean over classes of the entropy (nats) of the
+	// epoch's target rows: 0 for one-hot, falling over the epochs under LCL.
+	TargetEntropy float64 `json:"target_entropy"`
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Strategy   string         `json:"strategy"`
+	Model      string         `json:"model"`
+	Seed       int64          `json:"seed"`
+	Final      []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
+	Top1       []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5       []float64      `json:"top5"`
+	Epochs     []EpochMetrics `json:"epochs"`
+	Seconds    float64        `json:"seconds"`
+	Checkpoint string         `json:"checkpoint,omitempty"`
+	Weights    string         `json:"weights,omitempty"`
+}
+
+func (r *runner) openMetrics(ck *checkpoint) error {
+	if r.cfg.Out == "" || !r.writer() {
+		return nil
+	}
+	if err := os.MkdirAll(r.cfg.Out, 0o755); err != nil {
+		return fmt.Errorf("trainer: run directory: %w", err)
+	}
+	path := filepath.Join(r.cfg.Out, "metrics.jsonl")
+	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if ck != nil {
+		flag = os.O_CREATE | os.O_WRONLY
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	if ck != nil {
+		// Drop the lines written after the checkpoint.
+		if err := f.Truncate(ck.State.MetricsBytes); err != nil {
+			f.Close()
+			return fmt.Errorf("trainer: %w", err)
+		}
+		if _, err := f.Seek(ck.State.MetricsBytes, io.SeekStart); err != nil {
+			f.Close()
+			return fmt.Errorf("trainer: %w", err)
+		}
+	}
+	r.metrics = f
+	return nil
+}
+
+func (r *runner) metricsBytes() int64 {
+	if r.metrics == nil {
+		return 0
+	}
+	off, _ := r.metrics.Seek(0, io.SeekCurrent)
+	return off
+}
+
+// meanRowEntropy is the mean entropy (nats) of the rows of a C×C target
+// matrix; nil (one-hot) has entropy 0.
+func meanRowEntropy(t []float32, c int) float64 {
+	if t == nil || c == 0 {
+		return 0
+	}
+	var h float64
+	for _, v := range t {
+		if v > 0 {
+			h -= float64(v) * math.Log(float64(v))
+		}
+	}
+	return h / float64(c)
+}
+
+// stepTargets asks the planner for step i's targets (Stage.PerStep) and
+
+// logEpoch appends em to metrics.jsonl (when this process writes one).
+func (r *runner) logEpoch(em EpochMetrics) error {
+	if r.metrics != nil {
+		b, _ := json.Marshal(em)
+		if _, err := r.metrics.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("trainer: metrics: %w", err)
+		}
+	}
+	return nil
+}
