@@ -233,8 +233,8 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 }
 
 func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptions) error {
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
 	dist, err := distFromEnv()
 	if err != nil {
@@ -281,7 +281,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
-	if o.Device != "cpu" && torch.CUDADevices() == 0 {
+	if n, err := torch.CUDADevices(); err != nil {
+		return err
+	} else if o.Device != "cpu" && n == 0 {
 		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", o.Device)
 	}
 	train, test, err := data.Open(spec)
@@ -423,7 +425,8 @@ func threads(n int) int {
 	if n > 0 {
 		return n
 	}
-	return torch.Threads()
+	n, _ = torch.Threads() // only printed; Check already passed
+	return n
 }
 
 // storeRun records the result as a simstore run keyed by a digest of the
