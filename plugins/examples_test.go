@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/internal/testdep"
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
 
@@ -16,10 +17,7 @@ import (
 // Python example into a fresh plugin folder.
 func examplePluginDir(t *testing.T) string {
 	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
-		t.Fatalf("the Python example plugin needs Debian's python3-grpcio and python3-protobuf "+
-			"(run `make deps` or apt-get install python3-grpcio python3-protobuf): %v: %s", err, out)
-	}
+	testdep.PythonModules(t, "grpc", "google.protobuf")
 	dir := t.TempDir()
 	for _, ex := range []string{"lcl-strategy-annealls", "lcl-similarity-lexical"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, ex), "../examples/"+ex)

@@ -11,22 +11,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/lcl-project/lcl/internal/testdep"
 )
 
 // TestHTMLRendersInChromium opens the self-contained report in headless
 // Chromium and checks the screenshot shows the tables (dark text near the
 // top) and the plots (saturated plot colours further down).
 func TestHTMLRendersInChromium(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Fatal("no chromium on PATH: install it with `scripts/deps.sh e2e` (Debian: apt-get install -y chromium)")
-	}
+	browser := testdep.Program(t, "chromium")
 	r := buildFake(t)
 	if err := r.AddPlots(); err != nil {
 		t.Fatal(err)

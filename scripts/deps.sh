@@ -3,18 +3,34 @@
 #   scripts/deps.sh          what the build and the tests need
 #   scripts/deps.sh bench    also the reference tools the benchmarks compare with
 #   scripts/deps.sh e2e      also chromium, which the end-to-end tests use to render the HTML report
+#   scripts/deps.sh --list [SET]   print a set's packages (internal/testdep's test reads it)
 set -euo pipefail
 
-need=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev python3-grpcio python3-numpy python3-networkx)
-if [ "${1:-}" = bench ]; then
-  need+=(python3-torch python3-gensim python3-networkx python3-scipy python3-pil)
+# test: what the build and the tests need (every package a test declares
+# through internal/testdep; its TestDepsInstallsEveryDeclaredPackage checks).
+test=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev
+  python3-numpy python3-networkx python3-scipy python3-torch python3-grpcio python3-protobuf)
+bench=(python3-gensim python3-pil python3-torchvision)
+e2e=(chromium)
+proto=(protobuf-compiler)
+
+kind=${1:-test}
+if [ "$kind" = --list ]; then
+  # scripts/deps.sh --list [test|bench|e2e|proto]: the packages, one per line.
+  kind=${2:-test}
+  list=("${test[@]}")
+  case "$kind" in bench) list+=("${bench[@]}") ;; e2e) list+=("${e2e[@]}") ;; proto) list+=("${proto[@]}") ;; esac
+  printf '%s\n' "${list[@]}"
+  exit 0
 fi
-if [ "${1:-}" = e2e ]; then
-  need+=(chromium)
-fi
-if [ "${1:-}" = proto ]; then
-  need+=(protobuf-compiler)
-fi
+need=("${test[@]}")
+case "$kind" in
+  test) ;;
+  bench) need+=("${bench[@]}") ;;
+  e2e) need+=("${e2e[@]}") ;;
+  proto) need+=("${proto[@]}") ;;
+  *) echo "deps: unknown set '$kind' (want test, bench, e2e or proto)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${need[@]}"; do

@@ -5,12 +5,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/internal/testdep"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/wordnet"
 )
@@ -238,10 +238,7 @@ func writeGraph(t testing.TB, dir string, g *Graph, classes []int) (edges, nodes
 // on ImageNet-1k's WordNet DAG (about 4 s in networkx). networkx comes from
 // Debian's python3-networkx (make deps); without it the test fails.
 func TestSimRankEqualsNetworkx(t *testing.T) {
-	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import networkx, numpy").CombinedOutput(); err != nil {
-		t.Fatalf("networkx for %s is missing: run `make deps` (Debian python3-networkx): %v\n%s", python, err, out)
-	}
+	py := testdep.PythonModules(t, "networkx", "numpy")
 	set, g := imagenetGraph(t)
 	classes, err := g.ClassNodes(set)
 	if err != nil {
@@ -257,7 +254,8 @@ func TestSimRankEqualsNetworkx(t *testing.T) {
 	dir := t.TempDir()
 	edges, nodes, cls := writeGraph(t, dir, g, classes)
 	out := filepath.Join(dir, "nx.npy")
-	cmd := exec.Command(python, filepath.Join("..", "testdata", "similarity", "simrank_reference.py"), edges, nodes, cls, "0.8", "1e-4", out, "networkx")
+	script, _ := filepath.Abs(filepath.Join("..", "testdata", "similarity", "simrank_reference.py"))
+	cmd := py.Command(script, edges, nodes, cls, "0.8", "1e-4", out, "networkx")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("networkx reference: %v\n%s", err, b)
 	}

@@ -7,11 +7,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/internal/testdep"
 	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -22,6 +22,7 @@ import (
 // logits of both must agree on the same input. The safetensors file is
 // parsed by hand in Python (Debian ships no safetensors package).
 func TestWeightsLoadInPyTorch(t *testing.T) {
+	py := testdep.PythonModules(t, "torch")
 	dir := t.TempDir()
 	torch.SetThreads(1)
 	r := rand.New(rand.NewPCG(1, 1))
@@ -92,12 +93,8 @@ with torch.no_grad():
     print(" ".join("%.6g" % v for v in m(x).flatten().tolist()))
 `
 		bench, _ := filepath.Abs("../bench")
-		out, err := exec.Command("/usr/bin/python3", "-c", script, bench, tc.name, wpath, xpath,
-			fmt.Sprintf("%d,%d,%d,%d", n, tc.in.C, tc.in.H, tc.in.W)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: python: %v\n%s", tc.name, err, out)
-		}
-		f := strings.Fields(string(out))
+		out := py.Run(script, bench, tc.name, wpath, xpath, fmt.Sprintf("%d,%d,%d,%d", n, tc.in.C, tc.in.H, tc.in.W))
+		f := strings.Fields(out)
 		if len(f) != len(ev.Logits) {
 			t.Fatalf("%s: python gave %d logits, lcl %d", tc.name, len(f), len(ev.Logits))
 		}

@@ -3,10 +3,11 @@ package npy
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/internal/testdep"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -45,10 +46,7 @@ func TestReadErrors(t *testing.T) {
 
 // NumPy itself must read what Write writes and vice versa (float32 too).
 func TestNumPyInterop(t *testing.T) {
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
-		t.Fatalf("numpy is needed for this test: apt-get install python3-numpy (%v)", err)
-	}
+	py := testdep.PythonModules(t, "numpy")
 	dir := t.TempDir()
 	ours := filepath.Join(dir, "ours.npy")
 	if err := WriteFile(ours, 2, 2, []float64{1, 2, 3, 4}); err != nil {
@@ -58,7 +56,7 @@ func TestNumPyInterop(t *testing.T) {
 	script := `import numpy as np, sys
 a = np.load(sys.argv[1]); assert a.shape == (2, 2) and a.tolist() == [[1, 2], [3, 4]], a
 np.save(sys.argv[2], (a * 0.5).astype(np.float32))`
-	if out, err := exec.Command(py, "-c", script, ours, theirs).CombinedOutput(); err != nil {
+	if out, err := py.Command("-c", script, ours, theirs).CombinedOutput(); err != nil {
 		t.Fatalf("numpy: %v: %s", err, out)
 	}
 	r, c, got, err := ReadFile(theirs)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lcl-project/lcl/internal/testdep"
 )
 
 // drain runs one pass and returns the number of examples.
@@ -160,8 +161,9 @@ func BenchmarkLoaderJPEGFolder(b *testing.B) {
 		}
 		return len(files), cpuTime(b) - start
 	}
+	py := testdep.PythonModules(b, "PIL", "numpy")
 	pil := func() float64 {
-		cmd := exec.Command("/usr/bin/python3", append([]string{"-c", pilReference}, files...)...)
+		cmd := py.Command(append([]string{"-c", pilReference}, files...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			b.Fatalf("the PIL reference needs Debian's python3 with python3-pil and python3-numpy (make bench-deps, or apt-get install python3-pil python3-numpy): %v\n%s", err, out)

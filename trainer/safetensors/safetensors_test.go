@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/internal/testdep"
 )
 
 func sample() []Tensor {
@@ -76,10 +77,7 @@ func TestCorrupt(t *testing.T) {
 // TestPythonParses checks the file with an independent parser: the format's
 // definition written in Python (no safetensors package is needed).
 func TestPythonParses(t *testing.T) {
-	py, err := exec.LookPath("/usr/bin/python3")
-	if err != nil {
-		t.Fatalf("python3 is part of the build environment: %v", err)
-	}
+	py := testdep.PythonModules(t)
 	path := filepath.Join(t.TempDir(), "x.safetensors")
 	var b bytes.Buffer
 	if err := Write(&b, sample(), map[string]string{"format": "pt"}); err != nil {
@@ -88,7 +86,7 @@ func TestPythonParses(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(py, "-c", `
+	out, err := py.Command("-c", `
 import json, struct, sys
 b = open(sys.argv[1], "rb").read()
 n, = struct.unpack("<Q", b[:8])

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/internal/testdep"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -96,10 +96,7 @@ func TestStoreCommands(t *testing.T) {
 }
 
 func TestStoreExportNpyLoadsInNumPy(t *testing.T) {
-	python := "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import numpy").Run(); err != nil {
-		t.Fatalf("%s cannot import numpy (%v): run `make deps` (installs Debian's python3-numpy)", python, err)
-	}
+	py := testdep.PythonModules(t, "numpy")
 	dir := t.TempDir()
 	s, err := simstore.Open(dir)
 	if err != nil {
@@ -134,7 +131,7 @@ func TestStoreExportNpyLoadsInNumPy(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &msg); err != nil || msg.MessageType != "store_exported" || msg.Format != "npy" || msg.Shape[0] != n {
 		t.Errorf("--json message %q (%v)", r.out, err)
 	}
-	got, err := exec.Command(python, "-c", `import numpy, sys
+	got, err := py.Command("-c", `import numpy, sys
 a = numpy.load(sys.argv[1])
 print(a.dtype, a.shape, a.tobytes().hex())`, out).CombinedOutput()
 	if err != nil {

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +14,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
@@ -126,11 +125,19 @@ func dataSpec(synsets, spec string) (string, error) {
 		}
 		return synsets, nil
 	}
-	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+	st, err := os.Stat(spec)
+	if err == nil && st.IsDir() {
 		if synsets == "" {
 			return "", usagef("--data %s is a directory: name its kind with --synsets or write KIND:%s", spec, spec)
 		}
 		return synsets + ":" + spec, nil
+	}
+	if kind, _, _ := strings.Cut(spec, ":"); strings.ContainsRune(kind, os.PathSeparator) {
+		// Not a spec (a kind has no slash): a folder that is not there.
+		if err == nil {
+			err = fmt.Errorf("%s is not a folder", spec)
+		}
+		return "", err
 	}
 	return spec, nil
 }
@@ -403,7 +410,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		return err
 	}
 	if !o.NoStore {
-		if err := storeRun(ctx, f, o, cfg, preset, res); err != nil {
+		_, similarity := planID["similarity"]
+		params, _ := o.strat.params(cmd.Flags())
+		if err := storeRun(ctx, f, o.runConfig(cmd.Flags(), params, similarity), out); err != nil {
 			f.Logf("warning: run not recorded in the store: %v", err)
 		}
 	}
@@ -429,24 +438,57 @@ func threads(n int) int {
 	return n
 }
 
-// storeRun records the result as a simstore run keyed by a digest of the
-// configuration.
-func storeRun(ctx context.Context, f *Factory, o *trainOptions, cfg trainer.Config, preset string, res *trainer.Result) error {
-	conf := map[string]any{"data": cfg.Identity["data"], "fraction": o.Fraction, "model": o.Model, "strategy": o.Strategy,
-		"seed": o.Seed, "preset": preset, "optim": cfg.Optim, "device": o.Device}
-	raw, err := json.Marshal(conf)
+// execFlags are the train flags (and global flags) that say where or how a
+// run executes, not what it computes: a run's stored configuration leaves
+// them out, as a grid's does.
+var execFlags = map[string]bool{
+	"device": true, "threads": true, "workers": true, "eval-batch": true, "checkpoint-every": true,
+	"out": true, "resume": true, "no-store": true, "nproc": true, "dist-timeout": true, "dist-backend": true,
+	"plugin-timeout": true, "store": true, "wordnet": true, "json": true, "quiet": true,
+}
+
+// runConfig is the run's stored configuration: the flags that change its
+// result, as given (a grid's run has the same shape). similarity says
+// whether the strategy used a similarity matrix: only then do --source,
+// --matrix and --similarity-key belong to the run.
+func (o *trainOptions) runConfig(fs *pflag.FlagSet, params map[string]string, similarity bool) simstore.RunConfig {
+	c := simstore.RunConfig{Labels: o.Synsets, Data: o.Data, Model: o.Model, Fraction: o.Fraction,
+		Strategy: o.Strategy, Params: params, Seed: int(o.Seed)}
+	if fs.Changed("epochs") {
+		c.Epochs = o.Epochs
+	}
+	if fs.Changed("preset") {
+		c.Preset = o.Preset
+	}
+	if similarity && o.strat.Matrix == "" && o.strat.Key == "" {
+		c.Source = o.strat.Source
+	}
+	fs.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "synsets", "data", "model", "fraction", "strategy", "seed", "epochs", "preset", "param", "epsilon", "source":
+			return // fields of their own
+		case "matrix", "similarity-key":
+			if !similarity {
+				return
+			}
+		}
+		if execFlags[fl.Name] {
+			return
+		}
+		if c.Args == nil {
+			c.Args = map[string]string{}
+		}
+		c.Args[fl.Name] = fl.Value.String()
+	})
+	return c
+}
+
+// storeRun records the finished run in the store under its configuration's
+// digest, read back from its folder as a grid run is.
+func storeRun(ctx context.Context, f *Factory, c simstore.RunConfig, dir string) error {
+	run, err := experiment.ReadResult(c, dir)
 	if err != nil {
 		return err
-	}
-	sum := sha256.Sum256(raw)
-	epochs, err := json.Marshal(res.Epochs)
-	if err != nil {
-		return err
-	}
-	run := simstore.Run{ID: "train-" + hex.EncodeToString(sum[:8]), Config: raw, Status: "done", Epochs: epochs, Dir: cfg.Out}
-	for _, p := range res.Final {
-		run.Top1 = append(run.Top1, p.TestTop1)
-		run.Top5 = append(run.Top5, p.TestTop5)
 	}
 	st, err := f.Store()
 	if err != nil {
