@@ -21,6 +21,7 @@ import (
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/launch"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -243,13 +244,13 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err := torch.Check(); err != nil {
 		return err
 	}
-	dist, err := distFromEnv()
+	dist, err := launch.FromEnv()
 	if err != nil {
 		return err
 	}
 	o.world = 1
 	switch {
-	case dist != nil && o.NProc > 1 && os.Getenv(launchedEnv) == "":
+	case dist != nil && o.NProc > 1 && !launch.Launched():
 		return usagef("--nproc %d: this process was started by a launcher (WORLD_SIZE=%d): drop --nproc", o.NProc, dist.World)
 	case dist == nil && o.NProc > 1:
 		th := o.Threads
@@ -264,7 +265,8 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		if err != nil {
 			return fmt.Errorf("--nproc: %w", err)
 		}
-		return launch(ctx, f, exe, args, o.NProc, th)
+		return launch.Run(ctx, launch.Options{Exe: exe, Args: args, NProc: o.NProc, Threads: th,
+			Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
 	case o.NProc < 1:
 		return usagef("--nproc %d: want ≥ 1", o.NProc)
 	case dist != nil:
@@ -326,7 +328,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	}
 	var group *torch.Group
 	if dist != nil {
-		if group, err = joinGroup(dist, o.DistBackend, o.DistTimeout); err != nil {
+		if group, err = dist.Join(o.DistBackend, o.DistTimeout); err != nil {
 			return err
 		}
 		defer group.Close()
@@ -495,6 +497,29 @@ func storeRun(ctx context.Context, f *Factory, c simstore.RunConfig, dir string)
 		return err
 	}
 	return st.PutRun(ctx, run)
+}
+
+// commandLine rebuilds the arguments of cmd as given (every flag set on
+// the command line, local or global), without --nproc.
+func commandLine(cmd *cobra.Command) []string {
+	args := strings.Fields(cmd.CommandPath())[1:]
+	seen := map[string]bool{}
+	add := func(fl *pflag.Flag) {
+		if seen[fl.Name] || fl.Name == "nproc" {
+			return
+		}
+		seen[fl.Name] = true
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+fl.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+fl.Name+"="+fl.Value.String())
+	}
+	cmd.Flags().Visit(add)
+	cmd.InheritedFlags().Visit(add)
+	return args
 }
 
 var _ io.Closer = (*batches)(nil)
