@@ -241,8 +241,8 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 }
 
 func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptions) error {
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
 	dist, err := launch.FromEnv()
 	if err != nil {
@@ -290,7 +290,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
-	if o.Device != "cpu" && torch.CUDADevices() == 0 {
+	if n, err := torch.CUDADevices(); err != nil {
+		return err
+	} else if o.Device != "cpu" && n == 0 {
 		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", o.Device)
 	}
 	train, test, err := data.Open(spec)
@@ -434,7 +436,8 @@ func threads(n int) int {
 	if n > 0 {
 		return n
 	}
-	return torch.Threads()
+	n, _ = torch.Threads() // only printed; Check already passed
+	return n
 }
 
 // execFlags are the train flags (and global flags) that say where or how a
