@@ -53,7 +53,9 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	if err != nil {
 		return StepBenchResult{}, fmt.Errorf("trainer: %w", err)
 	}
-	torch.ManualSeed(b.Seed)
+	if err := torch.ManualSeed(b.Seed); err != nil {
+		return StepBenchResult{}, err
+	}
 	m, err := torch.NewModel(spec, b.Device)
 	if err != nil {
 		return StepBenchResult{}, err

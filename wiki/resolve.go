@@ -1,9 +1,7 @@
 package wiki
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/wordnet"
 )
 
@@ -73,11 +72,10 @@ func ReadOverrides(path string) (Overrides, error) {
 // used in error messages.
 func ParseOverrides(r io.Reader, name string) (Overrides, error) {
 	o := Overrides{}
-	sc := bufio.NewScanner(r)
-	line := 0
+	sc := bounded.NewScanner(r, 1<<20)
 	for sc.Scan() {
-		line++
-		text := strings.TrimRight(sc.Text(), "\r")
+		line := sc.Line()
+		text := sc.Text()
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(strings.TrimSpace(text), "#") {
 			continue
 		}
@@ -521,114 +519,4 @@ func stem(w string) string {
 		return w[:len(w)-1]
 	}
 	return w
-}
-
-// ArticleSource is the Source over Wikipedia (the API or a dump): it
-// resolves each class with Resolve, then fetches the chosen articles' full
-// text. Several override titles give one document: their texts joined by a
-// blank line, titles and revisions joined by " | ".
-type ArticleSource struct {
-	Pages   PageSource
-	WordNet *wordnet.DB
-	Options ResolveOptions
-}
-
-// Name is the page source's name.
-func (a *ArticleSource) Name() string { return a.Pages.Name() }
-
-// Document resolves and fetches one class's document.
-func (a *ArticleSource) Document(ctx context.Context, req Request) (*Document, error) {
-	d, err := Resolve(ctx, a.Pages, a.WordNet, req, a.Options)
-	if err != nil {
-		return nil, err
-	}
-	return a.fetch(ctx, req, d)
-}
-
-func (a *ArticleSource) fetch(ctx context.Context, req Request, d *Decision) (*Document, error) {
-	doc := &Document{WNID: d.WNID, Decision: d}
-	if len(d.Titles) == 0 {
-		if req.Synset == nil {
-			return nil, fmt.Errorf("no article for %q and no WordNet synset to fall back on", req.Name)
-		}
-		doc.Text, doc.Source = WordNetDocument(a.WordNet, req.Synset), "wordnet"
-		return doc, nil
-	}
-	pages, err := a.Pages.Pages(ctx, d.Titles, true)
-	if err != nil {
-		return nil, err
-	}
-	var texts, revs []string
-	for _, p := range pages {
-		if p.Err != nil {
-			return nil, p.Err
-		}
-		if p.Missing || p.Disambiguation {
-			return nil, fmt.Errorf("article %q vanished or became a disambiguation page between resolution and fetch", p.Requested)
-		}
-		texts = append(texts, p.Text)
-		revs = append(revs, p.Revision)
-	}
-	doc.Title = joinTitles(d.Titles)
-	doc.Text = strings.Join(texts, "\n\n")
-	doc.Source = a.Pages.Name()
-	if strings.Join(revs, "") != "" {
-		doc.Revision = joinTitles(revs)
-	}
-	return doc, nil
-}
-
-// WordNetSource is the offline default Source: every class's document is
-// its WordNetDocument.
-type WordNetSource struct{ WordNet *wordnet.DB }
-
-func (WordNetSource) Name() string { return "wordnet" }
-
-func (w WordNetSource) Document(_ context.Context, req Request) (*Document, error) {
-	if req.Synset == nil {
-		return nil, fmt.Errorf("class %q has no WordNet synset: the wordnet source cannot describe it (use --source dir:PATH)", req.ClassID)
-	}
-	return &Document{WNID: req.Synset.ID, Text: WordNetDocument(w.WordNet, req.Synset), Source: "wordnet",
-		Decision: &Decision{WNID: req.Synset.ID, Reason: ReasonWordNet}}, nil
-}
-
-// DirSource reads the user's documents from Dir: <wnid>.txt, else
-// <class id>.txt. A class without a file falls back to its WordNet document
-// (reason fallback), so none is dropped.
-type DirSource struct {
-	Dir     string
-	WordNet *wordnet.DB
-}
-
-func (DirSource) Name() string { return "dir" }
-
-func (s DirSource) Document(_ context.Context, req Request) (*Document, error) {
-	var names []string
-	if w := req.wnid(); w != "" {
-		names = append(names, w+".txt")
-	}
-	if req.ClassID != "" && req.ClassID != req.wnid() {
-		names = append(names, req.ClassID+".txt")
-	}
-	for _, n := range names {
-		path := s.Dir + string(os.PathSeparator) + n
-		raw, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		text := strings.TrimSpace(string(raw))
-		if text == "" {
-			return nil, fmt.Errorf("%s is empty", path)
-		}
-		return &Document{WNID: req.wnid(), Title: n, Text: text, Source: "dir",
-			Decision: &Decision{WNID: req.wnid(), Reason: ReasonFile, Detail: path}}, nil
-	}
-	if req.Synset == nil {
-		return nil, fmt.Errorf("no file %s in %s", strings.Join(names, " or "), s.Dir)
-	}
-	return &Document{WNID: req.wnid(), Text: WordNetDocument(s.WordNet, req.Synset), Source: "wordnet",
-		Decision: &Decision{WNID: req.wnid(), Reason: ReasonFallback, Detail: fmt.Sprintf("no %s in %s; WordNet document", strings.Join(names, " or "), s.Dir)}}, nil
 }

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // imageSet is a split of image files (folder, CUB, NABirds) decoded on demand.
@@ -62,6 +63,10 @@ func (s *imageSet) decode(i int, dst []float32, dst8 []uint8, train bool, rng *r
 	}
 	b, err := os.ReadFile(s.paths[i])
 	if err != nil {
+		return &ExampleError{File: s.paths[i], Index: i, Err: err}
+	}
+	// The size limit first (a header read), whichever decoder follows.
+	if err := checkImageSize(b); err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
 	rs := s.scratch.Get().(*resampler)
@@ -291,8 +296,9 @@ func readPairs(path string) (map[string]string, []string, error) {
 	defer f.Close()
 	m := map[string]string{}
 	var order []string
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
+	sc := bounded.NewScanner(f, 1<<20)
+	for sc.Scan() {
+		line := sc.Line()
 		t := strings.TrimSpace(sc.Text())
 		if t == "" {
 			continue

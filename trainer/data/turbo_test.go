@@ -141,7 +141,7 @@ func TestDecodeU8MatchesDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	mean, std := train.(U8Decoder).Normalization()
-	cfg := LoaderConfig{Batch: 3, Shuffle: true, Seed: 4, Train: true, Workers: 2}
+	cfg := LoaderConfig{Pass: Pass{Batch: 3, Shuffle: true, Seed: 4, Train: true}, Workers: 2}
 	lf, err := NewLoader(context.Background(), train, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestDecodeU8MatchesDecode(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewLoader(context.Background(), &synthSet{n: 4, classes: 2, c: 1, h: 2, w: 2}, LoaderConfig{Batch: 2, U8: true}); err == nil {
+	if _, err := NewLoader(context.Background(), &synthSet{n: 4, classes: 2, c: 1, h: 2, w: 2}, LoaderConfig{Pass: Pass{Batch: 2, U8: true}}); err == nil {
 		t.Error("a U8 loader over synthetic data (no pixels) was accepted")
 	}
 }

@@ -28,17 +28,18 @@ void broadcast(lt_pg *, const std::vector<at::Tensor> &, const char *) { throw s
 
 extern "C" {
 
-int32_t lt_has_dist(void) { return 0; }
+int32_t lt_has_dist(void) noexcept { return 0; }
 
 lt_pg *lt_pg_new(const char *, const char *, int32_t, int32_t, int32_t, int64_t, const char *, int32_t, const char *,
                  char **err) {
 	set_err(err);
 	return nullptr;
 }
-void lt_pg_free(lt_pg *) {}
-void lt_pg_abort(lt_pg *, const char *) {}
-int32_t lt_pg_rank(lt_pg *) { return 0; }
-int32_t lt_pg_size(lt_pg *) { return 1; }
+void lt_pg_free(lt_pg *) noexcept {}
+int32_t lt_pg_abort(lt_pg *, const char *, char **err) {
+	set_err(err);
+	return -1;
+}
 int32_t lt_pg_allreduce_f64(lt_pg *, double *, int64_t, char **err) {
 	set_err(err);
 	return -1;

@@ -29,6 +29,9 @@ type Engine struct {
 
 // NewEngine creates an engine on device ("cpu", "cuda", "cuda:1").
 func NewEngine(device string, o EngineOptions) (*Engine, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
 	if err := o.check(); err != nil {
 		return nil, err
 	}
@@ -65,7 +68,7 @@ func (e *Engine) Close() {
 
 func (e *Engine) handle(op string) (*C.lt_engine, error) {
 	if e == nil || e.c == nil {
-		return nil, fmt.Errorf("torch: %s: engine is closed", op)
+		return nil, closedErr(op, "engine")
 	}
 	return e.c, nil
 }
@@ -120,7 +123,8 @@ func (e *Engine) Staged() int { return len(e.staged) }
 // gradients by it and skips the update of every peer whose gradients are
 // not finite; skipped counts those peers.
 func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
-	c, err := e.handle("train step")
+	const op = "train step"
+	c, err := e.handle(op)
 	if err != nil {
 		return 0, err
 	}
@@ -134,19 +138,33 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 	ms := make([]*C.lt_model, k)
 	os := make([]*C.lt_optim, k)
 	for i := range k {
-		ms[i], os[i] = s.Models[i].c, s.Optims[i].c
+		if ms[i], err = s.Models[i].handle(op); err != nil {
+			return 0, err
+		}
+		if os[i], err = s.Optims[i].handle(op); err != nil {
+			return 0, err
+		}
 	}
 	var teacher *C.lt_model
 	if s.Teacher != nil {
-		teacher = s.Teacher.c
+		if teacher, err = s.Teacher.handle(op); err != nil {
+			return 0, err
+		}
+	}
+	targets, err := s.Targets.ptr(op)
+	if err != nil {
+		return 0, err
 	}
 	var g *C.lt_pg
 	if s.Group != nil {
-		g = s.Group.c
+		if g, err = s.Group.acquire(op); err != nil {
+			return 0, err
+		}
+		defer s.Group.release()
 	}
 	var found C.int32_t
 	var cerr *C.char
-	rc := C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, s.Targets.ptr(), coefs(s.Coefs),
+	rc := C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs(s.Coefs),
 		C.double(s.LR), C.double(lossScale), &found, &cerr)
 	e.staged = e.staged[1:]
 	runtime.KeepAlive(s)
@@ -157,7 +175,7 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 	runtime.KeepAlive(s.Teacher)
 	runtime.KeepAlive(s.Group)
 	if rc != 0 {
-		return 0, errOf("train step", cerr)
+		return 0, errOf(op, cerr)
 	}
 	return int(found), nil
 }
@@ -187,6 +205,10 @@ func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 	if err != nil {
 		return EvalResult{}, err
 	}
+	mc, err := m.handle("eval")
+	if err != nil {
+		return EvalResult{}, err
+	}
 	if len(e.staged) == 0 {
 		return EvalResult{}, fmt.Errorf("torch: eval: no staged batch")
 	}
@@ -204,7 +226,7 @@ func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 		fp = (*C.float)(&r.Features[0])
 	}
 	var cerr *C.char
-	rc := C.lt_engine_eval(c, m.c, &top1, &top5, &loss, lp, fp, &cerr)
+	rc := C.lt_engine_eval(c, mc, &top1, &top5, &loss, lp, fp, &cerr)
 	e.staged = e.staged[1:]
 	runtime.KeepAlive(m)
 	if rc != 0 {
@@ -218,8 +240,12 @@ func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 // channels-last memory format. Call it before NewSGD (the momentum buffers
 // follow the parameters' format); State and LoadState still use NCHW order.
 func (m *Model) ChannelsLast() error {
+	mc, err := m.handle("channels last")
+	if err != nil {
+		return err
+	}
 	var cerr *C.char
-	rc := C.lt_model_channels_last(m.c, &cerr)
+	rc := C.lt_model_channels_last(mc, &cerr)
 	runtime.KeepAlive(m)
 	if rc != 0 {
 		return errOf("channels last", cerr)
@@ -232,6 +258,9 @@ func (m *Model) ChannelsLast() error {
 // (torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.allow_tf32,
 // torch.backends.cudnn.allow_tf32). No effect on the CPU.
 func SetCUDAFlags(cudnnBenchmark, tf32 bool) error {
+	if err := Check(); err != nil {
+		return err
+	}
 	var b, t C.int32_t
 	if cudnnBenchmark {
 		b = 1
@@ -248,6 +277,9 @@ func SetCUDAFlags(cudnnBenchmark, tf32 bool) error {
 
 // Synchronize waits for the work queued on device.
 func Synchronize(device string) error {
+	if err := Check(); err != nil {
+		return err
+	}
 	dev, free := cstr(device)
 	defer free()
 	var cerr *C.char
@@ -261,6 +293,9 @@ func Synchronize(device string) error {
 // device's caching allocator (-1 when the build cannot tell: the CPU, or a
 // libtorch older than the device-allocator API); reset starts new peaks.
 func DeviceMemory(device string, reset bool) (allocated, reserved int64, err error) {
+	if err := Check(); err != nil {
+		return 0, 0, err
+	}
 	dev, free := cstr(device)
 	defer free()
 	var a, r C.int64_t
@@ -277,4 +312,4 @@ func DeviceMemory(device string, reset bool) (allocated, reserved int64, err err
 
 // HasDist reports whether the shim was built with its c10d part (data
 // parallelism); build-shim.sh leaves it out when it does not compile.
-func HasDist() bool { return C.lt_has_dist() != 0 }
+func HasDist() bool { return Check() == nil && C.lt_has_dist() != 0 }

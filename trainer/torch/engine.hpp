@@ -129,7 +129,7 @@ lt_engine *lt_engine_new(const char *device, const lt_engine_opts *o, char **err
 	LT_CATCH(err, nullptr)
 }
 
-void lt_engine_free(lt_engine *e) {
+void lt_engine_free(lt_engine *e) noexcept {
 	if (!e) return;
 	try {
 		// Queued copies read pinned blocks and write device blocks that die
@@ -178,12 +178,14 @@ int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **op
                         lt_tensor *targets, lt_coefs coefs, double lr, double loss_scale, int32_t *found_inf,
                         char **err) {
 	LT_TRY
+	// The staged batch is consumed whatever happens next (the binding
+	// counts it as consumed once the call returns).
+	auto s = e->take();
 	if (k < 1) throw std::invalid_argument("train step needs at least one model");
 	if (models[0]->device != e->dev && !(e->dev.is_cuda() && models[0]->device.is_cuda() && !models[0]->device.has_index()))
 		throw std::invalid_argument("model on " + models[0]->device.str() + ", engine on " + e->dev.str());
 	std::unique_ptr<c10::DeviceGuard> dg;
 	if (e->cuda()) dg = std::make_unique<c10::DeviceGuard>(e->dev);
-	auto s = e->take();
 	if (!g && !s.x.defined()) throw std::invalid_argument("train step on an empty batch");
 	Tensor X;
 	if (s.x.defined()) X = e->input(s);
@@ -252,9 +254,9 @@ int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *co
 int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum,
                        float *logits_out, float *features_out, char **err) {
 	LT_TRY
+	auto s = e->take();
 	std::unique_ptr<c10::DeviceGuard> dg;
 	if (e->cuda()) dg = std::make_unique<c10::DeviceGuard>(e->dev);
-	auto s = e->take();
 	if (!s.x.defined()) throw std::invalid_argument("evaluation of an empty batch");
 	torch::NoGradGuard ng;
 	m->net->eval();

@@ -4,6 +4,7 @@ package torch
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -292,7 +293,27 @@ func TestEngineRefusals(t *testing.T) {
 		t.Error("a third staged batch accepted")
 	}
 	e.Close()
-	if err := e.Put(Input{N: 1, C: 1, H: 8, W: 8, X: make([]float32, 64), Y: []int64{0}}); err == nil {
-		t.Error("put after Close succeeded")
+	e.Close() // idempotent
+	for name, call := range map[string]func() error{
+		"Put":     func() error { return e.Put(Input{N: 1, C: 1, H: 8, W: 8, X: make([]float32, 64), Y: []int64{0}}) },
+		"Train":   func() error { _, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}}, 0); return err },
+		"Metrics": func() error { _, err := e.Metrics(1); return err },
+		"Eval":    func() error { _, err := e.Eval(m, false, false); return err },
+	} {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	// A closed model given to a live engine.
+	e2, _ := NewEngine("cpu", EngineOptions{})
+	defer e2.Close()
+	cm, co := engineNet(t, false)
+	co.Close()
+	cm.Close()
+	if err := e2.Put(Input{N: 2, C: 3, H: 8, W: 8, X: make([]float32, 2*3*64), Y: []int64{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.Train(&Step{Models: []*Model{cm}, Optims: []*Optimizer{co}}, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("train of a closed model: %v", err)
 	}
 }

@@ -41,8 +41,18 @@ func newBenchInfoCmd(f *Factory) *cobra.Command {
 		Args:  noArgsOrUsage,
 		RunE: func(*cobra.Command, []string) error {
 			info := map[string]any{"libtorch": torch.Version(), "available": torch.Available(),
-				"cuda_devices": torch.CUDADevices(), "dist": torch.HasDist(), "jpeg": data.JPEGDecoder(),
-				"threads": torch.Threads(), "cpus": runtime.NumCPU()}
+				"dist": torch.HasDist(), "jpeg": data.JPEGDecoder(), "cpus": runtime.NumCPU()}
+			if err := torch.Check(); err != nil {
+				info["error"] = err.Error()
+				return printJSON(f, info)
+			}
+			var err error
+			if info["cuda_devices"], err = torch.CUDADevices(); err != nil {
+				return err
+			}
+			if info["threads"], err = torch.Threads(); err != nil {
+				return err
+			}
 			return printJSON(f, info)
 		},
 	}
@@ -181,10 +191,11 @@ the mean loss, and the peak bytes allocated and reserved on the device
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	var threads int
 	fl.IntVar(&threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
-	cmd.PreRun = func(*cobra.Command, []string) {
+	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if threads > 0 {
-			torch.SetThreads(threads)
+			return torch.SetThreads(threads)
 		}
+		return nil
 	}
 	return cmd
 }

@@ -54,8 +54,8 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if o.Checkpoint == "" {
 		return usagef("--checkpoint is required")
 	}
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
 	path := o.Checkpoint
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
@@ -84,7 +84,9 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		return usagef("--precision: %v", err)
 	}
 	if o.Threads > 0 {
-		torch.SetThreads(o.Threads)
+		if err := torch.SetThreads(o.Threads); err != nil {
+			return err
+		}
 	}
 	if o.Device != "cpu" {
 		if err := torch.SetCUDAFlags(true, o.TF32); err != nil {
@@ -109,7 +111,7 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 			return err
 		}
 	}
-	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, loader(o.Workers),
+	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}),
 		trainer.EvalOptions{Batch: o.Batch, Device: o.Device, Precision: prec, ChannelsLast: o.ChannelsLast})
 	if err != nil {
 		return err
