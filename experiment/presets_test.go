@@ -10,7 +10,7 @@ import (
 func TestShippedGrids(t *testing.T) {
 	want := map[string]int{
 		"demo.yaml": 12, "demo-full.yaml": 64, "cifar100-wrn.yaml": 128,
-		"awa2-resnet101.yaml": 176, "cub-resnet.yaml": 352, "nabirds-resnet.yaml": 256,
+		"awa2-resnet101.yaml": 176, "cub-resnet.yaml": 352, "nabirds-resnet.yaml": 256, "precision.yaml": 6,
 	}
 	files, err := filepath.Glob("../experiments/*.yaml")
 	if err != nil || len(files) != len(want) {

@@ -152,8 +152,9 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
 		                            std::to_string(e->norm_c));
 	lt_engine::Staged s;
 	s.u8 = u8;
-	std::unique_ptr<c10::StreamGuard> guard;
+	// The device first, then its stream (released in reverse order).
 	std::unique_ptr<c10::DeviceGuard> dg;
+	std::unique_ptr<c10::StreamGuard> guard;
 	if (e->cuda()) {
 		dg = std::make_unique<c10::DeviceGuard>(e->dev);
 		guard = std::make_unique<c10::StreamGuard>(*e->copy);
