@@ -267,7 +267,7 @@ func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		return Plan{}, fmt.Errorf("classes %v", pc.Classes)
 	}
 	if pc.StageIndex == 0 {
-		return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
+		return Plan{Coefs: Coefs{Hard: 1}}, nil
 	}
 	if pc.Epoch == 0 {
 		f, err := pc.Features(ctx, "teacher", pc.Train[:10])
@@ -289,7 +289,7 @@ func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		w[i] = 1 + float32(i%2)
 	}
 	return Plan{Targets: T, Weights: w, Subset: pc.Train[:200],
-		Coefs: torch.Coefs{Soft: 0.5, KD: 0.5, KDTemp: 3, Mutual: 1}}, nil
+		Coefs: Coefs{Soft: 0.5, KD: 0.5, KDTemp: 3, Mutual: 1}}, nil
 }
 
 func TestStagesTeacherPeersFeatures(t *testing.T) {
@@ -419,7 +419,7 @@ func (p *stepPlanner) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 		}
 		t[i*c+i] = 1 - off*float32(c-1)
 	}
-	return Plan{Targets: t, Coefs: torch.Coefs{Soft: 1}}, nil
+	return Plan{Targets: t, Coefs: Coefs{Soft: 1}}, nil
 }
 
 func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
