@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/lcl-project/lcl/curriculum"
@@ -24,20 +23,6 @@ type (
 	// StatefulPlanner is a Planner whose state goes into checkpoints.
 	StatefulPlanner = curriculum.StatefulPlanner
 )
-
-// SL is standard supervised learning: one stage, one model, one-hot targets.
-type SL struct{}
-
-func (SL) Stages() []Stage { return []Stage{{Name: "train"}} }
-
-func (SL) Plan(context.Context, PlanContext) (Plan, error) {
-	return Plan{Coefs: Coefs{Hard: 1}}, nil
-}
-
-// Planners names the strategies built into the trainer.
-func Planners() map[string]func() Planner {
-	return map[string]func() Planner{"sl": func() Planner { return SL{} }}
-}
 
 // validatePlan checks a plan against the run and fills in default coefficients.
 func validatePlan(p *Plan, numClasses, numExamples int) error {
