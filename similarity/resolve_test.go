@@ -35,7 +35,7 @@ func TestSpecsAreTheSourcesParameters(t *testing.T) {
 	}
 	// A label set with a hierarchy (simrank, lca) and attributes (visual).
 	set := &labels.Set{Name: "t", Classes: []labels.Class{{ID: "a"}, {ID: "b"}, {ID: "c"}},
-		Hierarchy: []labels.Node{{ID: "r"}, {ID: "a", Parent: "r"}, {ID: "b", Parent: "r"}, {ID: "c", Parent: "r"}},
+		Hierarchy:  []labels.Node{{ID: "r"}, {ID: "a", Parent: "r"}, {ID: "b", Parent: "r"}, {ID: "c", Parent: "r"}},
 		Attributes: map[string]*labels.Attributes{"continuous": {Names: []string{"x", "y"}, Values: [][]float64{{1, 0}, {0, 1}, {1, 1}}}}}
 	file := filepath.Join(t.TempDir(), "m.csv")
 	if err := os.WriteFile(file, []byte("1,0,0\n0,1,0\n0,0,1\n"), 0o644); err != nil {
