@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lcl-project/lcl/simstore"
 )
 
 // EmitOptions configure the cluster files.
@@ -104,9 +106,9 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 		return Emitted{}, err
 	}
 	type entry struct {
-		Index  int    `json:"index"`
-		ID     string `json:"id"`
-		Config Config `json:"config"`
+		Index  int                `json:"index"`
+		ID     string             `json:"id"`
+		Config simstore.RunConfig `json:"config"`
 	}
 	list := make([]entry, len(runs))
 	for i, r := range runs {
@@ -320,7 +322,7 @@ func Collect(ctx context.Context, dir string, results Results) (CollectSummary, 
 		if err != nil {
 			return s, err
 		}
-		var c Config
+		var c simstore.RunConfig
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
@@ -330,7 +332,7 @@ func Collect(ctx context.Context, dir string, results Results) (CollectSummary, 
 		if base := filepath.Base(d); base != run.ID {
 			return s, fmt.Errorf("%s: the directory name %s is not the digest %s of its %s", d, base, run.ID, ConfigFile)
 		}
-		rec, err := ReadResult(run, d)
+		rec, err := ReadResult(run.Config, d)
 		if errors.Is(err, ErrNoResult) {
 			s.Unfinished = append(s.Unfinished, run.ID)
 			continue

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lcl-project/lcl/simstore"
 )
 
 // fakeLCL is an `lcl` stand-in for the emitted scripts: it records its
@@ -118,7 +120,7 @@ func TestEmitSlurm(t *testing.T) {
 	}
 	for _, r := range runs {
 		rec, err := store.GetRun(context.Background(), r.ID)
-		if err != nil || rec.Status != StatusDone || rec.Top1[0] != 71.5 || rec.Top5[0] != 93.25 {
+		if err != nil || rec.Status != simstore.RunDone || rec.Top1[0] != 71.5 || rec.Top5[0] != 93.25 {
 			t.Errorf("%s: %+v %v", r.ID, rec, err)
 		}
 	}

@@ -1,71 +1,19 @@
 package experiment
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/lcl-project/lcl/simstore"
 )
-
-// Config is the full configuration of one run: everything that can change
-// its result. Its digest is the run's id.
-type Config struct {
-	Labels   string            `json:"labels"`
-	Data     string            `json:"data"`
-	Model    string            `json:"model"`
-	Fraction float64           `json:"fraction"`
-	Strategy string            `json:"strategy"`
-	Source   string            `json:"source,omitempty"`
-	Params   map[string]string `json:"params,omitempty"`
-	Seed     int               `json:"seed"`
-	Epochs   int               `json:"epochs,omitempty"`
-	Preset   string            `json:"preset,omitempty"`
-	Args     map[string]string `json:"args,omitempty"`
-}
-
-// ID is the run's key: "r" and the first 16 hex digits of the SHA-256 of the
-// configuration's canonical JSON (encoding/json sorts map keys). Where a run
-// executes (device, threads, workers) is deliberately not part of it.
-func (c Config) ID() string {
-	raw, err := json.Marshal(c)
-	if err != nil {
-		panic(fmt.Sprintf("experiment: config does not marshal: %v", err)) // only plain types: cannot happen
-	}
-	sum := sha256.Sum256(raw)
-	return "r" + hex.EncodeToString(sum[:8])
-}
-
-// Method names the column a run belongs to in a report: the strategy in
-// capitals, then its parameters and similarity source, e.g. "LCL(ε=0.99, semantic)".
-func (c Config) Method() string {
-	name := strings.ToUpper(c.Strategy)
-	var parts []string
-	keys := sortedKeys(c.Params)
-	for _, k := range keys {
-		label := k
-		if k == "epsilon" {
-			label = "ε"
-		}
-		parts = append(parts, label+"="+c.Params[k])
-	}
-	if c.Source != "" {
-		parts = append(parts, c.Source)
-	}
-	if len(parts) == 0 {
-		return name
-	}
-	return name + "(" + strings.Join(parts, ", ") + ")"
-}
 
 // Run is one expanded grid point.
 type Run struct {
-	ID     string
-	Config Config
+	ID     string // Config.ID()
+	Config simstore.RunConfig
 	// Exec holds the execution settings passed to lcl train but not digested.
 	Exec Exec
 }
@@ -93,7 +41,7 @@ func (g *Grid) Expand() []Run {
 				for _, src := range sources {
 					for _, params := range paramProduct(s.Params) {
 						for _, seed := range g.Seeds {
-							c := Config{
+							c := simstore.RunConfig{
 								Labels: g.Labels, Data: g.Data, Model: model, Fraction: frac,
 								Strategy: s.Name, Source: src, Params: params, Seed: seed,
 								Epochs: g.Epochs, Preset: g.Preset, Args: copyMap(g.Args),
@@ -130,7 +78,9 @@ func paramProduct(params map[string][]string) []map[string]string {
 }
 
 // TrainArgs returns the `lcl` arguments that run this configuration, writing
-// into runDir; resume adds --resume.
+// into runDir; resume adds --resume. They include --no-store: the grid's
+// runner (or `lcl experiment collect`) records the run under its ID, and
+// the run must not be recorded a second time by the child.
 func (r Run) TrainArgs(runDir string, resume bool) []string {
 	c := r.Config
 	args := []string{"train",
@@ -171,7 +121,7 @@ func (r Run) TrainArgs(runDir string, resume bool) []string {
 	if r.Exec.NProc > 1 {
 		args = append(args, "--nproc", strconv.Itoa(r.Exec.NProc))
 	}
-	args = append(args, "--out", runDir)
+	args = append(args, "--no-store", "--out", runDir)
 	if resume {
 		args = append(args, "--resume")
 	}

@@ -28,13 +28,6 @@ const (
 	ConfigFile = "lcl-run.json"
 )
 
-// Statuses of a stored run.
-const (
-	StatusRunning = "running" // launched; still running, or interrupted (resumed next time)
-	StatusDone    = "done"
-	StatusFailed  = "failed"
-)
-
 // ErrNoResult means a run directory holds no result file yet.
 var ErrNoResult = errors.New("no " + ResultFile)
 
@@ -55,8 +48,10 @@ func (p *perModel) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ReadResult reads a finished run's directory into a stored run record.
-func ReadResult(r Run, dir string) (simstore.Run, error) {
+// ReadResult reads a finished run's directory (result.json, metrics.jsonl)
+// into the record of the run with configuration c, keyed by c.ID(). The
+// grid runner, the cluster collector and `lcl train` all record runs with it.
+func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 	path := filepath.Join(dir, ResultFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -79,8 +74,7 @@ func ReadResult(r Run, dir string) (simstore.Run, error) {
 	if err != nil {
 		return simstore.Run{}, err
 	}
-	cfg, _ := json.Marshal(r.Config)
-	return simstore.Run{ID: r.ID, Config: cfg, Status: StatusDone, Top1: res.Top1, Top5: res.Top5,
+	return simstore.Run{ID: c.ID(), Config: c, Status: simstore.RunDone, Top1: res.Top1, Top5: res.Top5,
 		Epochs: epochs, Dir: dir}, nil
 }
 

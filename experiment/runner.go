@@ -75,7 +75,7 @@ func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 		if err != nil && !errors.Is(err, simstore.ErrNotFound) {
 			return s, fmt.Errorf("run %s: %w", run.ID, err)
 		}
-		if prev != nil && prev.Status == StatusDone {
+		if prev != nil && prev.Status == simstore.RunDone {
 			s.Skipped++
 			finished++
 			r.logf("skip %s %s: done", run.ID, run.Describe())
@@ -118,7 +118,7 @@ func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), append(cfg, '\n')); err != nil {
 		return err
 	}
-	rec := simstore.Run{ID: run.ID, Config: json.RawMessage(mustJSON(run.Config)), Status: StatusRunning, Dir: dir}
+	rec := simstore.Run{ID: run.ID, Config: run.Config, Status: simstore.RunRunning, Dir: dir}
 	if err := r.Results.PutRun(ctx, rec); err != nil {
 		return fmt.Errorf("record start: %w", err)
 	}
@@ -140,15 +140,15 @@ func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 		return ctx.Err() // the record stays "running": the next attempt resumes
 	}
 	if runErr != nil {
-		rec.Status = StatusFailed
+		rec.Status = simstore.RunFailed
 		if err := r.Results.PutRun(context.WithoutCancel(ctx), rec); err != nil {
 			return fmt.Errorf("%v (and recording the failure: %w)", runErr, err)
 		}
 		return fmt.Errorf("%w%s", runErr, tail(logPath))
 	}
-	done, err := ReadResult(run, dir)
+	done, err := ReadResult(run.Config, dir)
 	if err != nil {
-		rec.Status = StatusFailed
+		rec.Status = simstore.RunFailed
 		_ = r.Results.PutRun(context.WithoutCancel(ctx), rec)
 		return fmt.Errorf("lcl train exited cleanly but: %w", err)
 	}

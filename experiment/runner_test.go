@@ -98,16 +98,15 @@ func TestRunnerStoresResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := 80.5 + float64(run.Config.Seed)
-		if rec.Status != StatusDone || len(rec.Top1) != 1 || rec.Top1[0] != want {
+		if rec.Status != simstore.RunDone || len(rec.Top1) != 1 || rec.Top1[0] != want {
 			t.Errorf("%s: status %s top1 %v, want done [%v]", run.ID, rec.Status, rec.Top1, want)
 		}
 		var epochs []map[string]any
 		if err := json.Unmarshal(rec.Epochs, &epochs); err != nil || len(epochs) != 2 {
 			t.Errorf("%s: epochs %s (%v)", run.ID, rec.Epochs, err)
 		}
-		var cfg Config
-		if err := json.Unmarshal(rec.Config, &cfg); err != nil || cfg.ID() != run.ID {
-			t.Errorf("%s: stored config %s does not digest to the id", run.ID, rec.Config)
+		if cfg := rec.Config; cfg.ID() != run.ID {
+			t.Errorf("%s: stored config %+v does not digest to the id", run.ID, rec.Config)
 		}
 	}
 	// A second pass launches nothing.
@@ -141,7 +140,7 @@ func TestRunnerResumesKilledGrid(t *testing.T) {
 	}
 	interrupted := runs[killAt-1]
 	rec, err := store.GetRun(context.Background(), interrupted.ID)
-	if err != nil || rec.Status != StatusRunning {
+	if err != nil || rec.Status != simstore.RunRunning {
 		t.Fatalf("interrupted run: %+v %v", rec, err)
 	}
 
@@ -187,9 +186,9 @@ func TestRunnerRecordsFailuresAndGoesOn(t *testing.T) {
 	}
 	for _, run := range runs {
 		rec, _ := store.GetRun(context.Background(), run.ID)
-		want := StatusDone
+		want := simstore.RunDone
 		if run.Config.Seed == 2 {
-			want = StatusFailed
+			want = simstore.RunFailed
 		}
 		if rec == nil || rec.Status != want {
 			t.Errorf("%s seed %d: %+v, want %s", run.ID, run.Config.Seed, rec, want)

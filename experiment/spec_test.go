@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/simstore"
 )
 
 func TestLoadExpand(t *testing.T) {
@@ -31,7 +33,7 @@ func TestLoadExpand(t *testing.T) {
 	want := []string{"train", "--synsets", "fashion-mnist", "--data", "/usr/share/datasets/fashion-mnist",
 		"--model", "cnn", "--strategy", "lcl", "--source", "semantic", "--epsilon", "0.99",
 		"--fraction", "0.1", "--seed", "1", "--epochs", "2", "--lr", "0.05",
-		"--device", "cpu", "--threads", "2", "--out", "runs/x", "--resume"}
+		"--device", "cpu", "--threads", "2", "--no-store", "--out", "runs/x", "--resume"}
 	var got []string
 	for _, r := range runs {
 		if r.Config.Strategy == "lcl" && r.Config.Params["epsilon"] == "0.99" && r.Config.Fraction == 0.1 && r.Config.Seed == 1 {
@@ -60,14 +62,14 @@ func TestIDCoversConfigNotExecution(t *testing.T) {
 	if same.Config.ID() != base.ID {
 		t.Error("execution settings changed the id")
 	}
-	changes := []func(c *Config){
-		func(c *Config) { c.Seed++ },
-		func(c *Config) { c.Fraction = 0.05 },
-		func(c *Config) { c.Epochs++ },
-		func(c *Config) { c.Params = map[string]string{"epsilon": "0.999"} },
-		func(c *Config) { c.Args = map[string]string{"lr": "0.1"} },
-		func(c *Config) { c.Preset = "wrn" },
-		func(c *Config) { c.Data = "/elsewhere" },
+	changes := []func(c *simstore.RunConfig){
+		func(c *simstore.RunConfig) { c.Seed++ },
+		func(c *simstore.RunConfig) { c.Fraction = 0.05 },
+		func(c *simstore.RunConfig) { c.Epochs++ },
+		func(c *simstore.RunConfig) { c.Params = map[string]string{"epsilon": "0.999"} },
+		func(c *simstore.RunConfig) { c.Args = map[string]string{"lr": "0.1"} },
+		func(c *simstore.RunConfig) { c.Preset = "wrn" },
+		func(c *simstore.RunConfig) { c.Data = "/elsewhere" },
 	}
 	for i, change := range changes {
 		c := base.Config

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -46,14 +45,11 @@ var subscripts = []string{"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇"
 // train writes); entries and everything printed are in percent.
 func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 	for _, r := range runs {
-		if r.Status != experiment.StatusDone || len(r.Top1) == 0 {
+		if r.Status != simstore.RunDone || len(r.Top1) == 0 {
 			skipped++
 			continue
 		}
-		var c experiment.Config
-		if err := json.Unmarshal(r.Config, &c); err != nil {
-			return nil, 0, fmt.Errorf("run %s: config: %w", r.ID, err)
-		}
+		c := r.Config
 		curves, err := parseEpochs(r.Epochs, len(r.Top1))
 		if err != nil {
 			return nil, 0, fmt.Errorf("run %s: epochs: %w", r.ID, err)
@@ -69,12 +65,23 @@ func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 			if i < len(r.Top5) {
 				top5 = 100 * r.Top5[i]
 			}
-			entries = append(entries, Entry{RunID: r.ID, Dataset: c.Labels, Model: c.Model,
+			entries = append(entries, Entry{RunID: r.ID, Dataset: dataset(c), Model: c.Model,
 				Fraction: c.Fraction, Strategy: c.Strategy, Method: m, Seed: c.Seed,
 				Top1: 100 * top1, Top5: top5, Curve: curves[i]})
 		}
 	}
 	return entries, skipped, nil
+}
+
+// dataset names a run's data set in tables: its label set, else the kind of
+// its data spec (a run trained by hand on --data alone).
+func dataset(c simstore.RunConfig) string {
+	if c.Labels != "" {
+		return c.Labels
+	}
+	kind, _, _ := strings.Cut(c.Data, "?")
+	kind, _, _ = strings.Cut(kind, ":")
+	return kind
 }
 
 // parseEpochs reads the per-epoch log: each object has "epoch", "top1" (a

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -36,7 +35,7 @@ func fakeRuns(t testing.TB) []simstore.Run {
 		for _, frac := range []float64{0.1, 0.2} {
 			for _, m := range ms {
 				for seed := 1; seed <= 3; seed++ {
-					c := experiment.Config{Labels: "fashion-mnist", Model: model, Fraction: frac, Strategy: m.strategy,
+					c := simstore.RunConfig{Labels: "fashion-mnist", Model: model, Fraction: frac, Strategy: m.strategy,
 						Source: m.source, Params: m.params, Seed: seed, Epochs: 3}
 					base := 80 + 20*frac + float64(mi)
 					var top1, top5 []float64
@@ -52,14 +51,13 @@ func fakeRuns(t testing.TB) []simstore.Run {
 						}
 						epochs = append(epochs, e)
 					}
-					cfg, _ := json.Marshal(c)
 					ep, _ := json.Marshal(epochs)
-					runs = append(runs, simstore.Run{ID: c.ID(), Config: cfg, Status: "done", Top1: top1, Top5: top5, Epochs: ep})
+					runs = append(runs, simstore.Run{ID: c.ID(), Config: c, Status: "done", Top1: top1, Top5: top5, Epochs: ep})
 				}
 			}
 		}
 	}
-	runs = append(runs, simstore.Run{ID: "rx", Config: []byte(`{}`), Status: "running"})
+	runs = append(runs, simstore.Run{ID: "rx", Status: "running"})
 	return runs
 }
 

@@ -18,7 +18,10 @@ import (
 // SchemaVersion is the layout of keys and records this package writes. It is
 // stored under the key meta/schema; Open upgrades an older store with the
 // registered migrations and refuses a newer one.
-const SchemaVersion = 1
+//
+//	1  the first layout
+//	2  one record per run: a grid run's duplicate "train-…" records are gone
+const SchemaVersion = 2
 
 var (
 	// ErrNotFound is returned (wrapped) when a record does not exist.
@@ -50,9 +53,11 @@ type migration struct {
 	apply func(txn *badger.Txn) error
 }
 
-// migrations lists the upgrades from every older schema. Schema 1 is the
-// first, so there are none yet; add one here with each SchemaVersion bump.
-func migrations() []migration { return nil }
+// migrations lists the upgrades from every older schema; add one here with
+// each SchemaVersion bump.
+func migrations() []migration {
+	return []migration{{from: 1, apply: dropTrainDuplicates}}
+}
 
 type options struct {
 	inMemory   bool

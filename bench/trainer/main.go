@@ -30,8 +30,12 @@ func main() {
 	if *lock {
 		runtime.LockOSThread()
 	}
-	torch.SetThreads(*threads)
-	torch.ManualSeed(0)
+	if err := torch.SetThreads(*threads); err != nil {
+		log.Fatal(err)
+	}
+	if err := torch.ManualSeed(0); err != nil {
+		log.Fatal(err)
+	}
 	in := models.Input{C: 3, H: 32, W: 32, NumClasses: *classes}
 	if *model == "cnn" || *model == "mlp" {
 		in.C, in.H, in.W = 1, 28, 28

@@ -32,7 +32,8 @@ func TestGetOptionsAndErrors(t *testing.T) {
 		{"resnet18", cifar, 0, []string{"conv1.weight", "layer2.0.downsample.0.weight", "layer2.0.downsample.1.bias", "fc.bias"}, nil, ""},
 		{"resnet50:stem=imagenet,width=16", cifar, 0, []string{"layer1.0.conv3.weight", "layer1.0.downsample.0.weight"}, nil, ""},
 		{"resnext101-32x8d:layers=1x1x1x1", img, 0, []string{"layer1.0.conv2.weight", "layer4.0.bn3.weight"}, []string{"layer1.1.conv1.weight"}, ""},
-		{"wrn:depth=16,widen=2", cifar, 0, []string{"layer2.0.shortcut.0.weight", "layer1.1.bn1.weight", "bn.weight"}, []string{"layer1.1.shortcut.0.weight"}, ""},
+		// WRN-16-2 on CIFAR-10: 691,674 parameters (Zagoruyko & Komodakis' 0.7M).
+		{"wrn:depth=16,widen=2", cifar10, 691674, []string{"layer2.0.shortcut.0.weight", "layer1.1.bn1.weight", "bn.weight"}, []string{"layer1.1.shortcut.0.weight"}, ""},
 		{"senet154:layers=1x1x1x1", img, 0, []string{"layer0.conv3.weight", "layer1.0.se_module.fc1.bias", "layer2.0.downsample.0.weight", "last_linear.weight"}, nil, ""},
 		{"inception-resnet-v2:repeats=1x1x1", Input{C: 3, H: 75, W: 75, NumClasses: 5}, 0,
 			[]string{"conv2d_1a.conv.weight", "mixed_5b.branch3.1.bn.running_var", "repeat.0.conv2d.bias", "repeat_1.0.branch1.2.conv.weight", "mixed_7a.branch2.2.bn.weight", "block8.conv2d.weight", "conv2d_7b.bn.bias", "classif.weight"},
@@ -185,8 +186,8 @@ func TestLibtorchBuildsTheDescribedNetwork(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.spec, err)
 		}
-		if got := m.NumParams(); got != s.NumParams() {
-			t.Errorf("%s: libtorch has %d parameters, the description %d", tc.spec, got, s.NumParams())
+		if got, err := m.NumParams(); err != nil || got != s.NumParams() {
+			t.Errorf("%s: libtorch has %d parameters (%v), the description %d", tc.spec, got, err, s.NumParams())
 		}
 		st, err := m.State()
 		if err != nil {

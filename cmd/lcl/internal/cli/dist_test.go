@@ -9,63 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lcl-project/lcl/trainer/safetensors"
 )
-
-func TestDistFromEnv(t *testing.T) {
-	for _, tt := range []struct {
-		env  map[string]string
-		want *distEnv
-		err  string
-	}{
-		{env: map[string]string{}, want: nil},
-		{env: map[string]string{"WORLD_SIZE": "1"}, want: nil},
-		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "29500"},
-			want: &distEnv{Rank: 1, World: 2, Addr: "127.0.0.1", Port: 29500}},
-		{env: map[string]string{"WORLD_SIZE": "8", "RANK": "5", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "node0", "MASTER_PORT": "1234"},
-			want: &distEnv{Rank: 5, World: 8, LocalRank: 1, LocalWorld: 4, Addr: "node0", Port: 1234}},
-		{env: map[string]string{"WORLD_SIZE": "2", "MASTER_PORT": "29500"}, err: "RANK is not"},
-		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "2", "MASTER_PORT": "29500"}, err: "0 ≤ RANK < WORLD_SIZE"},
-		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "0"}, err: "MASTER_PORT is not"},
-		{env: map[string]string{"WORLD_SIZE": "two", "RANK": "0", "MASTER_PORT": "1"}, err: `WORLD_SIZE="two"`},
-	} {
-		for _, k := range []string{"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"} {
-			t.Setenv(k, tt.env[k])
-		}
-		got, err := distFromEnv()
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%v: error %v, want %q", tt.env, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
-			t.Errorf("%v: got %+v, %v; want %+v", tt.env, got, err, tt.want)
-		}
-	}
-}
-
-// TestLaunchWorkerDeathNamesRank: when one worker dies, the launcher stops
-// the others and its error names the dead rank.
-func TestLaunchWorkerDeathNamesRank(t *testing.T) {
-	var errb bytes.Buffer
-	f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, Err: &errb}}
-	script := `echo "I am $RANK of $WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT" >&2; if [ "$RANK" = 1 ]; then sleep 0.2; kill -9 $$; fi; exec sleep 60`
-	t0 := time.Now()
-	err := launch(context.Background(), f, "/bin/sh", []string{"-c", script}, 3, 1)
-	if err == nil || !strings.Contains(err.Error(), "worker rank 1 of 3") || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("error %v, want one naming rank 1 killed", err)
-	}
-	if time.Since(t0) > 8*time.Second {
-		t.Errorf("the other workers were not stopped promptly (%v)", time.Since(t0))
-	}
-	t.Logf("%v\n%s", err, errb.String())
-	if !strings.Contains(errb.String(), "rank 2: I am 2 of 3 at 127.0.0.1:") {
-		t.Errorf("stderr of rank 2 not passed through with its prefix:\n%s", errb.String())
-	}
-}
 
 func readWeights(t *testing.T, path string) map[string][]byte {
 	t.Helper()

@@ -50,8 +50,8 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if o.Checkpoint == "" {
 		return usagef("--checkpoint is required")
 	}
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
 	path := o.Checkpoint
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
@@ -76,7 +76,9 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		return err
 	}
 	if o.Threads > 0 {
-		torch.SetThreads(o.Threads)
+		if err := torch.SetThreads(o.Threads); err != nil {
+			return err
+		}
 	}
 	c, h, w := test.Shape()
 	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})

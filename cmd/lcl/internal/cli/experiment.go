@@ -13,6 +13,7 @@ import (
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer/data"
 )
 
 func newExperimentCmd(f *Factory) *cobra.Command {
@@ -123,10 +124,11 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	if _, err := labels.Load(g.Labels); err != nil {
 		return fmt.Errorf("%s: labels: %w", path, err)
 	}
-	if g.Data != "" {
-		if _, err := os.Stat(g.Data); err != nil {
-			return fmt.Errorf("%s: data: %w", path, err)
-		}
+	// The data as each run's `lcl train --synsets LABELS --data DATA` sees it.
+	if spec, err := dataSpec(g.Labels, g.Data); err != nil {
+		return fmt.Errorf("%s: data: %w", path, err)
+	} else if err := data.Check(spec); err != nil {
+		return fmt.Errorf("%s: data: %w", path, err)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +14,14 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/launch"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -126,11 +126,19 @@ func dataSpec(synsets, spec string) (string, error) {
 		}
 		return synsets, nil
 	}
-	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+	st, err := os.Stat(spec)
+	if err == nil && st.IsDir() {
 		if synsets == "" {
 			return "", usagef("--data %s is a directory: name its kind with --synsets or write KIND:%s", spec, spec)
 		}
 		return synsets + ":" + spec, nil
+	}
+	if kind, _, _ := strings.Cut(spec, ":"); strings.ContainsRune(kind, os.PathSeparator) {
+		// Not a spec (a kind has no slash): a folder that is not there.
+		if err == nil {
+			err = fmt.Errorf("%s is not a folder", spec)
+		}
+		return "", err
 	}
 	return spec, nil
 }
@@ -233,16 +241,16 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 }
 
 func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptions) error {
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
-	dist, err := distFromEnv()
+	dist, err := launch.FromEnv()
 	if err != nil {
 		return err
 	}
 	o.world = 1
 	switch {
-	case dist != nil && o.NProc > 1 && os.Getenv(launchedEnv) == "":
+	case dist != nil && o.NProc > 1 && !launch.Launched():
 		return usagef("--nproc %d: this process was started by a launcher (WORLD_SIZE=%d): drop --nproc", o.NProc, dist.World)
 	case dist == nil && o.NProc > 1:
 		th := o.Threads
@@ -257,7 +265,8 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		if err != nil {
 			return fmt.Errorf("--nproc: %w", err)
 		}
-		return launch(ctx, f, exe, args, o.NProc, th)
+		return launch.Run(ctx, launch.Options{Exe: exe, Args: args, NProc: o.NProc, Threads: th,
+			Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
 	case o.NProc < 1:
 		return usagef("--nproc %d: want ≥ 1", o.NProc)
 	case dist != nil:
@@ -281,7 +290,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
-	if o.Device != "cpu" && torch.CUDADevices() == 0 {
+	if n, err := torch.CUDADevices(); err != nil {
+		return err
+	} else if o.Device != "cpu" && n == 0 {
 		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", o.Device)
 	}
 	train, test, err := data.Open(spec)
@@ -317,7 +328,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	}
 	var group *torch.Group
 	if dist != nil {
-		if group, err = joinGroup(dist, o.DistBackend, o.DistTimeout); err != nil {
+		if group, err = dist.Join(o.DistBackend, o.DistTimeout); err != nil {
 			return err
 		}
 		defer group.Close()
@@ -401,7 +412,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		return err
 	}
 	if !o.NoStore {
-		if err := storeRun(ctx, f, o, cfg, preset, res); err != nil {
+		_, similarity := planID["similarity"]
+		params, _ := o.strat.params(cmd.Flags())
+		if err := storeRun(ctx, f, o.runConfig(cmd.Flags(), params, similarity), out); err != nil {
 			f.Logf("warning: run not recorded in the store: %v", err)
 		}
 	}
@@ -423,33 +436,90 @@ func threads(n int) int {
 	if n > 0 {
 		return n
 	}
-	return torch.Threads()
+	n, _ = torch.Threads() // only printed; Check already passed
+	return n
 }
 
-// storeRun records the result as a simstore run keyed by a digest of the
-// configuration.
-func storeRun(ctx context.Context, f *Factory, o *trainOptions, cfg trainer.Config, preset string, res *trainer.Result) error {
-	conf := map[string]any{"data": cfg.Identity["data"], "fraction": o.Fraction, "model": o.Model, "strategy": o.Strategy,
-		"seed": o.Seed, "preset": preset, "optim": cfg.Optim, "device": o.Device}
-	raw, err := json.Marshal(conf)
+// execFlags are the train flags (and global flags) that say where or how a
+// run executes, not what it computes: a run's stored configuration leaves
+// them out, as a grid's does.
+var execFlags = map[string]bool{
+	"device": true, "threads": true, "workers": true, "eval-batch": true, "checkpoint-every": true,
+	"out": true, "resume": true, "no-store": true, "nproc": true, "dist-timeout": true, "dist-backend": true,
+	"plugin-timeout": true, "store": true, "wordnet": true, "json": true, "quiet": true,
+}
+
+// runConfig is the run's stored configuration: the flags that change its
+// result, as given (a grid's run has the same shape). similarity says
+// whether the strategy used a similarity matrix: only then do --source,
+// --matrix and --similarity-key belong to the run.
+func (o *trainOptions) runConfig(fs *pflag.FlagSet, params map[string]string, similarity bool) simstore.RunConfig {
+	c := simstore.RunConfig{Labels: o.Synsets, Data: o.Data, Model: o.Model, Fraction: o.Fraction,
+		Strategy: o.Strategy, Params: params, Seed: int(o.Seed)}
+	if fs.Changed("epochs") {
+		c.Epochs = o.Epochs
+	}
+	if fs.Changed("preset") {
+		c.Preset = o.Preset
+	}
+	if similarity && o.strat.Matrix == "" && o.strat.Key == "" {
+		c.Source = o.strat.Source
+	}
+	fs.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "synsets", "data", "model", "fraction", "strategy", "seed", "epochs", "preset", "param", "epsilon", "source":
+			return // fields of their own
+		case "matrix", "similarity-key":
+			if !similarity {
+				return
+			}
+		}
+		if execFlags[fl.Name] {
+			return
+		}
+		if c.Args == nil {
+			c.Args = map[string]string{}
+		}
+		c.Args[fl.Name] = fl.Value.String()
+	})
+	return c
+}
+
+// storeRun records the finished run in the store under its configuration's
+// digest, read back from its folder as a grid run is.
+func storeRun(ctx context.Context, f *Factory, c simstore.RunConfig, dir string) error {
+	run, err := experiment.ReadResult(c, dir)
 	if err != nil {
 		return err
-	}
-	sum := sha256.Sum256(raw)
-	epochs, err := json.Marshal(res.Epochs)
-	if err != nil {
-		return err
-	}
-	run := simstore.Run{ID: "train-" + hex.EncodeToString(sum[:8]), Config: raw, Status: "done", Epochs: epochs, Dir: cfg.Out}
-	for _, p := range res.Final {
-		run.Top1 = append(run.Top1, p.TestTop1)
-		run.Top5 = append(run.Top5, p.TestTop5)
 	}
 	st, err := f.Store()
 	if err != nil {
 		return err
 	}
 	return st.PutRun(ctx, run)
+}
+
+// commandLine rebuilds the arguments of cmd as given (every flag set on
+// the command line, local or global), without --nproc.
+func commandLine(cmd *cobra.Command) []string {
+	args := strings.Fields(cmd.CommandPath())[1:]
+	seen := map[string]bool{}
+	add := func(fl *pflag.Flag) {
+		if seen[fl.Name] || fl.Name == "nproc" {
+			return
+		}
+		seen[fl.Name] = true
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+fl.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+fl.Name+"="+fl.Value.String())
+	}
+	cmd.Flags().Visit(add)
+	cmd.InheritedFlags().Visit(add)
+	return args
 }
 
 var _ io.Closer = (*batches)(nil)
