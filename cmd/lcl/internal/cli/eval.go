@@ -93,7 +93,7 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if _, err := trainer.LoadWeights(path, m); err != nil {
 		return err
 	}
-	pm, err := trainer.Evaluate(cmd.Context(), m, test, loader(o.Workers), o.Batch)
+	pm, err := trainer.Evaluate(cmd.Context(), m, test, data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), o.Batch)
 	if err != nil {
 		return err
 	}

@@ -143,42 +143,6 @@ func dataSpec(synsets, spec string) (string, error) {
 	return spec, nil
 }
 
-// loader adapts trainer/data's loader to the trainer.
-func loader(workers int) trainer.Loader {
-	return func(ctx context.Context, ds trainer.Dataset, c trainer.LoaderConfig) (trainer.Batches, error) {
-		d, ok := ds.(data.Dataset)
-		if !ok {
-			return nil, fmt.Errorf("dataset %T is not a trainer/data set", ds)
-		}
-		l, err := data.NewLoader(ctx, d, data.LoaderConfig{Indices: c.Indices, Batch: c.Batch, Shuffle: c.Shuffle,
-			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers, Shard: c.Shard, Shards: c.Shards})
-		if err != nil {
-			return nil, err
-		}
-		return &batches{l: l}, nil
-	}
-}
-
-type batches struct {
-	l    *data.Loader
-	prev *data.Batch
-}
-
-// Next releases the previous batch for reuse: the trainer is done with a
-// batch when it asks for the next.
-func (b *batches) Next() (*trainer.Batch, error) {
-	b.prev.Release()
-	b.prev = nil
-	d, err := b.l.Next()
-	if err != nil {
-		return nil, err
-	}
-	b.prev = d
-	return &trainer.Batch{N: d.N, X: d.X, Y: d.Y, Index: d.Index}, nil
-}
-
-func (b *batches) Close() error { return b.l.Close() }
-
 // optim resolves the preset and the flags that override it.
 func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, error) {
 	name := o.Preset
@@ -358,7 +322,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		identity[k] = v
 	}
 	cfg := trainer.Config{
-		Out: out, Model: o.Model, Train: train, Test: test, Loader: loader(o.Workers), TrainIndices: idx,
+		Out: out, Model: o.Model, Train: train, Test: test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: idx,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: resume, Identity: identity,
 		Group: group,
@@ -521,5 +485,3 @@ func commandLine(cmd *cobra.Command) []string {
 	cmd.InheritedFlags().Visit(add)
 	return args
 }
-
-var _ io.Closer = (*batches)(nil)
