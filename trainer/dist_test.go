@@ -89,7 +89,7 @@ func (p *weightedSL) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	for i := range w {
 		w[i] = 1 + float32(i%3)
 	}
-	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: torch.Coefs{Soft: 1}}, nil
+	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: Coefs{Soft: 1}}, nil
 }
 
 // TestDataParallelEqualsSingleProcess: two ranks over the same global
