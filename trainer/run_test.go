@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -85,7 +86,7 @@ func TestRunLearnsAndWritesRunDir(t *testing.T) {
 		t.Errorf("result.json: %v %+v, want top1 = [final test top-1]", err, result)
 	}
 	// The weights load back into a fresh model and evaluate identically.
-	m, err := torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 6, InW: 6, NumClasses: 4, Hidden: []int{32}}, "cpu")
+	m, err := torch.NewModel(mlp32(t), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,4 +536,14 @@ func TestPerStepPlanErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mlp32 is the architecture of the runs above ("mlp:hidden=32" on 1×6×6, 4 classes).
+func mlp32(t *testing.T) torch.Spec {
+	t.Helper()
+	s, err := models.Builtin().Get("mlp:hidden=32", models.Input{C: 1, H: 6, W: 6, NumClasses: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
