@@ -16,7 +16,7 @@ import (
 func engineNet(t *testing.T, channelsLast bool) (*Model, *Optimizer) {
 	t.Helper()
 	ManualSeed(11)
-	m, err := NewModel(Spec{Kind: CNN, InC: 3, InH: 8, InW: 8, NumClasses: 4, Hidden: []int{4, 8}}, "cpu")
+	m, err := NewModel(cnnSpec(3, 8, 8, 4, []int{4}, 8, 0), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
