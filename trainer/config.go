@@ -136,6 +136,7 @@ func newRunner(cfg Config) (*runner, error) {
 		torch.SetThreads(cfg.Threads)
 	}
 	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r.user0, r.sys0 = processCPU()
 	r.id = r.identity()
 	return r, nil
 }

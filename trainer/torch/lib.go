@@ -45,6 +45,17 @@ func ManualSeed(seed uint64) { C.lt_manual_seed(C.uint64_t(seed)) }
 // CUDADevices is the number of CUDA devices libtorch sees (0 on CPU builds).
 func CUDADevices() int { return int(C.lt_cuda_device_count()) }
 
+// CPUAllocStats reports the caching CPU allocator's counters; ok is false
+// when LCL_CPU_ALLOCATOR=system left libtorch's own allocator in place.
+func CPUAllocStats() (s AllocStats, ok bool) {
+	var out [5]C.int64_t
+	if C.lt_cpu_alloc_stats(&out[0]) == 0 {
+		return s, false
+	}
+	return AllocStats{Hits: int64(out[0]), Misses: int64(out[1]), LiveBytes: int64(out[2]),
+		PeakBytes: int64(out[3]), CachedBytes: int64(out[4])}, true
+}
+
 func init() {
 	if v := int(C.lt_abi_version()); v != abiVersion {
 		panic(fmt.Sprintf("torch: shim ABI version %d, binding expects %d", v, abiVersion))

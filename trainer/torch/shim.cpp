@@ -6,6 +6,8 @@
 // rebuilds every C++ file of the package when any file changes, so four
 // units would cost four parses on every edit. dist.cpp (c10d) is separate
 // because its headers are heavy and it rarely changes.
+#include "allocator.hpp"
+#include "blas.hpp"
 #include "common.hpp"
 #include "models.hpp"
 #include "state.hpp"
@@ -13,6 +15,12 @@
 
 // lts holds the shim's internals; nothing in it is part of the C ABI.
 using namespace lts;
+
+namespace {
+// Installed when the library loads, before any tensor of lcl's is made.
+const bool cpu_allocator_installed = install_cpu_allocator();
+const int blas_threads = limit_blas_threads();
+} // namespace
 
 extern "C" {
 
@@ -29,6 +37,17 @@ int32_t lt_cuda_device_count(void) {
 	} catch (...) {
 		return 0;
 	}
+}
+
+int32_t lt_cpu_alloc_stats(int64_t *out) {
+	if (!cpu_allocator_installed) return 0;
+	auto st = CachingCPUAllocator::instance()->stats();
+	out[0] = st.hits;
+	out[1] = st.misses;
+	out[2] = st.live_bytes;
+	out[3] = st.peak_bytes;
+	out[4] = st.cached_bytes;
+	return 1;
 }
 
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim, const char *device, char **err) {

@@ -67,6 +67,10 @@ void lt_set_threads(int32_t n);
 int32_t lt_get_threads(void);
 void lt_manual_seed(uint64_t seed);
 int32_t lt_cuda_device_count(void);
+/* Statistics of the caching CPU allocator (allocator.hpp): out[0..4] =
+   hits, misses, live bytes, peak live bytes, cached free bytes. Returns 0
+   (and leaves out alone) when LCL_CPU_ALLOCATOR=system disabled it. */
+int32_t lt_cpu_alloc_stats(int64_t *out);
 
 /* Tensors (float32 only: used for target matrices). */
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,

@@ -14,6 +14,8 @@ func Threads() int      { return 0 }
 func ManualSeed(uint64) {}
 func CUDADevices() int  { return 0 }
 
+func CPUAllocStats() (AllocStats, bool) { return AllocStats{}, false }
+
 type Tensor struct{ shape []int64 }
 
 func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {

@@ -25,6 +25,15 @@ type Error struct {
 
 func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
 
+// AllocStats are the counters of the caching CPU allocator the binding
+// installs in libtorch (see allocator.hpp): allocations of cached sizes
+// served from a free list (Hits) or from malloc (Misses), and bytes live,
+// at their peak, and kept in the free lists.
+type AllocStats struct {
+	Hits, Misses                      int64
+	LiveBytes, PeakBytes, CachedBytes int64
+}
+
 // Kind selects an architecture family built on the C++ side.
 type Kind int32
 
