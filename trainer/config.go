@@ -133,7 +133,9 @@ func newRunner(cfg Config) (*runner, error) {
 		seen[s.Name] = true
 	}
 	if cfg.Threads > 0 {
-		torch.SetThreads(cfg.Threads)
+		if err := torch.SetThreads(cfg.Threads); err != nil {
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
 	}
 	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
 	r.user0, r.sys0 = processCPU()

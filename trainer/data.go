@@ -33,9 +33,10 @@ type LoaderConfig struct {
 	Train    bool  // training-time augmentation
 	DropLast bool
 	// Shards > 1 cuts every batch of Batch examples into Shards contiguous
-	// slices, sizes differing by at most one, and yields slice Shard of
-	// each (possibly empty, never skipped): data-parallel ranks together
-	// see the batches of one process, in the same order.
+	// slices, sizes differing by at most one, the larger first, and yields
+	// slice Shard of each (possibly empty, never skipped): data-parallel
+	// ranks together see the batches of one process, in the same order,
+	// each example augmented as in the unsharded pass.
 	Shard, Shards int
 }
 

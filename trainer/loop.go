@@ -105,7 +105,9 @@ func (p *peerSet) close() {
 func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
 
 func (r *runner) newPeers(stage int) (*peerSet, error) {
-	torch.ManualSeed(mix(r.cfg.Seed, 1, int64(stage)))
+	if err := torch.ManualSeed(mix(r.cfg.Seed, 1, int64(stage))); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
 	ps := &peerSet{}
 	o := r.cfg.Optim
 	for range r.stages[stage].Peers {
@@ -395,7 +397,9 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 			}
 		}
 		// Seeding per step makes dropout independent of where a run resumed.
-		torch.ManualSeed(mix(r.cfg.Seed, 3, int64(s), int64(e), int64(i)))
+		if err := torch.ManualSeed(mix(r.cfg.Seed, 3, int64(s), int64(e), int64(i))); err != nil {
+			return fmt.Errorf("trainer: %w", err)
+		}
 		res, err := torch.TrainStep(step)
 		if err != nil {
 			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)

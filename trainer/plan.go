@@ -80,20 +80,6 @@ type StatefulPlanner interface {
 	UnmarshalState([]byte) error
 }
 
-// SL is standard supervised learning: one stage, one model, one-hot targets.
-type SL struct{}
-
-func (SL) Stages() []Stage { return []Stage{{Name: "train"}} }
-
-func (SL) Plan(context.Context, PlanContext) (Plan, error) {
-	return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
-}
-
-// Planners names the strategies built into the trainer.
-func Planners() map[string]func() Planner {
-	return map[string]func() Planner{"sl": func() Planner { return SL{} }}
-}
-
 func (p *Plan) validate(numClasses, numExamples int) error {
 	if p.Targets != nil && len(p.Targets) != numClasses*numClasses {
 		return fmt.Errorf("plan: target matrix has %d values, want %d×%d", len(p.Targets), numClasses, numClasses)

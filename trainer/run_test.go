@@ -17,6 +17,17 @@ import (
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
+// SL is standard supervised learning (one stage, one model, one-hot
+// targets): the planner of most tests here. The strategies lcl trains with
+// come from plugins/strategy through curriculum.
+type SL struct{}
+
+func (SL) Stages() []Stage { return []Stage{{Name: "train"}} }
+
+func (SL) Plan(context.Context, PlanContext) (Plan, error) {
+	return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
+}
+
 func testConfig(t *testing.T, out string) Config {
 	t.Helper()
 	return Config{

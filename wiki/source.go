@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/wordnet"
 )
 
@@ -64,11 +65,25 @@ func (r Request) wnid() string {
 	return ""
 }
 
-// Source gives the document of a class; `lcl wiki fetch --source` picks one:
-// an ArticleSource over the API or a dump, WordNetSource, or DirSource.
+// Source gives the document of a class: an ArticleSource over the API or a
+// dump, WordNetSource, or DirSource; OpenSource opens one by name.
 type Source interface {
+	// Name is stored with every document the source gives ("api", "dump",
+	// "wordnet", "dir").
 	Name() string
 	Document(ctx context.Context, req Request) (*Document, error)
+	// Close releases what the source holds open (a dump's file).
+	Close() error
+}
+
+// RequestFor is the request for a class of a label set: its synset when it
+// names one (the label set is checked against WordNet when loaded).
+func RequestFor(wn *wordnet.DB, c labels.Class) Request {
+	req := Request{ClassID: c.ID, Name: c.Name}
+	if c.WNID != "" && wn != nil {
+		req.Synset, _ = wn.Synset(c.WNID)
+	}
+	return req
 }
 
 // joinTitles joins several titles (override with several articles) the way

@@ -27,8 +27,12 @@ func main() {
 	if *lock {
 		runtime.LockOSThread()
 	}
-	torch.SetThreads(*threads)
-	torch.ManualSeed(0)
+	if err := torch.SetThreads(*threads); err != nil {
+		log.Fatal(err)
+	}
+	if err := torch.ManualSeed(0); err != nil {
+		log.Fatal(err)
+	}
 	var spec torch.Spec
 	switch *model {
 	case "cnn":

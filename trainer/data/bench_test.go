@@ -86,7 +86,7 @@ func benchLoader(b *testing.B, ds Dataset, batch int, ref func() (int, time.Dura
 					pilSum += pil()
 				}
 				start, startCPU := time.Now(), cpuTime(b)
-				n += drain(b, ds, LoaderConfig{Batch: batch, Shuffle: true, Workers: workers, Prefetch: 4, Train: true})
+				n += drain(b, ds, LoaderConfig{Pass: Pass{Batch: batch, Shuffle: true, Train: true}, Workers: workers, Prefetch: 4})
 				wall, cpu = wall+time.Since(start), cpu+cpuTime(b)-startCPU
 			}
 			perCPU := float64(n) / cpu.Seconds()

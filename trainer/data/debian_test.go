@@ -85,7 +85,7 @@ func TestDebianFashionMNIST(t *testing.T) {
 	}
 	// The documented normalisation makes the training set zero-mean and
 	// unit-variance: it reproduces Fashion-MNIST's mean 0.2860 and std 0.3530.
-	l, err := NewLoader(context.Background(), train, LoaderConfig{Batch: 1000, Workers: 2})
+	l, err := NewLoader(context.Background(), train, LoaderConfig{Pass: Pass{Batch: 1000}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

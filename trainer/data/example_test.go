@@ -27,8 +27,7 @@ func Example() {
 	}
 	ctx := context.Background()
 	for epoch := range 1 {
-		l, err := data.NewLoader(ctx, train, data.LoaderConfig{Indices: subset, Batch: 128,
-			Shuffle: true, Seed: 1, Epoch: epoch, Workers: 2, Train: true})
+		l, err := data.NewLoader(ctx, train, data.LoaderConfig{Pass: data.Pass{Indices: subset, Batch: 128, Shuffle: true, Seed: 1, Train: true}, Epoch: epoch, Workers: 2})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -47,7 +46,7 @@ func Example() {
 		l.Close()
 		fmt.Println("epoch", epoch, "trained on", n, "examples")
 	}
-	l, err := data.NewLoader(ctx, test, data.LoaderConfig{Batch: 1000})
+	l, err := data.NewLoader(ctx, test, data.LoaderConfig{Pass: data.Pass{Batch: 1000}})
 	if err != nil {
 		log.Fatal(err)
 	}

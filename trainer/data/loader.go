@@ -8,20 +8,24 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+
+	"github.com/lcl-project/lcl/trainer"
 )
+
+// Pass is the part of a LoaderConfig the trainer chooses: which examples a
+// pass visits, in which order, in which batches.
+type Pass = trainer.LoaderConfig
 
 // LoaderConfig configures one pass (epoch) of a Loader over a split.
 type LoaderConfig struct {
-	// Indices are the examples to visit (e.g. from Fraction); nil means all.
-	Indices []int
-	// Batch is the batch size (required, > 0).
-	Batch int
-	// Shuffle visits the indices in a random order drawn from (Seed, Epoch).
-	Shuffle bool
-	// Seed and Epoch determine the order and every random augmentation:
-	// example i is augmented from a generator seeded by (Seed, Epoch, i), so
-	// the output is the same for any number of workers.
-	Seed  int64
+	// The pass as the trainer asks for it: Indices (nil = all), Batch
+	// (required, > 0), Shuffle, Seed, Train (the split's training
+	// augmentation; otherwise the deterministic evaluation transform),
+	// DropLast, Shard and Shards (see trainer.LoaderConfig). Shuffle draws
+	// the order from (Seed, Epoch); Seed and Epoch also determine every
+	// random augmentation: example i is augmented from a generator seeded by
+	// (Seed, Epoch, i), so the output is the same for any number of workers.
+	Pass
 	Epoch int
 	// Workers is the number of decoding goroutines (default GOMAXPROCS); each
 	// fills whole batches.
@@ -29,32 +33,19 @@ type LoaderConfig struct {
 	// Prefetch bounds the batches queued ahead of the consumer (default 2).
 	// At most Prefetch+Workers+1 batches are held besides the caller's.
 	Prefetch int
-	// Train applies the split's training augmentation; otherwise the
-	// deterministic evaluation transform.
-	Train bool
-	// DropLast drops the final batch when it would be smaller than Batch.
-	DropLast bool
 	// SkipBad skips examples that fail to decode, with a warning, instead
 	// of ending the pass with an error; Loader.Skipped counts them. A batch
 	// that lost examples is smaller than Batch.
 	SkipBad bool
 	// Warn receives warnings; nil writes them to stderr.
 	Warn func(msg string)
-	// Shards > 1 cuts every batch into Shards contiguous slices (sizes
-	// differing by at most one, the larger first) and the pass yields slice
-	// Shard of each, possibly empty and then not skipped: data-parallel
-	// ranks together decode the batches of one unsharded pass, each
-	// example augmented identically.
-	Shard, Shards int
 }
 
-// Batch is a decoded batch. X holds N examples of shape C×H×W, normalised,
-// back to back; Y their labels; Index their indices in the split.
+// Batch is a decoded batch: the trainer's batch (X holds N examples of shape
+// C×H×W, normalised, back to back; Y their labels; Index their indices in
+// the split) and the pool of its Loader.
 type Batch struct {
-	N     int
-	X     []float32
-	Y     []int64
-	Index []int
+	trainer.Batch
 
 	free chan *Batch
 }
@@ -236,8 +227,8 @@ func (l *Loader) fill(k int) (*Batch, error) {
 	select {
 	case b = <-l.free:
 	default:
-		b = &Batch{X: make([]float32, l.cfg.Batch*l.size), Y: make([]int64, l.cfg.Batch),
-			Index: make([]int, l.cfg.Batch), free: l.free}
+		b = &Batch{Batch: trainer.Batch{X: make([]float32, l.cfg.Batch*l.size), Y: make([]int64, l.cfg.Batch),
+			Index: make([]int, l.cfg.Batch)}, free: l.free}
 	}
 	b.X, b.Y, b.Index = b.X[:cap(b.X)], b.Y[:cap(b.Y)], b.Index[:cap(b.Index)]
 	lo := k * l.cfg.Batch

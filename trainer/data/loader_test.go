@@ -137,7 +137,7 @@ func TestLoaderDeterministicAcrossWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base := LoaderConfig{Indices: frac, Batch: 4, Shuffle: true, Seed: 11, Epoch: 2, Train: true}
+		base := LoaderConfig{Pass: Pass{Indices: frac, Batch: 4, Shuffle: true, Seed: 11, Train: true}, Epoch: 2}
 		var ref [][]float32
 		var refIdx [][]int
 		for _, workers := range []int{1, 2, 3, 8} {
@@ -178,7 +178,7 @@ func TestLoaderDeterministicAcrossWorkers(t *testing.T) {
 		if slices.EqualFunc(idx, refIdx, slices.Equal) || slices.EqualFunc(xs, ref, slices.Equal) {
 			t.Fatalf("%s: epochs 2 and 3 gave the same pass", spec)
 		}
-		eval := LoaderConfig{Batch: 5, Workers: 2}
+		eval := LoaderConfig{Pass: Pass{Batch: 5}, Workers: 2}
 		e1, _, _, _ := collect(t, train, eval)
 		eval.Seed, eval.Workers = 99, 3
 		e2, _, _, _ := collect(t, train, eval)
@@ -194,12 +194,12 @@ func TestLoaderBatching(t *testing.T) {
 		cfg   LoaderConfig
 		sizes []int
 	}{
-		{LoaderConfig{Batch: 4}, []int{4, 4, 2}},
-		{LoaderConfig{Batch: 4, DropLast: true}, []int{4, 4}},
-		{LoaderConfig{Batch: 5, DropLast: true}, []int{5, 5}},
-		{LoaderConfig{Batch: 20}, []int{10}},
-		{LoaderConfig{Batch: 20, DropLast: true}, nil},
-		{LoaderConfig{Batch: 3, Indices: []int{9, 1, 4}}, []int{3}},
+		{LoaderConfig{Pass: Pass{Batch: 4}}, []int{4, 4, 2}},
+		{LoaderConfig{Pass: Pass{Batch: 4, DropLast: true}}, []int{4, 4}},
+		{LoaderConfig{Pass: Pass{Batch: 5, DropLast: true}}, []int{5, 5}},
+		{LoaderConfig{Pass: Pass{Batch: 20}}, []int{10}},
+		{LoaderConfig{Pass: Pass{Batch: 20, DropLast: true}}, nil},
+		{LoaderConfig{Pass: Pass{Batch: 3, Indices: []int{9, 1, 4}}}, []int{3}},
 	}
 	for _, tt := range tests {
 		_, ys, idx, err := collect(t, ds, tt.cfg)
@@ -217,7 +217,7 @@ func TestLoaderBatching(t *testing.T) {
 			t.Errorf("unshuffled indices %v, want %v", idx[0], tt.cfg.Indices)
 		}
 	}
-	for _, cfg := range []LoaderConfig{{Batch: 0}, {Batch: 2, Indices: []int{10}}, {Batch: 2, Indices: []int{-1}}} {
+	for _, cfg := range []LoaderConfig{{Pass: Pass{Batch: 0}}, {Pass: Pass{Batch: 2, Indices: []int{10}}}, {Pass: Pass{Batch: 2, Indices: []int{-1}}}} {
 		if _, err := NewLoader(context.Background(), ds, cfg); err == nil {
 			t.Errorf("NewLoader(%+v) succeeded", cfg)
 		}
@@ -235,13 +235,13 @@ func TestLoaderBadImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err = collect(t, train, LoaderConfig{Batch: 2, Workers: 2})
+	_, _, _, err = collect(t, train, LoaderConfig{Pass: Pass{Batch: 2}, Workers: 2})
 	var ee *ExampleError
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "img9.png") || ee.Index != 3 {
 		t.Fatalf("error %v, want an *ExampleError for a/img9.png, example 3", err)
 	}
 	var warnings []string
-	cfg := LoaderConfig{Batch: 2, Workers: 3, SkipBad: true, Warn: func(m string) { warnings = append(warnings, m) }}
+	cfg := LoaderConfig{Pass: Pass{Batch: 2}, Workers: 3, SkipBad: true, Warn: func(m string) { warnings = append(warnings, m) }}
 	l, err := NewLoader(context.Background(), train, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestLoaderBadImage(t *testing.T) {
 func TestLoaderCancel(t *testing.T) {
 	ds := &labelSet{labels: make([]int, 1000), classes: 1}
 	ctx, cancel := context.WithCancel(context.Background())
-	l, err := NewLoader(ctx, ds, LoaderConfig{Batch: 2, Workers: 2})
+	l, err := NewLoader(ctx, ds, LoaderConfig{Pass: Pass{Batch: 2}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestLoaderCancel(t *testing.T) {
 func TestLoaderReusesReleasedBatches(t *testing.T) {
 	ds := &labelSet{labels: make([]int, 400), classes: 1}
 	before := runtime.NumGoroutine()
-	l, err := NewLoader(context.Background(), ds, LoaderConfig{Batch: 4, Workers: 2, Prefetch: 1})
+	l, err := NewLoader(context.Background(), ds, LoaderConfig{Pass: Pass{Batch: 4}, Workers: 2, Prefetch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestLoaderShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ batch, shards int }{{4, 2}, {5, 3}, {7, 2}, {2, 3}} {
-		base := LoaderConfig{Batch: tt.batch, Shuffle: true, Seed: 5, Epoch: 1, Train: true, Workers: 2}
+		base := LoaderConfig{Pass: Pass{Batch: tt.batch, Shuffle: true, Seed: 5, Train: true}, Epoch: 1, Workers: 2}
 		wantX, _, wantIdx, err := collect(t, train, base)
 		if err != nil {
 			t.Fatal(err)
@@ -372,7 +372,7 @@ func TestLoaderShards(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewLoader(context.Background(), train, LoaderConfig{Batch: 2, Shard: 2, Shards: 2}); err == nil {
+	if _, err := NewLoader(context.Background(), train, LoaderConfig{Pass: Pass{Batch: 2, Shard: 2, Shards: 2}}); err == nil {
 		t.Error("shard 2 of 2 accepted")
 	}
 }

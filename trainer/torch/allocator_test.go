@@ -15,7 +15,7 @@ import (
 // set.
 func TestCachingAllocatorReusesBlocks(t *testing.T) {
 	if os.Getenv("LCL_CPU_ALLOCATOR") == "system" {
-		if _, ok := CPUAllocStats(); ok {
+		if _, ok, _ := CPUAllocStats(); ok {
 			t.Fatal("LCL_CPU_ALLOCATOR=system: the caching allocator is installed anyway")
 		}
 		return
@@ -43,8 +43,8 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before, ok := CPUAllocStats()
-	if !ok {
+	before, ok, err := CPUAllocStats()
+	if err != nil || !ok {
 		t.Fatal("the caching allocator is not installed")
 	}
 	for range 3 {
@@ -52,7 +52,7 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	after, _ := CPUAllocStats()
+	after, _, _ := CPUAllocStats()
 	if after.Misses != before.Misses {
 		t.Errorf("steady-state steps missed the cache %d times (hits %d)", after.Misses-before.Misses, after.Hits-before.Hits)
 	}

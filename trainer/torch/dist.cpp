@@ -224,9 +224,10 @@ extern "C" {
 
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
                  int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err) {
-	std::string where = "process group rendezvous at " + std::string(addr ? addr : "") + ":" + std::to_string(port) +
-	                    " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
+	std::string where; // names the call in its error (set first thing: building it could throw too)
 	try {
+		where = "process group rendezvous at " + std::string(addr ? addr : "") + ":" + std::to_string(port) +
+		        " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
 		if (size < 1 || rank < 0 || rank >= size) throw std::invalid_argument("rank out of range");
 		if (port <= 0 || port > 65535) throw std::invalid_argument("port out of range");
 		auto g = std::make_unique<lt_pg>();
@@ -271,19 +272,29 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		set_err(err, where + ": " + clean(e.what_without_backtrace()));
 	} catch (const std::exception &e) {
 		set_err(err, where + ": " + clean(e.what()));
+	} catch (...) {
+		set_err(err, where + ": unknown C++ exception");
 	}
 	return nullptr;
 }
 
-void lt_pg_free(lt_pg *g) {
+void lt_pg_free(lt_pg *g) noexcept {
 	if (!g) return;
-	if (g->heartbeat.joinable()) {
-		{
-			std::lock_guard<std::mutex> l(g->hb_mu);
-			g->hb_stop = true;
+	try {
+		if (g->heartbeat.joinable()) {
+			{
+				std::lock_guard<std::mutex> l(g->hb_mu);
+				g->hb_stop = true;
+			}
+			g->hb_cv.notify_all();
+			g->heartbeat.join();
 		}
-		g->hb_cv.notify_all();
-		g->heartbeat.join();
+	} catch (...) {
+		// join failed (std::system_error): the thread may still use g, so
+		// leak g rather than free it under the thread.
+		g->pg.release();
+		g->store.release();
+		return;
 	}
 	if (g->broken) {
 		// Gloo's worker threads may still wait on a dead peer and its
@@ -294,9 +305,17 @@ void lt_pg_free(lt_pg *g) {
 	delete g;
 }
 
-void lt_pg_abort(lt_pg *g, const char *why) { g->abort(why && *why ? why : "aborted"); }
-int32_t lt_pg_rank(lt_pg *g) { return g->rank; }
-int32_t lt_pg_size(lt_pg *g) { return g->size; }
+int32_t lt_pg_abort(lt_pg *g, const char *why, char **err) {
+	try {
+		g->abort(why && *why ? why : "aborted");
+		return 0;
+	} catch (const std::exception &e) {
+		set_err(err, clean(e.what()));
+	} catch (...) {
+		set_err(err, "unknown C++ exception");
+	}
+	return -1;
+}
 
 int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err) {
 	try {
@@ -306,6 +325,8 @@ int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err) {
 		return 0;
 	} catch (const std::exception &e) {
 		set_err(err, clean(e.what()));
+	} catch (...) {
+		set_err(err, "unknown C++ exception");
 	}
 	return -1;
 }
@@ -318,6 +339,8 @@ int32_t lt_pg_broadcast_bytes(lt_pg *g, void *buf, int64_t n, char **err) {
 		return 0;
 	} catch (const std::exception &e) {
 		set_err(err, clean(e.what()));
+	} catch (...) {
+		set_err(err, "unknown C++ exception");
 	}
 	return -1;
 }

@@ -200,6 +200,7 @@ func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 func TestGroupPeerExitFailsFast(t *testing.T) {
 	port := freePort(t)
 	done := make(chan error, 1)
+	joined := make(chan struct{}) // rank 0 has joined: rank 1 may leave
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 1, Size: 2, Timeout: 10 * time.Minute})
@@ -208,9 +209,13 @@ func TestGroupPeerExitFailsFast(t *testing.T) {
 			return
 		}
 		done <- nil
+		// Leaving while rank 0 still connects would fail its rendezvous
+		// instead (seen under load): leave after it has joined.
+		<-joined
 		g.Close() // leaves without taking part in the all-reduce
 	})
 	g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 0, Size: 2, Timeout: 10 * time.Minute})
+	close(joined)
 	if err != nil {
 		t.Fatal(err)
 	}

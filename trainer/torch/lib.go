@@ -9,7 +9,15 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
+)
+
+type (
+	tensorHandle = *C.lt_tensor
+	modelHandle  = *C.lt_model
+	optimHandle  = *C.lt_optim
+	groupHandle  = *C.lt_pg
 )
 
 // errOf turns the out-parameter of a failed call into an *Error.
@@ -27,52 +35,109 @@ func cstr(s string) (*C.char, func()) {
 	return p, func() { C.free(unsafe.Pointer(p)) }
 }
 
-// Version is the libtorch version the binding runs on.
+// abiVersion is the LT_ABI_VERSION of the shim.h this binding was written
+// against.
+const abiVersion = 4
+
+// shimABI asks the shim for its ABI version: lt_abi_version is one of the
+// two functions of shim.h that never change, so any shim answers it.
+var shimABI = sync.OnceValue(func() int { return int(C.lt_abi_version()) })
+
+// checkABI is Check for a shim that reports version shim.
+func checkABI(shim int) error {
+	if shim != abiVersion {
+		return fmt.Errorf("torch: %w: the shim library (libltshim.so) speaks ABI version %d, this lcl binary "+
+			"version %d: rebuild it from this lcl's sources with trainer/torch/build-shim.sh", ErrABIMismatch, shim, abiVersion)
+	}
+	return nil
+}
+
+// Check reports whether libtorch can be used: nil, or an error wrapping
+// ErrABIMismatch when the shim library was built from another lcl version
+// (only possible with -tags ltshim). Every operation checks it first.
+func Check() error { return checkABI(shimABI()) }
+
+// Version is the libtorch version the binding runs on (also with a shim of
+// another ABI version: lt_torch_version never changes).
 func Version() string { return C.GoString(C.lt_torch_version()) }
 
-// Available reports whether libtorch is linked in.
-func Available() bool { return true }
+// Available reports whether libtorch is linked in and usable (Check is nil).
+func Available() bool { return Check() == nil }
 
 // SetThreads sets libtorch's intra-op thread count (n ≤ 0 keeps the default).
-func SetThreads(n int) { C.lt_set_threads(C.int32_t(n)) }
+func SetThreads(n int) error {
+	if err := Check(); err != nil {
+		return err
+	}
+	var cerr *C.char
+	if C.lt_set_threads(C.int32_t(n), &cerr) != 0 {
+		return errOf("set threads", cerr)
+	}
+	return nil
+}
 
 // Threads is libtorch's intra-op thread count.
-func Threads() int { return int(C.lt_get_threads()) }
+func Threads() (int, error) {
+	if err := Check(); err != nil {
+		return 0, err
+	}
+	var n C.int32_t
+	var cerr *C.char
+	if C.lt_get_threads(&n, &cerr) != 0 {
+		return 0, errOf("threads", cerr)
+	}
+	return int(n), nil
+}
 
 // ManualSeed seeds libtorch's default generators (initialisation, dropout).
-func ManualSeed(seed uint64) { C.lt_manual_seed(C.uint64_t(seed)) }
+func ManualSeed(seed uint64) error {
+	if err := Check(); err != nil {
+		return err
+	}
+	var cerr *C.char
+	if C.lt_manual_seed(C.uint64_t(seed), &cerr) != 0 {
+		return errOf("manual seed", cerr)
+	}
+	return nil
+}
 
 // CUDADevices is the number of CUDA devices libtorch sees (0 on CPU builds).
-func CUDADevices() int { return int(C.lt_cuda_device_count()) }
+func CUDADevices() (int, error) {
+	if err := Check(); err != nil {
+		return 0, err
+	}
+	var n C.int32_t
+	var cerr *C.char
+	if C.lt_cuda_device_count(&n, &cerr) != 0 {
+		return 0, errOf("cuda device count", cerr)
+	}
+	return int(n), nil
+}
 
 // CPUAllocStats reports the caching CPU allocator's counters; ok is false
-// when LCL_CPU_ALLOCATOR=system left libtorch's own allocator in place.
-func CPUAllocStats() (s AllocStats, ok bool) {
+// when LCL_CPU_ALLOCATOR left libtorch's own allocator in place.
+func CPUAllocStats() (s AllocStats, ok bool, err error) {
+	if err := Check(); err != nil {
+		return s, false, err
+	}
 	var out [5]C.int64_t
-	if C.lt_cpu_alloc_stats(&out[0]) == 0 {
-		return s, false
+	var installed C.int32_t
+	var cerr *C.char
+	if C.lt_cpu_alloc_stats(&out[0], &installed, &cerr) != 0 {
+		return s, false, errOf("cpu allocator stats", cerr)
+	}
+	if installed == 0 {
+		return s, false, nil
 	}
 	return AllocStats{Hits: int64(out[0]), Misses: int64(out[1]), LiveBytes: int64(out[2]),
-		PeakBytes: int64(out[3]), CachedBytes: int64(out[4])}, true
-}
-
-func init() {
-	if v := int(C.lt_abi_version()); v != abiVersion {
-		panic(fmt.Sprintf("torch: shim ABI version %d, binding expects %d", v, abiVersion))
-	}
-}
-
-const abiVersion = 3
-
-// Tensor is a float32 tensor held by libtorch (used for target matrices).
-type Tensor struct {
-	c       *C.lt_tensor
-	shape   []int64
-	cleanup runtime.Cleanup
+		PeakBytes: int64(out[3]), CachedBytes: int64(out[4])}, true, nil
 }
 
 // NewTensor copies data of the given shape onto device ("cpu", "cuda:0").
 func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
 	n := int64(1)
 	for _, d := range shape {
 		n *= d
@@ -94,9 +159,6 @@ func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 	return t, nil
 }
 
-// Shape is the tensor's shape.
-func (t *Tensor) Shape() []int64 { return t.shape }
-
 // Close frees the tensor; it is idempotent.
 func (t *Tensor) Close() {
 	if t == nil || t.c == nil {
@@ -107,24 +169,40 @@ func (t *Tensor) Close() {
 	t.c = nil
 }
 
-func (t *Tensor) ptr() *C.lt_tensor {
+// ptr is the C handle of an optional tensor: nil for a nil *Tensor, an error
+// for a closed one (which must not silently mean "no tensor").
+func (t *Tensor) ptr(op string) (*C.lt_tensor, error) {
 	if t == nil {
-		return nil
+		return nil, nil
 	}
-	return t.c
+	if t.c == nil {
+		return nil, closedErr(op, "tensor")
+	}
+	return t.c, nil
 }
 
-// Model is a network built on the C++ side from a Spec.
-type Model struct {
-	c          *C.lt_model
-	spec       Spec
-	featureDim int
-	cleanup    runtime.Cleanup
+// handle is the C handle of m, or an error when m is nil or closed.
+func (m *Model) handle(op string) (*C.lt_model, error) {
+	if m == nil || m.c == nil {
+		return nil, closedErr(op, "model")
+	}
+	return m.c, nil
+}
+
+// handle is the C handle of o, or an error when o is nil or closed.
+func (o *Optimizer) handle(op string) (*C.lt_optim, error) {
+	if o == nil || o.c == nil {
+		return nil, closedErr(op, "optimizer")
+	}
+	return o.c, nil
 }
 
 // NewModel builds and initialises the architecture of spec on device.
 // Initialisation draws from libtorch's generator: seed it with ManualSeed.
 func NewModel(spec Spec, device string) (*Model, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
 	var s C.lt_spec
 	s.kind = C.int32_t(spec.Kind)
 	s.in_c, s.in_h, s.in_w = C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW)
@@ -159,7 +237,12 @@ func NewModel(spec Spec, device string) (*Model, error) {
 	if c == nil {
 		return nil, errOf("new model", cerr)
 	}
-	m := &Model{c: c, spec: spec, featureDim: int(C.lt_model_feature_dim(c))}
+	var fd C.int64_t
+	if C.lt_model_feature_dim(c, &fd, &cerr) != 0 {
+		C.lt_model_free(c)
+		return nil, errOf("new model", cerr)
+	}
+	m := &Model{c: c, spec: spec, featureDim: int(fd)}
 	m.cleanup = runtime.AddCleanup(m, func(c *C.lt_model) { C.lt_model_free(c) }, c)
 	return m, nil
 }
@@ -174,41 +257,64 @@ func (m *Model) Close() {
 	m.c = nil
 }
 
-// Spec is the architecture the model was built from.
-func (m *Model) Spec() Spec { return m.spec }
-
-// FeatureDim is the width of the penultimate features.
-func (m *Model) FeatureDim() int { return m.featureDim }
-
 // NumParams is the number of trainable scalars.
-func (m *Model) NumParams() int64 {
-	n := int64(C.lt_model_num_params(m.c))
+func (m *Model) NumParams() (int64, error) {
+	c, err := m.handle("parameter count")
+	if err != nil {
+		return 0, err
+	}
+	var n C.int64_t
+	var cerr *C.char
+	rc := C.lt_model_num_params(c, &n, &cerr)
 	runtime.KeepAlive(m)
-	return n
+	if rc != 0 {
+		return 0, errOf("parameter count", cerr)
+	}
+	return int64(n), nil
 }
 
 // State copies the model's parameters and buffers (torchvision names).
 func (m *Model) State() ([]Named, error) {
+	const op = "model state"
+	c, err := m.handle(op)
+	if err != nil {
+		return nil, err
+	}
 	defer runtime.KeepAlive(m)
-	return readState("model state", int(C.lt_model_state_count(m.c)),
+	var count C.int32_t
+	var cerr *C.char
+	if C.lt_model_state_count(c, &count, &cerr) != 0 {
+		return nil, errOf(op, cerr)
+	}
+	return readState(op, int(count),
 		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_info(m.c, i, name, dt, shape, nd, nb, e)
+			return C.lt_model_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
 		func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_read(m.c, i, dst, nb, e)
+			return C.lt_model_state_read(c, i, dst, nb, e)
 		})
 }
 
 // LoadState overwrites the model's parameters and buffers; the names, types
 // and shapes must match exactly.
 func (m *Model) LoadState(state map[string]Named) error {
+	const op = "model state"
+	c, err := m.handle(op)
+	if err != nil {
+		return err
+	}
 	defer runtime.KeepAlive(m)
-	return writeState("model state", int(C.lt_model_state_count(m.c)), state,
+	var count C.int32_t
+	var cerr *C.char
+	if C.lt_model_state_count(c, &count, &cerr) != 0 {
+		return errOf(op, cerr)
+	}
+	return writeState(op, int(count), state,
 		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_info(m.c, i, name, dt, shape, nd, nb, e)
+			return C.lt_model_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
 		func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_write(m.c, i, src, nb, e)
+			return C.lt_model_state_write(c, i, src, nb, e)
 		})
 }
 
@@ -283,21 +389,18 @@ func writeState(op string, count int, state map[string]Named, inf infoFn, write 
 	return nil
 }
 
-// Optimizer is SGD with momentum, Nesterov and weight decay over all of a
-// model's parameters: the update of torch.optim.SGD with dampening 0.
-type Optimizer struct {
-	c       *C.lt_optim
-	cleanup runtime.Cleanup
-}
-
 // NewSGD creates the optimizer of m.
 func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer, error) {
+	mc, err := m.handle("new optimizer")
+	if err != nil {
+		return nil, err
+	}
 	var cerr *C.char
 	nv := C.int32_t(0)
 	if nesterov {
 		nv = 1
 	}
-	c := C.lt_optim_new(m.c, C.double(momentum), C.double(weightDecay), nv, &cerr)
+	c := C.lt_optim_new(mc, C.double(momentum), C.double(weightDecay), nv, &cerr)
 	runtime.KeepAlive(m)
 	if c == nil {
 		return nil, errOf("new optimizer", cerr)
@@ -319,51 +422,55 @@ func (o *Optimizer) Close() {
 
 // State copies the momentum buffers, named "<parameter>.momentum_buffer".
 func (o *Optimizer) State() ([]Named, error) {
+	const op = "optimizer state"
+	c, err := o.handle(op)
+	if err != nil {
+		return nil, err
+	}
 	defer runtime.KeepAlive(o)
-	return readState("optimizer state", int(C.lt_optim_state_count(o.c)),
+	var count C.int32_t
+	var cerr *C.char
+	if C.lt_optim_state_count(c, &count, &cerr) != 0 {
+		return nil, errOf(op, cerr)
+	}
+	return readState(op, int(count),
 		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_info(o.c, i, name, dt, shape, nd, nb, e)
+			return C.lt_optim_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
 		func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_read(o.c, i, dst, nb, e)
+			return C.lt_optim_state_read(c, i, dst, nb, e)
 		})
 }
 
 // LoadState overwrites the momentum buffers.
 func (o *Optimizer) LoadState(state map[string]Named) error {
+	const op = "optimizer state"
+	c, err := o.handle(op)
+	if err != nil {
+		return err
+	}
 	defer runtime.KeepAlive(o)
-	return writeState("optimizer state", int(C.lt_optim_state_count(o.c)), state,
+	var count C.int32_t
+	var cerr *C.char
+	if C.lt_optim_state_count(c, &count, &cerr) != 0 {
+		return errOf(op, cerr)
+	}
+	return writeState(op, int(count), state,
 		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_info(o.c, i, name, dt, shape, nd, nb, e)
+			return C.lt_optim_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
 		func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_write(o.c, i, src, nb, e)
+			return C.lt_optim_state_write(c, i, src, nb, e)
 		})
-}
-
-// Step is the input of one training step.
-type Step struct {
-	Models  []*Model     // K ≥ 1 peers trained together
-	Optims  []*Optimizer // one per peer
-	Teacher *Model       // frozen teacher, needed when Coefs.KD != 0
-	X       []float32    // N×C×H×W
-	N       int
-	C, H, W int
-	Y       []int64   // N labels
-	Targets *Tensor   // C×C target matrix, nil for one-hot
-	Weights []float32 // N per-example weights, nil for uniform
-	Coefs   Coefs
-	LR      float64
-	// Group, when set, makes the step data-parallel: X holds this rank's
-	// slice of a global batch (N may be 0), the gradients are summed over
-	// the ranks between the backward pass and the update, and the
-	// StepResult is the global batch's (see lt_train_step_pg in shim.h).
-	Group *Group
 }
 
 // TrainStep runs forward, loss, backward and an SGD step of every peer in
 // one crossing into libtorch.
 func TrainStep(s *Step) (StepResult, error) {
+	const op = "train step"
+	if err := Check(); err != nil {
+		return StepResult{}, err
+	}
 	k := len(s.Models)
 	if k == 0 || len(s.Optims) != k {
 		return StepResult{}, fmt.Errorf("torch: train step: %d models and %d optimizers", k, len(s.Optims))
@@ -377,12 +484,24 @@ func TrainStep(s *Step) (StepResult, error) {
 	}
 	ms := make([]*C.lt_model, k)
 	os := make([]*C.lt_optim, k)
+	var err error
 	for i := range k {
-		ms[i], os[i] = s.Models[i].c, s.Optims[i].c
+		if ms[i], err = s.Models[i].handle(op); err != nil {
+			return StepResult{}, err
+		}
+		if os[i], err = s.Optims[i].handle(op); err != nil {
+			return StepResult{}, err
+		}
 	}
 	var teacher *C.lt_model
 	if s.Teacher != nil {
-		teacher = s.Teacher.c
+		if teacher, err = s.Teacher.handle(op); err != nil {
+			return StepResult{}, err
+		}
+	}
+	targets, err := s.Targets.ptr(op)
+	if err != nil {
+		return StepResult{}, err
 	}
 	var w *C.float
 	if s.Weights != nil && s.N > 0 {
@@ -397,17 +516,22 @@ func TrainStep(s *Step) (StepResult, error) {
 	var cerr *C.char
 	var rc C.int32_t
 	if s.Group != nil {
+		g, err := s.Group.acquire(op)
+		if err != nil {
+			return StepResult{}, err
+		}
+		defer s.Group.release()
 		var n C.int64_t
-		rc = C.lt_train_step_pg(s.Group.c, &ms[0], &os[0], C.int32_t(k), teacher,
+		rc = C.lt_train_step_pg(g, &ms[0], &os[0], C.int32_t(k), teacher,
 			x, C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
-			y, s.Targets.ptr(), w, coefs(s.Coefs), C.double(s.LR),
+			y, targets, w, coefs(s.Coefs), C.double(s.LR),
 			(*C.float)(&res.Loss[0]), (*C.int64_t)(&res.Correct[0]), &n, &cerr)
 		res.N = int64(n)
 		runtime.KeepAlive(s.Group)
 	} else {
 		rc = C.lt_train_step(&ms[0], &os[0], C.int32_t(k), teacher,
 			x, C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
-			y, s.Targets.ptr(), w, coefs(s.Coefs), C.double(s.LR),
+			y, targets, w, coefs(s.Coefs), C.double(s.LR),
 			(*C.float)(&res.Loss[0]), (*C.int64_t)(&res.Correct[0]), &cerr)
 	}
 	runtime.KeepAlive(s)
@@ -416,7 +540,7 @@ func TrainStep(s *Step) (StepResult, error) {
 		runtime.KeepAlive(s.Optims[i])
 	}
 	if rc != 0 {
-		return StepResult{}, errOf("train step", cerr)
+		return StepResult{}, errOf(op, cerr)
 	}
 	return res, nil
 }
@@ -430,6 +554,10 @@ func coefs(c Coefs) C.lt_coefs {
 // images shaped c×h×w. With labels y it counts top-1/top-5 hits and sums the
 // cross-entropy; logits and features are returned when asked for.
 func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bool) (EvalResult, error) {
+	mc, err := m.handle("eval")
+	if err != nil {
+		return EvalResult{}, err
+	}
 	if n <= 0 || len(x) != n*c*h*w || (y != nil && len(y) != n) {
 		return EvalResult{}, fmt.Errorf("torch: eval: %d inputs and %d labels for a batch of %d×%d×%d×%d", len(x), len(y), n, c, h, w)
 	}
@@ -450,7 +578,7 @@ func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bo
 		fp = (*C.float)(&r.Features[0])
 	}
 	var cerr *C.char
-	rc := C.lt_eval(m.c, (*C.float)(&x[0]), C.int64_t(n), C.int64_t(c), C.int64_t(h), C.int64_t(w), yp,
+	rc := C.lt_eval(mc, (*C.float)(&x[0]), C.int64_t(n), C.int64_t(c), C.int64_t(h), C.int64_t(w), yp,
 		&top1, &top5, &loss, lp, fp, &cerr)
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(x)
@@ -462,31 +590,52 @@ func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bo
 	return r, nil
 }
 
-// Loss computes the training loss of TrainStep (one model, no peers) for the
-// given n×c logits, and its gradient with respect to the logits.
-func Loss(logits []float32, n, c int, y []int64, targets *Tensor, weights []float32, co Coefs, teacherLogits []float32) (float32, []float32, error) {
-	if len(logits) != n*c || len(y) != n || (weights != nil && len(weights) != n) || (teacherLogits != nil && len(teacherLogits) != n*c) {
+// Loss computes the training loss of TrainStep for one model's logits, and
+// its gradient with respect to the logits.
+func Loss(in LossInput) (float32, []float32, error) {
+	const op = "loss"
+	if err := Check(); err != nil {
+		return 0, nil, err
+	}
+	n, c := in.N, in.C
+	if n <= 0 || c <= 0 || len(in.Logits) != n*c || len(in.Y) != n || (in.Weights != nil && len(in.Weights) != n) ||
+		(in.Teacher != nil && len(in.Teacher) != n*c) {
 		return 0, nil, fmt.Errorf("torch: loss: inconsistent sizes for %d×%d logits", n, c)
 	}
-	grad := make([]float32, n*c)
-	var w, tl *C.float
-	if weights != nil {
-		w = (*C.float)(&weights[0])
+	targets, err := in.Targets.ptr(op)
+	if err != nil {
+		return 0, nil, err
 	}
-	if teacherLogits != nil {
-		tl = (*C.float)(&teacherLogits[0])
+	var peers []float32
+	for _, p := range in.Peers {
+		if len(p) != n*c {
+			return 0, nil, fmt.Errorf("torch: loss: %d peer logits for %d×%d", len(p), n, c)
+		}
+		peers = append(peers, p...)
+	}
+	grad := make([]float32, n*c)
+	var w, tl, pl *C.float
+	if in.Weights != nil {
+		w = (*C.float)(&in.Weights[0])
+	}
+	if in.Teacher != nil {
+		tl = (*C.float)(&in.Teacher[0])
+	}
+	if len(peers) > 0 {
+		pl = (*C.float)(&peers[0])
 	}
 	var loss C.float
 	var cerr *C.char
-	rc := C.lt_loss((*C.float)(&logits[0]), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&y[0]), targets.ptr(), w,
-		coefs(co), tl, &loss, (*C.float)(&grad[0]), &cerr)
-	runtime.KeepAlive(logits)
-	runtime.KeepAlive(y)
-	runtime.KeepAlive(weights)
-	runtime.KeepAlive(teacherLogits)
-	runtime.KeepAlive(targets)
+	rc := C.lt_loss((*C.float)(&in.Logits[0]), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), targets, w,
+		coefs(in.Coefs), tl, pl, C.int32_t(len(in.Peers)), &loss, (*C.float)(&grad[0]), &cerr)
+	runtime.KeepAlive(in.Logits)
+	runtime.KeepAlive(in.Y)
+	runtime.KeepAlive(in.Weights)
+	runtime.KeepAlive(in.Teacher)
+	runtime.KeepAlive(peers)
+	runtime.KeepAlive(in.Targets)
 	if rc != 0 {
-		return 0, nil, errOf("loss", cerr)
+		return 0, nil, errOf(op, cerr)
 	}
 	return float32(loss), grad, nil
 }
@@ -494,7 +643,10 @@ func Loss(logits []float32, n, c int, y []int64, targets *Tensor, weights []floa
 // CrossEntropy is torch.nn.functional.cross_entropy (mean over the batch):
 // the reference the one-hot loss is checked against.
 func CrossEntropy(logits []float32, n, c int, y []int64) (float32, error) {
-	if len(logits) != n*c || len(y) != n {
+	if err := Check(); err != nil {
+		return 0, err
+	}
+	if n <= 0 || len(logits) != n*c || len(y) != n {
 		return 0, fmt.Errorf("torch: cross entropy: inconsistent sizes for %d×%d logits", n, c)
 	}
 	var loss C.float

@@ -24,22 +24,36 @@ const int blas_threads = limit_blas_threads();
 
 extern "C" {
 
-int32_t lt_abi_version(void) { return LT_ABI_VERSION; }
-const char *lt_torch_version(void) { return TORCH_VERSION; }
-void lt_set_threads(int32_t n) {
+int32_t lt_abi_version(void) noexcept { return LT_ABI_VERSION; }
+const char *lt_torch_version(void) noexcept { return TORCH_VERSION; }
+int32_t lt_set_threads(int32_t n, char **err) {
+	LT_TRY
 	if (n > 0) torch::set_num_threads(n);
+	return 0;
+	LT_CATCH(err, -1)
 }
-int32_t lt_get_threads(void) { return torch::get_num_threads(); }
-void lt_manual_seed(uint64_t seed) { torch::manual_seed(seed); }
-int32_t lt_cuda_device_count(void) {
-	try {
-		return (int32_t)torch::cuda::device_count();
-	} catch (...) {
-		return 0;
-	}
+int32_t lt_get_threads(int32_t *out, char **err) {
+	LT_TRY
+	*out = (int32_t)torch::get_num_threads();
+	return 0;
+	LT_CATCH(err, -1)
+}
+int32_t lt_manual_seed(uint64_t seed, char **err) {
+	LT_TRY
+	torch::manual_seed(seed);
+	return 0;
+	LT_CATCH(err, -1)
+}
+int32_t lt_cuda_device_count(int32_t *out, char **err) {
+	LT_TRY
+	*out = (int32_t)torch::cuda::device_count();
+	return 0;
+	LT_CATCH(err, -1)
 }
 
-int32_t lt_cpu_alloc_stats(int64_t *out) {
+int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err) {
+	LT_TRY
+	*installed = cpu_allocator_installed ? 1 : 0;
 	if (!cpu_allocator_installed) return 0;
 	auto st = CachingCPUAllocator::instance()->stats();
 	out[0] = st.hits;
@@ -47,7 +61,8 @@ int32_t lt_cpu_alloc_stats(int64_t *out) {
 	out[2] = st.live_bytes;
 	out[3] = st.peak_bytes;
 	out[4] = st.cached_bytes;
-	return 1;
+	return 0;
+	LT_CATCH(err, -1)
 }
 
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim, const char *device, char **err) {
@@ -57,7 +72,7 @@ lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim, 
 	return new lt_tensor{t};
 	LT_CATCH(err, nullptr)
 }
-void lt_tensor_free(lt_tensor *t) { delete t; }
+void lt_tensor_free(lt_tensor *t) noexcept { delete t; }
 
 lt_model *lt_model_new(const lt_spec *s, const char *device, char **err) {
 	LT_TRY
@@ -72,16 +87,29 @@ lt_model *lt_model_new(const lt_spec *s, const char *device, char **err) {
 	return m.release();
 	LT_CATCH(err, nullptr)
 }
-void lt_model_free(lt_model *m) { delete m; }
+void lt_model_free(lt_model *m) noexcept { delete m; }
 
-int64_t lt_model_num_params(lt_model *m) {
+int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err) {
+	LT_TRY
 	int64_t n = 0;
 	for (auto &p : m->net->parameters()) n += p.numel();
-	return n;
+	*out = n;
+	return 0;
+	LT_CATCH(err, -1)
 }
-int64_t lt_model_feature_dim(lt_model *m) { return m->net->feature_dim; }
+int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err) {
+	LT_TRY
+	*out = m->net->feature_dim;
+	return 0;
+	LT_CATCH(err, -1)
+}
 
-int32_t lt_model_state_count(lt_model *m) { return (int32_t)m->state.size(); }
+int32_t lt_model_state_count(lt_model *m, int32_t *out, char **err) {
+	LT_TRY
+	*out = (int32_t)m->state.size();
+	return 0;
+	LT_CATCH(err, -1)
+}
 int32_t lt_model_state_info(lt_model *m, int32_t i, const char **name, int32_t *dtype, int64_t *shape, int32_t *ndim,
                             int64_t *nbytes, char **err) {
 	LT_TRY
@@ -116,8 +144,13 @@ lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_
 	return o.release();
 	LT_CATCH(err, nullptr)
 }
-void lt_optim_free(lt_optim *o) { delete o; }
-int32_t lt_optim_state_count(lt_optim *o) { return (int32_t)o->bufs.size(); }
+void lt_optim_free(lt_optim *o) noexcept { delete o; }
+int32_t lt_optim_state_count(lt_optim *o, int32_t *out, char **err) {
+	LT_TRY
+	*out = (int32_t)o->bufs.size();
+	return 0;
+	LT_CATCH(err, -1)
+}
 int32_t lt_optim_state_info(lt_optim *o, int32_t i, const char **name, int32_t *dtype, int64_t *shape, int32_t *ndim,
                             int64_t *nbytes, char **err) {
 	LT_TRY
@@ -229,9 +262,11 @@ int32_t lt_eval(lt_model *m, const float *x, int64_t n, int64_t c, int64_t h, in
 }
 
 int32_t lt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, lt_tensor *targets,
-                const float *weights, lt_coefs coefs, const float *teacher_logits, float *loss_out, float *grad_out,
-                char **err) {
+                const float *weights, lt_coefs coefs, const float *teacher_logits, const float *peer_logits,
+                int32_t n_peers, float *loss_out, float *grad_out, char **err) {
 	LT_TRY
+	if (n < 1 || c < 1) throw std::invalid_argument("loss of an empty batch");
+	if (n_peers < 0 || (n_peers > 0 && !peer_logits)) throw std::invalid_argument("peer logits missing");
 	auto Z = blob(logits, {n, c}).clone().requires_grad_(true);
 	auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64);
 	Tensor W;
@@ -239,7 +274,14 @@ int32_t lt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, lt_
 	Tensor tl;
 	if (teacher_logits) tl = blob(teacher_logits, {n, c});
 	auto T = target_rows(targets, Y, c, coefs, torch::kCPU);
-	auto loss = reduce(per_example_loss(Z, Y, T, coefs, tl, {}, 0), W);
+	// per_example_loss skips the model's own entry (index 0) of the peers'
+	// probabilities, as lt_train_step does for each peer.
+	std::vector<Tensor> probs;
+	if (n_peers > 0) {
+		probs.push_back(Tensor());
+		for (int32_t j = 0; j < n_peers; j++) probs.push_back(torch::softmax(blob(peer_logits + j * n * c, {n, c}), 1));
+	}
+	auto loss = reduce(per_example_loss(Z, Y, T, coefs, tl, probs, 0), W);
 	loss.backward();
 	*loss_out = loss.item<float>();
 	if (grad_out) std::memcpy(grad_out, Z.grad().contiguous().data_ptr<float>(), sizeof(float) * n * c);

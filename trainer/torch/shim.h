@@ -6,10 +6,16 @@
  *  - every body runs inside try/catch; a failure returns -1 (or NULL) and,
  *    when err is not NULL, stores a malloc'd message in *err that the
  *    caller frees with free(); the error travels with the call that failed;
- *  - arrays passed in are only read during the call and never retained.
+ *    every function that can fail returns its results through
+ *    out-parameters, so the return value is only the status;
+ *  - arrays passed in are only read during the call and never retained;
+ *  - the *_free functions never fail: an exception while freeing is
+ *    swallowed (there is nothing a caller could do about it).
  *
  * The ABI is versioned by LT_ABI_VERSION; bump it on any incompatible change
  * so an lcl binary refuses a shim library built from another version.
+ * lt_abi_version and lt_torch_version never change and never fail: a binding
+ * calls them before anything else to learn whether it may call the rest.
  */
 #ifndef LCL_TORCH_SHIM_H
 #define LCL_TORCH_SHIM_H
@@ -17,10 +23,13 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+#define LT_NOEXCEPT noexcept
 extern "C" {
+#else
+#define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 3
+#define LT_ABI_VERSION 4
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -61,31 +70,33 @@ typedef struct {
 	float mutual;   /* weight of the mean KL(peer||self) over the other peers */
 } lt_coefs;
 
-int32_t lt_abi_version(void);
-const char *lt_torch_version(void);
-void lt_set_threads(int32_t n);
-int32_t lt_get_threads(void);
-void lt_manual_seed(uint64_t seed);
-int32_t lt_cuda_device_count(void);
+int32_t lt_abi_version(void) LT_NOEXCEPT;
+const char *lt_torch_version(void) LT_NOEXCEPT;
+/* n <= 0 keeps libtorch's default. */
+int32_t lt_set_threads(int32_t n, char **err);
+int32_t lt_get_threads(int32_t *out, char **err);
+int32_t lt_manual_seed(uint64_t seed, char **err);
+int32_t lt_cuda_device_count(int32_t *out, char **err);
 /* Statistics of the caching CPU allocator (allocator.hpp): out[0..4] =
-   hits, misses, live bytes, peak live bytes, cached free bytes. Returns 0
-   (and leaves out alone) when LCL_CPU_ALLOCATOR=system disabled it. */
-int32_t lt_cpu_alloc_stats(int64_t *out);
+   hits, misses, live bytes, peak live bytes, cached free bytes; *installed
+   is 0 (and out untouched) when LCL_CPU_ALLOCATOR=system or malloc left
+   libtorch's own allocator in place. */
+int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err);
 
 /* Tensors (float32 only: used for target matrices). */
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,
                          const char *device, char **err);
-void lt_tensor_free(lt_tensor *t);
+void lt_tensor_free(lt_tensor *t) LT_NOEXCEPT;
 
 /* Models. */
 lt_model *lt_model_new(const lt_spec *spec, const char *device, char **err);
-void lt_model_free(lt_model *m);
-int64_t lt_model_num_params(lt_model *m);
-int64_t lt_model_feature_dim(lt_model *m);
+void lt_model_free(lt_model *m) LT_NOEXCEPT;
+int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err);
+int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err);
 
 /* State (parameters then buffers, torchvision names). dtype codes:
    0 float32, 1 int64, 2 float64, 3 float16, 4 int32, 5 uint8, 6 bfloat16. */
-int32_t lt_model_state_count(lt_model *m);
+int32_t lt_model_state_count(lt_model *m, int32_t *out, char **err);
 int32_t lt_model_state_info(lt_model *m, int32_t i, const char **name, int32_t *dtype,
                             int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err);
 int32_t lt_model_state_read(lt_model *m, int32_t i, void *dst, int64_t nbytes, char **err);
@@ -95,8 +106,8 @@ int32_t lt_model_state_write(lt_model *m, int32_t i, const void *src, int64_t nb
    the same update as torch.optim.SGD with dampening 0. */
 lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_t nesterov,
                        char **err);
-void lt_optim_free(lt_optim *o);
-int32_t lt_optim_state_count(lt_optim *o);
+void lt_optim_free(lt_optim *o) LT_NOEXCEPT;
+int32_t lt_optim_state_count(lt_optim *o, int32_t *out, char **err);
 int32_t lt_optim_state_info(lt_optim *o, int32_t i, const char **name, int32_t *dtype,
                             int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err);
 int32_t lt_optim_state_read(lt_optim *o, int32_t i, void *dst, int64_t nbytes, char **err);
@@ -128,12 +139,11 @@ int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model 
    like the others; prefix namespaces this group's keys in the store. */
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
                  int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err);
-void lt_pg_free(lt_pg *g);
+void lt_pg_free(lt_pg *g) LT_NOEXCEPT;
 /* Makes the collective in progress (and every later one) fail with why; safe
-   to call from any thread (e.g. on cancellation). */
-void lt_pg_abort(lt_pg *g, const char *why);
-int32_t lt_pg_rank(lt_pg *g);
-int32_t lt_pg_size(lt_pg *g);
+   to call from any thread (e.g. on cancellation), but not concurrently with
+   or after lt_pg_free (the caller orders the two). */
+int32_t lt_pg_abort(lt_pg *g, const char *why, char **err);
 /* Overwrites the parameters and buffers (buffers_only: only the buffers)
    of m with rank 0's. */
 int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err);
@@ -165,12 +175,15 @@ int32_t lt_eval(lt_model *m, const float *x, int64_t n, int64_t c, int64_t h, in
                 const int64_t *y, int64_t *top1, int64_t *top5, double *loss_sum,
                 float *logits_out, float *features_out, char **err);
 
-/* The training loss of lt_train_step for given logits (one peer, no
-   teacher/peers), with its gradient with respect to the logits: for tests
-   and tools. grad_out is n*c. */
+/* The training loss of lt_train_step for one model's n x c logits, with its
+   gradient with respect to those logits: for tests and tools. teacher_logits
+   (n x c) is needed when coefs.kd != 0; peer_logits holds the logits of the
+   n_peers other peers (n_peers x n x c, treated as constants) for the mutual
+   term. grad_out (n x c) may be NULL. */
 int32_t lt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y,
                 lt_tensor *targets, const float *weights, lt_coefs coefs,
-                const float *teacher_logits, float *loss_out, float *grad_out, char **err);
+                const float *teacher_logits, const float *peer_logits, int32_t n_peers,
+                float *loss_out, float *grad_out, char **err);
 
 /* torch::nn::functional::cross_entropy (mean over the batch) for reference. */
 int32_t lt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y,

@@ -5,17 +5,36 @@
 // exception becomes an *Error returned by the call that failed.
 //
 // Values hold C++ memory that Go's GC cannot see: call Close when done.
-// Finalizers only back up a forgotten Close. Models and optimizers are not
-// safe for concurrent use.
+// Finalizers only back up a forgotten Close; a method called after Close
+// returns an error wrapping ErrClosed. Models and optimizers are not safe for
+// concurrent use.
+//
+// With the ltshim build tag the shim is a separately built shared library; a
+// library of another ABI version is reported by the first operation (and by
+// Check) as an error wrapping ErrABIMismatch, never by a panic at start-up,
+// so commands that do not train still run.
 package torch
 
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"time"
 )
 
 // ErrNoLibtorch is returned by every operation of a binary built without cgo.
 var ErrNoLibtorch = errors.New("torch: built without cgo: libtorch is not available")
+
+// ErrABIMismatch is wrapped by the error of every operation when the shim
+// library (-tags ltshim) was built from another version of lcl.
+var ErrABIMismatch = errors.New("shim ABI version mismatch")
+
+// ErrClosed is wrapped by the error of an operation on a closed (or nil)
+// Tensor, Model, Optimizer or Group.
+var ErrClosed = errors.New("used after Close")
+
+func closedErr(op, what string) error { return fmt.Errorf("torch: %s: %s %w", op, what, ErrClosed) }
 
 // Error is a failure reported by libtorch (a C++ exception).
 type Error struct {
@@ -160,4 +179,108 @@ func checkStateMatch(want []Named, have map[string]Named, what string) error {
 		}
 	}
 	return nil
+}
+
+// Tensor is a float32 tensor held by libtorch (used for target matrices).
+type Tensor struct {
+	c       tensorHandle // nil once closed
+	shape   []int64
+	cleanup runtime.Cleanup
+}
+
+// Shape is the tensor's shape.
+func (t *Tensor) Shape() []int64 { return t.shape }
+
+// Model is a network built on the C++ side from a Spec.
+type Model struct {
+	c          modelHandle // nil once closed
+	spec       Spec
+	featureDim int
+	cleanup    runtime.Cleanup
+}
+
+// Spec is the architecture the model was built from.
+func (m *Model) Spec() Spec { return m.spec }
+
+// FeatureDim is the width of the penultimate features.
+func (m *Model) FeatureDim() int { return m.featureDim }
+
+// Optimizer is SGD with momentum, Nesterov and weight decay over all of a
+// model's parameters: the update of torch.optim.SGD with dampening 0.
+type Optimizer struct {
+	c       optimHandle // nil once closed
+	cleanup runtime.Cleanup
+}
+
+// Step is the input of one training step.
+type Step struct {
+	Models  []*Model     // K ≥ 1 peers trained together
+	Optims  []*Optimizer // one per peer
+	Teacher *Model       // frozen teacher, needed when Coefs.KD != 0
+	X       []float32    // N×C×H×W
+	N       int
+	C, H, W int
+	Y       []int64   // N labels
+	Targets *Tensor   // C×C target matrix, nil for one-hot
+	Weights []float32 // N per-example weights, nil for uniform
+	Coefs   Coefs
+	LR      float64
+	// Group, when set, makes the step data-parallel: X holds this rank's
+	// slice of a global batch (N may be 0), the gradients are summed over
+	// the ranks between the backward pass and the update, and the
+	// StepResult is the global batch's (see lt_train_step_pg in shim.h).
+	Group *Group
+}
+
+// Group is a c10d process group: the processes (ranks) of one data-parallel
+// run. Every rank must make the same calls on its Group in the same order; a
+// Group is not safe for concurrent use, except for Abort, which may be
+// called from any goroutine at any time, also during or after Close.
+type Group struct {
+	rank, size int
+	mu         sync.Mutex
+	c          groupHandle // guarded by mu; nil once closed
+	users      int         // guarded by mu: calls in flight that use c
+	idle       sync.Cond   // on mu: users dropped to 0
+	cleanup    runtime.Cleanup
+}
+
+// GroupConfig says how to join a process group.
+type GroupConfig struct {
+	Backend string // "gloo" (default) or "nccl" (CUDA builds only)
+	Addr    string // rank 0's address (MASTER_ADDR)
+	Port    int    // rank 0's TCPStore port (MASTER_PORT)
+	Rank    int
+	Size    int
+	// Timeout bounds the rendezvous and every collective: a stalled peer
+	// makes the others fail after it (a peer that exited fails them at once).
+	Timeout time.Duration
+	// Interface is the network interface Gloo binds ("": 127.0.0.1 for a
+	// loopback Addr, else the address of this host's name).
+	Interface string
+	// AgentStore says the launcher already hosts the store at Addr:Port
+	// (torchrun sets TORCHELASTIC_USE_AGENT_STORE=True): rank 0 connects to
+	// it instead of hosting one.
+	AgentStore bool
+	// Prefix namespaces the group's keys in the store ("" = "lcl").
+	Prefix string
+}
+
+// Rank is this process's rank, 0 ≤ Rank < Size.
+func (g *Group) Rank() int { return g.rank }
+
+// Size is the number of ranks.
+func (g *Group) Size() int { return g.size }
+
+// LossInput is the input of Loss: one model's N×C logits and what the
+// terms of Coefs need.
+type LossInput struct {
+	Logits  []float32 // N×C
+	N, C    int
+	Y       []int64   // N labels
+	Targets *Tensor   // C×C target matrix, nil for one-hot
+	Weights []float32 // N per-example weights, nil for uniform
+	Coefs   Coefs
+	Teacher []float32   // N×C teacher logits, needed when Coefs.KD != 0
+	Peers   [][]float32 // N×C logits of each other peer (constants), for Coefs.Mutual
 }

@@ -152,7 +152,7 @@ func TestLossMatchesHandComputation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, grad, err := Loss(z, n, c, y, tt, tc.w, tc.co, tc.tl)
+			got, grad, err := Loss(LossInput{Logits: z, N: n, C: c, Y: y, Targets: tt, Weights: tc.w, Coefs: tc.co, Teacher: tc.tl})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func TestOneHotEqualsCrossEntropy(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, co := range []Coefs{{Soft: 1}, {Hard: 1}} {
-			got, _, err := Loss(z, sz.n, sz.c, y, nil, nil, co, nil)
+			got, _, err := Loss(LossInput{Logits: z, N: sz.n, C: sz.c, Y: y, Coefs: co})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,8 +342,8 @@ func TestArchitecturesAndNames(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			if got := m.NumParams(); got != tc.params {
-				t.Errorf("params = %d, want %d", got, tc.params)
+			if got, err := m.NumParams(); err != nil || got != tc.params {
+				t.Errorf("params = %d (%v), want %d", got, err, tc.params)
 			}
 			st, err := m.State()
 			if err != nil {

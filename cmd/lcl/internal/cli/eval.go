@@ -50,8 +50,8 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if o.Checkpoint == "" {
 		return usagef("--checkpoint is required")
 	}
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
 	path := o.Checkpoint
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
@@ -76,7 +76,9 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		return err
 	}
 	if o.Threads > 0 {
-		torch.SetThreads(o.Threads)
+		if err := torch.SetThreads(o.Threads); err != nil {
+			return err
+		}
 	}
 	c, h, w := test.Shape()
 	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
@@ -91,7 +93,7 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if _, err := trainer.LoadWeights(path, m); err != nil {
 		return err
 	}
-	pm, err := trainer.Evaluate(cmd.Context(), m, test, loader(o.Workers), o.Batch)
+	pm, err := trainer.Evaluate(cmd.Context(), m, test, data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), o.Batch)
 	if err != nil {
 		return err
 	}

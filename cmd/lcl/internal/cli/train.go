@@ -143,42 +143,6 @@ func dataSpec(synsets, spec string) (string, error) {
 	return spec, nil
 }
 
-// loader adapts trainer/data's loader to the trainer.
-func loader(workers int) trainer.Loader {
-	return func(ctx context.Context, ds trainer.Dataset, c trainer.LoaderConfig) (trainer.Batches, error) {
-		d, ok := ds.(data.Dataset)
-		if !ok {
-			return nil, fmt.Errorf("dataset %T is not a trainer/data set", ds)
-		}
-		l, err := data.NewLoader(ctx, d, data.LoaderConfig{Indices: c.Indices, Batch: c.Batch, Shuffle: c.Shuffle,
-			Seed: c.Seed, Train: c.Train, DropLast: c.DropLast, Workers: workers, Shard: c.Shard, Shards: c.Shards})
-		if err != nil {
-			return nil, err
-		}
-		return &batches{l: l}, nil
-	}
-}
-
-type batches struct {
-	l    *data.Loader
-	prev *data.Batch
-}
-
-// Next releases the previous batch for reuse: the trainer is done with a
-// batch when it asks for the next.
-func (b *batches) Next() (*trainer.Batch, error) {
-	b.prev.Release()
-	b.prev = nil
-	d, err := b.l.Next()
-	if err != nil {
-		return nil, err
-	}
-	b.prev = d
-	return &trainer.Batch{N: d.N, X: d.X, Y: d.Y, Index: d.Index}, nil
-}
-
-func (b *batches) Close() error { return b.l.Close() }
-
 // optim resolves the preset and the flags that override it.
 func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, error) {
 	name := o.Preset
@@ -241,8 +205,8 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 }
 
 func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptions) error {
-	if !torch.Available() {
-		return torch.ErrNoLibtorch
+	if err := torch.Check(); err != nil {
+		return err
 	}
 	dist, err := launch.FromEnv()
 	if err != nil {
@@ -290,7 +254,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
-	if o.Device != "cpu" && torch.CUDADevices() == 0 {
+	if n, err := torch.CUDADevices(); err != nil {
+		return err
+	} else if o.Device != "cpu" && n == 0 {
 		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", o.Device)
 	}
 	train, test, err := data.Open(spec)
@@ -356,7 +322,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		identity[k] = v
 	}
 	cfg := trainer.Config{
-		Out: out, Model: o.Model, Train: train, Test: test, Loader: loader(o.Workers), TrainIndices: idx,
+		Out: out, Model: o.Model, Train: train, Test: test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: idx,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: resume, Identity: identity,
 		Group: group,
@@ -435,7 +401,8 @@ func threads(n int) int {
 	if n > 0 {
 		return n
 	}
-	return torch.Threads()
+	n, _ = torch.Threads() // only printed; Check already passed
+	return n
 }
 
 // execFlags are the train flags (and global flags) that say where or how a
@@ -519,5 +486,3 @@ func commandLine(cmd *cobra.Command) []string {
 	cmd.InheritedFlags().Visit(add)
 	return args
 }
-
-var _ io.Closer = (*batches)(nil)

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/labels"
@@ -129,83 +129,18 @@ every built-in label set is searched.`,
 	return cmd
 }
 
-// openSource builds the --source; close releases what it opened.
-func openSource(f *Factory, o *wikiOptions, wn *wordnet.DB) (src wiki.Source, close func(), err error) {
-	close = func() {}
-	kind, arg, _ := strings.Cut(o.Source, ":")
-	if o.Overrides != "" && (kind == "wordnet" || kind == "dir") {
-		return nil, close, usagef("--overrides names Wikipedia titles: it applies to --source api or dump:PATH, not %s", kind)
+// openSource opens the --source; the caller closes it.
+func openSource(f *Factory, o *wikiOptions, wn *wordnet.DB) (wiki.Source, error) {
+	src, err := wiki.OpenSource(o.Source, wn, wiki.SourceOptions{Endpoint: o.Endpoint, UserAgent: o.UserAgent,
+		Concurrency: o.Concurrency, Resolve: wiki.ResolveOptions{MinScore: o.MinScore}, OverridesFile: o.Overrides, Logf: f.Logf})
+	var se *wiki.SpecError
+	if errors.As(err, &se) {
+		return nil, usagef("--source %s: %v", o.Source, err)
 	}
-	var overrides wiki.Overrides
-	if o.Overrides != "" {
-		if overrides, err = wiki.ReadOverrides(o.Overrides); err != nil {
-			return nil, close, err
-		}
-	}
-	ropts := wiki.ResolveOptions{Overrides: overrides, MinScore: o.MinScore}
-	switch kind {
-	case "wordnet":
-		return wiki.WordNetSource{WordNet: wn}, close, nil
-	case "api":
-		c := wiki.NewAPIClient(o.Endpoint)
-		c.UserAgent = o.UserAgent
-		c.Concurrency = max(o.Concurrency, 1)
-		return &wiki.ArticleSource{Pages: c, WordNet: wn, Options: ropts}, close, nil
-	case "dump":
-		if arg == "" {
-			return nil, close, usagef("--source dump:PATH needs the path of a …-pages-articles-multistream.xml.bz2")
-		}
-		f.Logf("reading the index %s …", wiki.IndexPath(arg))
-		d, err := wiki.OpenDump(arg)
-		if err != nil {
-			return nil, close, err
-		}
-		return &wiki.ArticleSource{Pages: d, WordNet: wn, Options: ropts}, func() { d.Close() }, nil
-	case "dir":
-		if arg == "" {
-			return nil, close, usagef("--source dir:PATH needs a folder of <wnid>.txt files")
-		}
-		return wiki.DirSource{Dir: arg, WordNet: wn}, close, nil
-	}
-	return nil, close, usagef("unknown --source %q: expected wordnet, api, dump:PATH or dir:PATH", o.Source)
-}
-
-func request(wn *wordnet.DB, c labels.Class) wiki.Request {
-	req := wiki.Request{ClassID: c.ID, Name: c.Name}
-	if c.WNID != "" {
-		req.Synset, _ = wn.Synset(c.WNID) // the label set was checked against WordNet
-	}
-	return req
-}
-
-// reusable reports whether a stored article counts as done for a fetch from
-// source: it came from that source, or it is a fallback document of an
-// earlier Wikipedia fetch (a WordNet stand-in is the same from any source).
-func reusable(a *simstore.Article, source string) bool {
-	return a.Source == source || (source != "wordnet" && source != "dir" && strings.HasPrefix(a.Reason, string(wiki.ReasonFallback)))
-}
-
-type fetchResult struct {
-	class labels.Class
-	doc   *wiki.Document
-	err   error
-}
-
-type fetchSummary struct {
-	LabelSet string            `json:"label_set"`
-	Source   string            `json:"source"`
-	Total    int               `json:"total"`
-	Fetched  int               `json:"fetched"`
-	Cached   int               `json:"cached"`
-	Fallback int               `json:"fallback"`
-	Failed   int               `json:"failed"`
-	Errors   map[string]string `json:"errors,omitempty"` // class id → error
-	Elapsed  float64           `json:"elapsed_s"`
-	Stopped  bool              `json:"stopped,omitempty"`
+	return src, err
 }
 
 func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
-	start := time.Now()
 	set, err := f.LabelSet(o.Synsets)
 	if err != nil {
 		return err
@@ -214,125 +149,46 @@ func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
 	if err != nil {
 		return err
 	}
-	src, closeSrc, err := openSource(f, o, wn)
+	src, err := openSource(f, o, wn)
 	if err != nil {
 		return err
 	}
-	defer closeSrc()
+	defer src.Close()
 	st, err := f.Store()
 	if err != nil {
 		return err
 	}
-	sum := fetchSummary{LabelSet: set.Name, Source: src.Name(), Total: len(set.Classes), Errors: map[string]string{}}
-	var todo []labels.Class
-	for _, c := range set.Classes {
-		if !o.Refresh {
-			a, err := st.GetArticle(ctx, set.Name, c.ID)
-			if err == nil && reusable(a, src.Name()) {
-				sum.Cached++
-				continue
+	var bar *progressbar.ProgressBar
+	sum, err := wiki.Fetch(ctx, st, set, src, wn, wiki.FetchOptions{Concurrency: o.Concurrency, Refresh: o.Refresh,
+		Progress: func(done, total int) {
+			if bar == nil {
+				bar = f.Progress(int64(total), fmt.Sprintf("wiki %s %s", src.Name(), set.Name))
 			}
-			if err != nil && !errors.Is(err, simstore.ErrNotFound) {
-				var ce *simstore.CorruptError
-				if !errors.As(err, &ce) { // a corrupt record is fetched again
-					return err
-				}
-			}
-		}
-		todo = append(todo, c)
+			bar.Set(done)
+		},
+		OnDocument: func(c labels.Class, doc *wiki.Document) {
+			f.Emit("document", map[string]any{"class_id": c.ID, "wnid": c.WNID, "title": doc.Title, "source": doc.Source, "reason": doc.Reason(), "chars": len(doc.Text)})
+		},
+		OnFailure: func(c labels.Class, err error) {
+			f.Emit("failed", map[string]string{"class_id": c.ID, "wnid": c.WNID, "error": err.Error()})
+		},
+	})
+	if bar != nil {
+		bar.Finish()
 	}
-	bar := f.Progress(int64(len(todo)), fmt.Sprintf("wiki %s %s", src.Name(), set.Name))
-	results := make(chan fetchResult)
-	jobs := make(chan labels.Class)
-	var wg sync.WaitGroup
-	for w := 0; w < max(o.Concurrency, 1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range jobs {
-				doc, err := src.Document(ctx, request(wn, c))
-				results <- fetchResult{c, doc, err}
-			}
-		}()
+	if sum != nil {
+		printFetchSummary(f, sum)
 	}
-	go func() {
-		defer close(jobs)
-		for _, c := range todo {
-			select {
-			case jobs <- c:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(results) }()
-
-	// One writer stores what the workers fetched, in small batches (whatever
-	// is ready, up to 64), so an interrupted fetch keeps all finished work.
-	// Writes ignore cancellation: a fetched document is always kept.
-	keep := context.WithoutCancel(ctx)
-	var storeErr error
-	batch := make([]simstore.Article, 0, 64)
-	flush := func() {
-		if len(batch) == 0 || storeErr != nil {
-			batch = batch[:0]
-			return
-		}
-		storeErr = st.PutArticles(keep, batch...)
-		batch = batch[:0]
-	}
-	handle := func(r fetchResult) {
-		bar.Add(1)
-		if r.err != nil {
-			if ctx.Err() != nil && errors.Is(r.err, context.Canceled) {
-				return // stopped, not failed
-			}
-			sum.Failed++
-			sum.Errors[r.class.ID] = r.err.Error()
-			f.Emit("failed", map[string]string{"class_id": r.class.ID, "wnid": r.class.WNID, "error": r.err.Error()})
-			return
-		}
-		sum.Fetched++
-		if r.doc.Fallback() {
-			sum.Fallback++
-		}
-		batch = append(batch, simstore.Article{LabelSet: set.Name, ClassID: r.class.ID, WNID: r.class.WNID,
-			Title: r.doc.Title, Text: r.doc.Text, Source: r.doc.Source, Revision: r.doc.Revision, Reason: r.doc.Reason()})
-		f.Emit("document", map[string]any{"class_id": r.class.ID, "wnid": r.class.WNID, "title": r.doc.Title, "source": r.doc.Source, "reason": r.doc.Reason(), "chars": len(r.doc.Text)})
-	}
-	for r := range results {
-		handle(r)
-	drain:
-		for len(batch) < cap(batch) {
-			select {
-			case r2, ok := <-results:
-				if !ok {
-					break drain
-				}
-				handle(r2)
-			default:
-				break drain
-			}
-		}
-		flush()
-	}
-	flush()
-	bar.Finish()
-	sum.Elapsed = time.Since(start).Seconds()
-	sum.Stopped = ctx.Err() != nil
-	printFetchSummary(f, &sum)
 	switch {
-	case storeErr != nil:
-		return storeErr
-	case ctx.Err() != nil:
-		return ctx.Err()
+	case err != nil:
+		return err
 	case sum.Failed > 0:
 		return fmt.Errorf("%d of %d classes failed (listed above); rerun to retry them", sum.Failed, sum.Total)
 	}
 	return nil
 }
 
-func printFetchSummary(f *Factory, s *fetchSummary) {
+func printFetchSummary(f *Factory, s *wiki.FetchSummary) {
 	if f.Emit("summary", s) {
 		return
 	}
@@ -407,52 +263,19 @@ func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
 	if err != nil {
 		return err
 	}
-	src, closeSrc, err := openSource(f, o, wn)
+	src, err := openSource(f, o, wn)
 	if err != nil {
 		return err
 	}
-	defer closeSrc()
-	decide := func(c labels.Class) (*wiki.Decision, error) {
-		req := request(wn, c)
-		if as, ok := src.(*wiki.ArticleSource); ok {
-			return wiki.Resolve(ctx, as.Pages, wn, req, as.Options)
-		}
-		doc, err := src.Document(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return doc.Decision, nil
+	defer src.Close()
+	reqs := make([]wiki.Request, len(set.Classes))
+	for i, c := range set.Classes {
+		reqs[i] = wiki.RequestFor(wn, c)
 	}
-	// Resolve in parallel, print in class order.
-	type out struct {
-		d   *wiki.Decision
-		err error
-	}
-	outs := make([]out, len(set.Classes))
 	bar := f.Progress(int64(len(set.Classes)), "wiki resolve "+set.Name)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < max(o.Concurrency, 1); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				d, err := decide(set.Classes[i])
-				outs[i] = out{d, err}
-				bar.Add(1)
-			}
-		}()
-	}
-	for i := range set.Classes {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	outs, err := wiki.Explain(ctx, src, reqs, o.Concurrency, func() { bar.Add(1) })
 	bar.Finish()
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	if !f.JSON {
@@ -460,14 +283,14 @@ func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
 	}
 	failed := 0
 	for i, c := range set.Classes {
-		if err := outs[i].err; err != nil {
+		if err := outs[i].Err; err != nil {
 			failed++
 			if !f.Emit("decision", map[string]string{"class_id": c.ID, "wnid": c.WNID, "error": err.Error()}) {
 				fmt.Fprintf(tw, "%s\t%s\tfailed\t-\t%v\n", c.ID, orDash(c.WNID), err)
 			}
 			continue
 		}
-		d := outs[i].d
+		d := outs[i].Decision
 		title := strings.Join(d.Titles, " | ")
 		if !f.Emit("decision", map[string]any{"class_id": c.ID, "wnid": c.WNID, "reason": d.Reason, "titles": d.Titles, "detail": d.Detail, "score": d.Score, "candidates": d.Candidates}) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, orDash(c.WNID), d.Reason, orDash(title), d.Detail)

@@ -1,0 +1,301 @@
+//go:build cgo
+
+package torch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// singleGroup joins a process group of one rank on loopback.
+func singleGroup(t *testing.T) *Group {
+	t.Helper()
+	g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: freePort(t), Rank: 0, Size: 1, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestUseAfterClose: every method of a closed (or nil) Tensor, Model,
+// Optimizer and Group returns an error wrapping ErrClosed instead of handing
+// a freed or nil handle to C, and the same calls on live values succeed (so
+// the errors come from the closed value, not from a bad call).
+func TestUseAfterClose(t *testing.T) {
+	spec := Spec{Kind: MLP, InC: 1, InH: 2, InW: 2, NumClasses: 3}
+	newModel := func() (*Model, *Optimizer) {
+		m, err := NewModel(spec, "cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := NewSGD(m, 0.9, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, o
+	}
+	newTargets := func() *Tensor {
+		tt, err := NewTensor([]float32{1, 0, 0, 0, 1, 0, 0, 0, 1}, []int64{3, 3}, "cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tt
+	}
+	// The live values.
+	lm, lo := newModel()
+	defer lm.Close()
+	defer lo.Close()
+	lt := newTargets()
+	defer lt.Close()
+	lg := singleGroup(t)
+	defer lg.Close()
+	mState, err := lm.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oState, err := lo.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := func(ns []Named) map[string]Named {
+		out := map[string]Named{}
+		for _, n := range ns {
+			out[n.Name] = n
+		}
+		return out
+	}
+	// The closed ones, each closed twice (Close is idempotent).
+	cm, co := newModel()
+	ct := newTargets()
+	cg := singleGroup(t)
+	for range 2 {
+		co.Close()
+		cm.Close()
+		ct.Close()
+		cg.Close()
+	}
+	cg.Abort("after Close: does nothing")
+
+	x, y := []float32{1, 2, 3, 4, 4, 3, 2, 1}, []int64{0, 2}
+	step := func(m, teacher *Model, o *Optimizer, tt *Tensor, g *Group) func() error {
+		return func() error {
+			co := Coefs{Soft: 1}
+			if teacher != nil {
+				co.KD, co.KDTemp = 1, 2
+			}
+			_, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Teacher: teacher, X: x, N: 2,
+				C: 1, H: 2, W: 2, Y: y, Targets: tt, Coefs: co, LR: 0.01, Group: g})
+			return err
+		}
+	}
+	type call struct {
+		method string // Type.Method, as the completeness check below names it
+		what   string
+		closed func() error
+		live   func() error
+	}
+	calls := []call{
+		{"Model.NumParams", "", func() error { _, err := cm.NumParams(); return err },
+			func() error { _, err := lm.NumParams(); return err }},
+		{"Model.State", "", func() error { _, err := cm.State(); return err },
+			func() error { _, err := lm.State(); return err }},
+		{"Model.LoadState", "", func() error { return cm.LoadState(byName(mState)) },
+			func() error { return lm.LoadState(byName(mState)) }},
+		{"Model.Eval", "", func() error { _, err := cm.Eval(x, 2, 1, 2, 2, y, true, true); return err },
+			func() error { _, err := lm.Eval(x, 2, 1, 2, 2, y, true, true); return err }},
+		{"Model.Eval", "nil model", func() error { _, err := (*Model)(nil).Eval(x, 2, 1, 2, 2, y, true, true); return err },
+			nil},
+		{"Optimizer.State", "", func() error { _, err := co.State(); return err },
+			func() error { _, err := lo.State(); return err }},
+		{"Optimizer.LoadState", "", func() error { return co.LoadState(byName(oState)) },
+			func() error { return lo.LoadState(byName(oState)) }},
+		{"NewSGD", "of a closed model", func() error { _, err := NewSGD(cm, 0, 0, false); return err },
+			func() error { o, err := NewSGD(lm, 0, 0, false); o.Close(); return err }},
+		{"TrainStep", "closed model", step(cm, nil, lo, nil, nil), step(lm, nil, lo, nil, nil)},
+		{"TrainStep", "closed optimizer", step(lm, nil, co, nil, nil), nil},
+		{"TrainStep", "closed teacher", step(lm, cm, lo, nil, nil), step(lm, lm, lo, nil, nil)},
+		{"TrainStep", "closed targets (not one-hot)", step(lm, nil, lo, ct, nil), step(lm, nil, lo, lt, nil)},
+		{"TrainStep", "closed group", step(lm, nil, lo, nil, cg), step(lm, nil, lo, nil, lg)},
+		{"Loss", "closed targets", func() error {
+			_, _, err := Loss(LossInput{Logits: make([]float32, 6), N: 2, C: 3, Y: y, Targets: ct, Coefs: Coefs{Soft: 1}})
+			return err
+		}, func() error {
+			_, _, err := Loss(LossInput{Logits: make([]float32, 6), N: 2, C: 3, Y: y, Targets: lt, Coefs: Coefs{Soft: 1}})
+			return err
+		}},
+		{"Group.AllReduce", "", func() error { return cg.AllReduce([]float64{1}) },
+			func() error { return lg.AllReduce([]float64{1}) }},
+		{"Group.AllReduce", "empty", func() error { return cg.AllReduce(nil) }, func() error { return lg.AllReduce(nil) }},
+		{"Group.Broadcast", "", func() error { _, err := cg.Broadcast([]byte("x")); return err },
+			func() error { _, err := lg.Broadcast([]byte("x")); return err }},
+		{"Group.BroadcastModel", "", func() error { return cg.BroadcastModel(lm, false) },
+			func() error { return lg.BroadcastModel(lm, false) }},
+		{"Group.BroadcastModel", "of a closed model", func() error { return lg.BroadcastModel(cm, true) }, nil},
+		{"Group.BroadcastOptimizer", "", func() error { return cg.BroadcastOptimizer(lo) },
+			func() error { return lg.BroadcastOptimizer(lo) }},
+		{"Group.BroadcastOptimizer", "of a closed optimizer", func() error { return lg.BroadcastOptimizer(co) }, nil},
+	}
+	covered := map[string]bool{}
+	for _, c := range calls {
+		covered[c.method] = true
+		t.Run(strings.TrimSpace(c.method+" "+c.what), func(t *testing.T) {
+			if err := c.closed(); !errors.Is(err, ErrClosed) {
+				t.Errorf("on a closed value: %v, want an error wrapping ErrClosed", err)
+			}
+			if c.live != nil {
+				if err := c.live(); err != nil {
+					t.Errorf("on a live value: %v", err)
+				}
+			}
+		})
+	}
+	// Every method that reaches C is in the table: a new one needs a case.
+	// (Close, Abort and the Go-only accessors are exempt.)
+	exempt := map[string]bool{"Close": true, "Abort": true, "Shape": true, "Spec": true, "FeatureDim": true,
+		"Rank": true, "Size": true}
+	for _, v := range []any{&Tensor{}, &Model{}, &Optimizer{}, &Group{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumMethod() {
+			name := typ.Elem().Name() + "." + typ.Method(i).Name
+			if !exempt[typ.Method(i).Name] && !covered[name] {
+				t.Errorf("%s is not checked after Close: add a case", name)
+			}
+		}
+	}
+}
+
+// TestGroupAbortRacesClose hammers Abort (as context.AfterFunc runs it on
+// cancellation) against Close and against a collective that Close ends:
+// under -race this fails on an unsynchronised handle, and without the
+// locking Abort would call into freed C memory.
+func TestGroupAbortRacesClose(t *testing.T) {
+	for range 20 {
+		g := singleGroup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := context.AfterFunc(ctx, func() { g.Abort("canceled") })
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			wg.Go(func() {
+				<-start
+				for range 50 {
+					g.Abort("hammer")
+				}
+			})
+		}
+		wg.Go(func() { <-start; cancel() })
+		close(start)
+		g.Close()
+		wg.Wait()
+		stop()
+		if err := g.AllReduce([]float64{1}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("all-reduce after Close: %v", err)
+		}
+	}
+	// Close while a collective waits for a peer that never joins: the
+	// collective fails at once (not at the 30 s timeout) and Close returns
+	// after it, with Aborts racing both.
+	errs := ranks(t, 2, func(g *Group) error {
+		if g.Rank() == 1 {
+			time.Sleep(500 * time.Millisecond)
+			return nil
+		}
+		done := make(chan error, 1)
+		go func() { done <- g.AllReduce([]float64{1}) }()
+		time.Sleep(100 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for range 100 {
+					g.Abort("hammer")
+				}
+			})
+		}
+		g.Close()
+		wg.Wait()
+		select {
+		case err := <-done:
+			if err == nil {
+				return errors.New("all-reduce without its peer succeeded")
+			}
+		case <-time.After(10 * time.Second):
+			return errors.New("Close returned before the collective it aborted")
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// TestShimOfAnotherABIVersion builds testdata/abicheck with -tags ltshim
+// against a fake libltshim.so that reports another ABI version (and aborts
+// the process if anything else is called): the program starts (no panic
+// during initialisation), Version still answers, and Check and every
+// constructor return an error wrapping ErrABIMismatch.
+func TestShimOfAnotherABIVersion(t *testing.T) {
+	header, err := os.ReadFile("shim.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\b(lt_[a-z0-9_]+)\s*\(`).FindAllSubmatch(header, -1) {
+		names[string(m[1])] = true
+	}
+	if !names["lt_abi_version"] || !names["lt_model_new"] {
+		t.Fatalf("no functions found in shim.h: %v", names)
+	}
+	var src strings.Builder
+	src.WriteString("#include <stdlib.h>\nint lt_abi_version(void) { return 9999; }\nconst char *lt_torch_version(void) { return \"fake-1.0\"; }\n")
+	for n := range names {
+		if n != "lt_abi_version" && n != "lt_torch_version" {
+			src.WriteString("void " + n + "(void) { abort(); }\n")
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fake.c"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := "cc"
+	if out, err := exec.Command("go", "env", "CC").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+		cc = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(dir, "libltshim.so"), filepath.Join(dir, "fake.c")).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+	bin := filepath.Join(dir, "abicheck")
+	build := exec.Command("go", "build", "-tags", "ltshim", "-o", bin, "./testdata/abicheck")
+	build.Env = append(os.Environ(), "CGO_LDFLAGS=-L"+dir+" -Wl,-rpath,"+dir)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags ltshim: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("abicheck: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{
+		"version fake-1.0\n",
+		"available false\n",
+		fmt.Sprintf("Check: mismatch true: torch: shim ABI version mismatch: the shim library (libltshim.so) speaks ABI version 9999, this lcl binary version %d:", abiVersion),
+		"NewModel: mismatch true\n", "NewTensor: mismatch true\n", "NewGroup: mismatch true\n",
+		"SetThreads: mismatch true\n", "ManualSeed: mismatch true\n", "TrainStep: mismatch true\n",
+		"Threads: mismatch true\n", "CUDADevices: mismatch true\n", "Loss: mismatch true\n", "CrossEntropy: mismatch true\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+// Command abicheck prints what the torch binding reports when linked
+// (-tags ltshim) with a shim library of another ABI version; see
+// TestShimOfAnotherABIVersion.
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+func main() {
+	fmt.Println("version", torch.Version())
+	fmt.Println("available", torch.Available())
+	err := torch.Check()
+	fmt.Printf("Check: mismatch %t: %v\n", errors.Is(err, torch.ErrABIMismatch), err)
+	report := func(what string, err error) {
+		fmt.Printf("%s: mismatch %t\n", what, errors.Is(err, torch.ErrABIMismatch))
+	}
+	_, err = torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 1, InW: 1, NumClasses: 2}, "cpu")
+	report("NewModel", err)
+	_, err = torch.NewTensor([]float32{1}, []int64{1}, "cpu")
+	report("NewTensor", err)
+	_, err = torch.NewGroup(torch.GroupConfig{Addr: "127.0.0.1", Port: 1, Size: 1})
+	report("NewGroup", err)
+	report("SetThreads", torch.SetThreads(1))
+	_, err = torch.Threads()
+	report("Threads", err)
+	report("ManualSeed", torch.ManualSeed(1))
+	_, err = torch.CUDADevices()
+	report("CUDADevices", err)
+	_, err = torch.TrainStep(&torch.Step{Models: []*torch.Model{nil}, Optims: []*torch.Optimizer{nil}, X: []float32{1}, N: 1, C: 1, H: 1, W: 1, Y: []int64{0}})
+	report("TrainStep", err)
+	_, _, err = torch.Loss(torch.LossInput{Logits: []float32{1, 2}, N: 1, C: 2, Y: []int64{0}})
+	report("Loss", err)
+	_, err = torch.CrossEntropy([]float32{1, 2}, 1, 2, []int64{0})
+	report("CrossEntropy", err)
+}
