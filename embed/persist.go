@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lcl-project/lcl/internal/atomicfile"
+	"github.com/lcl-project/lcl/internal/bounded"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -181,7 +182,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	words, counts := make([]string, 0, min(nv, 1<<20)), make([]int64, 0, min(nv, 1<<20))
+	words, counts := make([]string, 0, min(nv, 1<<12)), make([]int64, 0, min(nv, 1<<12))
 	for i := range nv {
 		w, err := str(fmt.Sprintf("word %d", i))
 		if err != nil {
@@ -197,7 +198,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	tags := make([]string, 0, min(nt, 1<<20))
+	tags := make([]string, 0, min(nt, 1<<12))
 	for i := range nt {
 		t, err := str(fmt.Sprintf("tag %d", i))
 		if err != nil {
@@ -206,25 +207,30 @@ func ReadModel(r io.Reader) (*Model, error) {
 		tags = append(tags, t)
 	}
 	var mats [3][]float32
-	want := []int{nv * o.Dim, nv * o.Dim, nt * o.Dim}
 	names := []string{"word vectors", "output weights", "document vectors"}
-	for k := range mats {
+	for k, rows := range []int{nv, nv, nt} {
+		want, ok := bounded.Product(rows, o.Dim)
+		if !ok {
+			return nil, bad(fmt.Sprintf("%s: %d×%d values overflow", names[k], rows, o.Dim), nil)
+		}
 		if _, err := io.ReadFull(cr, b[:8]); err != nil {
 			return nil, bad(names[k], err)
 		}
-		if n := binary.LittleEndian.Uint64(b[:8]); n != uint64(want[k]) && !(k == 1 && n == 0) {
-			return nil, bad(fmt.Sprintf("%s: %d values, want %d", names[k], n, want[k]), nil)
+		if n := binary.LittleEndian.Uint64(b[:8]); n != uint64(want) && !(k == 1 && n == 0) {
+			return nil, bad(fmt.Sprintf("%s: %d values, want %d", names[k], n, want), nil)
 		} else if n == 0 {
 			continue
 		}
-		mats[k] = make([]float32, want[k])
+		// Grow with the rows read, so a header that announces more than
+		// the file holds fails at its end instead of allocating up front.
+		mats[k] = make([]float32, 0, min(want, 1<<20))
 		p := make([]byte, 4*o.Dim)
-		for i := 0; i < want[k]; i += o.Dim {
+		for len(mats[k]) < want {
 			if _, err := io.ReadFull(cr, p); err != nil {
 				return nil, bad(names[k], err)
 			}
 			for j := range o.Dim {
-				mats[k][i+j] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*j:]))
+				mats[k] = append(mats[k], math.Float32frombits(binary.LittleEndian.Uint32(p[4*j:])))
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package embed
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/internal/bounded/boundedtest"
 )
 
 func trainedModel(t *testing.T) *Model {
@@ -174,4 +178,96 @@ func TestMeanWordVector(t *testing.T) {
 	if err != nil || !slices.Equal(got, []float32{1, 2}) {
 		t.Errorf("Vector = %v, %v; want mean word vector [1 2]", got, err)
 	}
+}
+
+// The audit's crafted word2vec files: a header announcing 2^20 vectors of
+// dimension 2^16 (256 GiB) in a 34-byte file fails at the missing records,
+// having allocated kilobytes.
+func TestWord2VecCraftedHeader(t *testing.T) {
+	for _, bin := range []bool{true, false} {
+		in := "1048576 65536\n" + "ab " + strings.Repeat("\x00", 16)
+		if !bin {
+			in = "1048576 65536\nab 1 2 3\n"
+		}
+		var err error
+		boundedtest.MaxAlloc(t, 4<<20, "reading a 34-byte word2vec file", func() {
+			_, err = ReadWord2Vec(strings.NewReader(in), bin)
+		})
+		if !errors.Is(err, ErrBadVectors) {
+			t.Errorf("binary=%v: err = %v", bin, err)
+		}
+	}
+	_, err := ReadWord2Vec(strings.NewReader("1 65537\n"), false)
+	if err == nil || !strings.Contains(err.Error(), "line 1: header") {
+		t.Errorf("dimension above the limit: %v", err)
+	}
+}
+
+// A model file whose header names an absurd dimension, or counts that the
+// file cannot hold, is refused without allocating what it announces.
+func TestModelCraftedSizes(t *testing.T) {
+	craft := func(dim int, nv uint32) []byte {
+		var b bytes.Buffer
+		b.WriteString(modelMagic)
+		b.WriteByte(modelVersion)
+		o := DefaultOptions()
+		o.Dim = dim
+		hdr, _ := json.Marshal(o)
+		binary.Write(&b, binary.LittleEndian, uint32(len(hdr)))
+		b.Write(hdr)
+		binary.Write(&b, binary.LittleEndian, nv)
+		b.Write([]byte{1, 'a', 1}) // one word; the others are missing
+		return b.Bytes()
+	}
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"dimension 2^40", craft(1<<40, 1), "dim 1099511627776: want 1 to 65536"},
+		{"4 billion words announced", craft(100, 1<<32-1), "word 1"},
+	} {
+		var err error
+		boundedtest.MaxAlloc(t, 4<<20, c.name, func() { _, err = ReadModel(bytes.NewReader(c.in)) })
+		if !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// FuzzReadWord2Vec: no input panics; accepted vectors are consistent.
+func FuzzReadWord2Vec(f *testing.F) {
+	f.Add([]byte("2 3\na 1 2 3\nb 4 5 6\n"), false)
+	f.Add([]byte("1 1\nab \x00\x00\x80\x3f\n"), true)
+	f.Add([]byte("1048576 65536\nab \x00\x00\x00\x00"), true)
+	f.Add([]byte("2 1\na 1\na 2\n"), false)
+	f.Fuzz(func(t *testing.T, in []byte, bin bool) {
+		v, err := ReadWord2Vec(bytes.NewReader(in), bin)
+		if err != nil {
+			if !errors.Is(err, ErrBadVectors) {
+				t.Fatalf("error without ErrBadVectors: %v", err)
+			}
+			return
+		}
+		if len(v.Data) != len(v.Keys)*v.Dim {
+			t.Fatalf("%d keys of dimension %d but %d values", len(v.Keys), v.Dim, len(v.Data))
+		}
+	})
+}
+
+// FuzzReadModel: no input panics or allocates beyond its size.
+func FuzzReadModel(f *testing.F) {
+	m := FromWordVectors(&Vectors{Keys: []string{"a", "b"}, Dim: 2, Data: []float32{1, 2, 3, 4}})
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(modelMagic + "\x01\x02\x00\x00\x00{}"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		_, err := ReadModel(bytes.NewReader(in))
+		if err != nil && !errors.Is(err, ErrBadModel) {
+			t.Fatalf("error without ErrBadModel: %v", err)
+		}
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lcl-project/lcl/internal/crash"
 )
 
 // Mode selects the doc2vec architecture.
@@ -71,12 +73,15 @@ func DefaultOptions() Options {
 	}
 }
 
+// MaxDim bounds the vector dimension (models and word2vec files alike).
+const MaxDim = 1 << 16
+
 func (o Options) validate() error {
 	switch {
 	case o.Mode != DBOW && o.Mode != DM:
 		return fmt.Errorf("embed: mode %q: want %q or %q", o.Mode, DBOW, DM)
-	case o.Dim < 1:
-		return fmt.Errorf("embed: dim %d: want ≥ 1", o.Dim)
+	case o.Dim < 1 || o.Dim > MaxDim:
+		return fmt.Errorf("embed: dim %d: want 1 to %d", o.Dim, MaxDim)
 	case o.Window < 1:
 		return fmt.Errorf("embed: window %d: want ≥ 1", o.Window)
 	case o.Negative < 1:
@@ -253,6 +258,7 @@ func (m *Model) train(ctx context.Context, c *corpus) (Stats, error) {
 	defer cancel()
 	jobs := make(chan job)
 	go func() {
+		defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 		defer close(jobs)
 		for e := 0; e < o.Epochs; e++ {
 			epoch.Store(int64(e + 1))
@@ -281,6 +287,7 @@ func (m *Model) train(ctx context.Context, c *corpus) (Stats, error) {
 		}
 		tickerDone.Add(1)
 		go func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer tickerDone.Done()
 			t := time.NewTicker(every)
 			defer t.Stop()
@@ -299,6 +306,7 @@ func (m *Model) train(ctx context.Context, c *corpus) (Stats, error) {
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer wg.Done()
 			t := m.newTrainer()
 			for j := range jobs {

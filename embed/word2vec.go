@@ -81,11 +81,14 @@ func ReadWord2Vec(r io.Reader, binaryFormat bool) (*Vectors, error) {
 	}
 	n, err1 := strconv.Atoi(fs[0])
 	dim, err2 := strconv.Atoi(fs[1])
-	if err1 != nil || err2 != nil || n < 0 || dim < 1 || n > 1<<28 || dim > 1<<16 {
+	if err1 != nil || err2 != nil || n < 0 || dim < 1 || n > 1<<28 || dim > MaxDim {
 		return nil, fmt.Errorf("%w: line 1: header %q: want two positive integers \"count dim\"", ErrBadVectors, strings.TrimSpace(header))
 	}
-	v := &Vectors{Dim: dim, Keys: make([]string, 0, min(n, 1<<20)), Data: make([]float32, 0, min(n, 1<<20)*dim)}
-	seen := make(map[string]bool, min(n, 1<<20))
+	// The header's count only bounds the loop: storage grows with the
+	// records actually read, so "1048576 65536" in a 34-byte file costs
+	// nothing.
+	v := &Vectors{Dim: dim, Keys: make([]string, 0, min(n, 1<<12)), Data: make([]float32, 0, min(n*dim, 1<<16))}
+	seen := make(map[string]bool, min(n, 1<<12))
 	if binaryFormat {
 		err = readBinaryRecords(br, v, n, int64(len(header)), seen)
 	} else {

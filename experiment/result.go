@@ -1,12 +1,12 @@
 package experiment
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/lcl-project/lcl/internal/atomicfile"
+	"github.com/lcl-project/lcl/internal/bounded"
 	"os"
 	"path/filepath"
 
@@ -91,10 +91,10 @@ func readEpochs(path string) (json.RawMessage, error) {
 	defer f.Close()
 	var buf bytes.Buffer
 	buf.WriteByte('[')
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	sc := bounded.NewScanner(f, 16<<20)
 	n := 0
-	for line := 1; sc.Scan(); line++ {
+	for sc.Scan() {
+		line := sc.Line()
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue

@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // Grid is a parsed grid file. Every list is one axis of the cross product;
@@ -118,7 +121,58 @@ func Parse(raw []byte) (*Grid, error) {
 	if err := g.validate(); err != nil {
 		return nil, err
 	}
+	if err := g.checkSize(); err != nil {
+		return nil, err
+	}
 	return &g, nil
+}
+
+// MaxRuns bounds the runs one grid may expand to; Parse refuses larger
+// grids before expanding them (a 35 KB file can otherwise name millions).
+const MaxRuns = 100000
+
+// Size is the number of runs the grid expands to; ok is false when the
+// count overflows.
+func (g *Grid) Size() (n int, ok bool) {
+	k, ok := g.settings()
+	if !ok {
+		return 0, false
+	}
+	return bounded.Product(len(g.Models), len(g.Fractions), len(g.Seeds), k)
+}
+
+// settings counts the strategy settings: sources × parameter values,
+// summed over the strategies.
+func (g *Grid) settings() (int, bool) {
+	sum := 0
+	for _, s := range g.Strategies {
+		dims := []int{max(len(s.Sources), 1)}
+		for _, vs := range s.Params {
+			dims = append(dims, len(vs))
+		}
+		k, ok := bounded.Product(dims...)
+		if !ok || sum > math.MaxInt-k {
+			return 0, false
+		}
+		sum += k
+	}
+	return sum, true
+}
+
+func (g *Grid) checkSize() error {
+	n, ok := g.Size()
+	if ok && n <= MaxRuns {
+		return nil
+	}
+	runs, settings := "more than "+strconv.Itoa(math.MaxInt), "too many"
+	if ok {
+		runs = strconv.Itoa(n)
+	}
+	if k, ok := g.settings(); ok {
+		settings = strconv.Itoa(k)
+	}
+	return fmt.Errorf("the grid expands to %s runs (%d models × %d fractions × %d seeds × %s strategy settings); the limit is %d runs: split it into several grids",
+		runs, len(g.Models), len(g.Fractions), len(g.Seeds), settings, MaxRuns)
 }
 
 func (g *Grid) validate() error {

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 //go:embed data
@@ -137,12 +139,11 @@ func ParseFile(path string) (*Set, error) {
 // set's name and in errors.
 func Parse(r io.Reader, name string) (*Set, error) {
 	s := &Set{Name: name}
-	sc := bufio.NewScanner(r)
-	line := 0
+	sc := bounded.NewScanner(r, 1<<20)
 	seen := map[string]int{}
 	for sc.Scan() {
-		line++
-		text := strings.TrimRight(sc.Text(), "\r")
+		line := sc.Line()
+		text := sc.Text()
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(strings.TrimSpace(text), "#") {
 			continue
 		}

@@ -16,6 +16,10 @@ const (
 // Found is a plugin executable found on the search path.
 type Found struct {
 	Kind, Name, Path string
+	// Refused says why lcl will not run it (CheckTrusted's reason: the
+	// file or a folder above it is writable by others, or owned by
+	// someone else); "" when it may.
+	Refused string
 }
 
 // SearchPath returns the plugin folders in search order: the entries of
@@ -34,8 +38,10 @@ func SearchPath() []string {
 }
 
 // Discover lists the executables named lcl-strategy-NAME or
-// lcl-similarity-NAME in dirs. A name found in several folders is taken
-// from the first; missing folders are skipped. The result is sorted by kind
+// lcl-similarity-NAME in dirs, without running them. A name found in several
+// folders is taken from the first (refused or not: a refused plugin is
+// reported, never silently replaced by another); missing folders are
+// skipped. Each is checked with CheckTrusted. The result is sorted by kind
 // and name.
 func Discover(dirs []string) []Found {
 	seen := map[string]bool{}
@@ -56,7 +62,11 @@ func Discover(dirs []string) []Found {
 				continue
 			}
 			seen[kind+"/"+name] = true
-			out = append(out, Found{Kind: kind, Name: name, Path: path})
+			f := Found{Kind: kind, Name: name, Path: path}
+			if err := CheckTrusted(path); err != nil {
+				f.Refused = err.Error()
+			}
+			out = append(out, f)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -45,7 +45,10 @@ func TestExamplePlugins(t *testing.T) {
 	h.Timeout = 0
 	ctx := context.Background()
 
-	list := h.List(ctx)
+	list, err := h.List(ctx, ListOptions{Describe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	found := map[string]Descriptor{}
 	for _, d := range list {
 		found[d.Kind+"/"+d.Name] = d

@@ -2,11 +2,15 @@ package plugins
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -56,9 +60,17 @@ type Host struct {
 	// Log receives go-plugin's log and the plugins' stderr; nil discards them
 	// (the last lines of a crashed plugin's stderr still reach its error).
 	Log io.Writer
+	// Lock is the plugin lock file written by `lcl plugins pin`; "" means
+	// LockPath(). A plugin pinned there starts only if its executable still
+	// has the pinned SHA-256 (go-plugin's SecureConfig checks it just before
+	// starting the process) and is at the pinned path.
+	Lock string
+	// RequirePinned refuses every plugin that is not built in and has no
+	// pin in Lock.
+	RequirePinned bool
 
-	mu      sync.Mutex
-	clients []*plugin.Client
+	mu    sync.Mutex
+	conns []*conn
 }
 
 func (h *Host) timeout() time.Duration {
@@ -78,14 +90,22 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Close kills every plugin this host started.
+// Close kills every plugin this host started, with its process group.
 func (h *Host) Close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range h.clients {
-		c.Kill()
+	conns := h.conns
+	h.conns = nil
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.kill()
 	}
-	h.clients = nil
+}
+
+func (h *Host) lockPath() string {
+	if h.Lock != "" {
+		return h.Lock
+	}
+	return LockPath()
 }
 
 // BuiltinNames lists the built-in plugins of a kind.
@@ -133,6 +153,51 @@ type conn struct {
 	label  string // e.g. strategy plugin "lcl" (built-in)
 	client *plugin.Client
 	stderr *tail
+	pid    int           // of the plugin process, the leader of its own process group
+	done   chan struct{} // closed by kill: releases the thread that started the process
+	once   sync.Once
+}
+
+// kill stops the plugin and everything it started (its process group).
+func (c *conn) kill() {
+	c.once.Do(func() {
+		if c.pid > 0 && !c.client.Exited() {
+			killGroup(c.pid)
+		}
+		c.client.Kill()
+		close(c.done)
+	})
+}
+
+// admit decides whether the plugin executable at path may run: it must
+// pass CheckTrusted, match its pin in the lock file if it has one, and
+// have one when RequirePinned is set. It returns the SecureConfig that
+// makes go-plugin verify the pinned digest right before starting it.
+func (h *Host) admit(kind, name, path string) (*plugin.SecureConfig, error) {
+	if err := CheckTrusted(path); err != nil {
+		return nil, err
+	}
+	lock := h.lockPath()
+	pins, err := ReadPins(lock)
+	if err != nil {
+		return nil, err
+	}
+	pin, ok := pins.Get(kind, name)
+	if !ok {
+		if h.RequirePinned {
+			return nil, fmt.Errorf("not pinned in %s, and pins are required (--require-pinned); check the plugin, then run `lcl plugins pin %s`", lock, name)
+		}
+		return nil, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if pin.Path != abs {
+		return nil, fmt.Errorf("pinned in %s at %s, but found at %s; check it, then run `lcl plugins pin %s`", lock, pin.Path, abs, name)
+	}
+	sum, _ := hex.DecodeString(pin.SHA256)
+	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, nil
 }
 
 func (h *Host) start(kind, name string) (*conn, any, error) {
@@ -140,7 +205,9 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	label := fmt.Sprintf("%s plugin %q (%s)", kind, name, where)
 	var cmd *exec.Cmd
+	var secure *plugin.SecureConfig
 	if where == "built-in" {
 		self := h.Self
 		if self == nil {
@@ -152,10 +219,18 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 		}
 		cmd = exec.Command(self[0], append(slices.Clone(self[1:]), kind, name)...)
 	} else {
+		if secure, err = h.admit(kind, name, where); err != nil {
+			return nil, nil, fmt.Errorf("%s: refused: %w", label, err)
+		}
 		cmd = exec.Command(where)
 	}
-	cmd.Env = append(cmd.Env, h.Env...)
-	c := &conn{label: fmt.Sprintf("%s plugin %q (%s)", kind, name, where), stderr: &tail{}}
+	// A minimal environment: plugins get no secrets of the host's.
+	cmd.Env = Environment(os.Environ(), h.Env)
+	// Its own process group (a terminal's Ctrl-C reaches lcl, which stops
+	// it; kill ends its children too) and a parent-death signal (a killed
+	// lcl leaves no plugin behind).
+	cmd.SysProcAttr = procAttr()
+	c := &conn{label: label, stderr: &tail{}, done: make(chan struct{})}
 	logw := h.Log
 	if logw == nil {
 		logw = io.Discard
@@ -164,6 +239,8 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 		HandshakeConfig:  shim.Handshake,
 		VersionedPlugins: shim.VersionedPlugins(),
 		Cmd:              cmd,
+		SkipHostEnv:      true,
+		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Managed:          true,
 		StartTimeout:     orDefault(h.StartTimeout, DefaultStartTimeout),
@@ -172,19 +249,75 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: logw, Level: hclog.Warn}),
 	})
 	h.mu.Lock()
-	h.clients = append(h.clients, c.client)
+	h.conns = append(h.conns, c)
 	h.mu.Unlock()
-	rpc, err := c.client.Client()
-	if err != nil {
-		c.client.Kill()
-		return nil, nil, fmt.Errorf("%s: could not start: %s", c.label, oneLine(err.Error()+c.stderr.hint()))
+	// The parent-death signal fires when the thread that started the child
+	// ends, and Go ends a thread whose goroutine exits while locked to it
+	// (the trainer locks its goroutine): start the plugin from a thread of
+	// its own that lives until the plugin is stopped.
+	type started struct {
+		rpc plugin.ClientProtocol
+		err error
 	}
-	raw, err := rpc.Dispense(kind)
+	res := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread()
+		rpc, err := c.client.Client()
+		res <- started{rpc, err}
+		<-c.done
+	}()
+	r := <-res
+	if rc := c.client.ReattachConfig(); rc != nil {
+		c.pid = rc.Pid
+	}
+	if r.err != nil {
+		c.kill()
+		if errors.Is(r.err, plugin.ErrChecksumsDoNotMatch) {
+			now, _ := FileSHA256(where)
+			return nil, nil, fmt.Errorf("%s: refused: its SHA-256 %.12s… differs from the one pinned in %s (%.12s…); if you changed it on purpose, check it, then run `lcl plugins pin %s`",
+				label, now, h.lockPath(), hex.EncodeToString(secure.Checksum), name)
+		}
+		return nil, nil, fmt.Errorf("%s: could not start: %s", label, oneLine(r.err.Error()+c.stderr.hint()))
+	}
+	raw, err := r.rpc.Dispense(kind)
 	if err != nil {
-		c.client.Kill()
-		return nil, nil, fmt.Errorf("%s: %s", c.label, oneLine(err.Error()))
+		c.kill()
+		return nil, nil, fmt.Errorf("%s: %s", label, oneLine(err.Error()))
 	}
 	return c, raw, nil
+}
+
+// hostEnv are the variables a plugin gets from lcl's environment (besides
+// LC_* and those named in $LCL_PLUGIN_ENV): what programs need to find
+// their interpreter, libraries, home, locale and temporary folder.
+var hostEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+	"LD_LIBRARY_PATH", "OMP_WAIT_POLICY", "SYSTEMROOT"}
+
+// Environment is the environment of a plugin process: from host (lcl's
+// own), only the variables of hostEnv, LC_*, and those named in
+// $LCL_PLUGIN_ENV (comma- or space-separated); then extra (Host.Env).
+// go-plugin adds its handshake variables. Credentials, tokens and the
+// training rendezvous variables of lcl's environment stay out.
+func Environment(host, extra []string) []string {
+	keep := map[string]bool{}
+	for _, k := range hostEnv {
+		keep[k] = true
+	}
+	for _, e := range host {
+		if v, ok := strings.CutPrefix(e, "LCL_PLUGIN_ENV="); ok {
+			for _, k := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+				keep[k] = true
+			}
+		}
+	}
+	var env []string
+	for _, e := range host {
+		k, _, _ := strings.Cut(e, "=")
+		if keep[k] || strings.HasPrefix(k, "LC_") {
+			env = append(env, e)
+		}
+	}
+	return append(env, extra...)
 }
 
 // Error is a failed plugin call. Its message is one line naming the plugin.
@@ -227,13 +360,13 @@ func (c *conn) call(ctx context.Context, op string, timeout time.Duration, f fun
 	st, _ := status.FromError(err)
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) || st.Code() == codes.DeadlineExceeded:
-		c.client.Kill()
+		c.kill()
 		e.Msg = fmt.Sprintf("no answer within %s; plugin stopped (if it is only slow, raise $LCL_PLUGIN_TIMEOUT)", timeout)
 		e.Err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	case c.exited() || st.Code() == codes.Unavailable || st.Code() == codes.Canceled:
 		e.Msg = "the plugin process died" + c.stderr.hint()
 		e.Err = fmt.Errorf("%w: %w", ErrCrashed, err)
-		c.client.Kill()
+		c.kill()
 	default:
 		msg := err.Error()
 		if s, ok := status.FromError(err); ok {
@@ -259,14 +392,6 @@ func (c *conn) exited() bool {
 func (c *conn) invalid(op, format string, a ...any) error {
 	msg := fmt.Sprintf(format, a...)
 	return &Error{Plugin: c.label, Op: op, Msg: oneLine(msg), Err: fmt.Errorf("%w: %s", ErrInvalid, msg)}
-}
-
-// pid returns the plugin's process id (tests kill it).
-func (c *conn) pid() int {
-	if rc := c.client.ReattachConfig(); rc != nil {
-		return rc.Pid
-	}
-	return 0
 }
 
 func oneLine(s string) string {

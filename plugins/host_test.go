@@ -42,6 +42,8 @@ var testStrategies = map[string]sdk.Strategy{
 	"negative": &broken{how: "negative"},
 	"shape":    &broken{how: "shape"},
 	"refuse":   &broken{how: "refuse"},
+	"env":      &broken{how: "env"},
+	"badstage": &broken{how: "badstage"},
 }
 
 // broken behaves like sl at epoch 0 and misbehaves from epoch 1 on.
@@ -53,7 +55,20 @@ type broken struct {
 
 func (b *broken) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	b.classes = len(run.Classes)
-	return b.SL.Begin(ctx, run)
+	stages, err := b.SL.Begin(ctx, run)
+	if b.how == "badstage" {
+		stages[0].Name = "../../x"
+	}
+	return stages, err
+}
+
+// Describe of "env" reports the plugin's environment in its summary.
+func (b *broken) Describe(ctx context.Context) (sdk.StrategyInfo, error) {
+	info, err := b.SL.Describe(ctx)
+	if b.how == "env" {
+		info.Summary = strings.Join(os.Environ(), "\x00")
+	}
+	return info, err
 }
 
 func (b *broken) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
@@ -203,7 +218,7 @@ func TestKillPluginMidCall(t *testing.T) {
 	if _, err := st.Begin(ctx, testRun(2, 2)); err != nil {
 		t.Fatal(err)
 	}
-	pid := st.c.pid()
+	pid := st.c.pid
 	if pid == 0 {
 		t.Fatal("no pid")
 	}
@@ -270,7 +285,10 @@ func TestProtocolVersionMismatch(t *testing.T) {
 func TestList(t *testing.T) {
 	h := testHost(t)
 	h.Dirs = append(h.Dirs, t.TempDir()) // an empty second folder
-	list := h.List(context.Background())
+	list, err := h.List(context.Background(), ListOptions{Describe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	byName := map[string]Descriptor{}
 	for _, d := range list {
 		byName[d.Kind+"/"+d.Name] = d
@@ -305,7 +323,7 @@ func TestDiscover(t *testing.T) {
 	write(a, "lcl-strategy-noexec", 0o644)
 	write(a, "other-tool", 0o755)
 	got := Discover([]string{a, "/does/not/exist", b})
-	want := []Found{{KindStrategy, "x", filepath.Join(a, "lcl-strategy-x")}, {KindSimilarity, "y", filepath.Join(b, "lcl-similarity-y.py")}}
+	want := []Found{{KindStrategy, "x", filepath.Join(a, "lcl-strategy-x"), ""}, {KindSimilarity, "y", filepath.Join(b, "lcl-similarity-y.py"), ""}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Discover = %v, want %v", got, want)
 	}

@@ -28,7 +28,7 @@ func (h *Host) Source(name string) (*Source, error) {
 	}
 	impl, ok := raw.(sdk.SimilaritySource)
 	if !ok {
-		c.client.Kill()
+		c.kill()
 		return nil, fmt.Errorf("%s: does not serve the similarity protocol", c.label)
 	}
 	return &Source{name: name, c: c, impl: impl, timeout: h.timeout(),
@@ -42,7 +42,7 @@ func (s *Source) Name() string { return s.name }
 func (s *Source) Label() string { return s.c.label }
 
 // Close stops the plugin process.
-func (s *Source) Close() { s.c.client.Kill() }
+func (s *Source) Close() { s.c.kill() }
 
 func (s *Source) Describe(ctx context.Context) (sdk.SourceInfo, error) {
 	var info sdk.SourceInfo

@@ -32,7 +32,7 @@ func (h *Host) Strategy(name string) (*Strategy, error) {
 	}
 	impl, ok := raw.(sdk.Strategy)
 	if !ok {
-		c.client.Kill()
+		c.kill()
 		return nil, fmt.Errorf("%s: does not serve the strategy protocol", c.label)
 	}
 	return &Strategy{name: name, c: c, impl: impl, timeout: h.timeout(),
@@ -49,7 +49,7 @@ func (s *Strategy) Label() string { return s.c.label }
 func (s *Strategy) Stages() []sdk.Stage { return s.stages }
 
 // Close stops the plugin process.
-func (s *Strategy) Close() { s.c.client.Kill() }
+func (s *Strategy) Close() { s.c.kill() }
 
 func (s *Strategy) Describe(ctx context.Context) (sdk.StrategyInfo, error) {
 	var info sdk.StrategyInfo

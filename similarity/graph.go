@@ -1,13 +1,13 @@
 package similarity
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/wordnet"
 )
@@ -197,11 +197,9 @@ func HierarchyGraph(nodes []labels.Node) (*Graph, error) {
 // name is used in errors.
 func ReadEdgeList(r io.Reader, name string) (*Graph, error) {
 	b := newGraphBuilder()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	line := 0
+	sc := bounded.NewScanner(r, 1<<20)
 	for sc.Scan() {
-		line++
+		line := sc.Line()
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue

@@ -25,6 +25,7 @@ type WordNetFunc func() (*wordnet.DB, error)
 type labelGraph struct {
 	g       *Graph
 	kind    string // wordnet, hierarchy, file
+	name    string // kind, or the edge-list file
 	digest  string
 	classes []int // class → node
 }
@@ -35,7 +36,7 @@ func resolveGraph(set *labels.Set, p *params, openWN WordNetFunc) (*labelGraph, 
 		def = GraphHierarchy
 	}
 	choice := p.str("graph", def)
-	lg := &labelGraph{kind: choice}
+	lg := &labelGraph{kind: choice, name: choice}
 	var err error
 	switch choice {
 	case GraphWordNet:
@@ -73,7 +74,7 @@ func resolveGraph(set *labels.Set, p *params, openWN WordNetFunc) (*labelGraph, 
 		if lg.digest, err = FileDigest(choice); err != nil {
 			return nil, err
 		}
-		lg.kind = "file"
+		lg.kind, lg.name = "file", choice
 		p.effective["graph"] = "file" // the digest identifies the content
 	}
 	if lg.classes, err = lg.g.ClassNodes(set); err != nil {
@@ -141,6 +142,9 @@ func (s SimRankSource) resolve(set *labels.Set, in map[string]string) (*params, 
 	lg, err := resolveGraph(set, p, s.WordNet)
 	if err != nil {
 		return nil, nil, opt, err
+	}
+	if err := checkSimRankSize(len(lg.g.Nodes)); err != nil {
+		return nil, nil, opt, fmt.Errorf("graph %s: %w", lg.name, err)
 	}
 	return p, lg, opt, nil
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/labels"
 )
 
@@ -108,6 +109,7 @@ func pairwise(ctx context.Context, c int, pair func(i, j int) (float64, error), 
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer wg.Done()
 			for i := range rows {
 				for j := i; j < c; j++ {

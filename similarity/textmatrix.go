@@ -1,9 +1,9 @@
 package similarity
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/npy"
 	"io"
 	"math"
@@ -18,12 +18,10 @@ import (
 // are skipped. "nan", "NA" and empty CSV cells are NaN (missing). Every row
 // must have as many values as the first; errors name the file and line.
 func ReadTable(r io.Reader, name string) ([][]float64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<26)
+	sc := bounded.NewScanner(r, 1<<26)
 	var rows [][]float64
-	line := 0
 	for sc.Scan() {
-		line++
+		line := sc.Line()
 		text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue

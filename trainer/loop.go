@@ -321,7 +321,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	if err != nil {
 		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
 	}
-	if err := plan.validate(r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
+	if err := validatePlan(&plan, r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
 		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
 	}
 	var teacher *torch.Model
@@ -349,7 +349,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	c, h, w := r.cfg.Train.Shape()
 	k := len(peers.models)
 	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, C: c, H: h, W: w,
-		Targets: targets, Coefs: plan.Coefs}
+		Targets: targets, Coefs: torch.Coefs(plan.Coefs)}
 	defer func() { // the last targets in use (Stage.PerStep replaces them step by step)
 		if step.Targets != nil {
 			step.Targets.Close()
@@ -520,7 +520,7 @@ func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step)
 	}
 	C := r.cfg.Train.NumClasses()
 	tp := Plan{Targets: sp.Targets}
-	if err := tp.validate(C, r.cfg.Train.Len()); err != nil || sp.Targets == nil {
+	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil || sp.Targets == nil {
 		return fmt.Errorf("trainer: stage %q epoch %d step %d: per-step plan needs valid targets: %v", stage.Name, e+1, i, err)
 	}
 	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/lcl-project/lcl/curriculum"
 )
 
 // PeerMetrics are one model's figures for an epoch.
@@ -129,4 +131,18 @@ func (r *runner) logEpoch(em EpochMetrics) error {
 		}
 	}
 	return nil
+}
+
+// Observation is the epoch as a planner is told it (curriculum.Observation):
+// every peer's figures, or the one model's.
+func (m EpochMetrics) Observation() curriculum.Observation {
+	peers := m.Peers
+	if len(peers) == 0 {
+		peers = []PeerMetrics{m.PeerMetrics}
+	}
+	o := curriculum.Observation{StageIndex: m.StageIndex, Epoch: m.Epoch, LR: m.LR}
+	for _, p := range peers {
+		o.Models = append(o.Models, curriculum.ModelMetrics(p))
+	}
+	return o
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -25,7 +26,7 @@ type SL struct{}
 func (SL) Stages() []Stage { return []Stage{{Name: "train"}} }
 
 func (SL) Plan(context.Context, PlanContext) (Plan, error) {
-	return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
+	return Plan{Coefs: Coefs{Hard: 1}}, nil
 }
 
 func testConfig(t *testing.T, out string) Config {
@@ -85,7 +86,7 @@ func TestRunLearnsAndWritesRunDir(t *testing.T) {
 		t.Errorf("result.json: %v %+v, want top1 = [final test top-1]", err, result)
 	}
 	// The weights load back into a fresh model and evaluate identically.
-	m, err := torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 6, InW: 6, NumClasses: 4, Hidden: []int{32}}, "cpu")
+	m, err := torch.NewModel(mlp32(t), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		return Plan{}, fmt.Errorf("classes %v", pc.Classes)
 	}
 	if pc.StageIndex == 0 {
-		return Plan{Coefs: torch.Coefs{Hard: 1}}, nil
+		return Plan{Coefs: Coefs{Hard: 1}}, nil
 	}
 	if pc.Epoch == 0 {
 		f, err := pc.Features(ctx, "teacher", pc.Train[:10])
@@ -300,7 +301,7 @@ func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		w[i] = 1 + float32(i%2)
 	}
 	return Plan{Targets: T, Weights: w, Subset: pc.Train[:200],
-		Coefs: torch.Coefs{Soft: 0.5, KD: 0.5, KDTemp: 3, Mutual: 1}}, nil
+		Coefs: Coefs{Soft: 0.5, KD: 0.5, KDTemp: 3, Mutual: 1}}, nil
 }
 
 func TestStagesTeacherPeersFeatures(t *testing.T) {
@@ -430,7 +431,7 @@ func (p *stepPlanner) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 		}
 		t[i*c+i] = 1 - off*float32(c-1)
 	}
-	return Plan{Targets: t, Coefs: torch.Coefs{Soft: 1}}, nil
+	return Plan{Targets: t, Coefs: Coefs{Soft: 1}}, nil
 }
 
 func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
@@ -455,4 +456,14 @@ func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
 	if res.Final[0].TestTop1 < 0.9 {
 		t.Errorf("per-step soft targets did not train: %+v", res.Final[0])
 	}
+}
+
+// mlp32 is the architecture of the runs above ("mlp:hidden=32" on 1×6×6, 4 classes).
+func mlp32(t *testing.T) torch.Spec {
+	t.Helper()
+	s, err := models.Builtin().Get("mlp:hidden=32", models.Input{C: 1, H: 6, W: 6, NumClasses: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

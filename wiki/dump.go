@@ -2,7 +2,6 @@ package wiki
 
 import (
 	"bufio"
-	"bytes"
 	"compress/bzip2"
 	"context"
 	"encoding/xml"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // Dump is the PageSource over an offline Wikipedia dump in the multistream
@@ -105,13 +106,10 @@ func NewDump(r io.ReaderAt, size int64, index io.Reader, name string) (*Dump, er
 	if magic, err := br.Peek(3); err == nil && string(magic) == "BZh" {
 		src = bzip2.NewReader(br)
 	}
-	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	line := 0
-	seen := map[int64]bool{}
+	sc := bounded.NewScanner(src, 1<<20)
+	perStream := map[int64]int{}
 	for sc.Scan() {
-		line++
-		text := sc.Text()
+		line, text := sc.Line(), sc.Text()
 		if text == "" {
 			continue
 		}
@@ -119,16 +117,20 @@ func NewDump(r io.ReaderAt, size int64, index io.Reader, name string) (*Dump, er
 		_, title, ok2 := strings.Cut(rest, ":")
 		o, err := strconv.ParseInt(off, 10, 64)
 		if !ok1 || !ok2 || err != nil || o < 0 || o >= size || title == "" {
-			return nil, fmt.Errorf("dump: index of %s: line %d: expected offset:pageid:title with an offset inside the %d-byte dump, got %q", name, line, size, text)
+			return nil, fmt.Errorf("dump: index of %s: line %d: expected offset:pageid:title with an offset inside the %d-byte dump, got %q", name, line, size, trunc(text, 80))
+		}
+		// Wikimedia's streams hold 100 pages each; the cap keeps a
+		// compressed index from listing more pages than the dump can hold.
+		if perStream[o]++; perStream[o] > MaxPagesPerStream {
+			return nil, fmt.Errorf("dump: index of %s: line %d: more than %d pages in the stream at byte offset %d (Wikimedia's dumps have 100)", name, line, MaxPagesPerStream, o)
 		}
 		d.entries = append(d.entries, dumpEntry{titleHash(title), o})
-		if !seen[o] {
-			seen[o] = true
+		if perStream[o] == 1 {
 			d.offsets = append(d.offsets, o)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("dump: index of %s: line %d: %w", name, line+1, err)
+		return nil, fmt.Errorf("dump: index of %s: %w", name, err)
 	}
 	if len(d.entries) == 0 {
 		return nil, fmt.Errorf("dump: index of %s lists no pages", name)
@@ -192,15 +194,13 @@ func (d *Dump) stream(off int64) *dumpStream {
 		end = d.offsets[i]
 	}
 	s := &dumpStream{pages: map[string]*dumpPage{}}
-	raw, err := io.ReadAll(bzip2.NewReader(io.NewSectionReader(d.r, off, end-off)))
-	if err != nil {
-		s.err = fmt.Errorf("bz2: %w", err)
-	}
-	if err == nil || len(raw) > 0 {
-		if perr := parsePages(raw, s.pages); perr != nil && s.err == nil {
-			s.err = perr
-		}
-	}
+	// Decompress while parsing, capped: a stream may expand to at most
+	// streamLimit of its compressed size (a bzip2 bomb of a few kilobytes
+	// stops there), and one page to MaxPageBytes.
+	limit := streamLimit(end - off)
+	zr := bounded.NewReader(bzip2.NewReader(io.NewSectionReader(d.r, off, end-off)), limit,
+		fmt.Sprintf("the %d-byte stream decompressed", end-off))
+	s.err = parsePages(zr, s.pages)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.cache[off]; !ok {
@@ -214,31 +214,102 @@ func (d *Dump) stream(off int64) *dumpStream {
 	return s
 }
 
+// Limits of the dump reader.
+const (
+	// MaxPagesPerStream bounds the pages the index may list in one stream.
+	MaxPagesPerStream = 10000
+	// MaxPageBytes bounds one <page> element as stored in the dump (XML,
+	// entities escaped): MediaWiki's own limit is 2 MiB of wikitext.
+	MaxPageBytes = 16 << 20
+	// MaxWikitextBytes bounds the wikitext of one page that is cleaned
+	// (twice MediaWiki's $wgMaxArticleSize of 2 MiB).
+	MaxWikitextBytes = 4 << 20
+	// MaxStreamBytes bounds one decompressed stream; a stream may also
+	// expand to at most 100 times its compressed size plus 1 MiB (English
+	// Wikipedia's expand about 4 times).
+	MaxStreamBytes = 256 << 20
+	maxStreamRatio = 100
+)
+
+// streamLimit is how far a stream of compressed bytes may expand.
+func streamLimit(compressed int64) int64 {
+	if compressed > (MaxStreamBytes-1<<20)/maxStreamRatio {
+		return MaxStreamBytes
+	}
+	return 1<<20 + maxStreamRatio*compressed
+}
+
 // parsePages reads the <page> elements of one stream into pages, keeping
-// those read before any error.
-func parsePages(raw []byte, pages map[string]*dumpPage) error {
-	dec := xml.NewDecoder(bytes.NewReader(raw))
+// those read before any error. The stream is decoded as it is read; a page
+// longer than MaxPageBytes is an error.
+func parsePages(r io.Reader, pages map[string]*dumpPage) error {
+	cr := &countReader{r: r, budget: -1}
+	dec := xml.NewDecoder(cr)
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("XML: %w", err)
+			return streamErr(err)
 		}
 		se, ok := tok.(xml.StartElement)
 		if !ok || se.Name.Local != "page" {
 			continue
 		}
+		cr.budget = MaxPageBytes
 		var p dumpPage
 		if err := dec.DecodeElement(&p, &se); err != nil {
-			return fmt.Errorf("XML of the page after %d good ones: %w", len(pages), err)
+			return fmt.Errorf("the page after %d good ones: %w", len(pages), streamErr(err))
 		}
+		cr.budget = -1
 		if p.Title == "" {
 			return fmt.Errorf("a <page> without <title> after %d good ones", len(pages))
 		}
 		pages[p.Title] = &p
 	}
+}
+
+// streamErr says whether a stream failed in bzip2, in its XML or at a limit.
+func streamErr(err error) error {
+	var le *bounded.LimitError
+	var se *xml.SyntaxError
+	switch {
+	case errors.As(err, &le):
+		return err
+	case errors.As(err, &se):
+		return fmt.Errorf("XML: %w", err)
+	default:
+		return fmt.Errorf("bz2: %w", err)
+	}
+}
+
+// countReader fails once more than budget bytes are read (budget < 0: no
+// limit); parsePages sets it for each page.
+type countReader struct {
+	r      io.Reader
+	budget int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	if c.budget == 0 {
+		return 0, &bounded.LimitError{What: "one <page>", Limit: MaxPageBytes}
+	}
+	if c.budget > 0 && int64(len(p)) > c.budget {
+		p = p[:c.budget]
+	}
+	n, err := c.r.Read(p)
+	if c.budget > 0 {
+		c.budget -= int64(n)
+	}
+	return n, err
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // lookup follows redirects (up to 5 hops) from title.
@@ -281,6 +352,8 @@ func (d *Dump) Pages(ctx context.Context, titles []string, full bool) ([]Page, e
 			out[i].Err = err
 		case p == nil:
 			out[i].Missing = true
+		case len(p.Revision.Text) > MaxWikitextBytes:
+			out[i].Err = fmt.Errorf("dump %s: page %q: %s of wikitext, more than the %s limit", d.name, p.Title, bounded.Bytes(int64(len(p.Revision.Text))), bounded.Bytes(MaxWikitextBytes))
 		default:
 			out[i].Title = p.Title
 			out[i].Disambiguation = IsDisambiguationWikitext(p.Revision.Text)
@@ -305,6 +378,9 @@ func (d *Dump) Links(ctx context.Context, title string) ([]string, error) {
 	p, err := d.lookup(title)
 	if err != nil || p == nil {
 		return nil, err
+	}
+	if len(p.Revision.Text) > MaxWikitextBytes {
+		return nil, fmt.Errorf("dump %s: page %q: %s of wikitext, more than the %s limit", d.name, p.Title, bounded.Bytes(int64(len(p.Revision.Text))), bounded.Bytes(MaxWikitextBytes))
 	}
 	return WikiLinks(p.Revision.Text), nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wordnet"
@@ -92,6 +93,7 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 	var wg sync.WaitGroup
 	for range max(o.Concurrency, 1) {
 		wg.Go(func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			for c := range jobs {
 				if ctx.Err() != nil {
 					continue // stopped: what is left stays to fetch next time
@@ -102,6 +104,7 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 		})
 	}
 	go func() {
+		defer crash.Handle()
 		defer close(jobs)
 		for _, c := range todo {
 			select {
@@ -208,6 +211,7 @@ func Explain(ctx context.Context, src Source, reqs []Request, concurrency int, d
 	next := make(chan int)
 	for range max(concurrency, 1) {
 		wg.Go(func() {
+			defer crash.Handle()
 			for i := range next {
 				d, err := decide(reqs[i])
 				outs[i] = Outcome{d, err}

@@ -1,7 +1,6 @@
 package wiki
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/wordnet"
 )
 
@@ -72,11 +72,10 @@ func ReadOverrides(path string) (Overrides, error) {
 // used in error messages.
 func ParseOverrides(r io.Reader, name string) (Overrides, error) {
 	o := Overrides{}
-	sc := bufio.NewScanner(r)
-	line := 0
+	sc := bounded.NewScanner(r, 1<<20)
 	for sc.Scan() {
-		line++
-		text := strings.TrimRight(sc.Text(), "\r")
+		line := sc.Line()
+		text := sc.Text()
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(strings.TrimSpace(text), "#") {
 			continue
 		}

@@ -1,6 +1,7 @@
 package wiki
 
 import (
+	"bytes"
 	"html"
 	"regexp"
 	"strings"
@@ -114,63 +115,116 @@ func removeTables(s string) string {
 // dropNamespaces are link prefixes whose links are not text: media, categories.
 var dropNamespaces = map[string]bool{"file": true, "image": true, "media": true, "category": true}
 
-// replaceLinks rewrites [[…]] links (which may nest inside file captions).
+// maxLinkDepth bounds how deep [[…]] links nest (a file caption holding a
+// link is 2); brackets nested deeper are dropped, their text kept. It keeps
+// replaceLinks linear: each level copies its text once into the next.
+const maxLinkDepth = 16
+
+// replaceLinks rewrites [[…]] links (which may nest inside file captions)
+// in one pass over s: [[target|label]] becomes label, [[target]] target,
+// file, category and interlanguage links go with their captions, and an
+// unclosed [[ loses its brackets and keeps its text.
 func replaceLinks(s string) string {
 	if !strings.Contains(s, "[[") {
 		return s
 	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "[[")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		end, ok := matchLink(s, i)
-		if !ok { // unclosed: drop the brackets, keep the text
-			s = s[i+2:]
-			continue
-		}
-		inner := s[i+2 : end]
-		s = s[end+2:]
-		target, label, piped := strings.Cut(inner, "|")
-		if ns, _, ok := strings.Cut(target, ":"); ok {
-			ns = strings.ToLower(strings.TrimSpace(ns))
-			if dropNamespaces[ns] || isLangCode(ns) {
+	type frame struct {
+		open   int    // index of the frame's "[[" in s
+		pipeAt int    // index in s of its first own '|', -1 before one
+		pipe   int    // len(buf) at that '|'
+		buf    []byte // the rendered text inside the frame
+	}
+	stack := []*frame{{open: -2, pipeAt: -1, buf: make([]byte, 0, len(s))}} // stack[0]: the page
+	excess := 0                                                             // "[[" nested beyond maxLinkDepth
+	for i := 0; i < len(s); {
+		top := stack[len(stack)-1]
+		switch {
+		case strings.HasPrefix(s[i:], "[["):
+			if len(stack) > maxLinkDepth {
+				excess++
+			} else {
+				stack = append(stack, &frame{open: i, pipeAt: -1})
+			}
+			i += 2
+		case strings.HasPrefix(s[i:], "]]") && (excess > 0 || len(stack) > 1):
+			i += 2
+			if excess > 0 {
+				excess--
 				continue
 			}
-		}
-		if piped {
-			if label == "" { // pipe trick [[Crane (bird)|]]: the title without its qualifier
-				label = stripQualifier(target)
+			stack = stack[:len(stack)-1]
+			parent := stack[len(stack)-1]
+			parent.buf = renderLink(s, top.open, i-2, top.pipeAt, top.buf, top.pipe, parent.buf)
+		case s[i] == '|' && len(stack) > 1 && excess == 0 && top.pipeAt < 0:
+			top.pipeAt, top.pipe = i, len(top.buf)
+			top.buf = append(top.buf, '|')
+			i++
+		default:
+			// Copy up to the next character that can matter.
+			j := strings.IndexAny(s[i+1:], "[]|")
+			if j < 0 {
+				j = len(s) - i - 1
 			}
-			b.WriteString(replaceLinks(label))
-		} else {
-			b.WriteString(strings.TrimPrefix(target, ":"))
+			top.buf = append(top.buf, s[i:i+1+j]...)
+			i += 1 + j
 		}
 	}
+	for len(stack) > 1 { // unclosed: drop the brackets, keep the text
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		parent := stack[len(stack)-1]
+		parent.buf = append(parent.buf, top.buf...)
+	}
+	return string(stack[0].buf)
 }
 
-// matchLink returns the index of the "]]" closing the "[[" at i.
-func matchLink(s string, i int) (int, bool) {
-	depth := 0
-	for j := i; j+1 < len(s); {
-		switch {
-		case s[j] == '[' && s[j+1] == '[':
-			depth++
-			j += 2
-		case s[j] == ']' && s[j+1] == ']':
-			depth--
-			if depth == 0 {
-				return j, true
-			}
-			j += 2
-		default:
-			j++
+// renderLink appends what the link s[open:close+2] shows to dst: its
+// rendered label after the first '|' (pipeAt in s, pipe in buf), else its
+// rendered target; nothing for media, category and interlanguage links.
+func renderLink(s string, open, close, pipeAt int, buf []byte, pipe int, dst []byte) []byte {
+	end := close
+	if pipeAt >= 0 {
+		end = pipeAt
+	}
+	target := s[open+2 : end]
+	if ns, _, ok := strings.Cut(target, ":"); ok {
+		ns = strings.ToLower(strings.TrimSpace(ns))
+		if dropNamespaces[ns] || isLangCode(ns) {
+			return dst
 		}
 	}
-	return 0, false
+	if pipeAt < 0 {
+		return append(dst, bytes.TrimPrefix(buf, []byte(":"))...)
+	}
+	if label := buf[pipe+1:]; len(label) > 0 {
+		return append(dst, label...)
+	}
+	// The pipe trick, [[Crane (bird)|]]: the title without its qualifier.
+	return append(dst, stripQualifier(target)...)
+}
+
+// linkPairs returns the positions of the "[[" in s, in order, and the
+// position of the "]]" closing each (-1 when unclosed), in one pass.
+func linkPairs(s string) (opens, closes []int) {
+	var stack []int
+	for i := 0; i+1 < len(s); {
+		switch {
+		case s[i] == '[' && s[i+1] == '[':
+			stack = append(stack, len(opens))
+			opens = append(opens, i)
+			closes = append(closes, -1)
+			i += 2
+		case s[i] == ']' && s[i+1] == ']':
+			if len(stack) > 0 {
+				closes[stack[len(stack)-1]] = i
+				stack = stack[:len(stack)-1]
+			}
+			i += 2
+		default:
+			i++
+		}
+	}
+	return opens, closes
 }
 
 func isLangCode(ns string) bool {
@@ -194,25 +248,37 @@ func stripQualifier(title string) string {
 }
 
 // WikiLinks returns the article-namespace targets of the [[…]] links in
-// wikitext, in order of appearance, without duplicates or #fragments.
+// wikitext, in order of appearance, without duplicates or #fragments. It
+// stops at the first unclosed link. Linear in the text: brackets are
+// paired in one pass, and each link's target is read only up to its first
+// '|' or nested "[[".
 func WikiLinks(wikitext string) []string {
 	var out []string
 	seen := map[string]bool{}
 	s := wikitext
-	for {
-		i := strings.Index(s, "[[")
-		if i < 0 {
+	opens, closes := linkPairs(s)
+	for k, o := range opens {
+		c := closes[k]
+		if c < 0 {
 			return out
 		}
-		end, ok := matchLink(s, i)
-		if !ok {
-			return out
+		end := c
+		nested := false
+		for j := o + 2; j < c; j++ {
+			if s[j] == '|' {
+				end = j
+				break
+			}
+			if s[j] == '[' && s[j+1] == '[' {
+				nested = true
+				break
+			}
 		}
-		inner := s[i+2 : end]
-		s = s[i+2:]
-		target, _, _ := strings.Cut(inner, "|")
-		target, _, _ = strings.Cut(target, "#")
-		if strings.Contains(target, ":") || strings.Contains(target, "[[") {
+		if nested {
+			continue
+		}
+		target, _, _ := strings.Cut(s[o+2:end], "#")
+		if strings.Contains(target, ":") {
 			continue
 		}
 		t := NormalizeTitle(target)
@@ -221,6 +287,7 @@ func WikiLinks(wikitext string) []string {
 			out = append(out, t)
 		}
 	}
+	return out
 }
 
 var redirectRE = regexp.MustCompile(`(?i)^\s*#redirect\s*:?\s*\[\[([^\]|#]+)`)

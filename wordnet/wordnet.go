@@ -4,7 +4,6 @@
 package wordnet
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // DefaultDir is where Debian's wordnet-base installs WordNet 3.0.
@@ -167,12 +168,13 @@ func parseDataLine(line string) (*Synset, error) {
 		i += 2
 	}
 	pcnt, err := strconv.Atoi(f[i])
-	if err != nil {
-		return nil, fmt.Errorf("p_cnt %q is not a number", f[i])
+	if err != nil || pcnt < 0 {
+		return nil, fmt.Errorf("p_cnt %q is not a count", f[i])
 	}
 	i++
-	if len(f) < i+4*pcnt {
-		return nil, fmt.Errorf("p_cnt %d but only %d fields follow", pcnt, len(f)-i)
+	// Compare by division: 4*pcnt overflows for a count of 2⁶².
+	if pcnt > (len(f)-i)/4 {
+		return nil, fmt.Errorf("p_cnt %d but only %d fields follow (4 per pointer)", pcnt, len(f)-i)
 	}
 	for p := 0; p < pcnt; p++ {
 		sym, target, pos := f[i], f[i+1], f[i+2]
@@ -280,34 +282,46 @@ func readIndex(path string) (map[string][]string, error) {
 	}
 	defer f.Close()
 	idx := make(map[string][]string, 120000)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	lineNo := 0
+	sc := bounded.NewScanner(f, 1<<20)
 	for sc.Scan() {
-		lineNo++
+		lineNo := sc.Line()
 		line := sc.Text()
 		if line == "" || line[0] == ' ' {
 			continue
 		}
-		fl := strings.Fields(line)
-		if len(fl) < 6 {
-			return nil, fmt.Errorf("wordnet: %s:%d: expected at least 6 fields, got %d", path, lineNo, len(fl))
+		lemma, ids, err := parseIndexLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("wordnet: %s:%d: %w", path, lineNo, err)
 		}
-		n, err1 := strconv.Atoi(fl[2])
-		p, err2 := strconv.Atoi(fl[3])
-		if err1 != nil || err2 != nil || len(fl) != 4+p+2+n {
-			return nil, fmt.Errorf("wordnet: %s:%d: synset_cnt/p_cnt do not match the number of fields", path, lineNo)
-		}
-		ids := make([]string, n)
-		for i, off := range fl[4+p+2:] {
-			ids[i] = "n" + off
-		}
-		idx[fl[0]] = ids
+		idx[lemma] = ids
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("wordnet: %s: %w", path, err)
 	}
 	return idx, nil
+}
+
+// parseIndexLine parses one index.noun line into its lemma and wnids.
+func parseIndexLine(line string) (string, []string, error) {
+	fl := strings.Fields(line)
+	if len(fl) < 6 {
+		return "", nil, fmt.Errorf("expected at least 6 fields, got %d", len(fl))
+	}
+	n, err1 := strconv.Atoi(fl[2])
+	p, err2 := strconv.Atoi(fl[3])
+	// Bound both counts by the fields there are before adding them, so
+	// neither a negative count nor an overflowing sum gets through.
+	if err1 != nil || err2 != nil || n < 0 || p < 0 || n > len(fl) || p > len(fl) || len(fl) != 4+p+2+n {
+		return "", nil, fmt.Errorf("synset_cnt %q and p_cnt %q do not match the %d fields", fl[2], fl[3], len(fl))
+	}
+	ids := make([]string, n)
+	for i, off := range fl[4+p+2:] {
+		if len(off) != 8 || strings.Trim(off, "0123456789") != "" {
+			return "", nil, fmt.Errorf("synset offset %q is not 8 decimal digits", off)
+		}
+		ids[i] = "n" + off
+	}
+	return fl[0], ids, nil
 }
 
 // HasSynset reports whether wnid names a noun synset.

@@ -10,19 +10,42 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/lcl-project/lcl/internal/atomicfile"
 	"io"
 	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/atomicfile"
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 var magic = []byte("\x93NUMPY")
 
+// MaxElements bounds the elements of one array (2³¹: a 46341×46341
+// matrix, 16 GiB of float64).
+const MaxElements = 1 << 31
+
+func shapeString(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = strconv.Itoa(d)
+	}
+	if len(parts) == 1 {
+		return "(" + parts[0] + ",)"
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
 // Read decodes a 2-D (or 1-D, as one row) float array: rows, cols, row-major data.
+//
+// Sizes in the header are checked before anything is allocated: the element
+// count must not overflow, and a header announcing more data than a file or
+// in-memory reader holds is refused at once (a stream is read as the data
+// arrives), so a 128-byte file claiming a 2³²×2³² shape costs nothing.
 func Read(r io.Reader) (rows, cols int, data []float64, err error) {
+	avail, known := bounded.Remaining(r)
 	br := bufio.NewReader(r)
 	pre := make([]byte, 8)
 	if _, err := io.ReadFull(br, pre); err != nil {
@@ -31,15 +54,17 @@ func Read(r io.Reader) (rows, cols int, data []float64, err error) {
 	if !bytes.Equal(pre[:6], magic) {
 		return 0, 0, nil, fmt.Errorf("npy: not an .npy file (bad magic)")
 	}
-	var hlen int
+	var hlen, lenField int
 	switch pre[6] {
 	case 1:
+		lenField = 2
 		var b [2]byte
 		if _, err := io.ReadFull(br, b[:]); err != nil {
 			return 0, 0, nil, fmt.Errorf("npy: reading header length: %w", err)
 		}
 		hlen = int(binary.LittleEndian.Uint16(b[:]))
 	case 2, 3:
+		lenField = 4
 		var b [4]byte
 		if _, err := io.ReadFull(br, b[:]); err != nil {
 			return 0, 0, nil, fmt.Errorf("npy: reading header length: %w", err)
@@ -48,8 +73,8 @@ func Read(r io.Reader) (rows, cols int, data []float64, err error) {
 	default:
 		return 0, 0, nil, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
 	}
-	if hlen > 1<<20 {
-		return 0, 0, nil, fmt.Errorf("npy: header of %d bytes is too long", hlen)
+	if hlen > 1<<20 || known && int64(8+lenField+hlen) > avail {
+		return 0, 0, nil, fmt.Errorf("npy: header of %d bytes is longer than the file or the 1 MiB limit", hlen)
 	}
 	h := make([]byte, hlen)
 	if _, err := io.ReadFull(br, h); err != nil {
@@ -75,14 +100,18 @@ func Read(r io.Reader) (rows, cols int, data []float64, err error) {
 	if size == 0 {
 		return 0, 0, nil, fmt.Errorf("npy: dtype %q, want float32 or float64 ('<f4', '<f8')", descr)
 	}
-	n := rows * cols
-	if n < 0 || n > 1<<31 {
-		return 0, 0, nil, fmt.Errorf("npy: shape %v too large", shape)
+	n, ok := bounded.Product(rows, cols, size)
+	if !ok || n/size > MaxElements {
+		return 0, 0, nil, fmt.Errorf("npy: shape %s has more than %d elements (the limit)", shapeString(shape), MaxElements)
 	}
-	raw := make([]byte, n*size)
-	if _, err := io.ReadFull(br, raw); err != nil {
-		return 0, 0, nil, fmt.Errorf("npy: data shorter than shape %v: %w", shape, err)
+	if left := avail - int64(len(pre)+lenField+hlen); known && left < int64(n) {
+		return 0, 0, nil, fmt.Errorf("npy: shape %s of %s needs %d bytes of data, the file holds %d", shapeString(shape), descr, n, max(left, 0))
 	}
+	raw, err := bounded.ReadFull(br, int64(n))
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("npy: shape %s of %s needs %d bytes of data, the file holds %d: %w", shapeString(shape), descr, n, len(raw), err)
+	}
+	n /= size
 	data = make([]float64, n)
 	for k := range data {
 		var x float64

@@ -2,10 +2,13 @@ package npy
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/lcl-project/lcl/internal/testdep"
 )
@@ -34,7 +37,7 @@ func TestReadErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"magic", "hello world, not npy", "bad magic"},
 		{"dtype", "\x93NUMPY\x01\x00\x46\x00{'descr': '<i8', 'fortran_order': False, 'shape': (1, 1), }          \n", "dtype"},
-		{"short", "\x93NUMPY\x01\x00\x46\x00{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }          \n\x00", "shorter"},
+		{"short", "\x93NUMPY\x01\x00\x46\x00{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }          \n\x00", "needs 32 bytes of data, the file holds 1"},
 	}
 	for _, tt := range tests {
 		_, _, _, err := Read(strings.NewReader(tt.in))
@@ -66,4 +69,78 @@ np.save(sys.argv[2], (a * 0.5).astype(np.float32))`
 	if _, err := os.Stat(ours); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// npyHeader is a version 1.0 header for shape.
+func npyHeader(descr, shape string) []byte {
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape)
+	h += strings.Repeat(" ", (64-(10+len(h)+1)%64)%64) + "\n"
+	return append([]byte{0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, byte(len(h)), byte(len(h) >> 8)}, h...)
+}
+
+// The audit's crafted files: tiny inputs whose headers announce huge
+// arrays. Each must fail at once with a message naming the problem, without
+// allocating what the header claims (a file reader, an in-memory reader and
+// a stream of unknown length).
+func TestReadCraftedShapes(t *testing.T) {
+	for _, c := range []struct {
+		name, descr, shape string
+		data               int
+		want               string
+	}{
+		{"product wraps to 0", "<f8", "(4294967296, 4294967296)", 0, "more than 2147483648 elements"},
+		{"product wraps with the item size", "<f8", "(2305843009213693952, 4)", 0, "more than 2147483648 elements"},
+		{"8 GiB announced", "<f4", "(46000, 46000)", 16, "needs 8464000000 bytes of data, the file holds 16"},
+		{"data shorter than shape", "<f8", "(100, 100)", 80, "needs 80000 bytes of data, the file holds 80"},
+		{"1-D", "<f4", "(9999999999,)", 0, "more than 2147483648 elements"},
+	} {
+		file := append(npyHeader(c.descr, c.shape), make([]byte, c.data)...)
+		path := filepath.Join(t.TempDir(), "crafted.npy")
+		if err := os.WriteFile(path, file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err := ReadFile(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), path+": npy: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: ReadFile: %v; want one line naming the file and %q", c.name, err, c.want)
+		}
+		// Through a stream nothing can say how long the input is: the
+		// buffer grows with the data that arrives.
+		_, _, _, err = Read(iotest.OneByteReader(bytes.NewReader(file)))
+		if err == nil {
+			t.Errorf("%s: Read of a stream accepted it", c.name)
+		}
+	}
+}
+
+func TestReadHeaderLongerThanFile(t *testing.T) {
+	in := "\x93NUMPY\x02\x00\xff\xff\x0f\x00{'descr'"
+	_, _, _, err := Read(strings.NewReader(in))
+	if err == nil || !strings.Contains(err.Error(), "header of 1048575 bytes is longer than the file") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// FuzzRead: no input panics, and an accepted one holds every value it returns.
+func FuzzRead(f *testing.F) {
+	var ok bytes.Buffer
+	Write(&ok, 2, 3, []float64{1, 2, 3, 4, 5, 6})
+	f.Add(ok.Bytes())
+	var ok32 bytes.Buffer
+	WriteFloat32(&ok32, 1, 2, []float32{1, 2})
+	f.Add(ok32.Bytes())
+	f.Add(append(npyHeader("<f8", "(4294967296, 4294967296)"), 0))
+	f.Add(append(npyHeader(">f4", "(2, 1)"), 0, 0, 0, 1, 0, 0, 0, 2))
+	f.Add([]byte("\x93NUMPY\x01\x00\x46\x00{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2), }          \n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rows, cols, data, err := Read(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		if len(data) != rows*cols || 4*len(data) > len(in) {
+			t.Fatalf("accepted %d×%d with %d values from %d bytes", rows, cols, len(data), len(in))
+		}
+		if _, _, _, err := Read(io.MultiReader(bytes.NewReader(in))); err != nil {
+			t.Fatalf("a stream of the same bytes fails: %v", err)
+		}
+	})
 }

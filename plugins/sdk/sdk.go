@@ -65,6 +65,11 @@ func ValidatePlan(p *Plan, classes, examples, models int) error {
 	return api.ValidatePlan(p, classes, examples, models)
 }
 
+// ValidStageName reports whether a stage name is plain: 1 to 64 letters,
+// digits, '_', '-' or '.', starting with a letter or digit. Stage names
+// become folder names (lcl plan writes OUT/STAGE/).
+func ValidStageName(name string) bool { return api.ValidStageName(name) }
+
 // ValidateStages checks what Begin returned.
 func ValidateStages(stages []Stage) error { return api.ValidateStages(stages) }
 

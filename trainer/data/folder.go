@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // imageSet is a split of image files (folder, CUB, NABirds) decoded on demand.
@@ -50,6 +51,9 @@ func (s *imageSet) Decode(i int, dst []float32, train bool, rng *rand.Rand) erro
 	}
 	b, err := os.ReadFile(s.paths[i])
 	if err != nil {
+		return &ExampleError{File: s.paths[i], Index: i, Err: err}
+	}
+	if err := checkImageSize(b); err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
@@ -273,8 +277,9 @@ func readPairs(path string) (map[string]string, []string, error) {
 	defer f.Close()
 	m := map[string]string{}
 	var order []string
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
+	sc := bounded.NewScanner(f, 1<<20)
+	for sc.Scan() {
+		line := sc.Line()
 		t := strings.TrimSpace(sc.Text())
 		if t == "" {
 			continue

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // Fashion-MNIST class names, in label order.
@@ -100,22 +102,43 @@ func readIDX(path string, wantDims int) (dims []int, body []byte, want int, err 
 		return nil, nil, 0, fmt.Errorf("%s: IDX magic % x: want 00 00 08 %02x (unsigned bytes, %d dimensions)", path, hdr, wantDims, wantDims)
 	}
 	dims = make([]int, wantDims)
-	want = 1
 	for i := range dims {
 		var d uint32
 		if err := binary.Read(r, binary.BigEndian, &d); err != nil {
 			return nil, nil, 0, fmt.Errorf("%s: reading IDX dimension %d: %w", path, i, err)
 		}
 		dims[i] = int(d)
-		want *= int(d)
 	}
-	// Read what is there rather than trusting the header's size, so a
-	// corrupt header cannot make us allocate gigabytes up front.
-	body, err = io.ReadAll(io.LimitReader(r, int64(want)))
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	want, ok := bounded.Product(dims...)
+	if !ok || want > MaxIDXBytes {
+		return nil, nil, 0, fmt.Errorf("%s: IDX dimensions %v make %s of data, more than the %s limit", path, dims, sizeOf(dims), bounded.Bytes(MaxIDXBytes))
+	}
+	// Read what is there rather than trusting the header's size: the
+	// buffer grows with the data, and decompression stops at the size the
+	// header declares, so neither a corrupt header nor a gzip bomb can make
+	// us allocate more than the data that is really there.
+	body, err = bounded.ReadFull(r, int64(want))
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
 		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return dims, body, want, nil
+}
+
+// MaxIDXBytes bounds the data an IDX header may declare (1 GiB: 1.3 million
+// 28×28 images, twice EMNIST's largest split), so a gzip-compressed IDX
+// file cannot expand past it.
+const MaxIDXBytes = 1 << 30
+
+// sizeOf spells the product of dims in bytes, even when it overflows.
+func sizeOf(dims []int) string {
+	f := 1.0
+	for _, d := range dims {
+		f *= float64(d)
+	}
+	if f < 1<<62 {
+		return bounded.Bytes(int64(f))
+	}
+	return fmt.Sprintf("%.3g bytes", f)
 }
 
 func readIDXSplit(imgPath, labPath string, classes []string, opt *Options) (*idxSet, error) {
@@ -125,7 +148,7 @@ func readIDXSplit(imgPath, labPath string, classes []string, opt *Options) (*idx
 		return nil, err
 	}
 	n, h, w := dims[0], dims[1], dims[2]
-	if h == 0 || w == 0 {
+	if hw, ok := bounded.Product(h, w); !ok || hw == 0 || hw > MaxIDXBytes {
 		return nil, fmt.Errorf("%s: IDX image size %dx%d", imgPath, h, w)
 	}
 	s := &idxSet{file: imgPath, h: h, w: w, classes: classes, opt: opt}

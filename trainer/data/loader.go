@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/trainer"
 )
 
@@ -136,6 +137,7 @@ func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, erro
 	for range cfg.Workers {
 		l.wg.Add(1)
 		go func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer l.wg.Done()
 			for j := range jobs {
 				b, err := l.fill(j.k)
@@ -145,6 +147,7 @@ func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, erro
 	}
 	l.wg.Add(1)
 	go func() {
+		defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 		defer l.wg.Done()
 		defer close(l.queue)
 		defer close(jobs)

@@ -1,13 +1,14 @@
 package data
 
 import (
-	"bufio"
 	"fmt"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // Options control how a data set is read, augmented and normalised. Defaults
@@ -258,7 +259,7 @@ func readClassList(path string) ([]string, error) {
 	}
 	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bounded.NewScanner(f, 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {

@@ -37,7 +37,7 @@ func cstr(s string) (*C.char, func()) {
 
 // abiVersion is the LT_ABI_VERSION of the shim.h this binding was written
 // against.
-const abiVersion = 4
+const abiVersion = 5
 
 // shimABI asks the shim for its ABI version: lt_abi_version is one of the
 // two functions of shim.h that never change, so any shim answers it.
@@ -197,47 +197,51 @@ func (o *Optimizer) handle(op string) (*C.lt_optim, error) {
 	return o.c, nil
 }
 
-// NewModel builds and initialises the architecture of spec on device.
+// NewModel builds and initialises the network of spec on device: the node
+// trees of a built-in architecture (checked with Spec.Check first), or the
+// TorchScript module in spec.Script, loaded with its weights (or
+// re-initialised with spec.Reinit) and run once on a zero input to check
+// that it gives NumClasses logits. A TorchScript model's penultimate
+// features are its method `penultimate` when it defines one, else the
+// input of the last linear layer of its forward (docs/trainer.md).
 // Initialisation draws from libtorch's generator: seed it with ManualSeed.
 func NewModel(spec Spec, device string) (*Model, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
-	var s C.lt_spec
-	s.kind = C.int32_t(spec.Kind)
-	s.in_c, s.in_h, s.in_w = C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW)
-	s.num_classes = C.int32_t(spec.NumClasses)
-	if len(spec.Hidden) > len(s.hidden) || len(spec.Layers) > len(s.layers) {
-		return nil, fmt.Errorf("torch: new model: at most %d hidden sizes and %d stages", len(s.hidden), len(s.layers))
-	}
-	for i, h := range spec.Hidden {
-		s.hidden[i] = C.int32_t(h)
-	}
-	s.n_hidden = C.int32_t(len(spec.Hidden))
-	for i, l := range spec.Layers {
-		s.layers[i] = C.int32_t(l)
-	}
-	s.n_layers = C.int32_t(len(spec.Layers))
-	if spec.Bottleneck {
-		s.bottleneck = 1
-	}
-	if spec.CIFARStem {
-		s.cifar_stem = 1
-	}
-	s.width = C.int32_t(spec.Width)
-	s.depth, s.widen = C.int32_t(spec.Depth), C.int32_t(spec.Widen)
-	s.dropout = C.float(spec.Dropout)
-	if spec.NoBN {
-		s.no_bn = 1
-	}
 	dev, free := cstr(device)
 	defer free()
 	var cerr *C.char
-	c := C.lt_model_new(&s, dev, &cerr)
+	var c *C.lt_model
+	if spec.Script != "" {
+		path, freePath := cstr(spec.Script)
+		defer freePath()
+		reinit := C.int32_t(0)
+		if spec.Reinit {
+			reinit = 1
+		}
+		c = C.lt_model_load(path, C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW),
+			C.int32_t(spec.NumClasses), reinit, dev, &cerr)
+	} else {
+		if _, err := spec.Check(); err != nil {
+			return nil, err
+		}
+		nodes, freeNodes := flatten(spec)
+		defer freeNodes()
+		c = C.lt_model_new(&nodes[0], C.int32_t(len(nodes)), C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW),
+			C.int32_t(spec.NumClasses), dev, &cerr)
+		runtime.KeepAlive(nodes)
+	}
 	if c == nil {
 		return nil, errOf("new model", cerr)
 	}
+	return wrapModel(c, spec)
+}
+
+// wrapModel owns c: on failure it frees it.
+func wrapModel(c *C.lt_model, spec Spec) (*Model, error) {
 	var fd C.int64_t
+	var cerr *C.char
 	if C.lt_model_feature_dim(c, &fd, &cerr) != 0 {
 		C.lt_model_free(c)
 		return nil, errOf("new model", cerr)
@@ -245,6 +249,65 @@ func NewModel(spec Spec, device string) (*Model, error) {
 	m := &Model{c: c, spec: spec, featureDim: int(fd)}
 	m.cleanup = runtime.AddCleanup(m, func(c *C.lt_model) { C.lt_model_free(c) }, c)
 	return m, nil
+}
+
+// newModelFromNodes builds an already flattened tree without Go's checks:
+// for tests of the C++ side's own validation.
+func newModelFromNodes(nodes []C.lt_node, c, h, w, classes int) (*Model, error) {
+	dev, free := cstr("cpu")
+	defer free()
+	var cerr *C.char
+	m := C.lt_model_new(&nodes[0], C.int32_t(len(nodes)), C.int32_t(c), C.int32_t(h), C.int32_t(w), C.int32_t(classes), dev, &cerr)
+	if m == nil {
+		return nil, errOf("new model", cerr)
+	}
+	return wrapModel(m, Spec{InC: c, InH: h, InW: w, NumClasses: classes})
+}
+
+// flatten writes the spec's trees in pre-order under an unnamed root
+// sequence, as lt_model_new reads them; free releases the C strings of the
+// names.
+func flatten(spec Spec) ([]C.lt_node, func()) {
+	var nodes []C.lt_node
+	var names []*C.char
+	var add func(n *Node)
+	add = func(n *Node) {
+		var d C.lt_node
+		d.op = C.int32_t(n.Op)
+		if n.Name != "" {
+			p := C.CString(n.Name)
+			names = append(names, p)
+			d.name = p
+		}
+		d.n_children = C.int32_t(len(n.Children))
+		d.in, d.out = C.int32_t(n.In), C.int32_t(n.Out)
+		d.kh, d.kw = C.int32_t(n.Kernel[0]), C.int32_t(n.Kernel[1])
+		d.sh, d.sw = C.int32_t(n.Stride[0]), C.int32_t(n.Stride[1])
+		d.ph, d.pw = C.int32_t(n.Pad[0]), C.int32_t(n.Pad[1])
+		d.groups = C.int32_t(n.Groups)
+		if n.Bias {
+			d.bias = 1
+		}
+		if n.Ceil {
+			d.flags |= 1
+		}
+		if n.NoPadAvg {
+			d.flags |= 2
+		}
+		d.init = C.int32_t(n.Init)
+		d.eps, d.momentum, d.p, d.scale = C.double(n.Eps), C.double(n.Momentum), C.double(n.P), C.double(n.Scale)
+		nodes = append(nodes, d)
+		for i := range n.Children {
+			add(&n.Children[i])
+		}
+	}
+	root := Seq("", spec.Features, spec.Head)
+	add(&root)
+	return nodes, func() {
+		for _, p := range names {
+			C.free(unsafe.Pointer(p))
+		}
+	}
 }
 
 // Close frees the model; it is idempotent.

@@ -32,7 +32,7 @@ func singleGroup(t *testing.T) *Group {
 // a freed or nil handle to C, and the same calls on live values succeed (so
 // the errors come from the closed value, not from a bad call).
 func TestUseAfterClose(t *testing.T) {
-	spec := Spec{Kind: MLP, InC: 1, InH: 2, InW: 2, NumClasses: 3}
+	spec := mlpSpec(1, 2, 2, 3)
 	newModel := func() (*Model, *Optimizer) {
 		m, err := NewModel(spec, "cpu")
 		if err != nil {

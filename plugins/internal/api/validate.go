@@ -80,24 +80,72 @@ func ValidatePlan(p *Plan, c, n, models int) error {
 	return nil
 }
 
+// Limits on what Begin may return: a stage's name becomes a folder name
+// (lcl plan writes OUT/STAGE/), and its epochs and models decide how long
+// and how much a run trains.
+const (
+	MaxStages      = 16
+	MaxStageEpochs = 100000
+	MaxStageModels = 16
+	maxStageName   = 64
+)
+
+// ValidStageName reports whether name is a plain name: 1 to 64 letters,
+// digits, '_', '-' or '.', starting with a letter or digit (so never a
+// path, ".", ".." or hidden).
+func ValidStageName(name string) bool {
+	if name == "" || len(name) > maxStageName {
+		return false
+	}
+	for i, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '_' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // ValidateStages checks what Begin returned.
 func ValidateStages(stages []Stage) error {
 	if len(stages) == 0 {
 		return fmt.Errorf("no stages")
 	}
+	if len(stages) > MaxStages {
+		return fmt.Errorf("%d stages, at most %d", len(stages), MaxStages)
+	}
+	seen := map[string]int{}
 	for i, s := range stages {
+		if !ValidStageName(s.Name) {
+			return fmt.Errorf("stage %d: name %q is not a plain name (1 to %d letters, digits, '_', '-', '.', starting with a letter or digit)", i, trunc(s.Name), maxStageName)
+		}
+		if j, dup := seen[s.Name]; dup {
+			return fmt.Errorf("stage %d: name %q repeats stage %d", i, s.Name, j)
+		}
+		seen[s.Name] = i
 		switch {
-		case s.Epochs < 0:
-			return fmt.Errorf("stage %d (%s): %d epochs", i, s.Name, s.Epochs)
-		case s.Models < 1:
-			return fmt.Errorf("stage %d (%s): %d models, want ≥ 1", i, s.Name, s.Models)
+		case s.Epochs < 0 || s.Epochs > MaxStageEpochs:
+			return fmt.Errorf("stage %d (%s): %d epochs, want 0 (the run's) to %d", i, s.Name, s.Epochs, MaxStageEpochs)
+		case s.Models < 1 || s.Models > MaxStageModels:
+			return fmt.Errorf("stage %d (%s): %d models, want 1 to %d", i, s.Name, s.Models, MaxStageModels)
 		case s.Teacher >= i || s.Teacher < -1:
 			return fmt.Errorf("stage %d (%s): teacher stage %d must be an earlier stage or -1", i, s.Name, s.Teacher)
 		case i == 0 && !s.Fresh:
 			return fmt.Errorf("stage 0 (%s) must start fresh", s.Name)
+		case len(s.Model) > 256:
+			return fmt.Errorf("stage %d (%s): model name of %d bytes", i, s.Name, len(s.Model))
 		}
 	}
 	return nil
+}
+
+func trunc(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
 
 // ValidateSimilarity checks a similarity matrix for c classes: c×c, finite.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/crash"
 )
 
 // Exit codes, documented in `lcl help exit-codes` and the README.
@@ -12,6 +14,7 @@ const (
 	ExitOK        = 0
 	ExitFailure   = 1
 	ExitUsage     = 2
+	ExitPanic     = crash.ExitCode // 70: a bug; see `lcl help exit-codes`
 	ExitCancelled = 130
 )
 

@@ -138,7 +138,7 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	defer bar.Close()
 	drawn := f.IO.ErrTTY && !f.Quiet && !f.JSON // the bar is visible: log lines clear it first
 	r := &experiment.Runner{
-		Launch:  experiment.Command(self, []string{"--store", results.dir, "--quiet"}, 30*time.Second),
+		Launch:  experiment.Command(self, leadingFlags(f, results.dir), 30*time.Second),
 		Results: results,
 		Root:    opts.RunDir,
 		Logf: func(format string, a ...any) {
@@ -310,4 +310,13 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// leadingFlags are the global flags every run of a grid gets.
+func leadingFlags(f *Factory, store string) []string {
+	args := []string{"--store", store, "--quiet"}
+	if f.RequirePinned {
+		args = append(args, "--require-pinned")
+	}
+	return args
 }

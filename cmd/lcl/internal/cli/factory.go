@@ -38,6 +38,8 @@ type Factory struct {
 	WordNetDir string // --wordnet
 	JSON       bool   // --json
 	Quiet      bool   // --quiet
+	// RequirePinned refuses plugins without a pin (--require-pinned).
+	RequirePinned bool
 
 	mu    sync.Mutex
 	store *simstore.Store

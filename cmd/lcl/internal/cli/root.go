@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/plugins"
 )
 
@@ -21,13 +23,33 @@ func Main(args []string) int {
 	return Run(context.Background(), args, SystemIO())
 }
 
-// Run executes lcl against the given streams; tests call it directly.
+// Run executes lcl against the given streams; tests call it directly. A
+// panic of the command is one line on io.Err naming the file with the full
+// report, and exit code ExitPanic.
 func Run(ctx context.Context, args []string, io *IOStreams) int {
+	return run(ctx, args, io, NewRootCmd)
+}
+
+// run is Run with the command tree made by newRoot (tests give their own).
+func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factory) *cobra.Command) (code int) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C or SIGTERM cancels the command, which stops cleanly
+	// (a checkpoint, work kept); the second one kills lcl at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	defer plugins.Cleanup() // no plugin process outlives the command
+	defer func() {
+		if v := recover(); v != nil {
+			path, _ := crash.Report(v, debug.Stack())
+			fmt.Fprintln(io.Err, crash.Message(v, path))
+			code = ExitPanic
+		}
+	}()
 	f := &Factory{IO: io}
-	root := NewRootCmd(f)
+	root := newRoot(f)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
@@ -68,6 +90,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
 	root.PersistentFlags().StringVar(&f.WordNetDir, "wordnet", "", "WordNet 3.0 dict folder (default $WNHOME, else /usr/share/wordnet)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "machine-readable output: one JSON object per line with a message_type field")
 	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only results: no progress bars or notes")
+	root.PersistentFlags().BoolVar(&f.RequirePinned, "require-pinned", false, "run only plugins pinned with 'lcl plugins pin' (also $LCL_PLUGIN_REQUIRE_PINNED)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 
 	for _, c := range []*cobra.Command{
@@ -94,7 +117,10 @@ strategy (lcl train) → tables and plots (lcl report).`,
   0    success
   1    failure (bad input, missing data, a failed run); the message says which
   2    usage error (unknown command or flag, missing argument)
-  130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept`,
+  70   internal error: lcl panicked (a bug); one line names the file with the
+       full report ($XDG_STATE_HOME/lcl or ~/.local/state/lcl)
+  130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
+       Ctrl-C kills lcl at once`,
 	})
 	argErrorsAreUsage(root)
 	return root

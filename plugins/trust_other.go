@@ -1,0 +1,8 @@
+//go:build !unix
+
+package plugins
+
+import "io/fs"
+
+// ownerOf: no owners to check on this system.
+func ownerOf(fs.FileInfo) (int, bool) { return 0, false }
