@@ -20,7 +20,7 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 		}
 		return
 	}
-	m, err := NewModel(Spec{Kind: CNN, InC: 1, InH: 28, InW: 28, NumClasses: 10, Hidden: []int{32, 64, 128}}, "cpu")
+	m, err := NewModel(cnnSpec(1, 28, 28, 10, []int{32, 64}, 128, 0), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
