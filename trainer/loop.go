@@ -25,8 +25,11 @@ type runner struct {
 	stages   []Stage
 	finished map[string]*torch.Model
 	metrics  *os.File
-	history  []EpochMetrics
-	start    time.Time
+	// metricsOff is the size of metrics.jsonl: what a checkpoint records
+	// (kept here, not asked of the file, so no failed Seek can record 0).
+	metricsOff int64
+	history    []EpochMetrics
+	start      time.Time
 	// user0 and sys0 are the process's CPU times when the run started.
 	user0, sys0 time.Duration
 	id          map[string]string
@@ -511,17 +514,22 @@ func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, ba
 	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
 }
 
+// stepTargets asks the planner for step i's targets (Stage.PerStep) and
 // swaps them into the step.
 func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {
 	stage := r.stages[s]
+	where := fmt.Sprintf("trainer: stage %q epoch %d step %d", stage.Name, e+1, i+1) // 1-based, as TrainStep's errors
 	sp, err := r.plan(ctx, s, e, i)
 	if err != nil {
-		return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i, err)
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if sp.Targets == nil {
+		return fmt.Errorf("%s: the per-step plan has no targets (a per-step stage replaces the targets every step)", where)
 	}
 	C := r.cfg.Train.NumClasses()
 	tp := Plan{Targets: sp.Targets}
-	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil || sp.Targets == nil {
-		return fmt.Errorf("trainer: stage %q epoch %d step %d: per-step plan needs valid targets: %v", stage.Name, e+1, i, err)
+	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil {
+		return fmt.Errorf("%s: per-step %w", where, err)
 	}
 	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)
 	if err != nil {

@@ -122,6 +122,16 @@ type Named struct {
 	Data  []byte
 }
 
+// NumBytes is the size of the tensor's data: its element size times the
+// product of its shape.
+func (n Named) NumBytes() int64 {
+	b := int64(n.DType.Size())
+	for _, d := range n.Shape {
+		b *= d
+	}
+	return b
+}
+
 // StepResult is what one training step reports per peer.
 type StepResult struct {
 	Loss    []float32 // batch loss of each peer
