@@ -14,8 +14,14 @@
 namespace {
 const char *kWhy = "this libltshim.so was built without its c10d part (dist.cpp did not compile against this "
                    "libtorch; see build-shim.sh's log): data parallelism is unavailable";
-void set_err(char **err) {
-	if (err) *err = strdup(kWhy);
+// fail reports kWhy through err (what every process-group call of this
+// build does); it never throws, but the ABI's functions catch anyway.
+int32_t fail(char **err) {
+	try {
+		if (err) *err = strdup(kWhy);
+	} catch (...) {
+	}
+	return -1;
 }
 } // namespace
 
@@ -32,21 +38,33 @@ int32_t lt_has_dist(void) noexcept { return 0; }
 
 lt_pg *lt_pg_new(const char *, const char *, int32_t, int32_t, int32_t, int64_t, const char *, int32_t, const char *,
                  char **err) {
-	set_err(err);
+	try {
+		fail(err);
+	} catch (...) {
+	}
 	return nullptr;
 }
 void lt_pg_free(lt_pg *) noexcept {}
 int32_t lt_pg_abort(lt_pg *, const char *, char **err) {
-	set_err(err);
-	return -1;
+	try {
+		return fail(err);
+	} catch (...) {
+		return -1;
+	}
 }
 int32_t lt_pg_allreduce_f64(lt_pg *, double *, int64_t, char **err) {
-	set_err(err);
-	return -1;
+	try {
+		return fail(err);
+	} catch (...) {
+		return -1;
+	}
 }
 int32_t lt_pg_broadcast_bytes(lt_pg *, void *, int64_t, char **err) {
-	set_err(err);
-	return -1;
+	try {
+		return fail(err);
+	} catch (...) {
+		return -1;
+	}
 }
 
 } // extern "C"
