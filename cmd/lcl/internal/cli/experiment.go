@@ -67,8 +67,8 @@ with 1 at the end, naming the failed runs and their logs.`,
 // it themselves while they run, and Badger allows one process at a time.
 type storeAt struct{ dir string }
 
-func (s storeAt) with(fn func(*simstore.Store) error) error {
-	st, err := simstore.Open(s.dir)
+func (s storeAt) with(fn func(*simstore.Store) error, opts ...simstore.Option) error {
+	st, err := simstore.Open(s.dir, opts...)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s storeAt) with(fn func(*simstore.Store) error) error {
 }
 
 func (s storeAt) GetRun(ctx context.Context, id string) (r *simstore.Run, err error) {
-	err = s.with(func(st *simstore.Store) error { r, err = st.GetRun(ctx, id); return err })
+	err = s.with(func(st *simstore.Store) error { r, err = st.GetRun(ctx, id); return err }, simstore.ReadOnly())
 	return r, err
 }
 

@@ -276,7 +276,7 @@ func loadLatest(ctx context.Context, f *Factory, set, source string) (*loadedMat
 }
 
 func loadStored(ctx context.Context, f *Factory, label string, get func(*simstore.Store) (*simstore.Matrix, error)) (*loadedMatrix, error) {
-	store, err := f.Store()
+	store, err := f.ReadStore()
 	if err != nil {
 		return nil, err
 	}

@@ -119,7 +119,7 @@ func (o *strategyOptions) similarity(ctx context.Context, f *Factory, host *plug
 	if set == nil {
 		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
 	}
-	st, err := f.Store()
+	st, err := f.ReadStore()
 	if err != nil {
 		return nil, "", err
 	}
