@@ -47,7 +47,7 @@ func runGroup(t *testing.T, size int, cfg func(rank int) Config) ([]*Result, []e
 
 func weightsOf(t *testing.T, path string) map[string][]float32 {
 	t.Helper()
-	m, err := torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 6, InW: 6, NumClasses: 4, Hidden: []int{32}}, "cpu")
+	m, err := torch.NewModel(mlp32(t), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (p *weightedSL) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	for i := range w {
 		w[i] = 1 + float32(i%3)
 	}
-	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: torch.Coefs{Soft: 1}}, nil
+	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: Coefs{Soft: 1}}, nil
 }
 
 // TestDataParallelEqualsSingleProcess: two ranks over the same global

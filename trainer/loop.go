@@ -25,9 +25,12 @@ type runner struct {
 	stages   []Stage
 	finished map[string]*torch.Model
 	metrics  *os.File
-	history  []EpochMetrics
-	start    time.Time
-	id       map[string]string
+	// metricsOff is the size of metrics.jsonl: what a checkpoint records
+	// (kept here, not asked of the file, so no failed Seek can record 0).
+	metricsOff int64
+	history    []EpochMetrics
+	start      time.Time
+	id         map[string]string
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -318,7 +321,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	if err != nil {
 		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
 	}
-	if err := plan.validate(r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
+	if err := validatePlan(&plan, r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
 		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
 	}
 	var teacher *torch.Model
@@ -346,7 +349,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	c, h, w := r.cfg.Train.Shape()
 	k := len(peers.models)
 	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, C: c, H: h, W: w,
-		Targets: targets, Coefs: plan.Coefs}
+		Targets: targets, Coefs: torch.Coefs(plan.Coefs)}
 	defer func() { // the last targets in use (Stage.PerStep replaces them step by step)
 		if step.Targets != nil {
 			step.Targets.Close()
@@ -503,17 +506,22 @@ func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, ba
 	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
 }
 
+// stepTargets asks the planner for step i's targets (Stage.PerStep) and
 // swaps them into the step.
 func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {
 	stage := r.stages[s]
+	where := fmt.Sprintf("trainer: stage %q epoch %d step %d", stage.Name, e+1, i+1) // 1-based, as TrainStep's errors
 	sp, err := r.plan(ctx, s, e, i)
 	if err != nil {
-		return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i, err)
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if sp.Targets == nil {
+		return fmt.Errorf("%s: the per-step plan has no targets (a per-step stage replaces the targets every step)", where)
 	}
 	C := r.cfg.Train.NumClasses()
 	tp := Plan{Targets: sp.Targets}
-	if err := tp.validate(C, r.cfg.Train.Len()); err != nil || sp.Targets == nil {
-		return fmt.Errorf("trainer: stage %q epoch %d step %d: per-step plan needs valid targets: %v", stage.Name, e+1, i, err)
+	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil {
+		return fmt.Errorf("%s: per-step %w", where, err)
 	}
 	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/lcl-project/lcl/curriculum"
 )
 
 // PeerMetrics are one model's figures for an epoch.
@@ -71,7 +73,19 @@ func (r *runner) openMetrics(ck *checkpoint) error {
 		return fmt.Errorf("trainer: %w", err)
 	}
 	if ck != nil {
-		// Drop the lines written after the checkpoint.
+		// Drop the lines written after the checkpoint. A file shorter
+		// than the checkpoint says was cut or replaced since: refuse rather
+		// than pad it with zero bytes.
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("trainer: %w", err)
+		}
+		if want := ck.State.MetricsBytes; fi.Size() < want || want < 0 {
+			f.Close()
+			return fmt.Errorf("trainer: resume: %s has %d bytes, the checkpoint was written after %d: "+
+				"it was cut or replaced since (restore it, or start the run afresh)", path, fi.Size(), want)
+		}
 		if err := f.Truncate(ck.State.MetricsBytes); err != nil {
 			f.Close()
 			return fmt.Errorf("trainer: %w", err)
@@ -80,17 +94,10 @@ func (r *runner) openMetrics(ck *checkpoint) error {
 			f.Close()
 			return fmt.Errorf("trainer: %w", err)
 		}
+		r.metricsOff = ck.State.MetricsBytes
 	}
 	r.metrics = f
 	return nil
-}
-
-func (r *runner) metricsBytes() int64 {
-	if r.metrics == nil {
-		return 0
-	}
-	off, _ := r.metrics.Seek(0, io.SeekCurrent)
-	return off
 }
 
 // meanRowEntropy is the mean entropy (nats) of the rows of a C×C target
@@ -108,15 +115,29 @@ func meanRowEntropy(t []float32, c int) float64 {
 	return h / float64(c)
 }
 
-// stepTargets asks the planner for step i's targets (Stage.PerStep) and
-
 // logEpoch appends em to metrics.jsonl (when this process writes one).
 func (r *runner) logEpoch(em EpochMetrics) error {
 	if r.metrics != nil {
 		b, _ := json.Marshal(em)
-		if _, err := r.metrics.Write(append(b, '\n')); err != nil {
+		n, err := r.metrics.Write(append(b, '\n'))
+		r.metricsOff += int64(n)
+		if err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
 		}
 	}
 	return nil
+}
+
+// Observation is the epoch as a planner is told it (curriculum.Observation):
+// every peer's figures, or the one model's.
+func (m EpochMetrics) Observation() curriculum.Observation {
+	peers := m.Peers
+	if len(peers) == 0 {
+		peers = []PeerMetrics{m.PeerMetrics}
+	}
+	o := curriculum.Observation{StageIndex: m.StageIndex, Epoch: m.Epoch, LR: m.LR}
+	for _, p := range peers {
+		o.Models = append(o.Models, curriculum.ModelMetrics(p))
+	}
+	return o
 }

@@ -1,86 +1,31 @@
 package trainer
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/lcl-project/lcl/trainer/torch"
+	"github.com/lcl-project/lcl/curriculum"
 )
 
-// Stage is one phase of a run: Peers models (K ≥ 1) trained together for
-// Epochs epochs. A later stage may use the final model (peer 0) of an earlier
-// stage as a frozen Teacher, or ask for its penultimate features through
-// PlanContext.Features.
-type Stage struct {
-	Name    string
-	Epochs  int    // 0 = the run's epoch count
-	Peers   int    // 0 = 1
-	Teacher string // name of an earlier stage, "" for none
-	// Model is the architecture of this stage's models (a models registry
-	// name such as "resnet34" or "cnn:channels=16x32"); "" means the run's
-	// Config.Model. KD uses it for a teacher of another architecture.
-	Model string
-	// PerStep asks the planner again before every optimiser step, with
-	// PlanContext.Step set, and trains that step on the new plan's Targets
-	// (the epoch's weights, subset and coefficients stay those of step 0).
-	// LCL's optional per-iteration update uses it.
-	PerStep bool
-}
+// The planning contract between a strategy and the trainer is package
+// curriculum's (it sits below the trainer); the trainer names it here.
+type (
+	// Stage is one phase of a run (curriculum.Stage).
+	Stage = curriculum.Stage
+	// Plan is what a Planner decides for one epoch (curriculum.Plan).
+	Plan = curriculum.Plan
+	// Coefs weighs the loss terms of a Plan; the step passes it to the
+	// binding as torch.Coefs, which has the same fields.
+	Coefs = curriculum.Coefs
+	// PlanContext tells the planner where the run stands (curriculum.PlanContext).
+	PlanContext = curriculum.PlanContext
+	// Planner decides each epoch's plan (curriculum.Planner).
+	Planner = curriculum.Planner
+	// StatefulPlanner is a Planner whose state goes into checkpoints.
+	StatefulPlanner = curriculum.StatefulPlanner
+)
 
-// Plan is what a Planner decides for one epoch.
-type Plan struct {
-	// Targets is the C×C row-major soft-target matrix: row y is the target of
-	// an example labelled y. nil means one-hot.
-	Targets []float32
-	// Weights holds one weight per example of the training dataset, indexed by
-	// example index (len = Dataset.Len()); nil means uniform.
-	Weights []float32
-	// Subset restricts this epoch to these example indices (CurriculumNet);
-	// nil means the run's whole training set.
-	Subset []int
-	// Coefs weighs the loss terms; the zero value means Soft = 1.
-	Coefs torch.Coefs
-}
-
-// PlanContext tells the planner where the run stands.
-type PlanContext struct {
-	Stage      Stage
-	StageIndex int
-	Epoch      int // 0-based within the stage
-	Epochs     int // of the stage
-	Step       int // 0-based optimiser step within the epoch (0 for the epoch's plan)
-	Steps      int // optimiser steps per epoch over the run's training set
-	NumClasses int
-	// Classes names the classes in label order when the dataset knows them
-	// (it has a Classes() []string method); nil otherwise.
-	Classes []string
-	// Train holds the run's training example indices (after --fraction).
-	Train []int
-	// Label returns the label of training example i.
-	Label func(i int) int
-	// Features returns the penultimate features of the final model of an
-	// earlier stage for the given training examples (evaluation mode, no
-	// augmentation), one row per index.
-	Features func(ctx context.Context, stage string, indices []int) ([][]float32, error)
-}
-
-// Planner decides targets, weights, subsets and loss terms: a training
-// strategy as the loop sees it. Plan is called at the start of every epoch,
-// also after a resume, so it must be a function of the context (and of the
-// state restored by a StatefulPlanner).
-type Planner interface {
-	Stages() []Stage
-	Plan(ctx context.Context, pc PlanContext) (Plan, error)
-}
-
-// StatefulPlanner is a Planner whose state goes into checkpoints.
-type StatefulPlanner interface {
-	Planner
-	MarshalState() ([]byte, error)
-	UnmarshalState([]byte) error
-}
-
-func (p *Plan) validate(numClasses, numExamples int) error {
+// validatePlan checks a plan against the run and fills in default coefficients.
+func validatePlan(p *Plan, numClasses, numExamples int) error {
 	if p.Targets != nil && len(p.Targets) != numClasses*numClasses {
 		return fmt.Errorf("plan: target matrix has %d values, want %d×%d", len(p.Targets), numClasses, numClasses)
 	}
@@ -92,7 +37,7 @@ func (p *Plan) validate(numClasses, numExamples int) error {
 			return fmt.Errorf("plan: subset index %d outside [0,%d)", i, numExamples)
 		}
 	}
-	if p.Coefs == (torch.Coefs{}) {
+	if p.Coefs == (Coefs{}) {
 		p.Coefs.Soft = 1
 	}
 	if p.Coefs.KD != 0 && p.Coefs.KDTemp <= 0 {

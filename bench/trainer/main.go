@@ -13,11 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 func main() {
-	model := flag.String("model", "cnn", "cnn (Fashion-MNIST small CNN) or resnet18 (CIFAR stem, 32×32)")
+	model := flag.String("model", "cnn", "architecture (lcl models): cnn (Fashion-MNIST shape), resnet18 (CIFAR stem), ...")
+	shape := flag.String("shape", "", "input C,H,W (default 1,28,28 for cnn and mlp, else 3,32,32)")
+	classes := flag.Int("classes", 10, "classes")
 	batch := flag.Int("batch", 128, "batch size")
 	steps := flag.Int("steps", 20, "timed steps")
 	warm := flag.Int("warmup", 3, "untimed steps")
@@ -33,14 +36,18 @@ func main() {
 	if err := torch.ManualSeed(0); err != nil {
 		log.Fatal(err)
 	}
-	var spec torch.Spec
-	switch *model {
-	case "cnn":
-		spec = torch.Spec{Kind: torch.CNN, InC: 1, InH: 28, InW: 28, NumClasses: 10, Hidden: []int{32, 64, 128}}
-	case "resnet18":
-		spec = torch.Spec{Kind: torch.ResNet, InC: 3, InH: 32, InW: 32, NumClasses: 10, Layers: []int{2, 2, 2, 2}, CIFARStem: true}
-	default:
-		log.Fatalf("unknown model %q", *model)
+	in := models.Input{C: 3, H: 32, W: 32, NumClasses: *classes}
+	if *model == "cnn" || *model == "mlp" {
+		in.C, in.H, in.W = 1, 28, 28
+	}
+	if *shape != "" {
+		if _, err := fmt.Sscanf(*shape, "%d,%d,%d", &in.C, &in.H, &in.W); err != nil {
+			log.Fatalf("-shape %q: want C,H,W", *shape)
+		}
+	}
+	spec, err := models.Builtin().Get(*model, in)
+	if err != nil {
+		log.Fatal(err)
 	}
 	m, err := torch.NewModel(spec, "cpu")
 	if err != nil {

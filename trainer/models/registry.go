@@ -6,7 +6,9 @@
 package models
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +34,19 @@ type Model struct {
 	Doc     string
 	Options []string // option keys the builder understands
 	Build   Builder
+	// Reference is the input its published parameter count is for
+	// (ImageNet: 3×224×224 and 1000 classes; CIFAR-100: 3×32×32 and 100).
+	Reference Input
+	// Published is that count in millions as its paper or library states
+	// it ("88.79"); "" when there is none.
+	Published string
+	// Paper marks the nine architectures of the paper's Table 1.
+	Paper bool
 }
+
+// ScriptPrefix starts a model name that is a TorchScript file:
+// "torchscript:PATH" (see NewModel in trainer/torch).
+const ScriptPrefix = "torchscript:"
 
 // Registry maps names to models. The zero value is empty; Builtin returns
 // one holding lcl's architectures.
@@ -62,8 +76,24 @@ func (r *Registry) List() []Model {
 	return out
 }
 
-// Get resolves "name" or "name:key=value,key=value" for an input.
+// Lookup returns the registered model of a name.
+func (r *Registry) Lookup(name string) (Model, bool) {
+	m, ok := r.models[name]
+	return m, ok
+}
+
+// Get resolves "name", "name:key=value,key=value" or "torchscript:PATH"
+// for an input.
 func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
+	if path, ok := strings.CutPrefix(spec, ScriptPrefix); ok {
+		if in.C <= 0 || in.H <= 0 || in.W <= 0 || in.NumClasses < 2 {
+			return torch.Spec{}, fmt.Errorf("models: %s: bad input %d×%d×%d with %d classes", spec, in.C, in.H, in.W, in.NumClasses)
+		}
+		if st, err := os.Stat(path); err != nil || st.IsDir() {
+			return torch.Spec{}, fmt.Errorf("models: %s: want a TorchScript file saved by torch.jit.save (%v)", spec, errOrDir(err))
+		}
+		return torch.Spec{InC: in.C, InH: in.H, InW: in.W, NumClasses: in.NumClasses, Script: path}, nil
+	}
 	name, optStr, _ := strings.Cut(spec, ":")
 	m, ok := r.models[name]
 	if !ok {
@@ -91,7 +121,17 @@ func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
 		return torch.Spec{}, fmt.Errorf("models: %s: %w", name, err)
 	}
 	s.InC, s.InH, s.InW, s.NumClasses = in.C, in.H, in.W, in.NumClasses
+	if _, err := s.Check(); err != nil {
+		return torch.Spec{}, fmt.Errorf("models: %s on %d×%d×%d: %w", name, in.C, in.H, in.W, err)
+	}
 	return s, nil
+}
+
+func errOrDir(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("a directory")
 }
 
 func (o Options) int(key string, def int) (int, error) {
@@ -106,16 +146,16 @@ func (o Options) int(key string, def int) (int, error) {
 	return n, nil
 }
 
-func (o Options) float(key string, def float32) (float32, error) {
+func (o Options) float(key string, def float64) (float64, error) {
 	v, ok := o[key]
 	if !ok {
 		return def, nil
 	}
-	f, err := strconv.ParseFloat(v, 32)
+	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f < 0 || f >= 1 {
 		return 0, fmt.Errorf("option %s=%q: want a number in [0,1)", key, v)
 	}
-	return float32(f), nil
+	return f, nil
 }
 
 // ints parses "256x128".

@@ -41,12 +41,18 @@ void set_err(char **err, const char *msg) {
 		return ret;                                                \
 	}
 
-// Net is the interface every architecture implements: features() is the
-// penultimate representation (after global pooling), head() the classifier.
+// Net is the interface every network implements: features() is the
+// penultimate representation (after global pooling), head() the classifier,
+// logits_features() both in one pass (features only when f is not null).
 struct Net : nn::Module {
 	virtual Tensor features(const Tensor &x) = 0;
 	virtual Tensor head(const Tensor &f) = 0;
-	Tensor forward(const Tensor &x) { return head(features(x)); }
+	virtual Tensor forward(const Tensor &x) { return head(features(x)); }
+	virtual Tensor logits_features(const Tensor &x, Tensor *f) {
+		auto ff = features(x);
+		if (f) *f = ff;
+		return head(ff);
+	}
 	int64_t feature_dim = 0;
 };
 

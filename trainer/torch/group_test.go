@@ -81,7 +81,7 @@ func TestGroupCollectives(t *testing.T) {
 // on the whole batch.
 func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 	SetThreads(1)
-	spec := Spec{Kind: MLP, InC: 1, InH: 4, InW: 4, NumClasses: 5, Hidden: []int{12}}
+	spec := mlpSpec(1, 4, 4, 5, 12)
 	const n = 9
 	rng := rand.New(rand.NewPCG(4, 2))
 	x := randn(rng, n*16)

@@ -37,7 +37,7 @@ func cstr(s string) (*C.char, func()) {
 
 // abiVersion is the LT_ABI_VERSION of the shim.h this binding was written
 // against.
-const abiVersion = 4
+const abiVersion = 5
 
 // shimABI asks the shim for its ABI version: lt_abi_version is one of the
 // two functions of shim.h that never change, so any shim answers it.
@@ -178,47 +178,51 @@ func (o *Optimizer) handle(op string) (*C.lt_optim, error) {
 	return o.c, nil
 }
 
-// NewModel builds and initialises the architecture of spec on device.
+// NewModel builds and initialises the network of spec on device: the node
+// trees of a built-in architecture (checked with Spec.Check first), or the
+// TorchScript module in spec.Script, loaded with its weights (or
+// re-initialised with spec.Reinit) and run once on a zero input to check
+// that it gives NumClasses logits. A TorchScript model's penultimate
+// features are its method `penultimate` when it defines one, else the
+// input of the last linear layer of its forward (docs/trainer.md).
 // Initialisation draws from libtorch's generator: seed it with ManualSeed.
 func NewModel(spec Spec, device string) (*Model, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
-	var s C.lt_spec
-	s.kind = C.int32_t(spec.Kind)
-	s.in_c, s.in_h, s.in_w = C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW)
-	s.num_classes = C.int32_t(spec.NumClasses)
-	if len(spec.Hidden) > len(s.hidden) || len(spec.Layers) > len(s.layers) {
-		return nil, fmt.Errorf("torch: new model: at most %d hidden sizes and %d stages", len(s.hidden), len(s.layers))
-	}
-	for i, h := range spec.Hidden {
-		s.hidden[i] = C.int32_t(h)
-	}
-	s.n_hidden = C.int32_t(len(spec.Hidden))
-	for i, l := range spec.Layers {
-		s.layers[i] = C.int32_t(l)
-	}
-	s.n_layers = C.int32_t(len(spec.Layers))
-	if spec.Bottleneck {
-		s.bottleneck = 1
-	}
-	if spec.CIFARStem {
-		s.cifar_stem = 1
-	}
-	s.width = C.int32_t(spec.Width)
-	s.depth, s.widen = C.int32_t(spec.Depth), C.int32_t(spec.Widen)
-	s.dropout = C.float(spec.Dropout)
-	if spec.NoBN {
-		s.no_bn = 1
-	}
 	dev, free := cstr(device)
 	defer free()
 	var cerr *C.char
-	c := C.lt_model_new(&s, dev, &cerr)
+	var c *C.lt_model
+	if spec.Script != "" {
+		path, freePath := cstr(spec.Script)
+		defer freePath()
+		reinit := C.int32_t(0)
+		if spec.Reinit {
+			reinit = 1
+		}
+		c = C.lt_model_load(path, C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW),
+			C.int32_t(spec.NumClasses), reinit, dev, &cerr)
+	} else {
+		if _, err := spec.Check(); err != nil {
+			return nil, err
+		}
+		nodes, freeNodes := flatten(spec)
+		defer freeNodes()
+		c = C.lt_model_new(&nodes[0], C.int32_t(len(nodes)), C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW),
+			C.int32_t(spec.NumClasses), dev, &cerr)
+		runtime.KeepAlive(nodes)
+	}
 	if c == nil {
 		return nil, errOf("new model", cerr)
 	}
+	return wrapModel(c, spec)
+}
+
+// wrapModel owns c: on failure it frees it.
+func wrapModel(c *C.lt_model, spec Spec) (*Model, error) {
 	var fd C.int64_t
+	var cerr *C.char
 	if C.lt_model_feature_dim(c, &fd, &cerr) != 0 {
 		C.lt_model_free(c)
 		return nil, errOf("new model", cerr)
@@ -226,6 +230,65 @@ func NewModel(spec Spec, device string) (*Model, error) {
 	m := &Model{c: c, spec: spec, featureDim: int(fd)}
 	m.cleanup = runtime.AddCleanup(m, func(c *C.lt_model) { C.lt_model_free(c) }, c)
 	return m, nil
+}
+
+// newModelFromNodes builds an already flattened tree without Go's checks:
+// for tests of the C++ side's own validation.
+func newModelFromNodes(nodes []C.lt_node, c, h, w, classes int) (*Model, error) {
+	dev, free := cstr("cpu")
+	defer free()
+	var cerr *C.char
+	m := C.lt_model_new(&nodes[0], C.int32_t(len(nodes)), C.int32_t(c), C.int32_t(h), C.int32_t(w), C.int32_t(classes), dev, &cerr)
+	if m == nil {
+		return nil, errOf("new model", cerr)
+	}
+	return wrapModel(m, Spec{InC: c, InH: h, InW: w, NumClasses: classes})
+}
+
+// flatten writes the spec's trees in pre-order under an unnamed root
+// sequence, as lt_model_new reads them; free releases the C strings of the
+// names.
+func flatten(spec Spec) ([]C.lt_node, func()) {
+	var nodes []C.lt_node
+	var names []*C.char
+	var add func(n *Node)
+	add = func(n *Node) {
+		var d C.lt_node
+		d.op = C.int32_t(n.Op)
+		if n.Name != "" {
+			p := C.CString(n.Name)
+			names = append(names, p)
+			d.name = p
+		}
+		d.n_children = C.int32_t(len(n.Children))
+		d.in, d.out = C.int32_t(n.In), C.int32_t(n.Out)
+		d.kh, d.kw = C.int32_t(n.Kernel[0]), C.int32_t(n.Kernel[1])
+		d.sh, d.sw = C.int32_t(n.Stride[0]), C.int32_t(n.Stride[1])
+		d.ph, d.pw = C.int32_t(n.Pad[0]), C.int32_t(n.Pad[1])
+		d.groups = C.int32_t(n.Groups)
+		if n.Bias {
+			d.bias = 1
+		}
+		if n.Ceil {
+			d.flags |= 1
+		}
+		if n.NoPadAvg {
+			d.flags |= 2
+		}
+		d.init = C.int32_t(n.Init)
+		d.eps, d.momentum, d.p, d.scale = C.double(n.Eps), C.double(n.Momentum), C.double(n.P), C.double(n.Scale)
+		nodes = append(nodes, d)
+		for i := range n.Children {
+			add(&n.Children[i])
+		}
+	}
+	root := Seq("", spec.Features, spec.Head)
+	add(&root)
+	return nodes, func() {
+		for _, p := range names {
+			C.free(unsafe.Pointer(p))
+		}
+	}
 }
 
 // Close frees the model; it is idempotent.
@@ -256,115 +319,157 @@ func (m *Model) NumParams() (int64, error) {
 
 // State copies the model's parameters and buffers (torchvision names).
 func (m *Model) State() ([]Named, error) {
-	const op = "model state"
-	c, err := m.handle(op)
+	s, err := m.stateTable("model state")
 	if err != nil {
 		return nil, err
 	}
 	defer runtime.KeepAlive(m)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_model_state_count(c, &count, &cerr) != 0 {
-		return nil, errOf(op, cerr)
+	return s.all()
+}
+
+// StateInfo lists the model's parameters and buffers as State does, with
+// their types and shapes but without their data (Data is nil): with
+// ReadState a caller can stream the state one tensor at a time.
+func (m *Model) StateInfo() ([]Named, error) {
+	s, err := m.stateTable("model state")
+	if err != nil {
+		return nil, err
 	}
-	return readState(op, int(count),
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_info(c, i, name, dt, shape, nd, nb, e)
-		},
-		func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_read(c, i, dst, nb, e)
-		})
+	defer runtime.KeepAlive(m)
+	return s.infos()
+}
+
+// ReadState copies tensor i of StateInfo into dst, which must hold exactly
+// its bytes.
+func (m *Model) ReadState(i int, dst []byte) error {
+	s, err := m.stateTable("model state")
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(m)
+	return s.read(i, dst)
 }
 
 // LoadState overwrites the model's parameters and buffers; the names, types
 // and shapes must match exactly.
 func (m *Model) LoadState(state map[string]Named) error {
-	const op = "model state"
-	c, err := m.handle(op)
+	s, err := m.stateTable("model state")
 	if err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(m)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_model_state_count(c, &count, &cerr) != 0 {
-		return errOf(op, cerr)
+	return s.load(state)
+}
+
+func (m *Model) stateTable(op string) (stateTable, error) {
+	c, err := m.handle(op)
+	if err != nil {
+		return stateTable{}, err
 	}
-	return writeState(op, int(count), state,
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
+	return stateTable{op: op,
+		count: func(n *C.int32_t, e **C.char) C.int32_t { return C.lt_model_state_count(c, n, e) },
+		info: func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
 			return C.lt_model_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
-		func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+		readFn: func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+			return C.lt_model_state_read(c, i, dst, nb, e)
+		},
+		writeFn: func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
 			return C.lt_model_state_write(c, i, src, nb, e)
-		})
+		}}, nil
 }
 
-type infoFn func(C.int32_t, **C.char, *C.int32_t, *C.int64_t, *C.int32_t, *C.int64_t, **C.char) C.int32_t
-type dataFn func(C.int32_t, unsafe.Pointer, C.int64_t, **C.char) C.int32_t
-
-func info(op string, i int, fn infoFn) (Named, error) {
-	var (
-		name  *C.char
-		dt    C.int32_t
-		shape [8]C.int64_t
-		nd    C.int32_t
-		nb    C.int64_t
-		cerr  *C.char
-	)
-	if fn(C.int32_t(i), &name, &dt, &shape[0], &nd, &nb, &cerr) != 0 {
-		return Named{}, errOf(op, cerr)
-	}
-	n := Named{Name: C.GoString(name), DType: DType(dt), Shape: make([]int64, int(nd)), Data: make([]byte, int(nb))}
-	for d := range n.Shape {
-		n.Shape[d] = int64(shape[d])
-	}
-	return n, nil
+// stateTable is the named state of a model or an optimizer as the C ABI
+// exposes it: a count, then per index the name, type and shape, and the data
+// read or written in place. The caller keeps the owner alive.
+type stateTable struct {
+	op      string
+	count   func(*C.int32_t, **C.char) C.int32_t
+	info    func(C.int32_t, **C.char, *C.int32_t, *C.int64_t, *C.int32_t, *C.int64_t, **C.char) C.int32_t
+	readFn  func(C.int32_t, unsafe.Pointer, C.int64_t, **C.char) C.int32_t
+	writeFn func(C.int32_t, unsafe.Pointer, C.int64_t, **C.char) C.int32_t
 }
 
-func readState(op string, count int, inf infoFn, read dataFn) ([]Named, error) {
-	out := make([]Named, 0, count)
-	for i := range count {
-		n, err := info(op, i, inf)
-		if err != nil {
-			return nil, err
+// infos lists the tensors without their data.
+func (s stateTable) infos() ([]Named, error) {
+	var count C.int32_t
+	var cerr *C.char
+	if s.count(&count, &cerr) != 0 {
+		return nil, errOf(s.op, cerr)
+	}
+	out := make([]Named, 0, int(count))
+	for i := range int(count) {
+		var (
+			name  *C.char
+			dt    C.int32_t
+			shape [8]C.int64_t
+			nd    C.int32_t
+			nb    C.int64_t
+		)
+		if s.info(C.int32_t(i), &name, &dt, &shape[0], &nd, &nb, &cerr) != 0 {
+			return nil, errOf(s.op, cerr)
 		}
-		var cerr *C.char
-		var p unsafe.Pointer
-		if len(n.Data) > 0 {
-			p = unsafe.Pointer(&n.Data[0])
+		n := Named{Name: C.GoString(name), DType: DType(dt), Shape: make([]int64, int(nd))}
+		for d := range n.Shape {
+			n.Shape[d] = int64(shape[d])
 		}
-		if read(C.int32_t(i), p, C.int64_t(len(n.Data)), &cerr) != 0 {
-			return nil, errOf(op, cerr)
+		if n.NumBytes() != int64(nb) {
+			return nil, fmt.Errorf("torch: %s: tensor %q: %d bytes for %v%v", s.op, n.Name, int64(nb), n.DType, n.Shape)
 		}
 		out = append(out, n)
 	}
 	return out, nil
 }
 
-func writeState(op string, count int, state map[string]Named, inf infoFn, write dataFn) error {
-	want := make([]Named, 0, count)
-	for i := range count {
-		n, err := info(op, i, inf)
-		if err != nil {
-			return err
-		}
-		want = append(want, n)
+// read copies tensor i into dst.
+func (s stateTable) read(i int, dst []byte) error {
+	var p unsafe.Pointer
+	if len(dst) > 0 {
+		p = unsafe.Pointer(&dst[0])
 	}
-	if err := checkStateMatch(want, state, op); err != nil {
+	var cerr *C.char
+	if s.readFn(C.int32_t(i), p, C.int64_t(len(dst)), &cerr) != 0 {
+		return errOf(s.op, cerr)
+	}
+	return nil
+}
+
+// all copies every tensor.
+func (s stateTable) all() ([]Named, error) {
+	ns, err := s.infos()
+	if err != nil {
+		return nil, err
+	}
+	for i := range ns {
+		ns[i].Data = make([]byte, ns[i].NumBytes())
+		if err := s.read(i, ns[i].Data); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// load overwrites every tensor with the one of the same name in state.
+func (s stateTable) load(state map[string]Named) error {
+	want, err := s.infos()
+	if err != nil {
+		return err
+	}
+	if err := checkStateMatch(want, state, s.op); err != nil {
 		return err
 	}
 	for i, w := range want {
 		h := state[w.Name]
-		if len(h.Data) != len(w.Data) {
-			return fmt.Errorf("%s: tensor %q has %d bytes, want %d", op, w.Name, len(h.Data), len(w.Data))
+		if int64(len(h.Data)) != w.NumBytes() {
+			return fmt.Errorf("%s: tensor %q has %d bytes, want %d", s.op, w.Name, len(h.Data), w.NumBytes())
 		}
 		var p unsafe.Pointer
 		if len(h.Data) > 0 {
 			p = unsafe.Pointer(&h.Data[0])
 		}
 		var cerr *C.char
-		if write(C.int32_t(i), p, C.int64_t(len(h.Data)), &cerr) != 0 {
-			return errOf(op, cerr)
+		if s.writeFn(C.int32_t(i), p, C.int64_t(len(h.Data)), &cerr) != 0 {
+			return errOf(s.op, cerr)
 		}
 	}
 	return nil
@@ -403,46 +508,61 @@ func (o *Optimizer) Close() {
 
 // State copies the momentum buffers, named "<parameter>.momentum_buffer".
 func (o *Optimizer) State() ([]Named, error) {
-	const op = "optimizer state"
-	c, err := o.handle(op)
+	s, err := o.stateTable("optimizer state")
 	if err != nil {
 		return nil, err
 	}
 	defer runtime.KeepAlive(o)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_optim_state_count(c, &count, &cerr) != 0 {
-		return nil, errOf(op, cerr)
-	}
-	return readState(op, int(count),
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_info(c, i, name, dt, shape, nd, nb, e)
-		},
-		func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_read(c, i, dst, nb, e)
-		})
+	return s.all()
 }
 
-// LoadState overwrites the momentum buffers.
-func (o *Optimizer) LoadState(state map[string]Named) error {
-	const op = "optimizer state"
-	c, err := o.handle(op)
+// StateInfo lists the momentum buffers as State does, without their data.
+func (o *Optimizer) StateInfo() ([]Named, error) {
+	s, err := o.stateTable("optimizer state")
+	if err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(o)
+	return s.infos()
+}
+
+// ReadState copies buffer i of StateInfo into dst, which must hold exactly
+// its bytes.
+func (o *Optimizer) ReadState(i int, dst []byte) error {
+	s, err := o.stateTable("optimizer state")
 	if err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(o)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_optim_state_count(c, &count, &cerr) != 0 {
-		return errOf(op, cerr)
+	return s.read(i, dst)
+}
+
+// LoadState overwrites the momentum buffers.
+func (o *Optimizer) LoadState(state map[string]Named) error {
+	s, err := o.stateTable("optimizer state")
+	if err != nil {
+		return err
 	}
-	return writeState(op, int(count), state,
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
+	defer runtime.KeepAlive(o)
+	return s.load(state)
+}
+
+func (o *Optimizer) stateTable(op string) (stateTable, error) {
+	c, err := o.handle(op)
+	if err != nil {
+		return stateTable{}, err
+	}
+	return stateTable{op: op,
+		count: func(n *C.int32_t, e **C.char) C.int32_t { return C.lt_optim_state_count(c, n, e) },
+		info: func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
 			return C.lt_optim_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
-		func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+		readFn: func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+			return C.lt_optim_state_read(c, i, dst, nb, e)
+		},
+		writeFn: func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
 			return C.lt_optim_state_write(c, i, src, nb, e)
-		})
+		}}, nil
 }
 
 // TrainStep runs forward, loss, backward and an SGD step of every peer in

@@ -32,7 +32,7 @@ func singleGroup(t *testing.T) *Group {
 // a freed or nil handle to C, and the same calls on live values succeed (so
 // the errors come from the closed value, not from a bad call).
 func TestUseAfterClose(t *testing.T) {
-	spec := Spec{Kind: MLP, InC: 1, InH: 2, InW: 2, NumClasses: 3}
+	spec := mlpSpec(1, 2, 2, 3)
 	newModel := func() (*Model, *Optimizer) {
 		m, err := NewModel(spec, "cpu")
 		if err != nil {
@@ -115,6 +115,14 @@ func TestUseAfterClose(t *testing.T) {
 			func() error { _, err := lm.Eval(x, 2, 1, 2, 2, y, true, true); return err }},
 		{"Model.Eval", "nil model", func() error { _, err := (*Model)(nil).Eval(x, 2, 1, 2, 2, y, true, true); return err },
 			nil},
+		{"Model.StateInfo", "", func() error { _, err := cm.StateInfo(); return err },
+			func() error { _, err := lm.StateInfo(); return err }},
+		{"Model.ReadState", "", func() error { return cm.ReadState(0, mState[0].Data) },
+			func() error { return lm.ReadState(0, mState[0].Data) }},
+		{"Optimizer.StateInfo", "", func() error { _, err := co.StateInfo(); return err },
+			func() error { _, err := lo.StateInfo(); return err }},
+		{"Optimizer.ReadState", "", func() error { return co.ReadState(0, oState[0].Data) },
+			func() error { return lo.ReadState(0, oState[0].Data) }},
 		{"Optimizer.State", "", func() error { _, err := co.State(); return err },
 			func() error { _, err := lo.State(); return err }},
 		{"Optimizer.LoadState", "", func() error { return co.LoadState(byName(oState)) },

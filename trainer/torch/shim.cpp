@@ -52,17 +52,52 @@ lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim, 
 }
 void lt_tensor_free(lt_tensor *t) noexcept { delete t; }
 
-lt_model *lt_model_new(const lt_spec *s, const char *device, char **err) {
-	LT_TRY
-	auto net = build_net(*s);
+// finish_model wraps a built network into the handle the C ABI returns.
+static lt_model *finish_model(std::shared_ptr<Net> net, torch::Device dev, int64_t num_classes) {
 	auto m = std::make_unique<lt_model>();
-	m->device = torch::Device(device);
+	m->device = dev;
 	net->to(m->device);
 	m->net = net;
-	m->num_classes = s->num_classes;
+	m->num_classes = num_classes;
 	for (auto &p : net->named_parameters(true)) m->state.push_back({p.key(), p.value()});
 	for (auto &b : net->named_buffers(true)) m->state.push_back({b.key(), b.value()});
 	return m.release();
+}
+
+lt_model *lt_model_new(const lt_node *nodes, int32_t n_nodes, int32_t in_c, int32_t in_h, int32_t in_w,
+                       int32_t num_classes, const char *device, char **err) {
+	LT_TRY
+	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || num_classes < 1) throw std::invalid_argument("bad input shape or class count");
+	torch::Device dev(device);
+	return finish_model(std::make_shared<GraphNet>(nodes, n_nodes), dev, num_classes);
+	LT_CATCH(err, nullptr)
+}
+
+lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes,
+                        int32_t reinit, const char *device, char **err) {
+	LT_TRY
+	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || num_classes < 1) throw std::invalid_argument("bad input shape or class count");
+	torch::Device dev(device);
+	auto net = std::make_shared<ScriptNet>(path, dev, reinit != 0);
+	{
+		// One zero image in eval mode: the output must be 1 x num_classes,
+		// the features a vector.
+		torch::NoGradGuard ng;
+		net->eval();
+		auto x = torch::zeros({1, in_c, in_h, in_w}, torch::TensorOptions().device(dev));
+		auto z = net->forward(x);
+		if (z.dim() != 2 || z.size(0) != 1 || z.size(1) != num_classes)
+			throw std::invalid_argument("TorchScript model " + std::string(path) + " gives " + c10::str(z.sizes()) +
+			                            " for one " + std::to_string(in_c) + "x" + std::to_string(in_h) + "x" +
+			                            std::to_string(in_w) + " input, want [1, " + std::to_string(num_classes) + "]");
+		auto f = net->features(x);
+		if (f.dim() != 2 || f.size(0) != 1)
+			throw std::invalid_argument("TorchScript model " + std::string(path) + ": penultimate features are " +
+			                            c10::str(f.sizes()) + " for one input, want [1, D]");
+		net->feature_dim = f.size(1);
+		net->train();
+	}
+	return finish_model(net, dev, num_classes);
 	LT_CATCH(err, nullptr)
 }
 void lt_model_free(lt_model *m) noexcept { delete m; }
@@ -214,8 +249,8 @@ int32_t lt_eval(lt_model *m, const float *x, int64_t n, int64_t c, int64_t h, in
 	torch::NoGradGuard ng;
 	m->net->eval();
 	auto X = blob(x, {n, c, h, w}).to(m->device);
-	auto f = m->net->features(X);
-	auto z = m->net->head(f);
+	Tensor f;
+	auto z = m->net->logits_features(X, features_out ? &f : nullptr);
 	if (y) {
 		auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(m->device);
 		auto kk = std::min<int64_t>(5, z.size(1));

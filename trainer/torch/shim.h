@@ -29,37 +29,51 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 4
+#define LT_ABI_VERSION 5
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
 typedef struct lt_tensor lt_tensor;
 typedef struct lt_pg lt_pg;
 
-/* Model kinds. */
-enum { LT_MLP = 0, LT_CNN = 1, LT_RESNET = 2, LT_WRN = 3 };
+/* Architecture graphs: lt_model_new builds a network from a tree of nodes
+   given in pre-order (each node is followed by the subtrees of its
+   n_children children). The root is a transparent sequence of exactly two
+   children: the features (input to the penultimate vector) and the head
+   (that vector to the logits). A named node is a module of that name inside
+   its nearest named ancestor; an unnamed node is transparent. Node kinds: */
+enum {
+	LT_SEQ = 0,      /* children in order */
+	LT_CONV = 1,     /* Conv2d(in, out, (kh,kw), (sh,sw), (ph,pw), groups, bias) */
+	LT_BN = 2,       /* BatchNorm2d(out; eps, momentum) */
+	LT_LINEAR = 3,   /* Linear(in, out, bias) */
+	LT_RELU = 4,
+	LT_MAXPOOL = 5,  /* (kh,kw), (sh,sw), (ph,pw); flags & 1: ceil_mode */
+	LT_AVGPOOL = 6,  /* the same; flags & 2: count_include_pad = false */
+	LT_GAP = 7,      /* adaptive average pool to 1x1 */
+	LT_FLATTEN = 8,
+	LT_DROPOUT = 9,  /* p, in training only */
+	LT_SIGMOID = 10,
+	LT_SUM = 11,     /* children on the same input, summed; child 0 times scale */
+	LT_CAT = 12,     /* children on the same input, concatenated along dim 1 */
+	LT_MUL = 13,     /* children on the same input, multiplied (broadcasting) */
+	LT_IDENTITY = 14
+};
 
-/* lt_spec describes an architecture; the C++ side builds it with torch::nn. */
+/* Initialisation of a conv or linear node (batch norm: weight 1, bias 0). */
+enum { LT_INIT_DEFAULT = 0, LT_INIT_KAIMING_FAN_OUT = 1, LT_INIT_KAIMING_FAN_IN = 2, LT_INIT_ZERO_BIAS = 3 };
+
 typedef struct {
-	int32_t kind;
-	int32_t in_c, in_h, in_w; /* input shape */
-	int32_t num_classes;
-	/* MLP: hidden sizes; CNN: channels of the conv stages then fc width. */
-	int32_t hidden[8];
-	int32_t n_hidden;
-	/* ResNet: bottleneck blocks (0 basic, 1 bottleneck), blocks per stage,
-	   base width (64), CIFAR stem (3x3 conv, no max-pool). */
-	int32_t bottleneck;
-	int32_t layers[4];
-	int32_t n_layers;
-	int32_t width;
-	int32_t cifar_stem;
-	/* WRN: depth and widen factor. */
-	int32_t depth, widen;
-	float dropout;
-	/* CNN: 1 builds the conv stages without batch norm (conv with bias). */
-	int32_t no_bn;
-} lt_spec;
+	int32_t op;
+	const char *name; /* NULL or "": transparent */
+	int32_t n_children;
+	int32_t in, out;
+	int32_t kh, kw, sh, sw, ph, pw; /* stride 0: 1 for conv, the kernel for pools */
+	int32_t groups;                 /* 0: 1 */
+	int32_t bias, flags, init;
+	double eps, momentum; /* 0: PyTorch's 1e-5 and 0.1 */
+	double p, scale;      /* dropout probability; sum: factor of child 0 (0: 1) */
+} lt_node;
 
 /* Loss coefficients of one training step. */
 typedef struct {
@@ -83,8 +97,22 @@ lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,
                          const char *device, char **err);
 void lt_tensor_free(lt_tensor *t) LT_NOEXCEPT;
 
-/* Models. */
-lt_model *lt_model_new(const lt_spec *spec, const char *device, char **err);
+/* Models. lt_model_new builds the graph of n_nodes nodes for an input of
+   in_c x in_h x in_w and num_classes logits, initialised from libtorch's
+   generator. lt_model_load loads a TorchScript module (torch.jit.save) onto
+   device; reinit != 0 re-initialises every submodule with a weight the way
+   PyTorch's reset_parameters does (a weight of 2+ dimensions Kaiming-uniform
+   with a = sqrt(5) and its bias uniform in +-1/sqrt(fan_in); a 1-dimensional
+   weight 1 and bias 0). Its penultimate features are its method
+   "penultimate" when it has one, else the input of the last aten::linear
+   of its inlined forward graph. lt_model_load runs the module once on a
+   zero input (eval mode, no gradient) and fails unless it gives num_classes
+   logits; lt_model_new relies on the caller's shape checks (trainer/torch's
+   Spec.Check) and only checks the tree's structure. */
+lt_model *lt_model_new(const lt_node *nodes, int32_t n_nodes, int32_t in_c, int32_t in_h, int32_t in_w,
+                       int32_t num_classes, const char *device, char **err);
+lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes,
+                        int32_t reinit, const char *device, char **err);
 void lt_model_free(lt_model *m) LT_NOEXCEPT;
 int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err);
 int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err);

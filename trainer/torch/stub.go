@@ -33,6 +33,10 @@ func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 func NewModel(spec Spec, device string) (*Model, error) { return nil, ErrNoLibtorch }
 func (m *Model) State() ([]Named, error)                { return nil, ErrNoLibtorch }
 func (m *Model) LoadState(map[string]Named) error       { return ErrNoLibtorch }
+func (m *Model) StateInfo() ([]Named, error)            { return nil, ErrNoLibtorch }
+func (m *Model) ReadState(int, []byte) error            { return ErrNoLibtorch }
+func (o *Optimizer) StateInfo() ([]Named, error)        { return nil, ErrNoLibtorch }
+func (o *Optimizer) ReadState(int, []byte) error        { return ErrNoLibtorch }
 func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bool) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }

@@ -44,31 +44,6 @@ type Error struct {
 
 func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
 
-// Kind selects an architecture family built on the C++ side.
-type Kind int32
-
-const (
-	MLP Kind = iota
-	CNN
-	ResNet
-	WRN
-)
-
-// Spec describes an architecture. Unused fields are ignored by a kind.
-type Spec struct {
-	Kind          Kind
-	InC, InH, InW int // input shape
-	NumClasses    int
-	Hidden        []int // MLP: hidden widths; CNN: conv channels then the fc width
-	Bottleneck    bool  // ResNet: Bottleneck blocks (else BasicBlock)
-	Layers        []int // ResNet: blocks per stage
-	Width         int   // ResNet: width of the first stage (64)
-	CIFARStem     bool  // ResNet: 3x3 stride-1 stem without max-pool
-	Depth, Widen  int   // WRN
-	Dropout       float32
-	NoBN          bool // CNN: no batch norm (conv layers with bias)
-}
-
 // Coefs weighs the terms of the per-example training loss:
 //
 //	Soft·(−Σ_j T_yj log p_j) + Hard·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
@@ -136,6 +111,16 @@ type Named struct {
 	DType DType
 	Shape []int64
 	Data  []byte
+}
+
+// NumBytes is the size of the tensor's data: its element size times the
+// product of its shape.
+func (n Named) NumBytes() int64 {
+	b := int64(n.DType.Size())
+	for _, d := range n.Shape {
+		b *= d
+	}
+	return b
 }
 
 // StepResult is what one training step reports per peer.

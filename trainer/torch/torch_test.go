@@ -5,9 +5,11 @@ package torch
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,7 +196,7 @@ func TestOneHotEqualsCrossEntropy(t *testing.T) {
 }
 
 func TestCxxErrorsAreGoErrors(t *testing.T) {
-	m, err := NewModel(Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4, 8}}, "cpu")
+	m, err := NewModel(cnnSpec(1, 8, 8, 3, []int{4}, 8, 0), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,17 +225,33 @@ func TestCxxErrorsAreGoErrors(t *testing.T) {
 	if !errors.As(err, &te) || !strings.Contains(te.Msg, "target matrix") {
 		t.Fatalf("bad target matrix: got %v", err)
 	}
-	// Invalid architectures.
-	for _, s := range []Spec{
-		{Kind: WRN, InC: 3, InH: 32, InW: 32, NumClasses: 10, Depth: 11, Widen: 1},
-		{Kind: Kind(42)},
-		{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4}},
+	// Invalid architectures: Go's checks, and the C++ side's on a tree that
+	// bypasses them.
+	wrongIn := mlpSpec(1, 2, 2, 3, 5)
+	wrongIn.Features.Children[1].In = 7
+	unnamed := mlpSpec(1, 2, 2, 3)
+	unnamed.Head.Children[0].Name = ""
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{wrongIn, "linear 7→5 on 4"},
+		{unnamed, "no name"},
+		{Spec{InC: 1, InH: 2, InW: 2, NumClasses: 2, Features: Seq("", Flatten()), Head: Seq("", Node{Op: Op(42)})}, "unknown node kind"},
+		{cnnSpec(1, 8, 8, 3, []int{4, 4, 4, 4}, 8, 0), "too small"},
 	} {
-		if _, err := NewModel(s, "cpu"); !errors.As(err, &te) {
-			t.Errorf("NewModel(%+v) = %v, want *torch.Error", s, err)
+		if _, err := NewModel(tc.spec, "cpu"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewModel: %v, want an error about %q", err, tc.want)
 		}
 	}
-	if _, err := NewModel(Spec{Kind: MLP, InC: 1, InH: 2, InW: 2, NumClasses: 2}, "nodevice"); err == nil {
+	nodes, free := flatten(mlpSpec(1, 2, 2, 3))
+	nodes[1].n_children = 9 // the features sequence claims more nodes than there are
+	_, err = newModelFromNodes(nodes, 1, 2, 2, 3)
+	free()
+	if !errors.As(err, &te) || !strings.Contains(te.Msg, "past the end") {
+		t.Errorf("truncated tree: %v, want a *torch.Error", err)
+	}
+	if _, err := NewModel(mlpSpec(1, 2, 2, 2), "nodevice"); err == nil {
 		t.Error("unknown device accepted")
 	}
 }
@@ -243,7 +261,7 @@ func TestCxxErrorsAreGoErrors(t *testing.T) {
 func TestSGDUpdate(t *testing.T) {
 	const n, d, c = 3, 4, 3
 	ManualSeed(5)
-	m, err := NewModel(Spec{Kind: MLP, InC: 1, InH: 1, InW: d, NumClasses: c}, "cpu")
+	m, err := NewModel(mlpSpec(1, 1, d, c), "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,53 +335,8 @@ func stateFloats(t *testing.T, m *Model) map[string][]float32 {
 	return out
 }
 
-func TestArchitecturesAndNames(t *testing.T) {
-	cases := []struct {
-		name   string
-		spec   Spec
-		params int64
-		keys   []string
-	}{
-		// Parameter counts of torchvision's resnet18/resnet50 (1000 classes).
-		{"resnet18", Spec{Kind: ResNet, InC: 3, InH: 32, InW: 32, NumClasses: 1000, Layers: []int{2, 2, 2, 2}}, 11689512,
-			[]string{"conv1.weight", "bn1.running_mean", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight", "layer2.0.downsample.1.num_batches_tracked", "fc.bias"}},
-		{"resnet50", Spec{Kind: ResNet, InC: 3, InH: 32, InW: 32, NumClasses: 1000, Layers: []int{3, 4, 6, 3}, Bottleneck: true}, 25557032,
-			[]string{"layer1.0.conv3.weight", "layer1.0.downsample.0.weight", "layer4.2.bn3.bias"}},
-		// WRN-16-2 on CIFAR-10: 691,674 parameters (Zagoruyko & Komodakis' 0.7M).
-		{"wrn-16-2", Spec{Kind: WRN, InC: 3, InH: 32, InW: 32, NumClasses: 10, Depth: 16, Widen: 2}, 691674,
-			[]string{"layer2.0.shortcut.0.weight", "bn.weight", "fc.weight"}},
-		{"cnn", Spec{Kind: CNN, InC: 1, InH: 28, InW: 28, NumClasses: 10, Hidden: []int{32, 64, 128}},
-			1*32*9 + 64 + 32*64*9 + 128 + 64*7*7*128 + 128 + 128*10 + 10, []string{"conv2.weight", "bn2.running_var", "fc1.weight", "fc.bias"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewModel(tc.spec, "cpu")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			if got, err := m.NumParams(); err != nil || got != tc.params {
-				t.Errorf("params = %d (%v), want %d", got, err, tc.params)
-			}
-			st, err := m.State()
-			if err != nil {
-				t.Fatal(err)
-			}
-			names := map[string]bool{}
-			for _, s := range st {
-				names[s.Name] = true
-			}
-			for _, k := range tc.keys {
-				if !names[k] {
-					t.Errorf("state lacks %q", k)
-				}
-			}
-		})
-	}
-}
-
 func TestStateRoundTripAndMismatch(t *testing.T) {
-	spec := Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4, 8}}
+	spec := cnnSpec(1, 8, 8, 3, []int{4}, 8, 0)
 	ManualSeed(1)
 	a, _ := NewModel(spec, "cpu")
 	defer a.Close()
@@ -401,6 +374,53 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 	if err := b.LoadState(bad); err == nil {
 		t.Error("missing tensor accepted")
 	}
+	// StateInfo and ReadState stream the same state, tensor by tensor, for
+	// a model and an optimizer (momentum buffers after a step).
+	o, err := NewSGD(a, 0.9, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if _, err := TrainStep(&Step{Models: []*Model{a}, Optims: []*Optimizer{o}, X: randn(rand.New(rand.NewPCG(1, 1)), 2*64),
+		N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 2}, Coefs: Coefs{Hard: 1}, LR: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		state func() ([]Named, error)
+		info  func() ([]Named, error)
+		read  func(int, []byte) error
+	}{{"model", a.State, a.StateInfo, a.ReadState}, {"optimizer", o.State, o.StateInfo, o.ReadState}} {
+		full, err := tc.state()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := tc.info()
+		if err != nil || len(info) != len(full) || len(info) == 0 {
+			t.Fatalf("%s: %d infos (%v), %d tensors", tc.name, len(info), err, len(full))
+		}
+		nonzero := false
+		for i, n := range info {
+			if n.Name != full[i].Name || n.DType != full[i].DType || fmt.Sprint(n.Shape) != fmt.Sprint(full[i].Shape) ||
+				n.Data != nil || n.NumBytes() != int64(len(full[i].Data)) {
+				t.Fatalf("%s: info %d is %+v, state %s %v %v", tc.name, i, n, full[i].Name, full[i].DType, full[i].Shape)
+			}
+			buf := make([]byte, n.NumBytes())
+			if err := tc.read(i, buf); err != nil || !bytes.Equal(buf, full[i].Data) {
+				t.Fatalf("%s: ReadState(%d): %v", tc.name, i, err)
+			}
+			nonzero = nonzero || slices.ContainsFunc(buf, func(b byte) bool { return b != 0 })
+		}
+		if !nonzero {
+			t.Errorf("%s: state is all zeros: the comparison proves nothing", tc.name)
+		}
+		if err := tc.read(0, make([]byte, info[0].NumBytes()+4)); err == nil {
+			t.Errorf("%s: ReadState into a buffer of the wrong size succeeded", tc.name)
+		}
+		if err := tc.read(len(info), nil); err == nil {
+			t.Errorf("%s: ReadState past the end succeeded", tc.name)
+		}
+	}
 }
 
 // rss is the resident set size in bytes (Linux).
@@ -418,7 +438,7 @@ func rss(t *testing.T) int64 {
 // resident memory after them to be within a few MiB of that after warm-up.
 func TestMemoryFlat(t *testing.T) {
 	SetThreads(1)
-	spec := Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 4, Hidden: []int{4, 16}}
+	spec := cnnSpec(1, 8, 8, 4, []int{4}, 16, 0)
 	m, _ := NewModel(spec, "cpu")
 	defer m.Close()
 	o, _ := NewSGD(m, 0.9, 5e-4, true)
@@ -468,7 +488,7 @@ func TestDeterministicSingleThread(t *testing.T) {
 	SetThreads(1)
 	run := func() []Named {
 		ManualSeed(42)
-		m, _ := NewModel(Spec{Kind: CNN, InC: 1, InH: 8, InW: 8, NumClasses: 3, Hidden: []int{4, 8}, Dropout: 0.5}, "cpu")
+		m, _ := NewModel(cnnSpec(1, 8, 8, 3, []int{4}, 8, 0.5), "cpu")
 		defer m.Close()
 		o, _ := NewSGD(m, 0.9, 1e-4, false)
 		defer o.Close()
@@ -495,7 +515,7 @@ func TestDeterministicSingleThread(t *testing.T) {
 func TestPeersAndTeacherLearn(t *testing.T) {
 	SetThreads(1)
 	ManualSeed(3)
-	spec := Spec{Kind: MLP, InC: 1, InH: 1, InW: 2, NumClasses: 2, Hidden: []int{16}}
+	spec := mlpSpec(1, 1, 2, 2, 16)
 	var ms []*Model
 	var os []*Optimizer
 	for range 3 {

@@ -15,22 +15,45 @@ func newModelsCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "models",
 		Short: "List the model architectures and optimisation presets",
-		Long: `List the architectures lcl train --model accepts, with their options
-(--model NAME:key=value,...), and the optimisation presets of --preset.`,
+		Long: `List the architectures lcl train --model accepts, with their parameter
+counts (for the input their published count is for: ImageNet 3×224×224 or
+3×299×299 with 1000 classes, CIFAR 3×32×32, Fashion-MNIST 1×28×28) and
+options (--model NAME:key=value,...), and the optimisation presets of
+--preset. A star marks the nine architectures of the paper; PUBLISHED is the
+count their papers or torchvision/timm state. --model torchscript:FILE.pt
+trains any TorchScript module (docs/trainer.md).`,
 		Example: `  lcl models
   lcl train --model resnet18:stem=cifar,width=32 ...
+  lcl train --model densenet:depth=100,growth=12 ...
   lcl models --json`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			if !f.JSON {
-				fmt.Fprintln(tw, "MODEL\tOPTIONS\tDESCRIPTION")
+				fmt.Fprintln(tw, "MODEL\tPARAMS\tPUBLISHED\tFOR\tOPTIONS\tDESCRIPTION")
 			}
-			for _, m := range models.Builtin().List() {
-				if f.Emit("model", map[string]any{"name": m.Name, "options": m.Options, "doc": m.Doc}) {
+			reg := models.Builtin()
+			for _, m := range reg.List() {
+				spec, err := reg.Get(m.Name, m.Reference)
+				if err != nil {
+					return err
+				}
+				n := spec.NumParams()
+				in := m.Reference
+				if f.Emit("model", map[string]any{"name": m.Name, "options": m.Options, "doc": m.Doc, "params": n,
+					"published_millions": m.Published, "paper": m.Paper,
+					"input": []int{in.C, in.H, in.W}, "classes": in.NumClasses}) {
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", m.Name, strings.Join(m.Options, ","), m.Doc)
+				name, pub := m.Name, m.Published
+				if m.Paper {
+					name += " *"
+				}
+				if pub != "" {
+					pub += "M"
+				}
+				fmt.Fprintf(tw, "%s\t%.2fM\t%s\t%dx%dx%d/%d\t%s\t%s\n", name, float64(n)/1e6, pub, in.C, in.H, in.W, in.NumClasses,
+					strings.Join(m.Options, ","), m.Doc)
 			}
 			if !f.JSON {
 				fmt.Fprintln(tw, "\nPRESET\t\tPROTOCOL")

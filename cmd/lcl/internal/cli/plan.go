@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
@@ -93,7 +94,7 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 		if set, err = f.LabelSet(o.Synsets); err != nil {
 			return err
 		}
-		classes = sdkClasses(set)
+		classes = curriculum.Classes(set)
 	} else {
 		if o.Matrix == "" {
 			return usagef("give --synsets, or --matrix FILE.npy")
@@ -120,7 +121,7 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 	for i := range nominal {
 		nominal[i] = i
 	}
-	b, err := newBridge(ctx, opened, classes, nominal, nil, o.Epochs, 0, "")
+	b, err := curriculum.New(ctx, opened.Strategy, opened.run(classes, nominal, nil, o.Epochs, 0, ""))
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,8 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 		return err
 	}
 	total := 0
-	for _, s := range b.stages {
+	stages := b.StrategyStages()
+	for _, s := range stages {
 		total += s.Epochs
 	}
 	bar := f.Progress(int64(total), "plan")
@@ -140,15 +142,15 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 	var rows []planRow
 	files := 0
 stages:
-	for s, stage := range b.stages {
+	for s, stage := range stages {
 		for prev := 0; prev < s; prev++ {
-			if b.stages[prev].Features {
-				f.Logf("lcl plan: stage %q needs the features of a model trained in stage %q; planned up to there", stage.Name, b.stages[prev].Name)
+			if stages[prev].Features {
+				f.Logf("lcl plan: stage %q needs the features of a model trained in stage %q; planned up to there", stage.Name, stages[prev].Name)
 				break stages
 			}
 		}
 		dir := o.Out
-		if len(b.stages) > 1 {
+		if len(stages) > 1 {
 			dir = filepath.Join(o.Out, stage.Name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
@@ -158,7 +160,7 @@ stages:
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			p, err := b.plan(ctx, s, e, 0, nil)
+			p, err := b.StrategyPlan(ctx, s, e, 0, nil)
 			if err != nil {
 				return err
 			}

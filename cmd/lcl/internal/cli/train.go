@@ -313,11 +313,12 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
 	so := o.strat
 	so.Strategy = o.Strategy
-	pl, planID, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, op.Batch, o.Model)
+	pl, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, op.Batch, o.Model)
 	if err != nil {
 		return err
 	}
 	defer closePlanner()
+	planID := pl.Identity()
 	for k, v := range planID {
 		identity[k] = v
 	}
@@ -351,7 +352,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		bar.Set(p.Step)
 	}
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
-		pl.Observe(ctx, m)
+		pl.Observe(ctx, m.Observation())
 		if bar != nil {
 			bar.Finish()
 			bar = nil

@@ -18,7 +18,9 @@ func main() {
 	report := func(what string, err error) {
 		fmt.Printf("%s: mismatch %t\n", what, errors.Is(err, torch.ErrABIMismatch))
 	}
-	_, err = torch.NewModel(torch.Spec{Kind: torch.MLP, InC: 1, InH: 1, InW: 1, NumClasses: 2}, "cpu")
+	_, err = torch.NewModel(torch.Spec{InC: 1, InH: 1, InW: 1, NumClasses: 2, Features: torch.Seq("", torch.Flatten()), Head: torch.Seq("", torch.Linear("fc", 1, 2))}, "cpu")
+	report("NewModel", err)
+	_, err = torch.NewModel(torch.Spec{InC: 1, InH: 1, InW: 1, NumClasses: 2, Script: "m.pt"}, "cpu")
 	report("NewModel", err)
 	_, err = torch.NewTensor([]float32{1}, []int64{1}, "cpu")
 	report("NewTensor", err)

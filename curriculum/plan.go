@@ -1,0 +1,105 @@
+package curriculum
+
+import "context"
+
+// Stage is one phase of a run: Peers models (K ≥ 1) trained together for
+// Epochs epochs. A later stage may use the final model (peer 0) of an earlier
+// stage as a frozen Teacher, or ask for its penultimate features through
+// PlanContext.Features.
+type Stage struct {
+	Name    string
+	Epochs  int    // 0 = the run's epoch count
+	Peers   int    // 0 = 1
+	Teacher string // name of an earlier stage, "" for none
+	// Model is the architecture of this stage's models (a models registry
+	// name such as "resnet34" or "cnn:channels=16x32"); "" means the run's
+	// model. KD uses it for a teacher of another architecture.
+	Model string
+	// PerStep asks the planner again before every optimiser step, with
+	// PlanContext.Step set, and trains that step on the new plan's Targets
+	// (the epoch's weights, subset and coefficients stay those of step 0).
+	// LCL's optional per-iteration update uses it.
+	PerStep bool
+}
+
+// Plan is what a Planner decides for one epoch, in the trainer's terms:
+// float32 values indexed by the training data set's examples.
+type Plan struct {
+	// Targets is the C×C row-major soft-target matrix: row y is the target of
+	// an example labelled y. nil means one-hot.
+	Targets []float32
+	// Weights holds one weight per example of the training dataset, indexed by
+	// example index (len = Dataset.Len()); nil means uniform.
+	Weights []float32
+	// Subset restricts this epoch to these example indices (CurriculumNet);
+	// nil means the run's whole training set.
+	Subset []int
+	// Coefs weighs the loss terms; the zero value means Soft = 1.
+	Coefs Coefs
+}
+
+// Coefs weighs the terms of the per-example training loss
+//
+//	Soft·(−Σ_j T_yj log p_j) + Hard·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
+//
+// with τ = KDTemp (trainer/torch.Coefs, which the trainer converts it to,
+// documents the terms).
+type Coefs struct {
+	Soft, Hard, KD, KDTemp, Mutual float32
+}
+
+// PlanContext tells the planner where the run stands.
+type PlanContext struct {
+	Stage      Stage
+	StageIndex int
+	Epoch      int // 0-based within the stage
+	Epochs     int // of the stage
+	Step       int // 0-based optimiser step within the epoch (0 for the epoch's plan)
+	Steps      int // optimiser steps per epoch over the run's training set
+	NumClasses int
+	// Classes names the classes in label order when the dataset knows them
+	// (it has a Classes() []string method); nil otherwise.
+	Classes []string
+	// Train holds the run's training example indices (after --fraction).
+	Train []int
+	// Label returns the label of training example i.
+	Label func(i int) int
+	// Features returns the penultimate features of the final model of an
+	// earlier stage for the given training examples (evaluation mode, no
+	// augmentation), one row per index.
+	Features FeatureFunc
+}
+
+// FeatureFunc returns the features of a finished stage's final model for the
+// given dataset indices, one row per index.
+type FeatureFunc func(ctx context.Context, stage string, indices []int) ([][]float32, error)
+
+// Planner decides targets, weights, subsets and loss terms: a training
+// strategy as the trainer sees it. Plan is called at the start of every
+// epoch, also after a resume, so it must be a function of the context (and
+// of the state restored by a StatefulPlanner).
+type Planner interface {
+	Stages() []Stage
+	Plan(ctx context.Context, pc PlanContext) (Plan, error)
+}
+
+// StatefulPlanner is a Planner whose state goes into checkpoints.
+type StatefulPlanner interface {
+	Planner
+	MarshalState() ([]byte, error)
+	UnmarshalState([]byte) error
+}
+
+// Observation is a finished epoch as a planner is told it.
+type Observation struct {
+	StageIndex int
+	Epoch      int // 1-based within the stage
+	LR         float64
+	// Models holds each peer's metrics (one entry for a single model).
+	Models []ModelMetrics
+}
+
+// ModelMetrics are one model's results of an epoch.
+type ModelMetrics struct {
+	TrainLoss, TrainTop1, TestTop1, TestTop5, TestLoss float64
+}
