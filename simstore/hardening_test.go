@@ -178,3 +178,19 @@ func TestReadOnlyOpensShare(t *testing.T) {
 		t.Fatalf("read-only open of an empty folder: %v", err)
 	}
 }
+
+// FuzzDecode: no stored value panics decoding or allocates what a damaged
+// header claims; an accepted value re-encodes to itself.
+func FuzzDecode(f *testing.F) {
+	good, _ := encode(KindMatrix, map[string]string{"a": "b"}, []float32{1, 2, 3})
+	f.Add(good)
+	f.Add((manifest{total: 10, chunkSize: 4, chunks: 3, gen: strings.Repeat("a", genLen)}).encode())
+	f.Add([]byte("LCLS\x01\x00\x03\x00"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var meta map[string]any
+		if data, err := decode([]byte("k"), KindMatrix, raw, &meta); err == nil && len(raw) < 4*len(data) {
+			t.Fatalf("%d floats from %d bytes", len(data), len(raw))
+		}
+		decodeManifest([]byte("k"), raw)
+	})
+}
