@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/figure"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
-	simplot "github.com/lcl-project/lcl/similarity/plot"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -428,13 +428,13 @@ func runSimilarityPlot(f *Factory, m *similarity.Matrix, dir string) error {
 	}
 	heat := filepath.Join(dir, base+"-heatmap.png")
 	if _, err := writeFileAtomic(heat, func(w io.Writer) error {
-		return simplot.Heatmap(w, m.Data, m.Names, order, "Dissimilarity 1 − s: "+title)
+		return figure.Heatmap(w, m.Data, m.Names, order, "Dissimilarity 1 − s: "+title)
 	}); err != nil {
 		return err
 	}
 	spec := filepath.Join(dir, base+"-spectrum.png")
 	if _, err := writeFileAtomic(spec, func(w io.Writer) error {
-		return simplot.Spectrum(w, eig, "Eigenvalue spectrum: "+title)
+		return figure.Spectrum(w, eig, "Eigenvalue spectrum: "+title)
 	}); err != nil {
 		return err
 	}
