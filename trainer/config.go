@@ -138,6 +138,7 @@ func newRunner(cfg Config) (*runner, error) {
 		}
 	}
 	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r.user0, r.sys0 = processCPU()
 	r.id = r.identity()
 	return r, nil
 }

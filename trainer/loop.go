@@ -30,7 +30,9 @@ type runner struct {
 	metricsOff int64
 	history    []EpochMetrics
 	start      time.Time
-	id         map[string]string
+	// user0 and sys0 are the process's CPU times when the run started.
+	user0, sys0 time.Duration
+	id          map[string]string
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -210,8 +212,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 }
 
 func (r *runner) finish(peers *peerSet) (*Result, error) {
+	user, sys := processCPU()
 	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Epochs: r.history,
-		Seconds: time.Since(r.start).Seconds()}
+		Seconds: time.Since(r.start).Seconds(), UserSeconds: (user - r.user0).Seconds(), SystemSeconds: (sys - r.sys0).Seconds()}
 	if n := len(r.history); n > 0 {
 		last := r.history[n-1]
 		res.Final = last.Peers
@@ -449,6 +452,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	if p.Seconds > 0 {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}
+	te := time.Now()
 	for q, m := range peers.models {
 		pm, err := r.evaluate(ctx, m)
 		if err != nil && ctx.Err() != nil {
@@ -467,6 +471,10 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		if k > 1 {
 			em.Peers = append(em.Peers, pm)
 		}
+	}
+	em.EvalSeconds = time.Since(te).Seconds()
+	if em.EvalSeconds > 0 {
+		em.EvalImgPerSec = float64(k*r.cfg.Test.Len()) / em.EvalSeconds
 	}
 	r.history = append(r.history, em)
 	if r.cfg.OnEpoch != nil {

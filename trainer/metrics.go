@@ -22,17 +22,21 @@ type PeerMetrics struct {
 
 // EpochMetrics is one line of metrics.jsonl.
 type EpochMetrics struct {
-	MessageType string        `json:"message_type"` // "epoch"
-	Stage       string        `json:"stage"`
-	StageIndex  int           `json:"stage_index"`
-	Epoch       int           `json:"epoch"` // 1-based
-	Epochs      int           `json:"epochs"`
-	LR          float64       `json:"lr"`
-	Images      int64         `json:"images"`
-	Seconds     float64       `json:"seconds"`
-	ImgPerSec   float64       `json:"img_per_s"`
-	PeerMetrics               // peer 0
-	Peers       []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
+	MessageType string  `json:"message_type"` // "epoch"
+	Stage       string  `json:"stage"`
+	StageIndex  int     `json:"stage_index"`
+	Epoch       int     `json:"epoch"` // 1-based
+	Epochs      int     `json:"epochs"`
+	LR          float64 `json:"lr"`
+	Images      int64   `json:"images"`
+	Seconds     float64 `json:"seconds"`   // training (cumulative over the stage's epochs, as on resume)
+	ImgPerSec   float64 `json:"img_per_s"` // training images per second
+	// EvalSeconds is this epoch's evaluation of every peer on the test set,
+	// EvalImgPerSec the test images (times peers) per second of it.
+	EvalSeconds   float64       `json:"eval_seconds"`
+	EvalImgPerSec float64       `json:"eval_img_per_s"`
+	PeerMetrics                 // peer 0
+	Peers         []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
 	// Top1 and Top5 repeat the test accuracy of every peer (one entry per
 	// model), the per-epoch shape lcl report and lcl experiment read.
 	Top1 []float64 `json:"top1"`
@@ -44,16 +48,22 @@ type EpochMetrics struct {
 
 // Result is the outcome of a run.
 type Result struct {
-	Strategy   string         `json:"strategy"`
-	Model      string         `json:"model"`
-	Seed       int64          `json:"seed"`
-	Final      []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
-	Top1       []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
-	Top5       []float64      `json:"top5"`
-	Epochs     []EpochMetrics `json:"epochs"`
-	Seconds    float64        `json:"seconds"`
-	Checkpoint string         `json:"checkpoint,omitempty"`
-	Weights    string         `json:"weights,omitempty"`
+	Strategy string         `json:"strategy"`
+	Model    string         `json:"model"`
+	Seed     int64          `json:"seed"`
+	Final    []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
+	Top1     []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5     []float64      `json:"top5"`
+	Epochs   []EpochMetrics `json:"epochs"`
+	Seconds  float64        `json:"seconds"`
+	// UserSeconds and SystemSeconds are the CPU time of this process (every
+	// thread) during the run, in user mode and in the kernel. A system share
+	// above a few percent means time lost to page faults or spinning threads
+	// (docs/trainer.md, "Where the time goes").
+	UserSeconds   float64 `json:"user_seconds"`
+	SystemSeconds float64 `json:"system_seconds"`
+	Checkpoint    string  `json:"checkpoint,omitempty"`
+	Weights       string  `json:"weights,omitempty"`
 }
 
 func (r *runner) openMetrics(ck *checkpoint) error {

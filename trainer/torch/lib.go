@@ -114,6 +114,25 @@ func CUDADevices() (int, error) {
 	return int(n), nil
 }
 
+// CPUAllocStats reports the caching CPU allocator's counters; ok is false
+// when LCL_CPU_ALLOCATOR left libtorch's own allocator in place.
+func CPUAllocStats() (s AllocStats, ok bool, err error) {
+	if err := Check(); err != nil {
+		return s, false, err
+	}
+	var out [5]C.int64_t
+	var installed C.int32_t
+	var cerr *C.char
+	if C.lt_cpu_alloc_stats(&out[0], &installed, &cerr) != 0 {
+		return s, false, errOf("cpu allocator stats", cerr)
+	}
+	if installed == 0 {
+		return s, false, nil
+	}
+	return AllocStats{Hits: int64(out[0]), Misses: int64(out[1]), LiveBytes: int64(out[2]),
+		PeakBytes: int64(out[3]), CachedBytes: int64(out[4])}, true, nil
+}
+
 // NewTensor copies data of the given shape onto device ("cpu", "cuda:0").
 func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 	if err := Check(); err != nil {

@@ -13,19 +13,20 @@ type (
 	groupHandle  = *struct{}
 )
 
-func Check() error                         { return ErrNoLibtorch }
-func Version() string                      { return "" }
-func Available() bool                      { return false }
-func SetThreads(n int) error               { return ErrNoLibtorch }
-func Threads() (int, error)                { return 0, ErrNoLibtorch }
-func ManualSeed(uint64) error              { return ErrNoLibtorch }
-func CUDADevices() (int, error)            { return 0, ErrNoLibtorch }
-func (t *Tensor) Close()                   {}
-func (m *Model) Close()                    {}
-func (o *Optimizer) Close()                {}
-func (g *Group) Close()                    {}
-func (g *Group) Abort(string)              {}
-func (m *Model) NumParams() (int64, error) { return 0, ErrNoLibtorch }
+func Check() error                             { return ErrNoLibtorch }
+func Version() string                          { return "" }
+func Available() bool                          { return false }
+func SetThreads(n int) error                   { return ErrNoLibtorch }
+func Threads() (int, error)                    { return 0, ErrNoLibtorch }
+func ManualSeed(uint64) error                  { return ErrNoLibtorch }
+func CUDADevices() (int, error)                { return 0, ErrNoLibtorch }
+func CPUAllocStats() (AllocStats, bool, error) { return AllocStats{}, false, ErrNoLibtorch }
+func (t *Tensor) Close()                       {}
+func (m *Model) Close()                        {}
+func (o *Optimizer) Close()                    {}
+func (g *Group) Close()                        {}
+func (g *Group) Abort(string)                  {}
+func (m *Model) NumParams() (int64, error)     { return 0, ErrNoLibtorch }
 
 func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 	return nil, ErrNoLibtorch
