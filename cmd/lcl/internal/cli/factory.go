@@ -94,6 +94,14 @@ func (f *Factory) ReadStore() (*simstore.Store, error) {
 	return s, nil
 }
 
+// storeDir is the store folder: --store, else simstore.DefaultDir().
+func (f *Factory) storeDir() string {
+	if f.StoreDir != "" {
+		return f.StoreDir
+	}
+	return simstore.DefaultDir()
+}
+
 // WordNet opens WordNet 3.0 (once) from --wordnet, $WNHOME or the Debian path.
 func (f *Factory) WordNet() (*wordnet.DB, error) {
 	f.mu.Lock()
