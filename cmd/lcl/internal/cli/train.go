@@ -162,51 +162,32 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 		return trainer.Optim{}, "", usagef("--preset: %v", err)
 	}
 	ch := cmd.Flags().Changed
-	op := p.For(o.world, ch("batch"), o.Batch, ch("lr"))
-	if ch("epochs") {
-		op.Epochs = o.Epochs
+	var ov trainer.Overrides
+	for flag, dst := range map[string]**int{"epochs": &ov.Epochs, "batch": &ov.Batch, "step-size": &ov.StepSize, "warmup": &ov.Warmup} {
+		if ch(flag) {
+			v, _ := cmd.Flags().GetInt(flag)
+			*dst = &v
+		}
 	}
-	if ch("lr") {
-		op.Schedule.LR = o.LR
-	}
-	if ch("momentum") {
-		op.Momentum = o.Momentum
+	for flag, dst := range map[string]**float64{"lr": &ov.LR, "momentum": &ov.Momentum, "weight-decay": &ov.WeightDecay, "gamma": &ov.Gamma} {
+		if ch(flag) {
+			v, _ := cmd.Flags().GetFloat64(flag)
+			*dst = &v
+		}
 	}
 	if ch("nesterov") {
-		op.Nesterov = o.Nesterov
-	}
-	if ch("weight-decay") {
-		op.WeightDecay = o.WeightDecay
+		ov.Nesterov = &o.Nesterov
 	}
 	if ch("schedule") {
-		op.Schedule.Kind = o.Schedule
-		if o.Schedule != p.Schedule.Kind && (o.Schedule == "step" || o.Schedule == "multistep") && !ch("gamma") {
-			op.Schedule.Gamma = 0.1
-		}
+		ov.Schedule = &o.Schedule
 	}
 	if ch("milestones") {
-		ms, err := trainer.ParseMilestones(o.Milestones)
-		if err != nil {
+		if ov.Milestones, err = trainer.ParseMilestones(o.Milestones); err != nil {
 			return trainer.Optim{}, "", usagef("--milestones: %v", err)
 		}
-		op.Schedule.Milestones = ms
 	}
-	if ch("gamma") {
-		op.Schedule.Gamma = o.Gamma
-	}
-	if ch("step-size") {
-		op.Schedule.StepSize = o.StepSize
-	}
-	if ch("warmup") {
-		op.Schedule.Warmup = o.Warmup
-	}
-	if op.Epochs <= 0 || op.Batch <= 0 {
-		return trainer.Optim{}, "", usagef("--epochs and --batch must be > 0")
-	}
-	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0) {
-		return trainer.Optim{}, "", usagef("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
-	}
-	if err := op.Schedule.Validate(); err != nil {
+	op, err := p.Apply(o.world, ov)
+	if err != nil {
 		return trainer.Optim{}, "", usagef("%v", err)
 	}
 	return op, name, nil
