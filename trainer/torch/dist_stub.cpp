@@ -37,7 +37,7 @@ extern "C" {
 int32_t lt_has_dist(void) noexcept { return 0; }
 
 lt_pg *lt_pg_new(const char *, const char *, int32_t, int32_t, int32_t, int64_t, const char *, int32_t, const char *,
-                 char **err) {
+                 const char *, char **err) {
 	try {
 		fail(err);
 	} catch (...) {
