@@ -24,6 +24,7 @@ type runner struct {
 	specs    []torch.Spec // per stage
 	stages   []Stage
 	finished map[string]*torch.Model
+	init     *initWeights // Config.Init, nil without
 	metrics  *os.File
 	history  []EpochMetrics
 	start    time.Time
@@ -108,13 +109,25 @@ func (r *runner) newPeers(stage int) (*peerSet, error) {
 	}
 	ps := &peerSet{}
 	o := r.cfg.Optim
-	for range r.stages[stage].Peers {
-		m, err := torch.NewModel(r.specs[stage], r.cfg.Device)
+	st := r.stages[stage]
+	own := st.Model != "" && st.Model != r.cfg.Model // an architecture of the stage's own
+	for k := range st.Peers {
+		spec := r.specs[stage]
+		// Peers after the first of a TorchScript model start from a fresh
+		// initialisation: copies of one module would stay copies.
+		spec.Reinit = spec.Script != "" && k > 0
+		m, err := torch.NewModel(spec, r.cfg.Device)
 		if err != nil {
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 		ps.models = append(ps.models, m)
+		if r.init != nil && !own {
+			if err := r.init.apply(m, spec.HeadNames()); err != nil {
+				ps.close()
+				return nil, err
+			}
+		}
 		opt, err := torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
 		if err != nil {
 			ps.close()

@@ -31,6 +31,8 @@ type trainOptions struct {
 	Seed                                                int64
 	Threads, Workers, EvalBatch, CheckpointEvery        int
 	Resume, NoStore                                     bool
+	Init                                                string
+	InitSkip                                            []string
 
 	// Data parallelism (docs/experiment.md, "Running on a cluster").
 	NProc       int
@@ -60,6 +62,15 @@ directory read as the kind named by --synsets. --fraction keeps a seeded,
 class-stratified part of the training set (the paper's DR); the test set is
 always whole.
 
+The architecture is --model: a name of lcl models with options
+(resnext101-32x8d, densenet:depth=100,growth=12, ...), or
+torchscript:FILE.pt, a module saved by torch.jit.script/trace, trained with
+every strategy (its penultimate features: its method "penultimate", else the
+input of its last linear layer). --init FILE.safetensors starts from existing
+weights (lcl's model.safetensors, or a torchvision/timm state dict written as
+safetensors: docs/trainer.md), loaded strictly; --init-skip fc keeps the
+classifier at its initialisation, for another number of classes.
+
 The optimisation protocol is a preset (lcl models lists them; the default
 depends on the model) whose settings the flags --epochs --batch --lr
 --momentum --nesterov --weight-decay --schedule --milestones --gamma
@@ -76,6 +87,8 @@ is refused with the reason. The result is also stored in the store as a run.`,
       --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
   lcl train --out runs/fm-cnn --resume ...same flags...
+  lcl train --data folder:/data/awa2 --model resnet50 --init resnet50.safetensors --init-skip fc --out runs/ft
+  lcl train --data cifar100:/data/cifar-100-binary --model torchscript:mynet.pt --preset wrn-cifar --out runs/ts
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
   torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 --master-port 29500 \
       lcl train --data imagenet:/data/imagenet --model resnet50 --preset goyal --out /shared/runs/in-r50`,
@@ -109,6 +122,8 @@ is refused with the reason. The result is also stored in the store as a run.`,
 	fl.IntVar(&o.Warmup, "warmup", 0, "epochs of linear learning-rate warm-up")
 	fl.IntVar(&o.CheckpointEvery, "checkpoint-every", 1, "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)")
 	fl.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its checkpoint")
+	fl.StringVar(&o.Init, "init", "", "start from the weights of a safetensors file (lcl's model.safetensors, or a torchvision/timm state dict: docs/trainer.md), loaded strictly")
+	fl.StringSliceVar(&o.InitSkip, "init-skip", nil, "with --init: module prefixes to keep at their initialisation, e.g. fc (a classifier for other classes)")
 	fl.IntVar(&o.Workers, "workers", 0, "data decoding goroutines (0 = number of CPUs)")
 	fl.IntVar(&o.EvalBatch, "eval-batch", 256, "evaluation batch size")
 	fl.BoolVar(&o.NoStore, "no-store", false, "do not record the run in the store")
@@ -326,6 +341,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		Out: out, Model: o.Model, Train: train, Test: test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: idx,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: resume, Identity: identity,
+		Init: o.Init, InitSkip: o.InitSkip,
 		Group: group,
 	}
 	nTrain := train.Len()
