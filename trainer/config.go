@@ -87,7 +87,7 @@ func newRunner(cfg Config) (*runner, error) {
 	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
 		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
 	}
-	if err := cfg.Optim.Schedule.Validate(); err != nil {
+	if err := cfg.Optim.Validate(); err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
 	if (cfg.Resume || !cfg.NoCheckpoint) && cfg.Out == "" && cfg.Resume {
@@ -180,6 +180,12 @@ func (r *runner) identity() map[string]string {
 		"train":    fmt.Sprintf("%d of %d", len(r.cfg.TrainIndices), r.cfg.Train.Len()),
 		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
 			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
+	}
+	if o.Optimizer == "rmsprop" {
+		// (SGD runs keep the identity of checkpoints written before
+		// RMSProp existed.)
+		decay, eps := o.rms()
+		id["optim"] += fmt.Sprintf(" rmsprop decay=%g eps=%g", decay, eps)
 	}
 	for k, v := range r.cfg.Identity {
 		id[k] = v

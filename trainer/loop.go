@@ -128,7 +128,13 @@ func (r *runner) newPeers(stage int) (*peerSet, error) {
 				return nil, err
 			}
 		}
-		opt, err := torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
+		var opt *torch.Optimizer
+		if o.Optimizer == "rmsprop" {
+			decay, eps := o.rms()
+			opt, err = torch.NewRMSProp(m, decay, eps, o.Momentum, o.WeightDecay)
+		} else {
+			opt, err = torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
+		}
 		if err != nil {
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)

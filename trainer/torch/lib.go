@@ -37,7 +37,7 @@ func cstr(s string) (*C.char, func()) {
 
 // abiVersion is the LT_ABI_VERSION of the shim.h this binding was written
 // against.
-const abiVersion = 5
+const abiVersion = 6
 
 // shimABI asks the shim for its ABI version: lt_abi_version is one of the
 // two functions of shim.h that never change, so any shim answers it.
@@ -445,6 +445,26 @@ func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer,
 		nv = 1
 	}
 	c := C.lt_optim_new(mc, C.double(momentum), C.double(weightDecay), nv, &cerr)
+	runtime.KeepAlive(m)
+	if c == nil {
+		return nil, errOf("new optimizer", cerr)
+	}
+	o := &Optimizer{c: c}
+	o.cleanup = runtime.AddCleanup(o, func(c *C.lt_optim) { C.lt_optim_free(c) }, c)
+	return o, nil
+}
+
+// NewRMSProp creates TensorFlow's RMSProp over m's parameters (the
+// optimizer of the Inception papers): ms ← decay·ms + (1−decay)·d² with ms
+// starting at 1, mom ← momentum·mom + lr·d/√(ms+eps), p ← p − mom, where
+// d = grad + weightDecay·p.
+func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
+	mc, err := m.handle("new optimizer")
+	if err != nil {
+		return nil, err
+	}
+	var cerr *C.char
+	c := C.lt_optim_new_rmsprop(mc, C.double(decay), C.double(eps), C.double(momentum), C.double(weightDecay), &cerr)
 	runtime.KeepAlive(m)
 	if c == nil {
 		return nil, errOf("new optimizer", cerr)

@@ -157,6 +157,29 @@ lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_
 	return o.release();
 	LT_CATCH(err, nullptr)
 }
+lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
+                               char **err) {
+	LT_TRY
+	if (!(decay >= 0 && decay < 1) || !(eps > 0) || momentum < 0 || weight_decay < 0)
+		throw std::invalid_argument("RMSProp needs 0 <= decay < 1, eps > 0, momentum >= 0 and weight decay >= 0");
+	auto o = std::make_unique<lt_optim>();
+	o->rmsprop = true;
+	o->rho = decay;
+	o->eps = eps;
+	o->momentum = momentum;
+	o->wd = weight_decay;
+	o->nesterov = false;
+	auto named = m->net->named_parameters(true);
+	for (auto &p : named) {
+		o->params.push_back({p.key(), p.value()});
+		// TensorFlow 1 starts the mean squares at 1.
+		o->bufs.push_back({p.key() + ".square_avg", torch::ones_like(p.value()).detach()});
+	}
+	if (momentum != 0)
+		for (auto &p : named) o->bufs.push_back({p.key() + ".momentum_buffer", torch::zeros_like(p.value()).detach()});
+	return o.release();
+	LT_CATCH(err, nullptr)
+}
 void lt_optim_free(lt_optim *o) noexcept { delete o; }
 int32_t lt_optim_state_count(lt_optim *o, int32_t *out, char **err) {
 	LT_TRY

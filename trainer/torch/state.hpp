@@ -55,9 +55,14 @@ void entry_write(std::vector<Entry> &es, int32_t i, const void *src, int64_t nby
 
 struct lt_optim {
 	std::vector<lts::Entry> params; // live parameters
-	std::vector<lts::Entry> bufs;   // momentum buffers, named <param>.momentum_buffer
+	// State, as read and written through the C ABI: SGD's momentum buffers
+	// (<param>.momentum_buffer), or RMSProp's mean squares
+	// (<param>.square_avg) followed by its momentum buffers.
+	std::vector<lts::Entry> bufs;
 	double momentum, wd;
 	bool nesterov;
+	bool rmsprop = false;
+	double rho = 0.9, eps = 1.0;
 	void zero_grad() {
 		for (auto &p : params) {
 			auto &g = p.t.mutable_grad();
@@ -66,11 +71,28 @@ struct lt_optim {
 	}
 	void step(double lr) {
 		torch::NoGradGuard ng;
-		for (size_t i = 0; i < params.size(); i++) {
+		size_t n = params.size();
+		for (size_t i = 0; i < n; i++) {
 			auto &p = params[i].t;
 			auto g = p.grad();
 			if (!g.defined()) continue;
 			auto d = wd != 0 ? g.add(p, wd) : g;
+			if (rmsprop) {
+				// TensorFlow's RMSProp (the Inception papers'): ms <- rho ms +
+				// (1-rho) g^2; mom <- momentum mom + lr g / sqrt(ms + eps);
+				// p <- p - mom.
+				auto &ms = bufs[i].t;
+				ms.mul_(rho).addcmul_(d, d, 1 - rho);
+				auto u = d / (ms + eps).sqrt_();
+				if (momentum != 0) {
+					auto &mom = bufs[n + i].t;
+					mom.mul_(momentum).add_(u, lr);
+					p.sub_(mom);
+				} else {
+					p.add_(u, -lr);
+				}
+				continue;
+			}
 			if (momentum != 0) {
 				auto &buf = bufs[i].t;
 				buf.mul_(momentum).add_(d);

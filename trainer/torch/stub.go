@@ -36,6 +36,9 @@ func (m *Model) LoadState(map[string]Named) error       { return ErrNoLibtorch }
 func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bool) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }
+func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
+	return nil, ErrNoLibtorch
+}
 func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer, error) {
 	return nil, ErrNoLibtorch
 }

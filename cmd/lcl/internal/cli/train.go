@@ -44,7 +44,7 @@ type trainOptions struct {
 	Epochs, Batch, Warmup, StepSize  int
 	LR, Momentum, WeightDecay, Gamma float64
 	Nesterov                         bool
-	Schedule, Milestones             string
+	Schedule, Milestones, Optimizer  string
 
 	strat strategyOptions // --param, --epsilon, --source, --matrix, --plugin-timeout
 }
@@ -74,7 +74,7 @@ classifier at its initialisation, for another number of classes.
 The optimisation protocol is a preset (lcl models lists them; the default
 depends on the model) whose settings the flags --epochs --batch --lr
 --momentum --nesterov --weight-decay --schedule --milestones --gamma
---step-size --warmup override.
+--step-size --warmup --optimizer override.
 
 The run directory (--out) receives metrics.jsonl (one line per epoch),
 checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
@@ -120,6 +120,7 @@ is refused with the reason. The result is also stored in the store as a run.`,
 	fl.Float64Var(&o.Gamma, "gamma", 0, "step/multistep decay factor")
 	fl.IntVar(&o.StepSize, "step-size", 0, "step schedule: decay every N epochs")
 	fl.IntVar(&o.Warmup, "warmup", 0, "epochs of linear learning-rate warm-up")
+	fl.StringVar(&o.Optimizer, "optimizer", "", "sgd or rmsprop (TensorFlow's, decay 0.9, ε 1; overrides the preset)")
 	fl.IntVar(&o.CheckpointEvery, "checkpoint-every", 1, "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)")
 	fl.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its checkpoint")
 	fl.StringVar(&o.Init, "init", "", "start from the weights of a safetensors file (lcl's model.safetensors, or a torchvision/timm state dict: docs/trainer.md), loaded strictly")
@@ -207,13 +208,16 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 	if ch("warmup") {
 		op.Schedule.Warmup = o.Warmup
 	}
+	if ch("optimizer") {
+		op.Optimizer = o.Optimizer
+	}
 	if op.Epochs <= 0 || op.Batch <= 0 {
 		return trainer.Optim{}, "", usagef("--epochs and --batch must be > 0")
 	}
 	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0) {
 		return trainer.Optim{}, "", usagef("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
 	}
-	if err := op.Schedule.Validate(); err != nil {
+	if err := op.Validate(); err != nil {
 		return trainer.Optim{}, "", usagef("%v", err)
 	}
 	return op, name, nil
