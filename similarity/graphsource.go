@@ -35,7 +35,7 @@ func resolveGraph(set *labels.Set, p *params, openWN WordNetFunc) (*labelGraph, 
 	if len(set.Hierarchy) > 0 {
 		def = GraphHierarchy
 	}
-	choice := p.str("graph", def)
+	choice := p.strOr("graph", def)
 	lg := &labelGraph{kind: choice, name: choice}
 	var err error
 	switch choice {
@@ -116,21 +116,21 @@ type SimRankSource struct {
 func (SimRankSource) Name() string { return "simrank" }
 
 func (s SimRankSource) resolve(set *labels.Set, in map[string]string) (*params, *labelGraph, SimRankOptions, error) {
-	p, err := newParams(in, "graph", "decay", "iterations", "tolerance", "variant")
+	p, err := newParams(in, "simrank")
 	if err != nil {
 		return nil, nil, SimRankOptions{}, err
 	}
 	var opt SimRankOptions
-	if opt.Decay, err = p.float("decay", 0.8); err != nil {
+	if opt.Decay, err = p.float("decay"); err != nil {
 		return nil, nil, opt, err
 	}
-	if opt.Iterations, err = p.int("iterations", 1000); err != nil {
+	if opt.Iterations, err = p.int("iterations"); err != nil {
 		return nil, nil, opt, err
 	}
-	if opt.Tolerance, err = p.float("tolerance", 1e-6); err != nil {
+	if opt.Tolerance, err = p.float("tolerance"); err != nil {
 		return nil, nil, opt, err
 	}
-	if opt.Variant, err = p.choice("variant", VariantJehWidom, VariantJehWidom, VariantStar, VariantUndirected); err != nil {
+	if opt.Variant, err = p.choice("variant", VariantJehWidom, VariantStar, VariantUndirected); err != nil {
 		return nil, nil, opt, err
 	}
 	if !(opt.Decay > 0 && opt.Decay < 1) {

@@ -38,11 +38,11 @@ type LCA struct {
 func (LCA) Name() string { return "lca" }
 
 func (l LCA) resolve(set *labels.Set, in map[string]string) (*params, *labelGraph, string, error) {
-	p, err := newParams(in, "graph", "form")
+	p, err := newParams(in, "lca")
 	if err != nil {
 		return nil, nil, "", err
 	}
-	form, err := p.choice("form", FormWuPalmer, FormWuPalmer, FormHeight)
+	form, err := p.choice("form", FormWuPalmer, FormHeight)
 	if err != nil {
 		return nil, nil, "", err
 	}

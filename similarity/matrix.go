@@ -16,11 +16,11 @@ func (MatrixFile) Name() string { return "matrix" }
 
 // Prepare implements Preparer.
 func (MatrixFile) Prepare(_ context.Context, set *labels.Set, in map[string]string) (Provenance, error) {
-	p, err := newParams(in, "file")
+	p, err := newParams(in, "matrix")
 	if err != nil {
 		return Provenance{}, err
 	}
-	file := p.str("file", "")
+	file := p.str("file")
 	if file == "" {
 		return Provenance{}, fmt.Errorf("parameter file is required (a CSV, text or .npy C×C matrix)")
 	}

@@ -39,11 +39,11 @@ func (s Semantic) vectors(ctx context.Context, set *labels.Set, in map[string]st
 	if s.Store == nil {
 		return nil, nil, fmt.Errorf("no store to read vectors from")
 	}
-	p, err := newParams(in, "model")
+	p, err := newParams(in, "semantic")
 	if err != nil {
 		return nil, nil, err
 	}
-	model := p.str("model", "")
+	model := p.str("model")
 	if model != "" {
 		v, err := s.Store.GetVectors(ctx, set.Name, model)
 		if errors.Is(err, simstore.ErrNotFound) {

@@ -6,11 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/lcl-project/lcl/labels"
 )
@@ -128,72 +125,4 @@ func floatsDigest(rows [][]float64) string {
 		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// params is a typed view of a source's string parameters that records the
-// effective value of every parameter it reads.
-type params struct {
-	in        map[string]string
-	effective map[string]string
-	known     map[string]bool
-}
-
-func newParams(in map[string]string, known ...string) (*params, error) {
-	p := &params{in: in, effective: map[string]string{}, known: map[string]bool{}}
-	for _, k := range known {
-		p.known[k] = true
-	}
-	var unknown []string
-	for k := range in {
-		if !p.known[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		sort.Strings(known)
-		return nil, fmt.Errorf("unknown parameter(s) %s (this source takes: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
-	}
-	return p, nil
-}
-
-func (p *params) str(key, def string) string {
-	v := strings.TrimSpace(p.in[key])
-	if v == "" {
-		v = def
-	}
-	if v != "" {
-		p.effective[key] = v
-	}
-	return v
-}
-
-func (p *params) choice(key, def string, allowed ...string) (string, error) {
-	v := p.str(key, def)
-	for _, a := range allowed {
-		if v == a {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("parameter %s: %q is not one of %s", key, v, strings.Join(allowed, ", "))
-}
-
-func (p *params) float(key string, def float64) (float64, error) {
-	v := p.str(key, strconv.FormatFloat(def, 'g', -1, 64))
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("parameter %s: %q is not a finite number", key, v)
-	}
-	p.effective[key] = strconv.FormatFloat(x, 'g', -1, 64)
-	return x, nil
-}
-
-func (p *params) int(key string, def int) (int, error) {
-	v := p.str(key, strconv.Itoa(def))
-	x, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("parameter %s: %q is not an integer", key, v)
-	}
-	p.effective[key] = strconv.Itoa(x)
-	return x, nil
 }

@@ -3,14 +3,15 @@ package similarity
 import (
 	"bytes"
 	"fmt"
-	"github.com/lcl-project/lcl/internal/bounded"
-	"github.com/lcl-project/lcl/internal/npy"
 	"io"
 	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/npy"
 )
 
 // ReadTable reads a numeric table: one row per line, values separated by

@@ -34,14 +34,14 @@ type Visual struct{}
 func (Visual) Name() string { return "visual" }
 
 func (Visual) resolve(set *labels.Set, in map[string]string) (*params, [][]float64, string, error) {
-	p, err := newParams(in, "attributes", "missing")
+	p, err := newParams(in, "visual")
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if _, err := p.choice("missing", MissingMean, MissingMean, MissingZero); err != nil {
+	if _, err := p.choice("missing", MissingMean, MissingZero); err != nil {
 		return nil, nil, "", err
 	}
-	name := p.str("attributes", "continuous")
+	name := p.str("attributes")
 	if a, ok := set.Attributes[name]; ok {
 		if len(a.Values) != set.Len() {
 			return nil, nil, "", fmt.Errorf("attributes %s of %s: %d rows for %d classes", name, set.Name, len(a.Values), set.Len())

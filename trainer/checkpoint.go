@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,12 +46,45 @@ type checkpoint struct {
 	tensors map[string]safetensors.Tensor
 }
 
-func toST(prefix string, ns []torch.Named) []safetensors.Tensor {
-	out := make([]safetensors.Tensor, len(ns))
-	for i, n := range ns {
-		out[i] = safetensors.Tensor{Name: prefix + n.Name, DType: n.DType.String(), Shape: n.Shape, Data: n.Data}
+// stateReader is the state of a model or an optimizer, read one tensor at
+// a time.
+type stateReader interface {
+	StateInfo() ([]torch.Named, error)
+	ReadState(i int, dst []byte) error
+}
+
+// sources lists the tensors of s under prefix for safetensors.WriteFrom:
+// each is copied out of libtorch only when written, through buf (shared by
+// every source of a file, grown to the largest tensor), so writing a file
+// costs one tensor of memory, not a second copy of the state.
+func sources(prefix string, s stateReader, buf *[]byte) ([]safetensors.Source, error) {
+	ns, err := s.StateInfo()
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := make([]safetensors.Source, len(ns))
+	for i, n := range ns {
+		size := n.NumBytes()
+		out[i] = safetensors.Source{Name: prefix + n.Name, DType: n.DType.String(), Shape: n.Shape, Bytes: size,
+			WriteData: func(w io.Writer) error {
+				if int64(cap(*buf)) < size {
+					*buf = make([]byte, size)
+				}
+				b := (*buf)[:size]
+				if err := s.ReadState(i, b); err != nil {
+					return err
+				}
+				_, err := w.Write(b)
+				return err
+			}}
+	}
+	return out, nil
+}
+
+// writeSafetensors writes srcs and meta to path atomically.
+func writeSafetensors(path string, srcs []safetensors.Source, meta map[string]string) error {
+	_, err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return safetensors.WriteFrom(w, srcs, meta) })
+	return err
 }
 
 func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) error {
@@ -58,7 +92,7 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 		return nil
 	}
 	st := checkpointState{Format: checkpointFormat, Identity: r.id, Position: next, Peers: len(peers.models),
-		MetricsBytes: r.metricsBytes(), History: r.history}
+		MetricsBytes: r.metricsOff, History: r.history}
 	if r.metrics != nil {
 		if err := r.metrics.Sync(); err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
@@ -71,37 +105,38 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 		}
 		st.Planner = b
 	}
-	var ts []safetensors.Tensor
-	for name, m := range r.finished {
-		ns, err := m.State()
+	var srcs []safetensors.Source
+	var buf []byte
+	add := func(prefix string, s stateReader) error {
+		ss, err := sources(prefix, s, &buf)
 		if err != nil {
 			return fmt.Errorf("trainer: checkpoint: %w", err)
 		}
-		ts = append(ts, toST("stage/"+name+"/", ns)...)
+		srcs = append(srcs, ss...)
+		return nil
+	}
+	for name, m := range r.finished {
+		if err := add("stage/"+name+"/", m); err != nil {
+			return err
+		}
 		st.Finished = append(st.Finished, name)
 	}
 	if stageDone && next.Stage < len(r.stages) {
 		// The stage just ended: its peer 0 becomes a finished model.
 		name := r.stages[next.Stage-1].Name
-		ns, err := peers.models[0].State()
-		if err != nil {
-			return fmt.Errorf("trainer: checkpoint: %w", err)
+		if err := add("stage/"+name+"/", peers.models[0]); err != nil {
+			return err
 		}
-		ts = append(ts, toST("stage/"+name+"/", ns)...)
 		st.Finished = append(st.Finished, name)
 		st.Peers = 0
 	} else {
 		for k, m := range peers.models {
-			ns, err := m.State()
-			if err != nil {
-				return fmt.Errorf("trainer: checkpoint: %w", err)
+			if err := add(fmt.Sprintf("peer%d/", k), m); err != nil {
+				return err
 			}
-			ts = append(ts, toST(fmt.Sprintf("peer%d/", k), ns)...)
-			os, err := peers.optims[k].State()
-			if err != nil {
-				return fmt.Errorf("trainer: checkpoint: %w", err)
+			if err := add(fmt.Sprintf("optim%d/", k), peers.optims[k]); err != nil {
+				return err
 			}
-			ts = append(ts, toST(fmt.Sprintf("optim%d/", k), os)...)
 		}
 	}
 	slices.Sort(st.Finished)
@@ -109,11 +144,11 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 	if err != nil {
 		return fmt.Errorf("trainer: checkpoint: %w", err)
 	}
-	var b strings.Builder
-	if err := safetensors.Write(&b, ts, map[string]string{"lcl.checkpoint": string(meta), "format": "pt"}); err != nil {
+	path := filepath.Join(r.cfg.Out, checkpointName)
+	if err := writeSafetensors(path, srcs, map[string]string{"lcl.checkpoint": string(meta), "format": "pt"}); err != nil {
 		return fmt.Errorf("trainer: checkpoint: %w", err)
 	}
-	return writeAtomic(filepath.Join(r.cfg.Out, checkpointName), []byte(b.String()))
+	return nil
 }
 
 // ErrCheckpoint marks a checkpoint that cannot be resumed from.
@@ -224,7 +259,8 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 // Its metadata holds "format": "pt" and the run's identity as "lcl.<key>"
 // (lcl.model, lcl.data, ...).
 func writeWeights(path string, m *torch.Model, id map[string]string) error {
-	ns, err := m.State()
+	var buf []byte
+	srcs, err := sources("", m, &buf)
 	if err != nil {
 		return fmt.Errorf("trainer: weights: %w", err)
 	}
@@ -232,11 +268,10 @@ func writeWeights(path string, m *torch.Model, id map[string]string) error {
 	for k, v := range id {
 		meta["lcl."+k] = v
 	}
-	var b strings.Builder
-	if err := safetensors.Write(&b, toST("", ns), meta); err != nil {
+	if err := writeSafetensors(path, srcs, meta); err != nil {
 		return fmt.Errorf("trainer: weights: %w", err)
 	}
-	return writeAtomic(path, []byte(b.String()))
+	return nil
 }
 
 // WeightsMeta returns the metadata of a weights file or checkpoint: for a

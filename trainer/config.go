@@ -146,6 +146,7 @@ func newRunner(cfg Config) (*runner, error) {
 		}
 	}
 	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r.user0, r.sys0 = processCPU()
 	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
 		return nil, errors.New("trainer: --init-skip without --init")
 	}

@@ -26,9 +26,14 @@ type runner struct {
 	finished map[string]*torch.Model
 	init     *initWeights // Config.Init, nil without
 	metrics  *os.File
-	history  []EpochMetrics
-	start    time.Time
-	id       map[string]string
+	// metricsOff is the size of metrics.jsonl: what a checkpoint records
+	// (kept here, not asked of the file, so no failed Seek can record 0).
+	metricsOff int64
+	history    []EpochMetrics
+	start      time.Time
+	// user0 and sys0 are the process's CPU times when the run started.
+	user0, sys0 time.Duration
+	id          map[string]string
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -226,8 +231,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 }
 
 func (r *runner) finish(peers *peerSet) (*Result, error) {
+	user, sys := processCPU()
 	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Epochs: r.history,
-		Seconds: time.Since(r.start).Seconds()}
+		Seconds: time.Since(r.start).Seconds(), UserSeconds: (user - r.user0).Seconds(), SystemSeconds: (sys - r.sys0).Seconds()}
 	if n := len(r.history); n > 0 {
 		last := r.history[n-1]
 		res.Final = last.Peers
@@ -465,6 +471,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	if p.Seconds > 0 {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}
+	te := time.Now()
 	for q, m := range peers.models {
 		pm, err := r.evaluate(ctx, m)
 		if err != nil && ctx.Err() != nil {
@@ -483,6 +490,10 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		if k > 1 {
 			em.Peers = append(em.Peers, pm)
 		}
+	}
+	em.EvalSeconds = time.Since(te).Seconds()
+	if em.EvalSeconds > 0 {
+		em.EvalImgPerSec = float64(k*r.cfg.Test.Len()) / em.EvalSeconds
 	}
 	r.history = append(r.history, em)
 	if r.cfg.OnEpoch != nil {
@@ -522,17 +533,22 @@ func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, ba
 	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
 }
 
+// stepTargets asks the planner for step i's targets (Stage.PerStep) and
 // swaps them into the step.
 func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {
 	stage := r.stages[s]
+	where := fmt.Sprintf("trainer: stage %q epoch %d step %d", stage.Name, e+1, i+1) // 1-based, as TrainStep's errors
 	sp, err := r.plan(ctx, s, e, i)
 	if err != nil {
-		return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i, err)
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if sp.Targets == nil {
+		return fmt.Errorf("%s: the per-step plan has no targets (a per-step stage replaces the targets every step)", where)
 	}
 	C := r.cfg.Train.NumClasses()
 	tp := Plan{Targets: sp.Targets}
-	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil || sp.Targets == nil {
-		return fmt.Errorf("trainer: stage %q epoch %d step %d: per-step plan needs valid targets: %v", stage.Name, e+1, i, err)
+	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil {
+		return fmt.Errorf("%s: per-step %w", where, err)
 	}
 	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)
 	if err != nil {

@@ -22,17 +22,21 @@ type PeerMetrics struct {
 
 // EpochMetrics is one line of metrics.jsonl.
 type EpochMetrics struct {
-	MessageType string        `json:"message_type"` // "epoch"
-	Stage       string        `json:"stage"`
-	StageIndex  int           `json:"stage_index"`
-	Epoch       int           `json:"epoch"` // 1-based
-	Epochs      int           `json:"epochs"`
-	LR          float64       `json:"lr"`
-	Images      int64         `json:"images"`
-	Seconds     float64       `json:"seconds"`
-	ImgPerSec   float64       `json:"img_per_s"`
-	PeerMetrics               // peer 0
-	Peers       []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
+	MessageType string  `json:"message_type"` // "epoch"
+	Stage       string  `json:"stage"`
+	StageIndex  int     `json:"stage_index"`
+	Epoch       int     `json:"epoch"` // 1-based
+	Epochs      int     `json:"epochs"`
+	LR          float64 `json:"lr"`
+	Images      int64   `json:"images"`
+	Seconds     float64 `json:"seconds"`   // training (cumulative over the stage's epochs, as on resume)
+	ImgPerSec   float64 `json:"img_per_s"` // training images per second
+	// EvalSeconds is this epoch's evaluation of every peer on the test set,
+	// EvalImgPerSec the test images (times peers) per second of it.
+	EvalSeconds   float64       `json:"eval_seconds"`
+	EvalImgPerSec float64       `json:"eval_img_per_s"`
+	PeerMetrics                 // peer 0
+	Peers         []PeerMetrics `json:"peers,omitempty"` // every peer when there are several
 	// Top1 and Top5 repeat the test accuracy of every peer (one entry per
 	// model), the per-epoch shape lcl report and lcl experiment read.
 	Top1 []float64 `json:"top1"`
@@ -44,16 +48,22 @@ type EpochMetrics struct {
 
 // Result is the outcome of a run.
 type Result struct {
-	Strategy   string         `json:"strategy"`
-	Model      string         `json:"model"`
-	Seed       int64          `json:"seed"`
-	Final      []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
-	Top1       []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
-	Top5       []float64      `json:"top5"`
-	Epochs     []EpochMetrics `json:"epochs"`
-	Seconds    float64        `json:"seconds"`
-	Checkpoint string         `json:"checkpoint,omitempty"`
-	Weights    string         `json:"weights,omitempty"`
+	Strategy string         `json:"strategy"`
+	Model    string         `json:"model"`
+	Seed     int64          `json:"seed"`
+	Final    []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
+	Top1     []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5     []float64      `json:"top5"`
+	Epochs   []EpochMetrics `json:"epochs"`
+	Seconds  float64        `json:"seconds"`
+	// UserSeconds and SystemSeconds are the CPU time of this process (every
+	// thread) during the run, in user mode and in the kernel. A system share
+	// above a few percent means time lost to page faults or spinning threads
+	// (docs/trainer.md, "Where the time goes").
+	UserSeconds   float64 `json:"user_seconds"`
+	SystemSeconds float64 `json:"system_seconds"`
+	Checkpoint    string  `json:"checkpoint,omitempty"`
+	Weights       string  `json:"weights,omitempty"`
 }
 
 func (r *runner) openMetrics(ck *checkpoint) error {
@@ -73,7 +83,19 @@ func (r *runner) openMetrics(ck *checkpoint) error {
 		return fmt.Errorf("trainer: %w", err)
 	}
 	if ck != nil {
-		// Drop the lines written after the checkpoint.
+		// Drop the lines written after the checkpoint. A file shorter
+		// than the checkpoint says was cut or replaced since: refuse rather
+		// than pad it with zero bytes.
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("trainer: %w", err)
+		}
+		if want := ck.State.MetricsBytes; fi.Size() < want || want < 0 {
+			f.Close()
+			return fmt.Errorf("trainer: resume: %s has %d bytes, the checkpoint was written after %d: "+
+				"it was cut or replaced since (restore it, or start the run afresh)", path, fi.Size(), want)
+		}
 		if err := f.Truncate(ck.State.MetricsBytes); err != nil {
 			f.Close()
 			return fmt.Errorf("trainer: %w", err)
@@ -82,17 +104,10 @@ func (r *runner) openMetrics(ck *checkpoint) error {
 			f.Close()
 			return fmt.Errorf("trainer: %w", err)
 		}
+		r.metricsOff = ck.State.MetricsBytes
 	}
 	r.metrics = f
 	return nil
-}
-
-func (r *runner) metricsBytes() int64 {
-	if r.metrics == nil {
-		return 0
-	}
-	off, _ := r.metrics.Seek(0, io.SeekCurrent)
-	return off
 }
 
 // meanRowEntropy is the mean entropy (nats) of the rows of a C×C target
@@ -110,13 +125,13 @@ func meanRowEntropy(t []float32, c int) float64 {
 	return h / float64(c)
 }
 
-// stepTargets asks the planner for step i's targets (Stage.PerStep) and
-
 // logEpoch appends em to metrics.jsonl (when this process writes one).
 func (r *runner) logEpoch(em EpochMetrics) error {
 	if r.metrics != nil {
 		b, _ := json.Marshal(em)
-		if _, err := r.metrics.Write(append(b, '\n')); err != nil {
+		n, err := r.metrics.Write(append(b, '\n'))
+		r.metricsOff += int64(n)
+		if err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
 		}
 	}

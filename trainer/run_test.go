@@ -195,6 +195,19 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		if _, err := Run(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}
+		// The checkpoint records the size of metrics.jsonl after epoch 2.
+		_, meta, err := safetensors.Read(saved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st checkpointState
+		if err := json.Unmarshal([]byte(meta["lcl.checkpoint"]), &st); err != nil {
+			t.Fatal(err)
+		}
+		lines := readMetrics(t, dir)
+		if want := int64(len(lines[0]) + len(lines[1]) + 2); st.MetricsBytes != want {
+			t.Fatalf("checkpoint after epoch 2 records %d bytes of metrics, the first two lines are %d", st.MetricsBytes, want)
+		}
 		if err := os.WriteFile(filepath.Join(dir, checkpointName), saved, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +220,36 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		sameMetrics(t, whole.Epochs, res.Epochs)
 		if n := len(readMetrics(t, dir)); n != 4 {
 			t.Errorf("%d metrics lines after resume, want 4", n)
+		}
+	})
+
+	t.Run("metrics.jsonl cut since the checkpoint", func(t *testing.T) {
+		// A resume must not pad a file shorter than the checkpoint says
+		// (nor cut it to zero): it refuses and leaves the file alone.
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(t, dir)
+		cfg.Progress = func(p Progress) {
+			if p.Epoch == 3 && p.Step == 2 {
+				cancel()
+			}
+		}
+		if _, err := Run(ctx, cfg); !errors.Is(err, ErrCanceled) {
+			t.Fatalf("cancelled run: %v", err)
+		}
+		path := filepath.Join(dir, "metrics.jsonl")
+		cut := []byte(readMetrics(t, dir)[0] + "\n")
+		if err := os.WriteFile(path, cut, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg = testConfig(t, dir)
+		cfg.Resume = true
+		_, err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "was cut or replaced") {
+			t.Fatalf("resume with a cut metrics.jsonl: %v", err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != string(cut) {
+			t.Fatalf("metrics.jsonl changed by the refused resume: %q", b)
 		}
 	})
 }
@@ -416,6 +459,7 @@ func TestMeanRowEntropy(t *testing.T) {
 // from step to step.
 type stepPlanner struct {
 	asked []string
+	bad   func(pc PlanContext, p *Plan) // when set, spoils the plan of some steps
 }
 
 func (*stepPlanner) Stages() []Stage { return []Stage{{Name: "train", PerStep: true}} }
@@ -431,7 +475,11 @@ func (p *stepPlanner) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 		}
 		t[i*c+i] = 1 - off*float32(c-1)
 	}
-	return Plan{Targets: t, Coefs: Coefs{Soft: 1}}, nil
+	plan := Plan{Targets: t, Coefs: Coefs{Soft: 1}}
+	if p.bad != nil {
+		p.bad(pc, &plan)
+	}
+	return plan, nil
 }
 
 func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
@@ -455,6 +503,38 @@ func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
 	}
 	if res.Final[0].TestTop1 < 0.9 {
 		t.Errorf("per-step soft targets did not train: %+v", res.Final[0])
+	}
+}
+
+// TestPerStepPlanErrors: a per-step plan without targets, or with a target
+// matrix of the wrong size, ends the run with an error that says which step
+// (1-based, like a failed step's) and what is wrong.
+func TestPerStepPlanErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bad  func(pc PlanContext, p *Plan)
+		want string
+	}{
+		{"no targets", func(pc PlanContext, p *Plan) {
+			if pc.Step == 2 {
+				p.Targets = nil
+			}
+		}, `stage "train" epoch 1 step 3: the per-step plan has no targets`},
+		{"wrong size", func(pc PlanContext, p *Plan) {
+			if pc.Step == 4 {
+				p.Targets = p.Targets[:7]
+			}
+		}, `stage "train" epoch 1 step 5: per-step plan: target matrix has 7 values, want 4×4`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, "")
+			cfg.NoCheckpoint = true
+			cfg.Planner, cfg.Strategy = &stepPlanner{bad: tc.bad}, "per-step test"
+			_, err := Run(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "<nil>") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

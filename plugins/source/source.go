@@ -33,31 +33,9 @@ const (
 	EnvStore   = "LCL_PLUGIN_STORE"
 )
 
-// specs documents each built-in's parameters (package similarity checks them).
-var specs = map[string]struct {
-	summary string
-	params  []sdk.Param
-}{
-	"semantic": {"cosine of the class vectors from `lcl embed` (doc2vec of each class's article)", []sdk.Param{
-		{Name: "model", Type: "string", Help: "embedding model id (default: the label set's most recent vectors)"}}},
-	"visual": {"cosine of per-class attribute vectors (AwA2, CUB)", []sdk.Param{
-		{Name: "attributes", Type: "string", Default: "continuous", Help: "attribute matrix of the label set, or a file of C rows"},
-		{Name: "missing", Type: "string", Default: "mean", Help: "missing values: mean or zero"}}},
-	"simrank": {"SimRank on a label graph", []sdk.Param{
-		{Name: "graph", Type: "string", Help: "wordnet, hierarchy or an edge-list file (default: hierarchy where the set has one, else wordnet)"},
-		{Name: "decay", Type: "float", Default: "0.8", Help: "decay C in (0,1)"},
-		{Name: "iterations", Type: "int", Default: "1000", Help: "most iterations"},
-		{Name: "tolerance", Type: "float", Default: "1e-06", Help: "stop when no score changes by more"},
-		{Name: "variant", Type: "string", Default: "jeh-widom", Help: "jeh-widom, star or undirected"}}},
-	"lca": {"similarity of the lowest common ancestor in a label graph", []sdk.Param{
-		{Name: "graph", Type: "string", Help: "wordnet, hierarchy or an edge-list file"},
-		{Name: "form", Type: "string", Default: "wup", Help: "wup (Wu–Palmer) or height"}}},
-	"matrix": {"a precomputed C×C matrix (CSV, text or .npy) in class order", []sdk.Param{
-		{Name: "file", Type: "string", Help: "the matrix file"}}},
-}
-
 // Names lists the built-in sources.
 func Names() []string {
+	specs := similarity.Specs()
 	out := make([]string, 0, len(specs))
 	for n := range specs {
 		out = append(out, n)
@@ -68,7 +46,7 @@ func Names() []string {
 
 // New returns a built-in source by name, or false.
 func New(name string) (sdk.SimilaritySource, bool) {
-	if _, ok := specs[name]; !ok {
+	if _, ok := similarity.Specs()[name]; !ok {
 		return nil, false
 	}
 	e := &env{}
@@ -86,8 +64,12 @@ type Source struct {
 }
 
 func (s *Source) Describe(context.Context) (sdk.SourceInfo, error) {
-	sp := specs[s.name]
-	return sdk.SourceInfo{Name: s.name, Version: Version, Summary: sp.summary, Params: sp.params,
+	sp := similarity.Specs()[s.name]
+	params := make([]sdk.Param, len(sp.Params))
+	for i, q := range sp.Params {
+		params[i] = sdk.Param{Name: q.Name, Type: q.Type, Default: q.Default, Help: q.Help}
+	}
+	return sdk.SourceInfo{Name: s.name, Version: Version, Summary: sp.Summary, Params: params,
 		NeedsAttributes: s.name == "visual"}, nil
 }
 

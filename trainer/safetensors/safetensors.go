@@ -38,8 +38,31 @@ type entry struct {
 
 // Write writes tensors (in name order) and metadata to w.
 func Write(w io.Writer, tensors []Tensor, meta map[string]string) error {
-	ts := slices.Clone(tensors)
-	slices.SortFunc(ts, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
+	srcs := make([]Source, len(tensors))
+	for i, t := range tensors {
+		srcs[i] = Source{Name: t.Name, DType: t.DType, Shape: t.Shape, Bytes: int64(len(t.Data)),
+			WriteData: func(w io.Writer) error { _, err := w.Write(t.Data); return err }}
+	}
+	return WriteFrom(w, srcs, meta)
+}
+
+// Source is a tensor whose bytes are produced while the file is written, so
+// a writer never needs every tensor in memory at once.
+type Source struct {
+	Name  string
+	DType string
+	Shape []int64
+	// Bytes is the size of the data (it must match DType and Shape).
+	Bytes int64
+	// WriteData writes exactly Bytes bytes, the tensor's data, to w.
+	WriteData func(w io.Writer) error
+}
+
+// WriteFrom writes the tensors of srcs (in name order) and metadata to w,
+// asking each source for its data in turn.
+func WriteFrom(w io.Writer, srcs []Source, meta map[string]string) error {
+	ts := slices.Clone(srcs)
+	slices.SortFunc(ts, func(a, b Source) int { return strings.Compare(a.Name, b.Name) })
 	header := map[string]any{}
 	if len(meta) > 0 {
 		header["__metadata__"] = meta
@@ -49,15 +72,15 @@ func Write(w io.Writer, tensors []Tensor, meta map[string]string) error {
 		if i > 0 && ts[i-1].Name == t.Name {
 			return fmt.Errorf("safetensors: tensor %q twice", t.Name)
 		}
-		if err := check(t.Name, t.DType, t.Shape, int64(len(t.Data))); err != nil {
+		if err := check(t.Name, t.DType, t.Shape, t.Bytes); err != nil {
 			return err
 		}
 		shape := t.Shape
 		if shape == nil {
 			shape = []int64{}
 		}
-		header[t.Name] = entry{DType: t.DType, Shape: shape, Offsets: [2]int64{off, off + int64(len(t.Data))}}
-		off += int64(len(t.Data))
+		header[t.Name] = entry{DType: t.DType, Shape: shape, Offsets: [2]int64{off, off + t.Bytes}}
+		off += t.Bytes
 	}
 	h, err := json.Marshal(header)
 	if err != nil {
@@ -76,11 +99,28 @@ func Write(w io.Writer, tensors []Tensor, meta map[string]string) error {
 		return err
 	}
 	for _, t := range ts {
-		if _, err := w.Write(t.Data); err != nil {
-			return err
+		cw := &counter{w: w}
+		if err := t.WriteData(cw); err != nil {
+			return fmt.Errorf("safetensors: tensor %q: %w", t.Name, err)
+		}
+		if cw.n != t.Bytes {
+			// The header already promised Bytes: the file would be corrupt.
+			return fmt.Errorf("safetensors: tensor %q: %d bytes written, %d declared", t.Name, cw.n, t.Bytes)
 		}
 	}
 	return nil
+}
+
+// counter counts the bytes written through it.
+type counter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func check(name, dtype string, shape []int64, nbytes int64) error {

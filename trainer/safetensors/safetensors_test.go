@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,59 @@ func TestRoundTrip(t *testing.T) {
 	if meta["k"] != "v" || len(ts) != 2 || ts[0].Name != "n" || ts[1].Name != "w" ||
 		!bytes.Equal(ts[1].Data, sample()[0].Data) || len(ts[0].Shape) != 0 {
 		t.Fatalf("round trip: %+v %v", ts, meta)
+	}
+}
+
+// TestWriteFrom: sources that write their data in pieces give the bytes
+// Write gives; a source that writes more or fewer bytes than it declared, or
+// fails, makes WriteFrom fail (the header would lie).
+func TestWriteFrom(t *testing.T) {
+	var want bytes.Buffer
+	if err := Write(&want, sample(), map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	srcs := func(extra int, fail error) []Source {
+		var out []Source
+		for _, ts := range sample() {
+			out = append(out, Source{Name: ts.Name, DType: ts.DType, Shape: ts.Shape, Bytes: int64(len(ts.Data)),
+				WriteData: func(w io.Writer) error {
+					for i := range ts.Data { // byte by byte
+						if _, err := w.Write(ts.Data[i : i+1]); err != nil {
+							return err
+						}
+					}
+					if extra < 0 {
+						return fail
+					}
+					_, err := w.Write(make([]byte, extra))
+					return err
+				}})
+		}
+		return out
+	}
+	var got bytes.Buffer
+	if err := WriteFrom(&got, srcs(0, nil), map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("WriteFrom and Write differ")
+	}
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		extra int
+		fail  error
+		want  string
+	}{{1, nil, "9 bytes written, 8 declared"}, {-1, boom, "boom"}} {
+		err := WriteFrom(io.Discard, srcs(tc.extra, tc.fail), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("extra %d: %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+	short := srcs(0, nil)
+	short[1].Bytes = 16 // "n" declares more than it writes (and a shape that says 16)
+	short[1].Shape = []int64{2}
+	if err := WriteFrom(io.Discard, short, nil); err == nil || !strings.Contains(err.Error(), "8 bytes written, 16 declared") {
+		t.Errorf("short source: %v", err)
 	}
 }
 

@@ -114,6 +114,25 @@ func CUDADevices() (int, error) {
 	return int(n), nil
 }
 
+// CPUAllocStats reports the caching CPU allocator's counters; ok is false
+// when LCL_CPU_ALLOCATOR left libtorch's own allocator in place.
+func CPUAllocStats() (s AllocStats, ok bool, err error) {
+	if err := Check(); err != nil {
+		return s, false, err
+	}
+	var out [5]C.int64_t
+	var installed C.int32_t
+	var cerr *C.char
+	if C.lt_cpu_alloc_stats(&out[0], &installed, &cerr) != 0 {
+		return s, false, errOf("cpu allocator stats", cerr)
+	}
+	if installed == 0 {
+		return s, false, nil
+	}
+	return AllocStats{Hits: int64(out[0]), Misses: int64(out[1]), LiveBytes: int64(out[2]),
+		PeakBytes: int64(out[3]), CachedBytes: int64(out[4])}, true, nil
+}
+
 // NewTensor copies data of the given shape onto device ("cpu", "cuda:0").
 func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 	if err := Check(); err != nil {
@@ -319,115 +338,157 @@ func (m *Model) NumParams() (int64, error) {
 
 // State copies the model's parameters and buffers (torchvision names).
 func (m *Model) State() ([]Named, error) {
-	const op = "model state"
-	c, err := m.handle(op)
+	s, err := m.stateTable("model state")
 	if err != nil {
 		return nil, err
 	}
 	defer runtime.KeepAlive(m)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_model_state_count(c, &count, &cerr) != 0 {
-		return nil, errOf(op, cerr)
+	return s.all()
+}
+
+// StateInfo lists the model's parameters and buffers as State does, with
+// their types and shapes but without their data (Data is nil): with
+// ReadState a caller can stream the state one tensor at a time.
+func (m *Model) StateInfo() ([]Named, error) {
+	s, err := m.stateTable("model state")
+	if err != nil {
+		return nil, err
 	}
-	return readState(op, int(count),
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_info(c, i, name, dt, shape, nd, nb, e)
-		},
-		func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_model_state_read(c, i, dst, nb, e)
-		})
+	defer runtime.KeepAlive(m)
+	return s.infos()
+}
+
+// ReadState copies tensor i of StateInfo into dst, which must hold exactly
+// its bytes.
+func (m *Model) ReadState(i int, dst []byte) error {
+	s, err := m.stateTable("model state")
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(m)
+	return s.read(i, dst)
 }
 
 // LoadState overwrites the model's parameters and buffers; the names, types
 // and shapes must match exactly.
 func (m *Model) LoadState(state map[string]Named) error {
-	const op = "model state"
-	c, err := m.handle(op)
+	s, err := m.stateTable("model state")
 	if err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(m)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_model_state_count(c, &count, &cerr) != 0 {
-		return errOf(op, cerr)
+	return s.load(state)
+}
+
+func (m *Model) stateTable(op string) (stateTable, error) {
+	c, err := m.handle(op)
+	if err != nil {
+		return stateTable{}, err
 	}
-	return writeState(op, int(count), state,
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
+	return stateTable{op: op,
+		count: func(n *C.int32_t, e **C.char) C.int32_t { return C.lt_model_state_count(c, n, e) },
+		info: func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
 			return C.lt_model_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
-		func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+		readFn: func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+			return C.lt_model_state_read(c, i, dst, nb, e)
+		},
+		writeFn: func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
 			return C.lt_model_state_write(c, i, src, nb, e)
-		})
+		}}, nil
 }
 
-type infoFn func(C.int32_t, **C.char, *C.int32_t, *C.int64_t, *C.int32_t, *C.int64_t, **C.char) C.int32_t
-type dataFn func(C.int32_t, unsafe.Pointer, C.int64_t, **C.char) C.int32_t
-
-func info(op string, i int, fn infoFn) (Named, error) {
-	var (
-		name  *C.char
-		dt    C.int32_t
-		shape [8]C.int64_t
-		nd    C.int32_t
-		nb    C.int64_t
-		cerr  *C.char
-	)
-	if fn(C.int32_t(i), &name, &dt, &shape[0], &nd, &nb, &cerr) != 0 {
-		return Named{}, errOf(op, cerr)
-	}
-	n := Named{Name: C.GoString(name), DType: DType(dt), Shape: make([]int64, int(nd)), Data: make([]byte, int(nb))}
-	for d := range n.Shape {
-		n.Shape[d] = int64(shape[d])
-	}
-	return n, nil
+// stateTable is the named state of a model or an optimizer as the C ABI
+// exposes it: a count, then per index the name, type and shape, and the data
+// read or written in place. The caller keeps the owner alive.
+type stateTable struct {
+	op      string
+	count   func(*C.int32_t, **C.char) C.int32_t
+	info    func(C.int32_t, **C.char, *C.int32_t, *C.int64_t, *C.int32_t, *C.int64_t, **C.char) C.int32_t
+	readFn  func(C.int32_t, unsafe.Pointer, C.int64_t, **C.char) C.int32_t
+	writeFn func(C.int32_t, unsafe.Pointer, C.int64_t, **C.char) C.int32_t
 }
 
-func readState(op string, count int, inf infoFn, read dataFn) ([]Named, error) {
-	out := make([]Named, 0, count)
-	for i := range count {
-		n, err := info(op, i, inf)
-		if err != nil {
-			return nil, err
+// infos lists the tensors without their data.
+func (s stateTable) infos() ([]Named, error) {
+	var count C.int32_t
+	var cerr *C.char
+	if s.count(&count, &cerr) != 0 {
+		return nil, errOf(s.op, cerr)
+	}
+	out := make([]Named, 0, int(count))
+	for i := range int(count) {
+		var (
+			name  *C.char
+			dt    C.int32_t
+			shape [8]C.int64_t
+			nd    C.int32_t
+			nb    C.int64_t
+		)
+		if s.info(C.int32_t(i), &name, &dt, &shape[0], &nd, &nb, &cerr) != 0 {
+			return nil, errOf(s.op, cerr)
 		}
-		var cerr *C.char
-		var p unsafe.Pointer
-		if len(n.Data) > 0 {
-			p = unsafe.Pointer(&n.Data[0])
+		n := Named{Name: C.GoString(name), DType: DType(dt), Shape: make([]int64, int(nd))}
+		for d := range n.Shape {
+			n.Shape[d] = int64(shape[d])
 		}
-		if read(C.int32_t(i), p, C.int64_t(len(n.Data)), &cerr) != 0 {
-			return nil, errOf(op, cerr)
+		if n.NumBytes() != int64(nb) {
+			return nil, fmt.Errorf("torch: %s: tensor %q: %d bytes for %v%v", s.op, n.Name, int64(nb), n.DType, n.Shape)
 		}
 		out = append(out, n)
 	}
 	return out, nil
 }
 
-func writeState(op string, count int, state map[string]Named, inf infoFn, write dataFn) error {
-	want := make([]Named, 0, count)
-	for i := range count {
-		n, err := info(op, i, inf)
-		if err != nil {
-			return err
-		}
-		want = append(want, n)
+// read copies tensor i into dst.
+func (s stateTable) read(i int, dst []byte) error {
+	var p unsafe.Pointer
+	if len(dst) > 0 {
+		p = unsafe.Pointer(&dst[0])
 	}
-	if err := checkStateMatch(want, state, op); err != nil {
+	var cerr *C.char
+	if s.readFn(C.int32_t(i), p, C.int64_t(len(dst)), &cerr) != 0 {
+		return errOf(s.op, cerr)
+	}
+	return nil
+}
+
+// all copies every tensor.
+func (s stateTable) all() ([]Named, error) {
+	ns, err := s.infos()
+	if err != nil {
+		return nil, err
+	}
+	for i := range ns {
+		ns[i].Data = make([]byte, ns[i].NumBytes())
+		if err := s.read(i, ns[i].Data); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// load overwrites every tensor with the one of the same name in state.
+func (s stateTable) load(state map[string]Named) error {
+	want, err := s.infos()
+	if err != nil {
+		return err
+	}
+	if err := checkStateMatch(want, state, s.op); err != nil {
 		return err
 	}
 	for i, w := range want {
 		h := state[w.Name]
-		if len(h.Data) != len(w.Data) {
-			return fmt.Errorf("%s: tensor %q has %d bytes, want %d", op, w.Name, len(h.Data), len(w.Data))
+		if int64(len(h.Data)) != w.NumBytes() {
+			return fmt.Errorf("%s: tensor %q has %d bytes, want %d", s.op, w.Name, len(h.Data), w.NumBytes())
 		}
 		var p unsafe.Pointer
 		if len(h.Data) > 0 {
 			p = unsafe.Pointer(&h.Data[0])
 		}
 		var cerr *C.char
-		if write(C.int32_t(i), p, C.int64_t(len(h.Data)), &cerr) != 0 {
-			return errOf(op, cerr)
+		if s.writeFn(C.int32_t(i), p, C.int64_t(len(h.Data)), &cerr) != 0 {
+			return errOf(s.op, cerr)
 		}
 	}
 	return nil
@@ -486,46 +547,61 @@ func (o *Optimizer) Close() {
 
 // State copies the momentum buffers, named "<parameter>.momentum_buffer".
 func (o *Optimizer) State() ([]Named, error) {
-	const op = "optimizer state"
-	c, err := o.handle(op)
+	s, err := o.stateTable("optimizer state")
 	if err != nil {
 		return nil, err
 	}
 	defer runtime.KeepAlive(o)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_optim_state_count(c, &count, &cerr) != 0 {
-		return nil, errOf(op, cerr)
-	}
-	return readState(op, int(count),
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_info(c, i, name, dt, shape, nd, nb, e)
-		},
-		func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
-			return C.lt_optim_state_read(c, i, dst, nb, e)
-		})
+	return s.all()
 }
 
-// LoadState overwrites the momentum buffers.
-func (o *Optimizer) LoadState(state map[string]Named) error {
-	const op = "optimizer state"
-	c, err := o.handle(op)
+// StateInfo lists the momentum buffers as State does, without their data.
+func (o *Optimizer) StateInfo() ([]Named, error) {
+	s, err := o.stateTable("optimizer state")
+	if err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(o)
+	return s.infos()
+}
+
+// ReadState copies buffer i of StateInfo into dst, which must hold exactly
+// its bytes.
+func (o *Optimizer) ReadState(i int, dst []byte) error {
+	s, err := o.stateTable("optimizer state")
 	if err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(o)
-	var count C.int32_t
-	var cerr *C.char
-	if C.lt_optim_state_count(c, &count, &cerr) != 0 {
-		return errOf(op, cerr)
+	return s.read(i, dst)
+}
+
+// LoadState overwrites the momentum buffers.
+func (o *Optimizer) LoadState(state map[string]Named) error {
+	s, err := o.stateTable("optimizer state")
+	if err != nil {
+		return err
 	}
-	return writeState(op, int(count), state,
-		func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
+	defer runtime.KeepAlive(o)
+	return s.load(state)
+}
+
+func (o *Optimizer) stateTable(op string) (stateTable, error) {
+	c, err := o.handle(op)
+	if err != nil {
+		return stateTable{}, err
+	}
+	return stateTable{op: op,
+		count: func(n *C.int32_t, e **C.char) C.int32_t { return C.lt_optim_state_count(c, n, e) },
+		info: func(i C.int32_t, name **C.char, dt *C.int32_t, shape *C.int64_t, nd *C.int32_t, nb *C.int64_t, e **C.char) C.int32_t {
 			return C.lt_optim_state_info(c, i, name, dt, shape, nd, nb, e)
 		},
-		func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+		readFn: func(i C.int32_t, dst unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
+			return C.lt_optim_state_read(c, i, dst, nb, e)
+		},
+		writeFn: func(i C.int32_t, src unsafe.Pointer, nb C.int64_t, e **C.char) C.int32_t {
 			return C.lt_optim_state_write(c, i, src, nb, e)
-		})
+		}}, nil
 }
 
 // TrainStep runs forward, loss, backward and an SGD step of every peer in

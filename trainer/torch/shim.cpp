@@ -6,6 +6,8 @@
 // rebuilds every C++ file of the package when any file changes, so four
 // units would cost four parses on every edit. dist.cpp (c10d) is separate
 // because its headers are heavy and it rarely changes.
+#include "allocator.hpp"
+#include "blas.hpp"
 #include "common.hpp"
 #include "models.hpp"
 #include "state.hpp"
@@ -13,6 +15,12 @@
 
 // lts holds the shim's internals; nothing in it is part of the C ABI.
 using namespace lts;
+
+namespace {
+// Installed when the library loads, before any tensor of lcl's is made.
+const bool cpu_allocator_installed = install_cpu_allocator();
+const int blas_threads = limit_blas_threads();
+} // namespace
 
 extern "C" {
 
@@ -39,6 +47,20 @@ int32_t lt_manual_seed(uint64_t seed, char **err) {
 int32_t lt_cuda_device_count(int32_t *out, char **err) {
 	LT_TRY
 	*out = (int32_t)torch::cuda::device_count();
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err) {
+	LT_TRY
+	*installed = cpu_allocator_installed ? 1 : 0;
+	if (!cpu_allocator_installed) return 0;
+	auto st = CachingCPUAllocator::instance()->stats();
+	out[0] = st.hits;
+	out[1] = st.misses;
+	out[2] = st.live_bytes;
+	out[3] = st.peak_bytes;
+	out[4] = st.cached_bytes;
 	return 0;
 	LT_CATCH(err, -1)
 }

@@ -91,6 +91,11 @@ int32_t lt_set_threads(int32_t n, char **err);
 int32_t lt_get_threads(int32_t *out, char **err);
 int32_t lt_manual_seed(uint64_t seed, char **err);
 int32_t lt_cuda_device_count(int32_t *out, char **err);
+/* Statistics of the caching CPU allocator (allocator.hpp): out[0..4] =
+   hits, misses, live bytes, peak live bytes, cached free bytes; *installed
+   is 0 (and out untouched) when LCL_CPU_ALLOCATOR=system or malloc left
+   libtorch's own allocator in place. */
+int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err);
 
 /* Tensors (float32 only: used for target matrices). */
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,

@@ -13,19 +13,20 @@ type (
 	groupHandle  = *struct{}
 )
 
-func Check() error                         { return ErrNoLibtorch }
-func Version() string                      { return "" }
-func Available() bool                      { return false }
-func SetThreads(n int) error               { return ErrNoLibtorch }
-func Threads() (int, error)                { return 0, ErrNoLibtorch }
-func ManualSeed(uint64) error              { return ErrNoLibtorch }
-func CUDADevices() (int, error)            { return 0, ErrNoLibtorch }
-func (t *Tensor) Close()                   {}
-func (m *Model) Close()                    {}
-func (o *Optimizer) Close()                {}
-func (g *Group) Close()                    {}
-func (g *Group) Abort(string)              {}
-func (m *Model) NumParams() (int64, error) { return 0, ErrNoLibtorch }
+func Check() error                             { return ErrNoLibtorch }
+func Version() string                          { return "" }
+func Available() bool                          { return false }
+func SetThreads(n int) error                   { return ErrNoLibtorch }
+func Threads() (int, error)                    { return 0, ErrNoLibtorch }
+func ManualSeed(uint64) error                  { return ErrNoLibtorch }
+func CUDADevices() (int, error)                { return 0, ErrNoLibtorch }
+func CPUAllocStats() (AllocStats, bool, error) { return AllocStats{}, false, ErrNoLibtorch }
+func (t *Tensor) Close()                       {}
+func (m *Model) Close()                        {}
+func (o *Optimizer) Close()                    {}
+func (g *Group) Close()                        {}
+func (g *Group) Abort(string)                  {}
+func (m *Model) NumParams() (int64, error)     { return 0, ErrNoLibtorch }
 
 func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 	return nil, ErrNoLibtorch
@@ -33,6 +34,10 @@ func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 func NewModel(spec Spec, device string) (*Model, error) { return nil, ErrNoLibtorch }
 func (m *Model) State() ([]Named, error)                { return nil, ErrNoLibtorch }
 func (m *Model) LoadState(map[string]Named) error       { return ErrNoLibtorch }
+func (m *Model) StateInfo() ([]Named, error)            { return nil, ErrNoLibtorch }
+func (m *Model) ReadState(int, []byte) error            { return ErrNoLibtorch }
+func (o *Optimizer) StateInfo() ([]Named, error)        { return nil, ErrNoLibtorch }
+func (o *Optimizer) ReadState(int, []byte) error        { return ErrNoLibtorch }
 func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bool) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }

@@ -44,6 +44,15 @@ type Error struct {
 
 func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
 
+// AllocStats are the counters of the caching CPU allocator the binding
+// installs in libtorch (see allocator.hpp): allocations of cached sizes
+// served from a free list (Hits) or from malloc (Misses), and bytes live,
+// at their peak, and kept in the free lists.
+type AllocStats struct {
+	Hits, Misses                      int64
+	LiveBytes, PeakBytes, CachedBytes int64
+}
+
 // Coefs weighs the terms of the per-example training loss:
 //
 //	Soft·(−Σ_j T_yj log p_j) + Hard·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
@@ -111,6 +120,16 @@ type Named struct {
 	DType DType
 	Shape []int64
 	Data  []byte
+}
+
+// NumBytes is the size of the tensor's data: its element size times the
+// product of its shape.
+func (n Named) NumBytes() int64 {
+	b := int64(n.DType.Size())
+	for _, d := range n.Shape {
+		b *= d
+	}
+	return b
 }
 
 // StepResult is what one training step reports per peer.

@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,6 +374,53 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 	delete(bad, "conv1.weight")
 	if err := b.LoadState(bad); err == nil {
 		t.Error("missing tensor accepted")
+	}
+	// StateInfo and ReadState stream the same state, tensor by tensor, for
+	// a model and an optimizer (momentum buffers after a step).
+	o, err := NewSGD(a, 0.9, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if _, err := TrainStep(&Step{Models: []*Model{a}, Optims: []*Optimizer{o}, X: randn(rand.New(rand.NewPCG(1, 1)), 2*64),
+		N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 2}, Coefs: Coefs{Hard: 1}, LR: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		state func() ([]Named, error)
+		info  func() ([]Named, error)
+		read  func(int, []byte) error
+	}{{"model", a.State, a.StateInfo, a.ReadState}, {"optimizer", o.State, o.StateInfo, o.ReadState}} {
+		full, err := tc.state()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := tc.info()
+		if err != nil || len(info) != len(full) || len(info) == 0 {
+			t.Fatalf("%s: %d infos (%v), %d tensors", tc.name, len(info), err, len(full))
+		}
+		nonzero := false
+		for i, n := range info {
+			if n.Name != full[i].Name || n.DType != full[i].DType || fmt.Sprint(n.Shape) != fmt.Sprint(full[i].Shape) ||
+				n.Data != nil || n.NumBytes() != int64(len(full[i].Data)) {
+				t.Fatalf("%s: info %d is %+v, state %s %v %v", tc.name, i, n, full[i].Name, full[i].DType, full[i].Shape)
+			}
+			buf := make([]byte, n.NumBytes())
+			if err := tc.read(i, buf); err != nil || !bytes.Equal(buf, full[i].Data) {
+				t.Fatalf("%s: ReadState(%d): %v", tc.name, i, err)
+			}
+			nonzero = nonzero || slices.ContainsFunc(buf, func(b byte) bool { return b != 0 })
+		}
+		if !nonzero {
+			t.Errorf("%s: state is all zeros: the comparison proves nothing", tc.name)
+		}
+		if err := tc.read(0, make([]byte, info[0].NumBytes()+4)); err == nil {
+			t.Errorf("%s: ReadState into a buffer of the wrong size succeeded", tc.name)
+		}
+		if err := tc.read(len(info), nil); err == nil {
+			t.Errorf("%s: ReadState past the end succeeded", tc.name)
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/plugins/strategy"
+	"github.com/lcl-project/lcl/similarity"
 )
 
 type planOptions struct {
@@ -99,7 +100,7 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 		if o.Matrix == "" {
 			return usagef("give --synsets, or --matrix FILE.npy")
 		}
-		r, _, _, err := npy.ReadFile(o.Matrix)
+		_, r, err := similarity.ReadMatrixFile(o.Matrix)
 		if err != nil {
 			return err
 		}

@@ -15,24 +15,40 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
 	simplot "github.com/lcl-project/lcl/similarity/plot"
 	"github.com/lcl-project/lcl/simstore"
 )
 
-// similarityFlags maps each source flag to the parameter it sets; only flags
-// the user set are passed, so every default lives in the source.
-var similarityFlags = []struct{ flag, param, usage string }{
-	{"model", "model", "semantic: embedding model id (default: the latest vectors of the label set)"},
-	{"attributes", "attributes", "visual: built-in attribute matrix (continuous, binary) or FILE of C rows × A columns (default continuous)"},
-	{"missing", "missing", "visual: missing attribute values: mean (of the attribute over the other classes) or zero (default mean)"},
-	{"graph", "graph", "simrank, lca: wordnet, hierarchy or an edge-list FILE (\"child parent\" lines) (default hierarchy if the set has one, else wordnet)"},
-	{"decay", "decay", "simrank: decay factor C in (0,1) (default 0.8; networkx uses 0.9)"},
-	{"iterations", "iterations", "simrank: maximum iterations (default 1000)"},
-	{"tolerance", "tolerance", "simrank: stop when no score changes by more than this (default 1e-6)"},
-	{"variant", "variant", "simrank: jeh-widom, star (SimRank*, Yu et al. 2013) or undirected (undirected graph with self-loops) (default jeh-widom)"},
-	{"form", "form", "lca: wup (Wu-Palmer) or height (1 − height(LCA)/max height, Bertinetto et al. 2020) (default wup)"},
-	{"file", "file", "matrix: CSV, text or .npy file with the C×C matrix in class order"},
+// sourceFlag is a flag of lcl similarity: one per source parameter name,
+// documented from the sources' specs (similarity.Specs), so every default
+// is written once. Only flags the user set are passed to the source.
+type sourceFlag struct{ name, usage string }
+
+// similarityFlags lists the built-in sources' parameters as flags, in the
+// order of the sources in the help.
+func similarityFlags() []sourceFlag {
+	specs := similarity.Specs()
+	var params []similarity.Param
+	users := map[string][]string{} // parameter → the sources that take it
+	for _, src := range []string{"semantic", "visual", "simrank", "lca", "matrix"} {
+		for _, p := range specs[src].Params {
+			if users[p.Name] == nil {
+				params = append(params, p)
+			}
+			users[p.Name] = append(users[p.Name], src)
+		}
+	}
+	out := make([]sourceFlag, len(params))
+	for i, p := range params {
+		usage := strings.Join(users[p.Name], ", ") + ": " + p.Help
+		if p.Default != "" {
+			usage += " (default " + p.Default + ")"
+		}
+		out[i] = sourceFlag{p.Name, usage}
+	}
+	return out
 }
 
 type similarityOptions struct {
@@ -87,8 +103,8 @@ symmetrised as (S+Sᵀ)/2, negatives clamped to 0, diagonal set to 1.`,
 	fl.StringVar(&opts.Source, "source", "", "similarity source: semantic, visual, simrank, lca, matrix")
 	fl.BoolVar(&opts.Force, "force", false, "recompute even if a matrix with the same inputs is stored")
 	fl.StringArrayVar(&opts.Params, "param", nil, "extra source parameter KEY=VALUE (repeatable)")
-	for _, sf := range similarityFlags {
-		fl.String(sf.flag, "", sf.usage)
+	for _, sf := range similarityFlags() {
+		fl.String(sf.name, "", sf.usage)
 	}
 	cmd.AddCommand(newSimilarityShowCmd(f), newSimilarityPlotCmd(f), newSimilarityCompareCmd(f))
 	return cmd
@@ -96,10 +112,10 @@ symmetrised as (S+Sᵀ)/2, negatives clamped to 0, diagonal set to 1.`,
 
 func similarityParams(cmd *cobra.Command, extra []string) (map[string]string, error) {
 	params := map[string]string{}
-	for _, sf := range similarityFlags {
-		if cmd.Flags().Changed(sf.flag) {
-			v, _ := cmd.Flags().GetString(sf.flag)
-			params[sf.param] = v
+	for _, sf := range similarityFlags() {
+		if cmd.Flags().Changed(sf.name) {
+			v, _ := cmd.Flags().GetString(sf.name)
+			params[sf.name] = v
 		}
 	}
 	for _, kv := range extra {
@@ -146,9 +162,12 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	if err != nil {
 		return err
 	}
-	src, err := similarity.Lookup(f.similarityDeps(), opts.Source)
+	src, plugin, err := openSimilaritySource(ctx, f, opts.Source)
 	if err != nil {
-		return usagef("%v", err)
+		return err
+	}
+	if plugin != nil {
+		defer plugin.Close()
 	}
 	store, err := f.Store()
 	if err != nil {
@@ -172,8 +191,17 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 			return err
 		}
 	}
+	if plugin != nil {
+		// The plugin may open the store read-only: release ours meanwhile.
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
 	res, err := similarity.Compute(ctx, src, set, params)
 	if err != nil {
+		return err
+	}
+	if store, err = f.Store(); err != nil {
 		return err
 	}
 	data := make([]float32, len(res.Data))
@@ -206,6 +234,23 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	return nil
 }
 
+// openSimilaritySource returns the built-in source name, else the similarity
+// plugin of that name (also returned, for the caller to close).
+func openSimilaritySource(ctx context.Context, f *Factory, name string) (similarity.Source, *plugins.SimilaritySource, error) {
+	if src, err := similarity.Lookup(f.similarityDeps(), name); err == nil {
+		return src, nil, nil
+	}
+	host := newHost(f, 0)
+	if _, err := host.Resolve(plugins.KindSimilarity, name); err != nil {
+		return nil, nil, usagef("unknown similarity source %q: no built-in or plugin of that name (%v)", name, err)
+	}
+	ps, err := host.SimilaritySource(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ps, ps, nil
+}
+
 func formatParams(p map[string]string) string {
 	if len(p) == 0 {
 		return "(none)"
@@ -222,92 +267,46 @@ func formatParams(p map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// loadedMatrix is a matrix to inspect, with class names where known.
-type loadedMatrix struct {
-	label string // how to name it in output
-	names []string
-	data  []float64
-	set   string
-	kind  string
+// loadMatrixRef resolves a matrix reference (similarity.ParseRef): a file
+// (class names from --synsets when given), a store key, or SET/SOURCE.
+func loadMatrixRef(ctx context.Context, f *Factory, arg, synsets string) (*similarity.Matrix, error) {
+	ref, err := similarity.ParseRef(arg)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return resolveMatrix(ctx, f, ref, synsets)
 }
 
-func (m *loadedMatrix) n() int { return len(m.names) }
-
-// loadMatrixRef resolves a matrix reference: an existing file (CSV, text or
-// .npy; class names from --synsets when given), a store key ("sim/..."), or
-// SET/SOURCE for the latest stored matrix of that source.
-func loadMatrixRef(ctx context.Context, f *Factory, ref, synsets string) (*loadedMatrix, error) {
-	if _, err := os.Stat(ref); err == nil {
-		data, n, err := similarity.ReadMatrixFile(ref)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, n)
-		for i := range names {
-			names[i] = fmt.Sprint(i)
-		}
+// resolveMatrix finds a matrix to inspect; a file is normalised as a stored
+// matrix is.
+func resolveMatrix(ctx context.Context, f *Factory, ref similarity.Ref, synsets string) (*similarity.Matrix, error) {
+	var st similarity.MatrixStore
+	if ref.File != "" {
+		ref.Normalize = true
 		if synsets != "" {
 			set, err := f.LabelSet(synsets)
 			if err != nil {
 				return nil, err
 			}
-			if set.Len() != n {
-				return nil, fmt.Errorf("%s: matrix is %d×%d but label set %s has %d classes", ref, n, n, set.Name, set.Len())
-			}
-			names = classNames(set)
+			ref.Set = set
 		}
-		if _, err := similarity.Normalize(data, names); err != nil {
-			return nil, fmt.Errorf("%s: %w", ref, err)
+	} else {
+		s, err := f.Store()
+		if err != nil {
+			return nil, err
 		}
-		return &loadedMatrix{label: ref, names: names, data: data, kind: "file"}, nil
+		st = s
 	}
-	if strings.HasPrefix(ref, "sim/") {
-		return loadStored(ctx, f, ref, func(s *simstore.Store) (*simstore.Matrix, error) { return s.GetMatrixByKey(ctx, ref) })
+	m, err := similarity.Resolve(ctx, st, ref)
+	if errors.Is(err, simstore.ErrNotFound) {
+		return nil, fmt.Errorf("%w (compute it with lcl similarity --synsets SET --source SOURCE)", err)
 	}
-	if set, kind, ok := strings.Cut(ref, "/"); ok && !strings.Contains(kind, "/") {
-		return loadLatest(ctx, f, set, kind)
-	}
-	return nil, usagef("matrix %q: not a file, a store key (sim/...) or SET/SOURCE", ref)
-}
-
-// loadLatest loads the most recently created matrix of a source for a set.
-func loadLatest(ctx context.Context, f *Factory, set, source string) (*loadedMatrix, error) {
-	return loadStored(ctx, f, set+"/"+source, func(s *simstore.Store) (*simstore.Matrix, error) { return s.LatestMatrix(ctx, set, source) })
-}
-
-func loadStored(ctx context.Context, f *Factory, label string, get func(*simstore.Store) (*simstore.Matrix, error)) (*loadedMatrix, error) {
-	store, err := f.Store()
-	if err != nil {
-		return nil, err
-	}
-	m, err := get(store)
-	if err != nil {
-		if errors.Is(err, simstore.ErrNotFound) {
-			return nil, fmt.Errorf("matrix %s: %w (compute it with lcl similarity --synsets SET --source SOURCE)", label, err)
-		}
-		return nil, err
-	}
-	lm := &loadedMatrix{label: label, names: m.Classes, data: make([]float64, len(m.Data)), set: m.LabelSet, kind: m.Kind}
-	for i, x := range m.Data {
-		lm.data[i] = float64(x)
-	}
-	if s, err := labels.Load(m.LabelSet); err == nil && s.Len() == m.N() {
-		lm.names = classNames(s)
-	}
-	return lm, nil
-}
-
-func classNames(set *labels.Set) []string {
-	out := make([]string, set.Len())
-	for i, c := range set.Classes {
-		out[i] = c.Name
-	}
-	return out
+	return m, err
 }
 
 // loadFromFlags loads show/plot's matrix: the argument, or the latest matrix
 // of --source for --synsets.
-func loadFromFlags(ctx context.Context, f *Factory, args []string, synsets, source string) (*loadedMatrix, error) {
+func loadFromFlags(ctx context.Context, f *Factory, args []string, synsets, source string) (*similarity.Matrix, error) {
 	switch {
 	case len(args) == 1 && source == "":
 		return loadMatrixRef(ctx, f, args[0], synsets)
@@ -316,7 +315,7 @@ func loadFromFlags(ctx context.Context, f *Factory, args []string, synsets, sour
 		if err != nil {
 			return nil, err
 		}
-		return loadLatest(ctx, f, set.Name, source)
+		return resolveMatrix(ctx, f, similarity.Ref{Source: source, SetName: set.Name}, "")
 	default:
 		return nil, usagef("give a matrix (FILE, store key or SET/SOURCE) or --synsets SET --source SOURCE")
 	}
@@ -351,22 +350,22 @@ give --synsets and --source.`,
 			if !f.JSON {
 				fmt.Fprintf(tw, "CLASS\tNEAREST (similarity)\n")
 			}
-			c := m.n()
+			c := m.N()
 			for i := 0; i < c; i++ {
-				nn := similarity.Nearest(m.data, c, i, opts.Top)
+				nn := similarity.Nearest(m.Data, c, i, opts.Top)
 				if f.JSON {
 					list := make([]map[string]any, len(nn))
 					for k, x := range nn {
-						list[k] = map[string]any{"index": x.Index, "class": m.names[x.Index], "similarity": x.Score}
+						list[k] = map[string]any{"index": x.Index, "class": m.Names[x.Index], "similarity": x.Score}
 					}
-					f.Emit("neighbours", map[string]any{"index": i, "class": m.names[i], "nearest": list})
+					f.Emit("neighbours", map[string]any{"index": i, "class": m.Names[i], "nearest": list})
 					continue
 				}
 				parts := make([]string, len(nn))
 				for k, x := range nn {
-					parts[k] = fmt.Sprintf("%s (%.3f)", m.names[x.Index], x.Score)
+					parts[k] = fmt.Sprintf("%s (%.3f)", m.Names[x.Index], x.Score)
 				}
-				fmt.Fprintf(tw, "%s\t%s\n", m.names[i], strings.Join(parts, ", "))
+				fmt.Fprintf(tw, "%s\t%s\n", m.Names[i], strings.Join(parts, ", "))
 			}
 			return tw.Flush()
 		},
@@ -408,7 +407,7 @@ func newSimilarityPlotCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-func runSimilarityPlot(f *Factory, m *loadedMatrix, dir string) error {
+func runSimilarityPlot(f *Factory, m *similarity.Matrix, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -416,20 +415,20 @@ func runSimilarityPlot(f *Factory, m *loadedMatrix, dir string) error {
 		b := filepath.Base(p)
 		return strings.ReplaceAll(strings.TrimSuffix(b, filepath.Ext(b)), " ", "_")
 	}
-	base, title := stem(m.label), m.label
-	if m.set != "" {
-		base = stem(m.set) + "-" + m.kind
-		title = fmt.Sprintf("%s similarity of %s (%d classes)", m.kind, m.set, m.n())
+	base, title := stem(m.Label), m.Label
+	if m.LabelSet != "" {
+		base = stem(m.LabelSet) + "-" + m.Kind
+		title = fmt.Sprintf("%s similarity of %s (%d classes)", m.Kind, m.LabelSet, m.N())
 	}
-	c := m.n()
-	order := similarity.ClusterOrder(m.data, c)
-	eig, err := similarity.Eigenvalues(m.data, c)
+	c := m.N()
+	order := similarity.ClusterOrder(m.Data, c)
+	eig, err := similarity.Eigenvalues(m.Data, c)
 	if err != nil {
 		return err
 	}
 	heat := filepath.Join(dir, base+"-heatmap.png")
 	if _, err := writeFileAtomic(heat, func(w io.Writer) error {
-		return simplot.Heatmap(w, m.data, m.names, order, "Dissimilarity 1 − s: "+title)
+		return simplot.Heatmap(w, m.Data, m.Names, order, "Dissimilarity 1 − s: "+title)
 	}); err != nil {
 		return err
 	}
@@ -470,17 +469,17 @@ SET/SOURCE (the latest stored matrix of that source) or CSV/.npy files.`,
 			if err != nil {
 				return err
 			}
-			if a.n() != b.n() {
-				return fmt.Errorf("%s has %d classes, %s has %d", args[0], a.n(), args[1], b.n())
+			if a.N() != b.N() {
+				return fmt.Errorf("%s has %d classes, %s has %d", args[0], a.N(), args[1], b.N())
 			}
-			if a.set != "" && b.set != "" && a.set != b.set {
-				return fmt.Errorf("%s is a matrix of %s, %s of %s", args[0], a.set, args[1], b.set)
+			if a.LabelSet != "" && b.LabelSet != "" && a.LabelSet != b.LabelSet {
+				return fmt.Errorf("%s is a matrix of %s, %s of %s", args[0], a.LabelSet, args[1], b.LabelSet)
 			}
-			rho, err := similarity.Spearman(similarity.UpperTriangle(a.data, a.n()), similarity.UpperTriangle(b.data, b.n()))
+			rho, err := similarity.Spearman(similarity.UpperTriangle(a.Data, a.N()), similarity.UpperTriangle(b.Data, b.N()))
 			if err != nil {
 				return err
 			}
-			pairs := a.n() * (a.n() - 1) / 2
+			pairs := a.N() * (a.N() - 1) / 2
 			if !f.Emit("compare", map[string]any{"a": args[0], "b": args[1], "spearman": jsonFloat(rho), "pairs": pairs}) {
 				fmt.Fprintf(f.IO.Out, "spearman %.4f over %d class pairs (%s vs %s)\n", rho, pairs, args[0], args[1])
 			}

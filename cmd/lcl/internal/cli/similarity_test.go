@@ -5,6 +5,7 @@ import (
 	"context"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,5 +189,56 @@ func TestSimilarityFileLabelSet(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "fish-and-cats-lca-heatmap.png")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A third-party similarity plugin (the lexical example, built here) computes
+// a matrix that lcl similarity checks, stores with its provenance and finds
+// again as a cache hit, like a built-in's; show and train's --source find it.
+func TestSimilarityThirdPartyPlugin(t *testing.T) {
+	needWordNet(t)
+	plugins := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(plugins, "lcl-similarity-lexical"), "../../../../examples/lcl-similarity-lexical").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Setenv("LCL_PLUGIN_PATH", plugins)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	set := filepath.Join(dir, "pets.txt")
+	if err := os.WriteFile(set, []byte("cat\tn02121808\ncart\tn02970849\ndog\tn02084071\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cliRun(t, "--store", store, "similarity", "--synsets", set, "--source", "lexical")
+	if r.code != 0 || !strings.Contains(r.out, "stored lexical matrix of "+set+" (3×3) as sim/") || !strings.Contains(r.out, `computed by similarity plugin "lexical"`) {
+		t.Fatalf("first run: %+v", r)
+	}
+	if r := cliRun(t, "--store", store, "similarity", "--synsets", set, "--source", "lexical"); r.code != 0 || !strings.Contains(r.out, "cache hit: lexical matrix") {
+		t.Fatalf("second run is not a cache hit: %+v", r)
+	}
+	if r := cliRun(t, "--store", store, "similarity", "--synsets", set, "--source", "lexical", "--param", "alpha=1"); r.code != 1 || !strings.Contains(r.err, "unknown parameter(s) alpha") {
+		t.Errorf("a parameter the plugin does not declare: %+v", r)
+	}
+	st, err := simstore.Open(store, simstore.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.LatestMatrix(context.Background(), set, "lexical")
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 − Levenshtein/longer name: cat–cart one insertion of four letters,
+	// cat–dog three substitutions, cart–dog three and a deletion.
+	want := []float32{1, 0.75, 0, 0.75, 1, 0, 0, 0, 1}
+	for i, w := range want {
+		if m.Data[i] != w {
+			t.Fatalf("stored %v, want %v", m.Data, want)
+		}
+	}
+	if p := m.Provenance; p.Source != "lexical" || !strings.HasPrefix(p.Inputs["plugin"], "0.1.0 sha256:") || p.Inputs["classes"] == "" {
+		t.Errorf("provenance %+v", p)
+	}
+	if r := cliRun(t, "--store", store, "similarity", "show", "--synsets", set, "--source", "lexical", "--top", "1"); r.code != 0 || !strings.Contains(r.out, "cat    cart (0.750)") {
+		t.Errorf("show: %+v", r)
 	}
 }

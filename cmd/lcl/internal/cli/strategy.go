@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -12,10 +11,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/curriculum"
-	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 )
@@ -66,110 +65,65 @@ func (o *strategyOptions) params(fs *pflag.FlagSet) (map[string]string, error) {
 	return out, nil
 }
 
-// sdkAttributes converts a label set's attribute tables, sorted by name.
-func sdkAttributes(set *labels.Set) []sdk.Attributes {
-	var names []string
-	for n := range set.Attributes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []sdk.Attributes
-	for _, n := range names {
-		a := set.Attributes[n]
-		m := sdk.NewMatrix(len(a.Values), len(a.Names))
-		for i, row := range a.Values {
-			copy(m.Row(i), row)
+// similarity finds the C×C matrix a strategy needs: --matrix FILE, else
+// --similarity-key, else the latest store matrix of kind --source for the
+// label set, else what the similarity plugin named --source computes. It
+// returns the matrix in the run's class order and where it came from.
+func (o *strategyOptions) similarity(ctx context.Context, f *Factory, set *labels.Set, classes []sdk.Class) (*sdk.Matrix, string, error) {
+	ref := similarity.Ref{File: o.Matrix, Key: o.Key, Source: o.Source, Set: set}
+	var st similarity.MatrixStore
+	switch {
+	case o.Matrix != "":
+		ref.Key, ref.Source = "", ""
+	case set == nil:
+		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
+	default:
+		if o.Key != "" {
+			ref.Source = ""
 		}
-		out = append(out, sdk.Attributes{Name: n, Names: a.Names, Values: m})
-	}
-	return out
-}
-
-// similarity finds the C×C matrix a strategy needs: --matrix FILE, else the
-// latest store matrix of kind --source for the label set, else a similarity
-// plugin named --source. It returns the matrix and where it came from.
-func (o *strategyOptions) similarity(ctx context.Context, f *Factory, host *plugins.Host, set *labels.Set, classes []sdk.Class) (*sdk.Matrix, string, error) {
-	c := len(classes)
-	if o.Matrix != "" {
-		r, cols, data, err := npy.ReadFile(o.Matrix)
+		s, err := f.Store()
 		if err != nil {
 			return nil, "", err
 		}
-		if c > 0 && (r != c || cols != c) {
-			return nil, "", fmt.Errorf("--matrix %s is %d×%d, the run has %d classes", o.Matrix, r, cols, c)
-		}
-		if r != cols {
-			return nil, "", fmt.Errorf("--matrix %s is %d×%d, want a square matrix", o.Matrix, r, cols)
-		}
-		return &sdk.Matrix{Rows: r, Cols: cols, Data: data}, o.Matrix, nil
+		st = s
 	}
-	if set == nil {
-		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
+	m, err := similarity.Resolve(ctx, st, ref)
+	if ref.Source != "" && errors.Is(err, simstore.ErrNotFound) {
+		return o.pluginSimilarity(ctx, f, set)
 	}
-	st, err := f.Store()
 	if err != nil {
 		return nil, "", err
 	}
-	if o.Key != "" {
-		m, err := st.GetMatrixByKey(ctx, o.Key)
-		if err != nil {
-			return nil, "", fmt.Errorf("--similarity-key %s: %w", o.Key, err)
-		}
-		if m.LabelSet != set.Name {
-			return nil, "", fmt.Errorf("--similarity-key %s is a matrix of label set %s, the run's is %s", o.Key, m.LabelSet, set.Name)
-		}
-		return storeMatrix(m, set)
+	if m.N() != len(classes) {
+		return nil, "", fmt.Errorf("%s is %d×%d, the run has %d classes", m.Label, m.N(), m.N(), len(classes))
 	}
-	m, err := st.LatestMatrix(ctx, set.Name, o.Source)
-	switch {
-	case err == nil:
-		return storeMatrix(m, set)
-	case !errors.Is(err, simstore.ErrNotFound):
-		return nil, "", err
-	}
-	if _, rerr := host.Resolve(plugins.KindSimilarity, o.Source); rerr != nil {
+	return &sdk.Matrix{Rows: m.N(), Cols: m.N(), Data: m.Data}, m.From, nil
+}
+
+// pluginSimilarity computes the matrix with the similarity plugin --source
+// (checked and normalised as lcl similarity does; not stored).
+func (o *strategyOptions) pluginSimilarity(ctx context.Context, f *Factory, set *labels.Set) (*sdk.Matrix, string, error) {
+	host := newHost(f, o.Timeout)
+	defer host.Close()
+	if _, err := host.Resolve(plugins.KindSimilarity, o.Source); err != nil {
 		return nil, "", fmt.Errorf("no %q similarity matrix for %s in the store (%s), and no similarity plugin of that name: make one with `lcl similarity`, or pass --matrix FILE.npy",
-			o.Source, set.Name, st.Dir())
+			o.Source, set.Name, f.storeDir())
 	}
 	// The source runs in another process, which may need to open the store
 	// read-only: release ours (it reopens on demand).
 	if err := f.Close(); err != nil {
 		return nil, "", err
 	}
-	src, err := host.Source(o.Source)
+	src, err := host.SimilaritySource(ctx, o.Source)
 	if err != nil {
 		return nil, "", err
 	}
 	defer src.Close()
-	var hier []sdk.Node
-	for _, n := range set.Hierarchy {
-		hier = append(hier, sdk.Node{ID: n.ID, Name: n.Name, Parent: n.Parent})
-	}
-	sim, err := src.Compute(ctx, sdk.SimilarityRequest{LabelSet: set.Name, Classes: classes, Attributes: sdkAttributes(set), Hierarchy: hier})
+	res, err := similarity.Compute(ctx, src, set, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	return sim, src.Label(), nil
-}
-
-// storeMatrix puts a stored matrix into the label set's class order.
-func storeMatrix(m *simstore.Matrix, set *labels.Set) (*sdk.Matrix, string, error) {
-	c := len(set.Classes)
-	pos := make(map[string]int, m.N())
-	for i, id := range m.Classes {
-		pos[id] = i
-	}
-	out := sdk.NewMatrix(c, c)
-	for i, a := range set.Classes {
-		pa, ok := pos[a.ID]
-		if !ok {
-			return nil, "", fmt.Errorf("stored %s matrix for %s has no class %q; recompute it", m.Kind, set.Name, a.ID)
-		}
-		for j, b := range set.Classes {
-			out.Set(i, j, float64(m.At(pa, pos[b.ID])))
-		}
-	}
-	return out, fmt.Sprintf("store %s/%s (%s)", m.LabelSet, m.Kind, m.Provenance.CreatedAt.Format(time.RFC3339)), nil
+	return &sdk.Matrix{Rows: res.N(), Cols: res.N(), Data: res.Data}, src.Label(), nil
 }
 
 // openedStrategy is a started strategy with what Begin needs.
@@ -207,7 +161,7 @@ func openStrategy(ctx context.Context, f *Factory, host *plugins.Host, o *strate
 	}
 	out := &openedStrategy{Strategy: st, Info: info, Params: params}
 	if info.NeedsSimilarity {
-		out.Sim, out.From, err = o.similarity(ctx, f, host, set, classes)
+		out.Sim, out.From, err = o.similarity(ctx, f, set, classes)
 		if err != nil {
 			return nil, err
 		}

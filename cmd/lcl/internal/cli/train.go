@@ -413,7 +413,8 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		}
 		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name, 100*p.TestTop1, 100*p.TestTop5, p.TestLoss)
 	}
-	fmt.Fprintf(f.IO.Out, "run %s (%.0f s): %s\n", out, res.Seconds, res.Weights)
+	fmt.Fprintf(f.IO.Out, "run %s (%.0f s; CPU %.0f s user, %.0f s system = %.1f%%): %s\n", out, res.Seconds,
+		res.UserSeconds, res.SystemSeconds, 100*res.SystemSeconds/max(res.UserSeconds+res.SystemSeconds, 1e-9), res.Weights)
 	return nil
 }
 

@@ -1,0 +1,179 @@
+// allocator.hpp: the caching CPU allocator the shim installs in libtorch.
+//
+// A training step allocates the same large buffers (activations, gradients,
+// workspaces) in the same sizes every step and frees them at its end. With
+// glibc's malloc those frees hand the pages back to the kernel (buffers above
+// the mmap threshold are munmap'd; a per-thread heap that becomes empty is
+// unmapped whole), and the next step takes a page fault on every 4 KiB page
+// it touches again: measured on the small CNN, 1.4–2.4 M minor faults and
+// 40–60 % of the process's CPU time in the kernel (docs/trainer.md,
+// "Memory allocation"). Setting GLIBC_TUNABLES helps only by chance (the mmap
+// threshold cannot exceed 32 MiB, and empty per-thread heaps are unmapped
+// regardless), jemalloc and tcmalloc need LD_PRELOAD. So the shim keeps freed
+// large blocks in per-size-class free lists and hands them out again, the
+// way PyTorch's CUDA caching allocator does for GPU memory.
+//
+// Blocks below kMinCached bytes go straight to malloc (glibc's bins serve
+// them without system calls). Sizes are rounded up to a class (at most 1/8
+// larger) so that a slightly different batch reuses blocks. The free lists
+// hold at most twice as many bytes as were live at the peak (a step that
+// frees a block of one size class and then needs one of another has both in
+// the cache; with only the peak, some blocks were released and re-allocated
+// every step); beyond that a freed block is released at once.
+//
+// LCL_CPU_ALLOCATOR=system leaves libtorch's own allocator in place (for
+// comparisons). Thread-safe: libtorch allocates from OpenMP worker threads.
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace lts {
+
+class CachingCPUAllocator final : public c10::Allocator {
+public:
+	static constexpr size_t kAlign = 64;             // c10's CPU alignment (AVX-512)
+	static constexpr size_t kMinCached = 64 * 1024;  // smaller blocks: plain malloc
+
+	struct Stats {
+		int64_t hits = 0, misses = 0;       // cached-size allocations served from / not from a free list
+		int64_t live_bytes = 0, peak_bytes = 0, cached_bytes = 0;
+	};
+
+	// allocate has two spellings because libtorch changed the signature:
+	// const up to 2.2, non-const from 2.3 on. Neither says override, so each
+	// overrides the pure virtual of the version it is compiled against.
+	c10::DataPtr allocate(size_t n) const { return const_cast<CachingCPUAllocator *>(this)->alloc(n); }
+	c10::DataPtr allocate(size_t n) { return alloc(n); }
+	// oneDNN (ideep) allocates through raw_allocate/raw_deallocate, which need
+	// the data pointer to be the context (it is) and this deleter.
+	c10::DeleterFnPtr raw_deleter() const override { return &CachingCPUAllocator::release; }
+	// copy_data is pure virtual from libtorch 2.3 on (unused before).
+	void copy_data(void *dest, const void *src, std::size_t count) const { std::memcpy(dest, src, count); }
+
+	Stats stats() {
+		std::lock_guard<std::mutex> g(mu_);
+		return stats_;
+	}
+
+	static CachingCPUAllocator *instance() {
+		static auto *a = new CachingCPUAllocator(); // never destroyed: tensors may outlive static destruction
+		return a;
+	}
+
+private:
+	static size_t size_class(size_t n) {
+		// Round up to a multiple of 2^(floor(log2 n) - 3): at most 12.5 % waste.
+		int shift = 63 - __builtin_clzll((unsigned long long)n) - 3;
+		size_t q = size_t(1) << shift;
+		return (n + q - 1) & ~(q - 1);
+	}
+
+	static void *raw_alloc(size_t n) {
+		void *p = nullptr;
+		if (posix_memalign(&p, kAlign, n == 0 ? kAlign : n) != 0) throw std::bad_alloc();
+		return p;
+	}
+
+	c10::DataPtr alloc(size_t n) {
+		if (n < kMinCached) {
+			void *p = raw_alloc(n);
+			return {p, p, &CachingCPUAllocator::release, c10::Device(c10::DeviceType::CPU)};
+		}
+		size_t c = size_class(n);
+		void *p = nullptr;
+		{
+			std::lock_guard<std::mutex> g(mu_);
+			auto &list = free_[c];
+			if (!list.empty()) {
+				p = list.back();
+				list.pop_back();
+				stats_.cached_bytes -= (int64_t)c;
+				stats_.hits++;
+			} else {
+				stats_.misses++;
+			}
+			stats_.live_bytes += (int64_t)c;
+			if (stats_.live_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.live_bytes;
+		}
+		if (!p) {
+			try {
+				p = raw_alloc(c);
+			} catch (...) {
+				std::lock_guard<std::mutex> g(mu_);
+				stats_.live_bytes -= (int64_t)c;
+				throw;
+			}
+			std::lock_guard<std::mutex> g(mu_);
+			size_of_[p] = c;
+		}
+		return {p, p, &CachingCPUAllocator::release, c10::Device(c10::DeviceType::CPU)};
+	}
+
+	static void release(void *p) { instance()->give_back(p); }
+
+	void give_back(void *p) {
+		bool drop = false;
+		{
+			std::lock_guard<std::mutex> g(mu_);
+			auto it = size_of_.find(p);
+			if (it == size_of_.end()) { // a small block (below kMinCached)
+				drop = true;
+			} else {
+				size_t c = it->second;
+				stats_.live_bytes -= (int64_t)c;
+				if (stats_.cached_bytes + (int64_t)c <= 2 * stats_.peak_bytes) {
+					free_[c].push_back(p);
+					stats_.cached_bytes += (int64_t)c;
+				} else {
+					size_of_.erase(it);
+					drop = true;
+				}
+			}
+		}
+		if (drop) std::free(p);
+	}
+
+	std::mutex mu_;
+	std::unordered_map<size_t, std::vector<void *>> free_; // size class → free blocks
+	std::unordered_map<void *, size_t> size_of_;            // every cached-size block → its class
+	Stats stats_;
+};
+
+// install_cpu_allocator sets up CPU memory allocation for the process, by
+// LCL_CPU_ALLOCATOR:
+//   caching (default)  malloc tuned as below, and CachingCPUAllocator as
+//                      libtorch's CPU allocator;
+//   malloc             only malloc tuned: glibc keeps freed memory instead of
+//                      returning it to the kernel (trim threshold 2 GiB) and
+//                      serves blocks up to 32 MiB (the most glibc allows)
+//                      from its heaps rather than from fresh mmaps; this
+//                      covers what libtorch allocates outside its allocator
+//                      (oneDNN's scratchpads, small blocks);
+//   system             neither (libtorch and glibc defaults, for comparisons).
+// It returns whether the caching allocator is in place.
+inline bool install_cpu_allocator() {
+	const char *v = std::getenv("LCL_CPU_ALLOCATOR");
+	std::string mode = v && *v ? v : "caching";
+	if (mode == "system") return false;
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 0x7fffffff);
+#endif
+	if (mode == "malloc") return false;
+	// Priority 1 outranks libtorch's default CPU allocator (priority 0).
+	c10::SetCPUAllocator(CachingCPUAllocator::instance(), /*priority=*/1);
+	return true;
+}
+
+} // namespace lts
