@@ -62,6 +62,27 @@ class ResNet18(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+def forward_macs(m, shape):
+    """Multiply-adds of one image's forward pass through the convolutions and
+    linear layers (the rest is a few percent of the work)."""
+    total = [0]
+
+    def hook(mod, inp, out):
+        if isinstance(mod, nn.Conv2d):
+            k = mod.kernel_size[0] * mod.kernel_size[1]
+            total[0] += out.numel() * mod.in_channels // mod.groups * k
+        elif isinstance(mod, nn.Linear):
+            total[0] += out.numel() * mod.in_features
+
+    hooks = [x.register_forward_hook(hook) for x in m.modules()]
+    with torch.no_grad():
+        m.eval()(torch.zeros(1, *shape))
+    for h in hooks:
+        h.remove()
+    m.train()
+    return total[0]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="cnn")
@@ -69,6 +90,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flops", action="store_true", help="print the training FLOPs per image and exit")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -76,6 +98,9 @@ def main():
         m, shape = CNN(), (1, 28, 28)
     else:
         m, shape = ResNet18(), (3, 32, 32)
+    if a.flops:
+        print(3 * 2 * forward_macs(m, shape))
+        return
     c = 10
     T = torch.full((c, c), 0.1 / (c - 1))
     T.fill_diagonal_(0.9)

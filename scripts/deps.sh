@@ -10,7 +10,7 @@ set -euo pipefail
 # through internal/testdep; its TestDepsInstallsEveryDeclaredPackage checks).
 test=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev
   python3-numpy python3-networkx python3-scipy python3-torch python3-torchvision python3-grpcio python3-protobuf)
-bench=(python3-gensim python3-pil)
+bench=(python3-gensim python3-pil libjemalloc2 libtcmalloc-minimal4)
 e2e=(chromium)
 proto=(protobuf-compiler)
 

@@ -29,7 +29,7 @@ type EpochMetrics struct {
 	Epochs      int     `json:"epochs"`
 	LR          float64 `json:"lr"`
 	Images      int64   `json:"images"`
-	Seconds     float64 `json:"seconds"`   // training (cumulative over the stage's epochs, as on resume)
+	Seconds     float64 `json:"seconds"`   // this epoch's training (its steps, also across a resume)
 	ImgPerSec   float64 `json:"img_per_s"` // training images per second
 	// EvalSeconds is this epoch's evaluation of every peer on the test set,
 	// EvalImgPerSec the test images (times peers) per second of it.

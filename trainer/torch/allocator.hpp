@@ -159,7 +159,8 @@ private:
 //                      serves blocks up to 32 MiB (the most glibc allows)
 //                      from its heaps rather than from fresh mmaps; this
 //                      covers what libtorch allocates outside its allocator
-//                      (oneDNN's scratchpads, small blocks);
+//                      (oneDNN's scratchpads, small blocks), all threads
+//                      share one arena (see below);
 //   system             neither (libtorch and glibc defaults, for comparisons).
 // It returns whether the caching allocator is in place.
 inline bool install_cpu_allocator() {
@@ -169,6 +170,12 @@ inline bool install_cpu_allocator() {
 #ifdef __GLIBC__
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 0x7fffffff);
+	// One arena: glibc unmaps a per-thread heap whenever it empties, trim
+	// threshold or not, and oneDNN's kernels run on OpenMP's worker threads:
+	// their scratch memory was unmapped and faulted in again every step
+	// (measured: 470 k page faults and 15 % system time in 3 epochs of the
+	// small CNN, 115 k and 5 % with one arena).
+	mallopt(M_ARENA_MAX, 1);
 #endif
 	if (mode == "malloc") return false;
 	// Priority 1 outranks libtorch's default CPU allocator (priority 0).
