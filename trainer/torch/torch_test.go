@@ -407,7 +407,8 @@ func TestPeersAndTeacherLearn(t *testing.T) {
 
 // TestRMSPropUpdate checks one RMSProp step (TensorFlow's form, with
 // momentum and weight decay) from given mean squares and momentum buffers
-// on a linear model whose gradient is (softmax(Wx+b) − onehot) xᵀ / N.
+// on a linear model: the gradient of the logits (internal/lossref) times
+// the inputs.
 func TestRMSPropUpdate(t *testing.T) {
 	const n, d, c = 3, 4, 3
 	ManualSeed(6)
@@ -456,26 +457,12 @@ func TestRMSPropUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := stateFloats(t, m)
-	gW, gb := make([]float64, c*d), make([]float64, c)
-	for i := range n {
-		z := make([]float64, c)
-		for k := range c {
-			z[k] = float64(b[k])
-			for j := range d {
-				z[k] += float64(W[k*d+j] * x[i*d+j])
-			}
-		}
-		p := softmax(z)
-		for k := range c {
-			if int64(k) == y[i] {
-				p[k]--
-			}
-			gb[k] += p[k] / n
-			for j := range d {
-				gW[k*d+j] += p[k] * float64(x[i*d+j]) / n
-			}
-		}
+	z := linearLogits(W, b, x, n, d, c)
+	_, g, err := lossref.Loss(lossref.Input{Logits: z, Labels: labels(y), Coefs: lossref.Coefs{Hard: 1}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	gW, gb := linearGrads(g, x, d)
 	check := func(name string, p0, p1 []float32, g []float64) {
 		for i := range p0 {
 			dd := g[i] + wd*float64(p0[i])
