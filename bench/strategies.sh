@@ -29,7 +29,7 @@ ls|train|--strategy ls
 lcl|train|--strategy lcl --matrix $tmp/sim.npy --epsilon 0.9
 lcl-per-step|train|--strategy lcl --matrix $tmp/sim.npy --epsilon 0.9 --param per-step=true
 kd-student|student|--strategy kd --param teacher-epochs=1
-dml|train|--strategy dml"
+dml|peers|--strategy dml"
 names=$(echo "$strategies" | cut -d'|' -f1)
 n=$(echo "$names" | wc -l)
 

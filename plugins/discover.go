@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lcl-project/lcl/plugins/internal/shim"
 )
 
-// Kinds of plugin, as in the executable name prefix lcl-KIND-NAME.
+// Kinds of plugin, as in the executable name prefix lcl-KIND-NAME; the
+// handshake shared with the SDK defines them (they name the plugin set).
 const (
-	KindStrategy   = "strategy"
-	KindSimilarity = "similarity"
+	KindStrategy   = shim.KindStrategy
+	KindSimilarity = shim.KindSimilarity
 )
 
 // Found is a plugin executable found on the search path.

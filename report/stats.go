@@ -196,7 +196,9 @@ func PairedT(a, b []float64) (Paired, error) {
 	p := Paired{N: n, Diff: mean, SD: sd}
 	switch {
 	case sd == 0 && mean == 0:
-		p.T, p.P = 0, 1
+		// Identical pairs: t is 0/0, undefined (scipy.stats.ttest_rel gives
+		// NaN too); the report prints "–".
+		p.T, p.P = math.NaN(), math.NaN()
 	case sd == 0:
 		p.T, p.P = math.Copysign(math.Inf(1), mean), 0
 	default:

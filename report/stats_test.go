@@ -1,8 +1,13 @@
 package report
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/internal/testdep"
 )
 
 // demsarAUC is Table 6 of Demšar (2006), "Statistical Comparisons of
@@ -140,26 +145,57 @@ func TestRanksTies(t *testing.T) {
 	}
 }
 
-// TestPairedT checks against scipy.stats.ttest_rel (Debian python3-scipy).
+// TestPairedT compares PairedT with scipy.stats.ttest_rel, run here on the
+// same pairs: ordinary ones, constant non-zero differences (t = ±∞, p = 0)
+// and identical pairs (t and p undefined: NaN).
 func TestPairedT(t *testing.T) {
-	tests := []struct {
-		a, b     []float64
-		wantT    float64
-		wantP    float64
-		wantDiff float64
-	}{
-		{[]float64{1, 2, 3, 4}, []float64{0, 0, 1, 1}, 4.898979485566356, 0.01627660345942856, 2},
-		{[]float64{88.1, 88.5, 88.0, 88.9}, []float64{87.9, 88.2, 88.3, 88.4}, 1.0283744244362119, 0.37943514007508994, 0.175},
-		{[]float64{2, 3}, []float64{1, 2}, math.Inf(1), 0, 1},
-		{[]float64{2, 3}, []float64{2, 3}, 0, 1, 0},
+	cases := [][2][]float64{
+		{{1, 2, 3, 4}, {0, 0, 1, 1}},
+		{{88.1, 88.5, 88.0, 88.9}, {87.9, 88.2, 88.3, 88.4}},
+		{{0.71, 0.69, 0.74}, {0.70, 0.71, 0.70}},
+		{{91.2, 90.7, 91.9, 90.1, 91.0}, {91.0, 90.9, 91.3, 90.6, 90.8}},
+		{{2, 3}, {1, 2}},
+		{{1, 3}, {2, 4}},
+		{{2, 3}, {2, 3}},
+		{{0.5, 0.25, 0.125}, {0.5, 0.25, 0.125}},
 	}
-	for _, tt := range tests {
-		p, err := PairedT(tt.a, tt.b)
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := testdep.PythonModules(t, "scipy")
+	out := py.Run(`
+import json, sys, warnings
+import scipy.stats
+warnings.simplefilter("ignore")
+for a, b in json.loads(sys.argv[1]):
+    r = scipy.stats.ttest_rel(a, b)
+    print(repr(float(r.statistic)), repr(float(r.pvalue)))
+`, string(in))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("scipy printed %d lines for %d cases:\n%s", len(lines), len(cases), out)
+	}
+	same := func(got, want float64) bool {
+		switch {
+		case math.IsNaN(want):
+			return math.IsNaN(got)
+		case math.IsInf(want, 0):
+			return got == want
+		}
+		return math.Abs(got-want) <= 1e-9*math.Max(1, math.Abs(want))
+	}
+	for i, c := range cases {
+		var wantT, wantP float64
+		if _, err := fmt.Sscan(strings.ReplaceAll(lines[i], "nan", "NaN"), &wantT, &wantP); err != nil {
+			t.Fatalf("scipy line %q: %v", lines[i], err)
+		}
+		p, err := PairedT(c[0], c[1])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !(near(p.T, tt.wantT, 1e-9) || p.T == tt.wantT) || !near(p.P, tt.wantP, 1e-6) || !near(p.Diff, tt.wantDiff, 1e-12) {
-			t.Errorf("PairedT(%v, %v) = %+v, want t %v p %v", tt.a, tt.b, p, tt.wantT, tt.wantP)
+		if !same(p.T, wantT) || !same(p.P, wantP) {
+			t.Errorf("PairedT(%v, %v): t %v p %v; scipy t %v p %v", c[0], c[1], p.T, p.P, wantT, wantP)
 		}
 	}
 	if _, err := PairedT([]float64{1}, []float64{2}); err != ErrTooFewPairs {

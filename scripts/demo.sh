@@ -19,19 +19,46 @@ if [ "${LCL_DEMO:-}" = full ]; then
   OUT=${LCL_DEMO_OUT:-$PWD/.demo/report-full}
 fi
 start=$(date +%s)
-step() { printf '\n== %s (%ds)\n' "$*" $(( $(date +%s) - start )) >&2; }
+# Where the time went: each stage's seconds, printed as a table at the end
+# (LCL_DEMO_START, set by `make demo`, adds the build before this script).
+stages=""
+t_last=$start
+if [ -n "${LCL_DEMO_START:-}" ]; then
+  stages="build (make deps, go build)|$(( start - LCL_DEMO_START ))"
+fi
+current=""
+step() {
+  now=$(date +%s)
+  [ -n "$current" ] && stages="$stages${stages:+
+}$current|$(( now - t_last ))"
+  current=$1
+  t_last=$now
+  printf '\n== %s (%ds)\n' "$*" $(( now - start )) >&2
+}
+timings() {
+  step "done"
+  total=0
+  printf '\nwhere the time went:\n' >&2
+  while IFS='|' read -r name secs; do
+    printf '  %-66s %5d s\n' "$name" "$secs" >&2
+    total=$(( total + secs ))
+  done <<EOF_STAGES
+$stages
+EOF_STAGES
+  printf '  %-66s %5d s\n' "total" "$total" >&2
+}
 
 step "WordNet documents for Fashion-MNIST's classes"
 "$LCL" wiki fetch --synsets fashion-mnist --source wordnet
 
-step "doc2vec class vectors (trained on one document per WordNet noun synset)"
+step "doc2vec class vectors (one document per WordNet noun synset)"
 if "$LCL" store ls --kind vectors | grep -q 'vec/fashion-mnist/'; then
   echo "vectors already stored (remove $LCL_STORE to recompute)"
 else
   "$LCL" embed --synsets fashion-mnist --source wordnet
 fi
 
-step "similarity matrices: semantic (doc2vec cosine) and lca (WordNet Wu-Palmer)"
+step "similarity matrices: semantic (doc2vec cosine), lca (Wu-Palmer)"
 "$LCL" similarity --synsets fashion-mnist --source semantic
 "$LCL" similarity --synsets fashion-mnist --source lca
 "$LCL" similarity show --synsets fashion-mnist --source semantic --top 3
@@ -41,4 +68,5 @@ step "training: $GRID"
 
 step "report"
 "$LCL" report --grid "$GRID" --out "$OUT"
-step "done: open $OUT/report.html"
+timings
+echo "open $OUT/report.html" >&2

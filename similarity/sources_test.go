@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wordnet"
@@ -191,7 +192,7 @@ func TestNormalize(t *testing.T) {
 func writeNPY(t *testing.T, path string, data []float64, n int) {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteNPY(&b, data, n); err != nil {
+	if err := npy.Write(&b, n, n, data); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -97,6 +97,3 @@ func ReadMatrixFile(path string) ([]float64, int, error) {
 }
 
 var csvSep = regexp.MustCompile(`[,;]`)
-
-// WriteNPY writes a row-major n×n float64 matrix as a .npy file.
-func WriteNPY(w io.Writer, data []float64, n int) error { return npy.Write(w, n, n, data) }

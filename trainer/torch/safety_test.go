@@ -307,3 +307,63 @@ func TestShimOfAnotherABIVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestCABIConvention holds every function of shim.h to the ABI's rules: it
+// reports failure through a char **err out-parameter of the same call, or is
+// one of the few that cannot fail (declared LT_NOEXCEPT); and every
+// definition in the C++ files catches exceptions (LT_TRY or try) or is
+// noexcept, so no C++ exception crosses into Go.
+func TestCABIConvention(t *testing.T) {
+	comments := regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
+	src, err := os.ReadFile("shim.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decls := regexp.MustCompile(`(?s)\b(lt_\w+)\s*\(([^;{]*?)\)\s*(LT_NOEXCEPT)?\s*;`)
+	header := comments.ReplaceAllString(string(src), "")
+	declared := 0
+	errLast := regexp.MustCompile(`char\s*\*\s*\*\s*err\s*$`)
+	for _, m := range decls.FindAllStringSubmatch(header, -1) {
+		declared++
+		if m[3] == "" && !errLast.MatchString(m[2]) {
+			t.Errorf("shim.h: %s neither ends in char **err nor is LT_NOEXCEPT", m[1])
+		}
+	}
+	if declared < 20 {
+		t.Fatalf("found only %d declarations in shim.h", declared)
+	}
+	cpp, err := filepath.Glob("*.cpp")
+	if err != nil || len(cpp) == 0 {
+		t.Fatalf("no C++ files: %v", err)
+	}
+	def := regexp.MustCompile(`(?m)^[A-Za-z_][\w \t*]*?\b(lt_\w+)\s*\([^)]*\)\s*(noexcept)?\s*\{`)
+	tryBlock := regexp.MustCompile(`\btry\s*\{`)
+	defined := 0
+	for _, f := range cpp {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := comments.ReplaceAllString(string(b), "")
+		for _, loc := range def.FindAllStringSubmatchIndex(s, -1) {
+			defined++
+			name := s[loc[2]:loc[3]]
+			depth, i := 1, loc[1]
+			for ; depth > 0 && i < len(s); i++ {
+				switch s[i] {
+				case '{':
+					depth++
+				case '}':
+					depth--
+				}
+			}
+			body := s[loc[1]:i]
+			if loc[4] < 0 && !strings.Contains(body, "LT_TRY") && !tryBlock.MatchString(body) {
+				t.Errorf("%s: %s does not catch C++ exceptions (LT_TRY ... LT_CATCH) and is not noexcept", f, name)
+			}
+		}
+	}
+	if defined < declared {
+		t.Errorf("%d definitions found for %d declarations", defined, declared)
+	}
+}

@@ -1,22 +1,16 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/embed"
-	"github.com/lcl-project/lcl/embed/wncorpus"
+	"github.com/lcl-project/lcl/embed/classvec"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 )
@@ -99,14 +93,6 @@ training cleanly; nothing is stored then.`,
 	return cmd
 }
 
-// classDoc is the document of one class.
-type classDoc struct {
-	class labels.Class
-	tag   string // document tag in the corpus: the wnid, or "class:ID" for articles
-	title string // article title, "" for WordNet documents
-	text  string
-}
-
 func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 	set, err := f.LabelSet(fl.synsets)
 	if err != nil {
@@ -120,30 +106,27 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 	if err != nil {
 		return err
 	}
-	var (
-		vecs  [][]float32
-		model string
-		meta  = map[string]string{"source": source}
-		stats *embed.Stats
-	)
+	var v *classvec.Vectors
 	switch {
 	case fl.vectors != "":
-		vecs, model, err = vectorsFromWord2Vec(fl.vectors, docs, meta)
+		v, err = classvec.FromWord2Vec(fl.vectors, docs)
 	case fl.model != "":
-		vecs, model, err = vectorsFromModel(fl.model, docs, fl.inferEpochs, fl.seed, meta)
+		v, err = classvec.FromModel(fl.model, docs, embed.InferOptions{Epochs: fl.inferEpochs, Seed: fl.seed})
 	default:
-		var st embed.Stats
-		vecs, model, st, err = vectorsFromTraining(ctx, f, fl, opts, docs, meta)
-		stats = &st
+		v, err = trainClassVectors(ctx, f, fl, opts, docs)
 	}
 	if err != nil {
 		return err
 	}
-	model += "-src-" + strings.NewReplacer(":", "-", "/", "-").Replace(source)
-	out := simstore.Vectors{LabelSet: set.Name, Model: model, Dim: len(vecs[0]), Meta: meta}
+	model := v.Model + "-src-" + strings.NewReplacer(":", "-", "/", "-").Replace(source)
+	meta := map[string]string{"source": source}
+	for k, x := range v.Meta {
+		meta[k] = x
+	}
+	out := simstore.Vectors{LabelSet: set.Name, Model: model, Dim: len(v.Data[0]), Meta: meta}
 	for i, c := range set.Classes {
 		out.IDs = append(out.IDs, c.ID)
-		out.Data = append(out.Data, vecs[i]...)
+		out.Data = append(out.Data, v.Data[i]...)
 	}
 	s, err := f.Store()
 	if err != nil {
@@ -153,11 +136,12 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 		return err
 	}
 	if fl.export != "" {
-		v := &embed.Vectors{Keys: out.IDs, Dim: out.Dim, Data: out.Data}
-		if err := embed.SaveWord2Vec(fl.export, v, strings.HasSuffix(fl.export, ".bin")); err != nil {
+		ev := &embed.Vectors{Keys: out.IDs, Dim: out.Dim, Data: out.Data}
+		if err := embed.SaveWord2Vec(fl.export, ev, strings.HasSuffix(fl.export, ".bin")); err != nil {
 			return err
 		}
 	}
+	stats := v.Stats
 	res := map[string]any{"label_set": set.Name, "model": model, "classes": len(out.IDs), "dim": out.Dim, "source": source}
 	if stats != nil {
 		res["effective_words"], res["seconds"], res["words_per_s"] = stats.EffectiveWords, stats.Elapsed.Seconds(), stats.EffectiveWordsPerSecond()
@@ -209,125 +193,57 @@ func (fl *embedFlags) options() (embed.Options, error) {
 
 // classDocuments returns the document of every class, in class order, and
 // the source they came from.
-func classDocuments(ctx context.Context, f *Factory, set *labels.Set, source string) ([]classDoc, string, error) {
+func classDocuments(ctx context.Context, f *Factory, set *labels.Set, source string) ([]classvec.Doc, string, error) {
+	articles := func(want string) ([]classvec.Doc, string, error) {
+		s, err := f.Store()
+		if err != nil {
+			return nil, "", err
+		}
+		arts, err := s.ListArticles(ctx, set.Name)
+		if err != nil || (want == "" && len(arts) == 0) {
+			return nil, "", err
+		}
+		return classvec.ArticleDocs(set, arts, want)
+	}
+	wordNet := func() ([]classvec.Doc, string, error) {
+		wn, err := f.WordNet()
+		if err != nil {
+			return nil, "", err
+		}
+		docs, err := classvec.WordNetDocs(wn, set)
+		return docs, "wordnet", err
+	}
 	switch {
 	case source == "auto":
-		s, err := f.Store()
-		if err != nil {
-			return nil, "", err
+		docs, src, err := articles("")
+		if err != nil || docs != nil {
+			return docs, src, err
 		}
-		arts, err := s.ListArticles(ctx, set.Name)
-		if err != nil {
-			return nil, "", err
-		}
-		if len(arts) > 0 {
-			return articleDocuments(set, arts, "")
-		}
-		return wordnetDocuments(f, set)
+		return wordNet()
 	case source == "wordnet":
-		return wordnetDocuments(f, set)
+		return wordNet()
 	case source == "api" || source == "dump" || strings.HasPrefix(source, "dump:"):
-		s, err := f.Store()
-		if err != nil {
-			return nil, "", err
-		}
-		arts, err := s.ListArticles(ctx, set.Name)
-		if err != nil {
-			return nil, "", err
-		}
-		return articleDocuments(set, arts, source)
+		return articles(source)
 	}
 	return nil, "", usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", source)
 }
 
-func wordnetDocuments(f *Factory, set *labels.Set) ([]classDoc, string, error) {
-	wn, err := f.WordNet()
-	if err != nil {
-		return nil, "", err
-	}
-	docs := make([]classDoc, len(set.Classes))
-	for i, c := range set.Classes {
-		if c.WNID == "" {
-			return nil, "", fmt.Errorf("class %d (%s) of %s has no WordNet synset: use --source api or dump after lcl wiki", c.Index, c.ID, set.Name)
-		}
-		s, err := wn.Synset(c.WNID)
-		if err != nil {
-			return nil, "", fmt.Errorf("class %d (%s): %w", c.Index, c.ID, err)
-		}
-		docs[i] = classDoc{class: c, tag: c.WNID, text: wncorpus.SynsetText(wn, s)}
-	}
-	return docs, "wordnet", nil
-}
-
-func articleDocuments(set *labels.Set, arts []simstore.Article, source string) ([]classDoc, string, error) {
-	byID := map[string]simstore.Article{}
-	sources := map[string]bool{}
-	for _, a := range arts {
-		if source == "" || a.Source == source || source == "dump" && strings.HasPrefix(a.Source, "dump") ||
-			strings.HasPrefix(source, "dump:") && a.Source == "dump" {
-			byID[a.ClassID] = a
-			sources[a.Source] = true
-		}
-	}
-	docs := make([]classDoc, len(set.Classes))
-	var missing []string
-	for i, c := range set.Classes {
-		a, ok := byID[c.ID]
-		if !ok {
-			missing = append(missing, c.ID)
-			continue
-		}
-		docs[i] = classDoc{class: c, tag: "class:" + c.ID, title: a.Title, text: a.Text}
-	}
-	want := source
-	if want == "" {
-		want = "any"
-	}
-	if len(missing) > 0 {
-		return nil, "", fmt.Errorf("%d of %d classes of %s have no stored article from source %s (first: %s): run lcl wiki --synsets %s first, or use --source wordnet",
-			len(missing), len(set.Classes), set.Name, want, strings.Join(missing[:min(5, len(missing))], ", "), set.Name)
-	}
-	if source == "" {
-		var names []string
-		for s := range sources {
-			names = append(names, s)
-		}
-		source = strings.Join(names, "+")
-		if len(names) > 1 {
-			source = "mixed"
-		}
-	}
-	return docs, source, nil
-}
-
-func vectorsFromTraining(ctx context.Context, f *Factory, fl *embedFlags, o embed.Options, docs []classDoc, meta map[string]string) ([][]float32, string, embed.Stats, error) {
-	var corpus []embed.Document
-	corpusName := "wordnet-nouns"
+// trainClassVectors trains doc2vec on the corpus (--corpus, else WordNet's
+// nouns) plus the class documents, with a progress bar.
+func trainClassVectors(ctx context.Context, f *Factory, fl *embedFlags, o embed.Options, docs []classvec.Doc) (*classvec.Vectors, error) {
+	var corpus classvec.Corpus
 	if fl.corpus != "" {
-		c, digest, err := readCorpusFile(fl.corpus)
+		c, err := classvec.ReadCorpus(fl.corpus)
 		if err != nil {
-			return nil, "", embed.Stats{}, err
+			return nil, err
 		}
-		corpus, corpusName = c, "corpus-"+digest
-		meta["corpus"] = fl.corpus
+		corpus = c
 	} else {
 		wn, err := f.WordNet()
 		if err != nil {
-			return nil, "", embed.Stats{}, err
+			return nil, err
 		}
-		corpus = wncorpus.Documents(wn)
-		meta["corpus"] = "wordnet noun synsets (lemmas, definition, examples)"
-	}
-	// Class documents not in the corpus (articles) are trained with it.
-	have := make(map[string]bool, len(corpus))
-	for _, d := range corpus {
-		have[d.Tag] = true
-	}
-	for _, d := range docs {
-		if !have[d.tag] {
-			corpus = append(corpus, embed.Document{Tag: d.tag, Words: embed.Tokenize(d.text)})
-			have[d.tag] = true
-		}
+		corpus = classvec.WordNetCorpus(wn)
 	}
 	var bar interface {
 		Set64(int64) error
@@ -345,154 +261,9 @@ func vectorsFromTraining(ctx context.Context, f *Factory, fl *embedFlags, o embe
 		bar.Describe(fmt.Sprintf("embed: epoch %d/%d, %.0fk words/s", p.Epoch, o.Epochs, wps/1000))
 		bar.Set64(p.Words)
 	}
-	m, st, err := embed.Train(ctx, corpus, o)
+	v, err := classvec.Train(ctx, corpus, docs, o, fl.saveModel)
 	if bar != nil {
 		bar.Finish()
 	}
-	if err != nil {
-		return nil, "", st, err
-	}
-	if fl.saveModel != "" {
-		if err := m.Save(fl.saveModel); err != nil {
-			return nil, "", st, err
-		}
-	}
-	vecs := make([][]float32, len(docs))
-	for i, d := range docs {
-		v, ok := m.DocVector(d.tag)
-		if !ok {
-			return nil, "", st, fmt.Errorf("internal: class %s has no trained vector", d.class.ID)
-		}
-		vecs[i] = append([]float32(nil), v...)
-	}
-	meta["vocabulary"] = strconv.Itoa(m.Vocab.Len())
-	meta["documents"] = strconv.Itoa(len(m.Tags))
-	return vecs, modelID(o) + "-" + corpusName, st, nil
-}
-
-// modelID names a trained model by every setting that changes its vectors.
-func modelID(o embed.Options) string {
-	mode := string(o.Mode)
-	if o.Mode == embed.DBOW && o.DBOWWords {
-		mode += "+words"
-	}
-	return fmt.Sprintf("doc2vec-%s-d%d-w%d-n%d-mc%d-s%g-a%g-%g-e%d-seed%d",
-		mode, o.Dim, o.Window, o.Negative, o.MinCount, o.Sample, o.Alpha, o.MinAlpha, o.Epochs, o.Seed)
-}
-
-func readCorpusFile(path string) ([]embed.Document, string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	sc := bufio.NewScanner(io.TeeReader(fh, h))
-	sc.Buffer(make([]byte, 1<<20), 1<<28)
-	var docs []embed.Document
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		tag, text, ok := strings.Cut(line, "\t")
-		if !ok {
-			tag, text = "line:"+strconv.Itoa(n), line
-		}
-		docs = append(docs, embed.Document{Tag: tag, Words: embed.Tokenize(text)})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, "", fmt.Errorf("%s: line %d: %w", path, len(docs)+1, err)
-	}
-	if len(docs) == 0 {
-		return nil, "", fmt.Errorf("%s: empty corpus", path)
-	}
-	return docs, hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-func fileDigest(path string) (string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-func vectorsFromModel(path string, docs []classDoc, inferEpochs int, seed uint64, meta map[string]string) ([][]float32, string, error) {
-	m, err := embed.Load(path)
-	if err != nil {
-		return nil, "", err
-	}
-	digest, err := fileDigest(path)
-	if err != nil {
-		return nil, "", err
-	}
-	vecs := make([][]float32, len(docs))
-	inferred := 0
-	for i, d := range docs {
-		if _, ok := m.DocVector(d.tag); !ok {
-			inferred++
-		}
-		if vecs[i], err = m.Vector(d.tag, embed.Tokenize(d.text), embed.InferOptions{Epochs: inferEpochs, Seed: seed}); err != nil {
-			return nil, "", fmt.Errorf("class %s: %w", d.class.ID, err)
-		}
-	}
-	meta["model_file"] = path
-	meta["inferred"] = strconv.Itoa(inferred)
-	id := modelID(m.Options) + "-model-" + digest
-	if inferred > 0 {
-		id += fmt.Sprintf("-infer-e%d-seed%d", inferEpochs, seed)
-	}
-	return vecs, id, nil
-}
-
-func vectorsFromWord2Vec(path string, docs []classDoc, meta map[string]string) ([][]float32, string, error) {
-	v, _, err := embed.LoadWord2Vec(path)
-	if err != nil {
-		return nil, "", err
-	}
-	digest, err := fileDigest(path)
-	if err != nil {
-		return nil, "", err
-	}
-	m := embed.FromWordVectors(v)
-	key := make(map[string]int, len(v.Keys))
-	for i, k := range v.Keys {
-		key[k] = i
-	}
-	vecs := make([][]float32, len(docs))
-	var empty []string
-	direct := 0
-	for i, d := range docs {
-		cands := []string{d.class.ID, d.class.WNID}
-		for _, t := range strings.Split(d.title, " | ") {
-			if t != "" {
-				cands = append(cands, "ENTITY/"+strings.ReplaceAll(t, " ", "_"))
-			}
-		}
-		found := false
-		for _, c := range cands {
-			if j, ok := key[c]; ok && c != "" {
-				vecs[i], found = append([]float32(nil), v.Row(j)...), true
-				direct++
-				break
-			}
-		}
-		if found {
-			continue
-		}
-		var n int
-		if vecs[i], n = m.MeanWordVector(embed.Tokenize(d.text)); n == 0 {
-			empty = append(empty, d.class.ID)
-		}
-	}
-	if len(empty) > 0 {
-		return nil, "", fmt.Errorf("%s: %d classes have no key and no word of their document in the file (first: %s)",
-			path, len(empty), strings.Join(empty[:min(5, len(empty))], ", "))
-	}
-	meta["vectors_file"] = path
-	meta["direct_keys"] = strconv.Itoa(direct)
-	return vecs, fmt.Sprintf("w2v-%s-d%d-mean", digest, v.Dim), nil
+	return v, err
 }

@@ -88,13 +88,6 @@ func (s storeAt) PutRun(ctx context.Context, r simstore.Run) error {
 	return s.with(func(st *simstore.Store) error { return st.PutRun(ctx, r) })
 }
 
-func (f *Factory) storeDir() string {
-	if f.StoreDir != "" {
-		return f.StoreDir
-	}
-	return simstore.DefaultDir()
-}
-
 func loadGrid(path string) (*experiment.Grid, []experiment.Run, error) {
 	g, err := experiment.Load(path)
 	if err != nil {

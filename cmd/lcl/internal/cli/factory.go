@@ -53,16 +53,20 @@ func (f *Factory) Store() (*simstore.Store, error) {
 	if f.store != nil {
 		return f.store, nil
 	}
-	dir := f.StoreDir
-	if dir == "" {
-		dir = simstore.DefaultDir()
-	}
-	s, err := simstore.Open(dir)
+	s, err := simstore.Open(f.storeDir())
 	if err != nil {
 		return nil, err
 	}
 	f.store = s
 	return s, nil
+}
+
+// storeDir is the store folder: --store, else simstore.DefaultDir().
+func (f *Factory) storeDir() string {
+	if f.StoreDir != "" {
+		return f.StoreDir
+	}
+	return simstore.DefaultDir()
 }
 
 // WordNet opens WordNet 3.0 (once) from --wordnet, $WNHOME or the Debian path.

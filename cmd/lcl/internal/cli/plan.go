@@ -10,13 +10,9 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/lcl-project/lcl/curriculum"
+	"github.com/lcl-project/lcl/internal/figure"
 	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
@@ -227,54 +223,18 @@ func writePlanCSV(path string, rows []planRow) error {
 // writePlanPNG draws two stacked panels over the run's epochs (all stages in
 // a row): mean target entropy, and mean true-class mass.
 func writePlanPNG(path, name string, rows []planRow) error {
-	ent := make(plotter.XYs, len(rows))
-	mass := make(plotter.XYs, len(rows))
+	ent := make([]figure.XY, len(rows))
+	mass := make([]figure.XY, len(rows))
 	for i, r := range rows {
-		ent[i] = plotter.XY{X: float64(i), Y: r.entropy}
-		mass[i] = plotter.XY{X: float64(i), Y: r.trueMass}
+		ent[i] = figure.XY{X: float64(i), Y: r.entropy}
+		mass[i] = figure.XY{X: float64(i), Y: r.trueMass}
 	}
-	panel := func(title, ylabel string, xy plotter.XYs, col color.Color) (*plot.Plot, error) {
-		p := plot.New()
-		p.Title.Text = title
-		p.X.Label.Text = "epoch"
-		p.Y.Label.Text = ylabel
-		p.Add(plotter.NewGrid())
-		l, err := plotter.NewLine(xy)
-		if err != nil {
-			return nil, err
-		}
-		l.Color = col
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		if len(xy) <= 60 {
-			s, err := plotter.NewScatter(xy)
-			if err != nil {
-				return nil, err
-			}
-			s.Color = col
-			s.Radius = vg.Points(2)
-			p.Add(s)
-		}
-		return p, nil
-	}
-	top, err := panel(name+": mean target entropy", "nats", ent, color.RGBA{R: 31, G: 119, B: 180, A: 255})
+	png, err := figure.Stack([]figure.Panel{
+		{Title: name + ": mean target entropy", XLabel: "epoch", YLabel: "nats", Points: ent, Color: color.RGBA{R: 31, G: 119, B: 180, A: 255}},
+		{Title: name + ": mean true-class mass", XLabel: "epoch", YLabel: "v_c", Points: mass, Color: color.RGBA{R: 214, G: 39, B: 40, A: 255}, YRange: &[2]float64{0, 1}},
+	})
 	if err != nil {
 		return err
 	}
-	bottom, err := panel(name+": mean true-class mass", "v_c", mass, color.RGBA{R: 214, G: 39, B: 40, A: 255})
-	if err != nil {
-		return err
-	}
-	bottom.Y.Min, bottom.Y.Max = 0, 1
-	img := vgimg.New(vg.Points(640), vg.Points(640))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Points(8), PadY: vg.Points(8), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return err
-	}
-	return writeAtomic(path, buf.Bytes())
+	return writeAtomic(path, png)
 }

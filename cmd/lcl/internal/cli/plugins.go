@@ -15,7 +15,6 @@ import (
 
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/source"
-	"github.com/lcl-project/lcl/simstore"
 )
 
 // newHost returns a plugin host for one command; the caller closes it.
@@ -24,11 +23,7 @@ func newHost(f *Factory, timeout time.Duration) *plugins.Host {
 	h := &plugins.Host{Timeout: timeout, RequirePinned: f.RequirePinned || os.Getenv("LCL_PLUGIN_REQUIRE_PINNED") != ""}
 	// The built-in similarity sources run in the plugin process and open
 	// WordNet and the store (read-only) themselves.
-	storeDir := f.StoreDir
-	if storeDir == "" {
-		storeDir = simstore.DefaultDir()
-	}
-	h.Env = []string{source.EnvStore + "=" + storeDir}
+	h.Env = []string{source.EnvStore + "=" + f.storeDir()}
 	if f.WordNetDir != "" {
 		h.Env = append(h.Env, source.EnvWordNet+"="+f.WordNetDir)
 	}

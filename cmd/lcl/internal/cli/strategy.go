@@ -213,22 +213,23 @@ func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.
 	return b, host.Close, nil
 }
 
-// trainLabelSet is the label set of a training run: --synsets, else the
-// built-in set named by the data spec's kind (fashion-mnist:DIR → fashion-mnist),
-// else nil.
-func trainLabelSet(synsets, spec string) *labels.Set {
+// trainLabelSet is the label set of a training run: --synsets (an error
+// when it does not load), else the built-in set named by the data spec's
+// kind (fashion-mnist:DIR → fashion-mnist), else nil.
+func trainLabelSet(synsets, spec string) (*labels.Set, error) {
 	if synsets != "" {
-		if set, err := labels.Load(synsets); err == nil {
-			return set
+		set, err := labels.Load(synsets)
+		if err != nil {
+			return nil, fmt.Errorf("--synsets: %w", err)
 		}
-		return nil
+		return set, nil
 	}
 	kind, _, _ := strings.Cut(spec, ":")
 	kind, _, _ = strings.Cut(kind, "?")
 	if set, err := labels.Builtin(kind); err == nil {
-		return set
+		return set, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // datasetClasses returns the dataset's class names when it knows them.

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/experiment"
-	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
@@ -282,10 +281,12 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return err
 	}
-	if o.Synsets != "" {
-		if set, err := labels.Load(o.Synsets); err == nil && len(set.Classes) != train.NumClasses() {
-			return fmt.Errorf("--synsets %s has %d classes, the data %s has %d", o.Synsets, len(set.Classes), spec, train.NumClasses())
-		}
+	set, err := trainLabelSet(o.Synsets, spec)
+	if err != nil {
+		return err
+	}
+	if o.Synsets != "" && len(set.Classes) != train.NumClasses() {
+		return fmt.Errorf("--synsets %s has %d classes, the data %s has %d", o.Synsets, len(set.Classes), spec, train.NumClasses())
 	}
 	_, h, _ := train.Shape()
 	op, preset, err := o.optim(cmd, h)
@@ -332,7 +333,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
 	so := o.strat
 	so.Strategy = o.Strategy
-	pl, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), trainLabelSet(o.Synsets, spec), train, idx, op.Epochs, op.Batch, o.Model)
+	pl, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), set, train, idx, op.Epochs, op.Batch, o.Model)
 	if err != nil {
 		return err
 	}

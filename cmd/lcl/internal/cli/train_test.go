@@ -182,3 +182,13 @@ func TestTrainLCLPerStep(t *testing.T) {
 		t.Fatalf("target entropy per epoch: per-epoch %v, per-step %v; want equal starts and per-step sharper after", epoch, step)
 	}
 }
+
+// A --synsets that does not load stops the run (it named the classes of
+// nothing before: a typo gave unnamed classes).
+func TestTrainSynsetsMustLoad(t *testing.T) {
+	code, _, errs := runLCL(context.Background(), t, "--store", t.TempDir(), "train", "--data", synth, "--synsets", "fashion-mnst",
+		"--out", filepath.Join(t.TempDir(), "run"))
+	if code != 1 || !strings.Contains(errs, "--synsets") || !strings.Contains(errs, "fashion-mnst") {
+		t.Errorf("exit %d, %q", code, errs)
+	}
+}

@@ -1,7 +1,4 @@
-// Package plot draws similarity matrices as PNG images with gonum/plot: the
-// dissimilarity heatmap in clustered class order (Dogan et al., Figure 2)
-// and the eigenvalue spectrum (their Figure 4).
-package plot
+package figure
 
 import (
 	"fmt"

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lcl-project/lcl/internal/figure"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/similarity"
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// loadMatrixRef resolves a matrix reference (similarity.ParseRef): a file
+// (class names from --synsets when given), a store key, or SET/SOURCE.
+func loadMatrixRef(ctx context.Context, f *Factory, arg, synsets string) (*similarity.Matrix, error) {
+	ref, err := similarity.ParseRef(arg)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return resolveMatrix(ctx, f, ref, synsets)
+}
+
+// resolveMatrix finds a matrix to inspect; a file is normalised as a stored
+// matrix is.
+func resolveMatrix(ctx context.Context, f *Factory, ref similarity.Ref, synsets string) (*similarity.Matrix, error) {
+	var st similarity.MatrixStore
+	if ref.File != "" {
+		ref.Normalize = true
+		if synsets != "" {
+			set, err := f.LabelSet(synsets)
+			if err != nil {
+				return nil, err
+			}
+			ref.Set = set
+		}
+	} else {
+		s, err := f.Store()
+		if err != nil {
+			return nil, err
+		}
+		st = s
+	}
+	m, err := similarity.Resolve(ctx, st, ref)
+	if errors.Is(err, simstore.ErrNotFound) {
+		return nil, fmt.Errorf("%w (compute it with lcl similarity --synsets SET --source SOURCE)", err)
+	}
+	return m, err
+}
+
+// loadFromFlags loads show/plot's matrix: the argument, or the latest matrix
+// of --source for --synsets.
+func loadFromFlags(ctx context.Context, f *Factory, args []string, synsets, source string) (*similarity.Matrix, error) {
+	switch {
+	case len(args) == 1 && source == "":
+		return loadMatrixRef(ctx, f, args[0], synsets)
+	case len(args) == 0 && synsets != "" && source != "":
+		set, err := labels.Load(synsets)
+		if err != nil {
+			return nil, err
+		}
+		return resolveMatrix(ctx, f, similarity.Ref{Source: source, SetName: set.Name}, "")
+	default:
+		return nil, usagef("give a matrix (FILE, store key or SET/SOURCE) or --synsets SET --source SOURCE")
+	}
+}
+
+type similarityShowOptions struct {
+	Synsets, Source string
+	Top             int
+}
+
+func newSimilarityShowCmd(f *Factory) *cobra.Command {
+	opts := &similarityShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show [MATRIX]",
+		Short: "List each class's nearest classes in a stored matrix",
+		Long: `List each class's most similar classes. MATRIX is a store key (sim/...),
+SET/SOURCE (the latest stored matrix of that source), or a CSV/.npy file; or
+give --synsets and --source.`,
+		Example: `  lcl similarity show --synsets cifar100 --source semantic --top 5
+  lcl similarity show awa2/visual --top 2
+  lcl similarity show sims.npy --synsets awa2`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Top < 1 {
+				return usagef("--top must be at least 1")
+			}
+			m, err := loadFromFlags(cmd.Context(), f, args, opts.Synsets, opts.Source)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			if !f.JSON {
+				fmt.Fprintf(tw, "CLASS\tNEAREST (similarity)\n")
+			}
+			c := m.N()
+			for i := 0; i < c; i++ {
+				nn := similarity.Nearest(m.Data, c, i, opts.Top)
+				if f.JSON {
+					list := make([]map[string]any, len(nn))
+					for k, x := range nn {
+						list[k] = map[string]any{"index": x.Index, "class": m.Names[x.Index], "similarity": x.Score}
+					}
+					f.Emit("neighbours", map[string]any{"index": i, "class": m.Names[i], "nearest": list})
+					continue
+				}
+				parts := make([]string, len(nn))
+				for k, x := range nn {
+					parts[k] = fmt.Sprintf("%s (%.3f)", m.Names[x.Index], x.Score)
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", m.Names[i], strings.Join(parts, ", "))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&opts.Synsets, "synsets", "", "label set of the matrix")
+	cmd.Flags().StringVar(&opts.Source, "source", "", "source of the matrix (the latest stored one is shown)")
+	cmd.Flags().IntVar(&opts.Top, "top", 5, "neighbours per class")
+	return cmd
+}
+
+type similarityPlotOptions struct {
+	Synsets, Source, Out string
+}
+
+func newSimilarityPlotCmd(f *Factory) *cobra.Command {
+	opts := &similarityPlotOptions{}
+	cmd := &cobra.Command{
+		Use:   "plot [MATRIX]",
+		Short: "Plot a matrix: clustered dissimilarity heatmap and eigenvalue spectrum (PNG)",
+		Long: `Write two PNG files into the output folder:
+  <set>-<source>-heatmap.png   the dissimilarity 1 − s, classes ordered by
+                               average-linkage hierarchical clustering, with a
+                               colour bar (class names on the axes up to 60 classes)
+  <set>-<source>-spectrum.png  the eigenvalues of s, largest first`,
+		Example: `  lcl similarity plot --synsets awa2 --source visual -o plots/
+  lcl similarity plot cifar100/semantic`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := loadFromFlags(cmd.Context(), f, args, opts.Synsets, opts.Source)
+			if err != nil {
+				return err
+			}
+			return runSimilarityPlot(f, m, opts.Out)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Synsets, "synsets", "", "label set of the matrix")
+	cmd.Flags().StringVar(&opts.Source, "source", "", "source of the matrix (the latest stored one is plotted)")
+	cmd.Flags().StringVarP(&opts.Out, "out", "o", ".", "output folder")
+	return cmd
+}
+
+func runSimilarityPlot(f *Factory, m *similarity.Matrix, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	stem := func(p string) string { // file name without folder and extension
+		b := filepath.Base(p)
+		return strings.ReplaceAll(strings.TrimSuffix(b, filepath.Ext(b)), " ", "_")
+	}
+	base, title := stem(m.Label), m.Label
+	if m.LabelSet != "" {
+		base = stem(m.LabelSet) + "-" + m.Kind
+		title = fmt.Sprintf("%s similarity of %s (%d classes)", m.Kind, m.LabelSet, m.N())
+	}
+	c := m.N()
+	order := similarity.ClusterOrder(m.Data, c)
+	eig, err := similarity.Eigenvalues(m.Data, c)
+	if err != nil {
+		return err
+	}
+	heat := filepath.Join(dir, base+"-heatmap.png")
+	if _, err := writeFileAtomic(heat, func(w io.Writer) error {
+		return figure.Heatmap(w, m.Data, m.Names, order, "Dissimilarity 1 − s: "+title)
+	}); err != nil {
+		return err
+	}
+	spec := filepath.Join(dir, base+"-spectrum.png")
+	if _, err := writeFileAtomic(spec, func(w io.Writer) error {
+		return figure.Spectrum(w, eig, "Eigenvalue spectrum: "+title)
+	}); err != nil {
+		return err
+	}
+	if !f.Emit("plot", map[string]any{"heatmap": heat, "spectrum": spec, "largest_eigenvalue": eig[0]}) {
+		fmt.Fprintf(f.IO.Out, "wrote %s\nwrote %s\n", heat, spec)
+	}
+	return nil
+}
+
+func newSimilarityCompareCmd(f *Factory) *cobra.Command {
+	var synsets string
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Spearman correlation of two matrices' upper triangles",
+		Long: `Print Spearman's rank correlation between the off-diagonal upper triangles
+of two matrices of the same label set. A and B are store keys (sim/...),
+SET/SOURCE (the latest stored matrix of that source) or CSV/.npy files.`,
+		Example: `  lcl similarity compare awa2/visual awa2/lca
+  lcl similarity compare imagenet/simrank my-sims.npy`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usagef("compare takes two matrices, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := loadMatrixRef(cmd.Context(), f, args[0], synsets)
+			if err != nil {
+				return err
+			}
+			b, err := loadMatrixRef(cmd.Context(), f, args[1], synsets)
+			if err != nil {
+				return err
+			}
+			if a.N() != b.N() {
+				return fmt.Errorf("%s has %d classes, %s has %d", args[0], a.N(), args[1], b.N())
+			}
+			if a.LabelSet != "" && b.LabelSet != "" && a.LabelSet != b.LabelSet {
+				return fmt.Errorf("%s is a matrix of %s, %s of %s", args[0], a.LabelSet, args[1], b.LabelSet)
+			}
+			rho, err := similarity.Spearman(similarity.UpperTriangle(a.Data, a.N()), similarity.UpperTriangle(b.Data, b.N()))
+			if err != nil {
+				return err
+			}
+			pairs := a.N() * (a.N() - 1) / 2
+			if !f.Emit("compare", map[string]any{"a": args[0], "b": args[1], "spearman": jsonFloat(rho), "pairs": pairs}) {
+				fmt.Fprintf(f.IO.Out, "spearman %.4f over %d class pairs (%s vs %s)\n", rho, pairs, args[0], args[1])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&synsets, "synsets", "", "label set of matrices given as files")
+	return cmd
+}
+
+// jsonFloat keeps NaN (a constant matrix) encodable.
+func jsonFloat(x float64) any {
+	if math.IsNaN(x) {
+		return nil
+	}
+	return x
+}
