@@ -714,7 +714,9 @@ func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bo
 		lp = (*C.float)(&r.Logits[0])
 	}
 	if features {
-		r.Features = make([]float32, n*m.featureDim)
+		// A TorchScript model without penultimate features has width 0:
+		// the C++ side then fails with the reason before writing.
+		r.Features = make([]float32, max(n*m.featureDim, 1))
 		fp = (*C.float)(&r.Features[0])
 	}
 	var cerr *C.char

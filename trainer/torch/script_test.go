@@ -75,6 +75,14 @@ class Small(nn.Module):
         return 2 * F.adaptive_avg_pool2d(F.relu(self.bn(self.conv(x))), 1).flatten(1)
 s = Small().eval()
 torch.jit.script(s).save(dir + "/small.pt")
+
+class NoLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 5, 3)
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(self.conv(x), 1).flatten(1)
+torch.jit.script(NoLinear()).save(dir + "/nolinear.pt")
 with torch.no_grad():
     sl, sf = s(x), s.penultimate(x)
 print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flatten().tolist(),
@@ -152,6 +160,20 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 	close("penultimate logits", ev.Logits, ref.SmallLogits)
 	close("penultimate features", ev.Features, ref.SmallFeatures)
 	small.Close()
+
+	// No linear layer and no penultimate method: it trains and evaluates,
+	// and only a request for features fails, saying why.
+	nl, err := NewModel(Spec{InC: 3, InH: 32, InW: 32, NumClasses: classes, Script: filepath.Join(dir, "nolinear.pt")}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nl.Eval(x, n, 3, 32, 32, nil, true, false); err != nil {
+		t.Errorf("logits of a module without a linear layer: %v", err)
+	}
+	if _, err := nl.Eval(x, n, 3, 32, 32, nil, false, true); err == nil || !strings.Contains(err.Error(), "penultimate") {
+		t.Errorf("features of a module without a linear layer: %v", err)
+	}
+	nl.Close()
 
 	// Re-initialised: PyTorch's default initialisation drawn from the
 	// seeded generator, not the file's weights.

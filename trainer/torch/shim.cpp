@@ -112,11 +112,19 @@ lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in
 			throw std::invalid_argument("TorchScript model " + std::string(path) + " gives " + c10::str(z.sizes()) +
 			                            " for one " + std::to_string(in_c) + "x" + std::to_string(in_h) + "x" +
 			                            std::to_string(in_w) + " input, want [1, " + std::to_string(num_classes) + "]");
-		auto f = net->features(x);
-		if (f.dim() != 2 || f.size(0) != 1)
-			throw std::invalid_argument("TorchScript model " + std::string(path) + ": penultimate features are " +
-			                            c10::str(f.sizes()) + " for one input, want [1, D]");
-		net->feature_dim = f.size(1);
+		// Features are optional (only CN and feature export need them): a
+		// module without a linear layer or a penultimate method still
+		// trains, and says why when asked for features.
+		try {
+			auto f = net->features(x);
+			if (f.dim() != 2 || f.size(0) != 1)
+				throw std::invalid_argument("penultimate features are " + c10::str(f.sizes()) +
+				                            " for one input, want [1, D]");
+			net->feature_dim = f.size(1);
+		} catch (const std::exception &e) {
+			net->no_features = std::string("TorchScript model ") + path + ": " +
+			                   (dynamic_cast<const c10::Error *>(&e) ? static_cast<const c10::Error &>(e).what_without_backtrace() : e.what());
+		}
 		net->train();
 	}
 	return finish_model(net, dev, num_classes);
