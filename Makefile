@@ -6,7 +6,7 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean
+.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean fuzz
 
 all: build
 
@@ -22,6 +22,11 @@ build: deps
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# Every fuzz target for FUZZTIME each (seed corpora also run in `make test`).
+FUZZTIME ?= 60s
+fuzz:
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -20,12 +20,44 @@ import (
 // The real one starts a subprocess (Command); tests pass a fake.
 type Launcher func(ctx context.Context, args []string, log io.Writer) error
 
-// Results is where the runner keeps run records. The CLI implements it by
-// opening the store only for each call, so that the `lcl train`
-// subprocesses can open it in between.
+// Results is where the runner keeps run records: StoreAt, which opens the
+// store only for each call so that the `lcl train` subprocesses can open
+// it in between.
 type Results interface {
 	GetRun(ctx context.Context, id string) (*simstore.Run, error)
 	PutRun(ctx context.Context, r simstore.Run) error
+}
+
+// StoreAt keeps run records in the store in Dir, opened for each call only:
+// the `lcl train` children open the store themselves while they run, and
+// one process at a time may have it open.
+type StoreAt struct{ Dir string }
+
+var _ Results = StoreAt{}
+
+// With runs fn on the store, opened for the call (with opts, e.g.
+// simstore.ReadOnly()).
+func (s StoreAt) With(fn func(*simstore.Store) error, opts ...simstore.Option) error {
+	st, err := simstore.Open(s.Dir, opts...)
+	if err != nil {
+		return err
+	}
+	err = fn(st)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// GetRun implements Results.
+func (s StoreAt) GetRun(ctx context.Context, id string) (r *simstore.Run, err error) {
+	err = s.With(func(st *simstore.Store) error { r, err = st.GetRun(ctx, id); return err }, simstore.ReadOnly())
+	return r, err
+}
+
+// PutRun implements Results.
+func (s StoreAt) PutRun(ctx context.Context, r simstore.Run) error {
+	return s.With(func(st *simstore.Store) error { return st.PutRun(ctx, r) })
 }
 
 // Runner executes a grid's runs one after another, resumably.

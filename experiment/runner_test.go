@@ -206,3 +206,26 @@ func TestRunnerMissingResult(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// StoreAt holds the store only during a call: in between, another process
+// (an `lcl train` child) may open it.
+func TestStoreAtReleasesTheStore(t *testing.T) {
+	ctx := context.Background()
+	res := StoreAt{Dir: t.TempDir()}
+	c := simstore.RunConfig{Labels: "fashion-mnist", Model: "cnn", Fraction: 1, Strategy: "sl", Seed: 1}
+	if err := res.PutRun(ctx, simstore.Run{ID: c.ID(), Config: c, Status: simstore.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := simstore.Open(res.Dir) // fails with ErrLocked if StoreAt kept it open
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r, err := res.GetRun(ctx, c.ID())
+	if err != nil || r.Config.Model != "cnn" || r.Status != simstore.RunRunning {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := res.GetRun(ctx, "rnothere"); !errors.Is(err, simstore.ErrNotFound) {
+		t.Errorf("missing run: %v", err)
+	}
+}

@@ -64,8 +64,13 @@ func ReadPins(path string) (Pins, error) {
 	if err := CheckTrusted(path); err != nil {
 		return nil, fmt.Errorf("plugin lock file %s refused: %w", path, err)
 	}
+	return parsePins(f, path)
+}
+
+// parsePins reads the lock file format; path names it in errors.
+func parsePins(r io.Reader, path string) (Pins, error) {
 	pins := Pins{}
-	sc := bounded.NewScanner(f, 64<<10)
+	sc := bounded.NewScanner(r, 64<<10)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {

@@ -298,3 +298,30 @@ func alive(pid int) bool {
 	_, rest, _ := strings.Cut(string(raw), ") ")
 	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
+
+// FuzzParsePins: no lock file panics the parser; what it accepts writes
+// back to the same pins.
+func FuzzParsePins(f *testing.F) {
+	f.Add("# x\nstrategy a 0000000000000000000000000000000000000000000000000000000000000000 /p/lcl-strategy-a\n")
+	f.Add("similarity b ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff /with space/x\n")
+	f.Add("strategy a nothex /x\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		pins, err := parsePins(strings.NewReader(in), "lock")
+		if err != nil {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "lock")
+		if err := WritePins(path, pins); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadPins(path)
+		if err != nil || len(back) != len(pins) {
+			t.Fatalf("round trip: %d pins, %v (from %d)", len(back), err, len(pins))
+		}
+		for k, p := range pins {
+			if back[k] != p {
+				t.Fatalf("round trip: %+v became %+v", p, back[k])
+			}
+		}
+	})
+}

@@ -73,6 +73,10 @@ func encode(kind string, meta any, data []float32) ([]byte, error) {
 // decode checks the header and checksum and unmarshals the meta JSON into
 // meta; it returns the float32 payload.
 func decode(key []byte, kind string, raw []byte, meta any) ([]float32, error) {
+	if len(raw) == 0 {
+		// Badger logs, and hides, a value-log entry that fails its checksum.
+		return nil, corrupt(key, "the value cannot be read (its value-log entry is damaged)")
+	}
 	if len(raw) < headerLen+12 {
 		return nil, corrupt(key, "%d bytes, shorter than a header", len(raw))
 	}

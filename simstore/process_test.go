@@ -32,6 +32,14 @@ func TestHelperProcess(t *testing.T) {
 			fmt.Println("ready")
 			io.Copy(io.Discard, os.Stdin)
 			return s.Close()
+		case "holdro": // open the store read-only and keep it until stdin closes
+			s, err := Open(dir, ReadOnly())
+			if err != nil {
+				return err
+			}
+			fmt.Println("ready")
+			io.Copy(io.Discard, os.Stdin)
+			return s.Close()
 		case "write": // rewrite a large matrix, alternating versions, until killed
 			s, err := Open(dir, withChunkSize(256<<10))
 			if err != nil {

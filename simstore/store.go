@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,8 @@ type Store struct {
 
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
+
+	freeSpace func(dir string) (int64, error) // nil: no check (read-only, in memory)
 }
 
 // A migration upgrades a store from schema version from to from+1, inside
@@ -65,6 +68,7 @@ type options struct {
 	chunkSize  int
 	schema     int
 	migrations []migration
+	freeSpace  func(dir string) (int64, error)
 }
 
 // Option configures Open.
@@ -78,9 +82,15 @@ func InMemory() Option { return func(o *options) { o.inMemory = true } }
 func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
 
 // Open opens (creating if needed) the store in dir. A second process opening
-// the same store gets an error wrapping ErrLocked at once.
+// the same store gets an error wrapping ErrLocked at once. A read-only open
+// of a folder that holds no store yet is an error wrapping ErrNotFound; one
+// whose table files fail Badger's checksums names the damaged file.
+//
+// A store opened for writing checks the free disk space before it opens
+// and before every write (ErrNoSpace): Badger writes through memory-mapped
+// files, and a full disk would otherwise kill the process with SIGBUS.
 func Open(dir string, opts ...Option) (*Store, error) {
-	o := options{schema: SchemaVersion, migrations: migrations()}
+	o := options{schema: SchemaVersion, migrations: migrations(), freeSpace: diskFree}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -99,10 +109,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		WithInMemory(o.inMemory).
 		WithReadOnly(o.readOnly).
 		WithNumVersionsToKeep(1).
-		WithMemTableSize(64 << 20).
+		WithMemTableSize(memTableSize).
 		WithValueLogFileSize(128 << 20).
 		WithSyncWrites(!o.inMemory).
-		WithCompactL0OnClose(true)
+		WithCompactL0OnClose(true).
+		WithVerifyValueChecksum(true)
 	if o.inMemory {
 		bo = bo.WithDir("").WithValueDir("")
 		dir = ""
@@ -110,15 +121,29 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("simstore: create %s: %w", dir, err)
 		}
+	} else if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("simstore: no store in %s yet (nothing has been stored there): %w", dir, ErrNotFound)
+	}
+	s := &Store{dir: dir, readOnly: o.readOnly, inMemory: o.inMemory, chunkSize: o.chunkSize, stopGC: make(chan struct{})}
+	if !o.readOnly && !o.inMemory {
+		s.freeSpace = o.freeSpace
+		// Opening for writing maps a fresh memtable file.
+		if err := s.checkSpace(0); err != nil {
+			return nil, err
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("simstore: %s: %w (another lcl is using it; wait for it or use --store DIR)", dir, ErrLocked)
 		}
-		return nil, fmt.Errorf("simstore: open %s: %w", dir, err)
+		if m := damagedTable.FindStringSubmatch(err.Error()); m != nil {
+			return nil, fmt.Errorf("simstore: %s: table file %s is damaged (its index or last block fails Badger's checksum), so the store cannot be opened; restore the folder from a backup (lcl store verify lists every damaged table)",
+				dir, filepath.Base(m[1]))
+		}
+		return nil, fmt.Errorf("simstore: open %s: %s", dir, oneLine(err.Error()))
 	}
-	s := &Store{db: db, dir: dir, readOnly: o.readOnly, inMemory: o.inMemory, chunkSize: o.chunkSize, stopGC: make(chan struct{})}
+	s.db = db
 	if err := s.checkSchema(o); err != nil {
 		db.Close()
 		return nil, err
@@ -226,12 +251,22 @@ func (s *Store) gcLoop() {
 // gcValueLog rewrites up to max value-log files of which at least half is
 // garbage; it stops at the first file that is not worth rewriting.
 func (s *Store) gcValueLog(max int) {
+	// Rewriting a value-log file writes up to a file's size first.
+	if s.checkSpace(128<<20) != nil {
+		return
+	}
 	for i := 0; i < max; i++ {
 		if s.db.RunValueLogGC(0.5) != nil {
 			return
 		}
 	}
 }
+
+// damagedTable finds the table file in Badger's error for a table it
+// cannot open (its index or last block fails the checksum).
+var damagedTable = regexp.MustCompile(`Opening table: "([^"]+)"`)
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Dir is the store's folder ("" in memory).
 func (s *Store) Dir() string { return s.dir }
@@ -280,6 +315,10 @@ func (s *Store) get(ctx context.Context, key []byte, kind string, meta any) ([]f
 	}
 	var ce *CorruptError
 	if err != nil && !errors.As(err, &ce) {
+		if msg := err.Error(); strings.Contains(msg, "checksum mismatch") || strings.Contains(msg, "Invalid read") {
+			// Badger's value-log entry checksum (VerifyValueChecksum).
+			return nil, corrupt(key, "the value log entry fails its checksum (%s)", oneLine(msg))
+		}
 		return nil, fmt.Errorf("simstore: read %s: %w", key, err)
 	}
 	return data, err

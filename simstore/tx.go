@@ -79,6 +79,9 @@ func (tx *Tx) PutRun(r Run) error {
 // Delete removes the record at key (as listed by Store.List); ErrNotFound if
 // there is none.
 func (tx *Tx) Delete(key string) error {
+	if err := tx.s.checkSpace(0); err != nil {
+		return err
+	}
 	if kindOfKey([]byte(key)) == "" {
 		return fmt.Errorf("simstore: %q is not a record key (keys start with art/, vec/, sim/ or run/)", key)
 	}
@@ -106,6 +109,9 @@ func (tx *Tx) put(key []byte, kind string, meta any, data []float32) error {
 	}
 	if len(val) > MaxValueSize {
 		return fmt.Errorf("simstore: %s is %d bytes, over the store's limit of %d bytes per record", key, len(val), MaxValueSize)
+	}
+	if err := tx.s.checkSpace(int64(len(val))); err != nil {
+		return err
 	}
 	if err := tx.dropChunksOf(key); err != nil {
 		return err

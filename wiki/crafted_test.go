@@ -111,3 +111,20 @@ func FuzzDumpStream(f *testing.F) {
 		d.Links(context.Background(), "A")
 	})
 }
+
+// FuzzParseOverrides: no override file panics the parser.
+func FuzzParseOverrides(f *testing.F) {
+	f.Add("n02119789\tKit fox\n# x\n\nn01\tA\tB\n")
+	f.Add("n1\t\t\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		o, err := wiki.ParseOverrides(strings.NewReader(in), "f")
+		if err != nil {
+			return
+		}
+		for k, ts := range o {
+			if k == "" || len(ts) == 0 {
+				t.Fatalf("override %q: %q", k, ts)
+			}
+		}
+	})
+}

@@ -1,7 +1,9 @@
 package wordnet
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"strings"
 )
@@ -77,17 +79,20 @@ func (wn *DB) hypernymDistances(wnid string) (map[string]int, error) {
 
 // nltkName is the synset's name as nltk spells it ("crane.n.05"); nltk breaks
 // ties between equally deep common hypernyms by this name.
-func (wn *DB) nltkName(s *Synset) string {
+// A malformed index.noun is an error, not a silently different tie-break.
+func (wn *DB) nltkName(s *Synset) (string, error) {
 	lemma := strings.ToLower(s.Lemmas[0])
 	sense := 1
-	if ss, err := wn.Lookup(lemma); err == nil {
-		for i, c := range ss {
-			if c.ID == s.ID {
-				sense = i + 1
-			}
+	ss, err := wn.Lookup(lemma)
+	if err != nil && !errors.Is(err, ErrUnknownSynset) && !errors.Is(err, fs.ErrNotExist) {
+		return "", err // index.noun exists but is malformed
+	}
+	for i, c := range ss {
+		if c.ID == s.ID {
+			sense = i + 1
 		}
 	}
-	return fmt.Sprintf("%s.n.%02d", lemma, sense)
+	return fmt.Sprintf("%s.n.%02d", lemma, sense), nil
 }
 
 // WuPalmer is Wu–Palmer similarity, computed exactly as nltk's
@@ -130,8 +135,15 @@ func (wn *DB) WuPalmer(a, b string) (float64, error) {
 				best = a
 				break
 			}
-			s, _ := wn.Synset(id)
-			if name := wn.nltkName(s); best == "" || name < bestName {
+			s, err := wn.Synset(id)
+			if err != nil {
+				return 0, err
+			}
+			name, err := wn.nltkName(s)
+			if err != nil {
+				return 0, err
+			}
+			if best == "" || name < bestName {
 				best, bestName = id, name
 			}
 		}

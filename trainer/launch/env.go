@@ -7,21 +7,40 @@
 package launch
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
-// Env is the torchrun environment contract of one worker process.
+// Env is the torchrun environment contract of one worker process, plus the
+// run's secret.
 type Env struct {
 	Rank, World, LocalRank, LocalWorld int
 	Addr                               string
 	Port                               int
+	// Secret is the per-run secret every rank carries ($LCL_DIST_SECRET).
+	// The group's keys in the rendezvous store are named after it: a process
+	// without it finds none of them, so it can neither join the run nor read,
+	// change or delete its keys (heartbeats, addresses).
+	Secret string
 }
+
+// SecretVar holds the per-run secret of a data-parallel run. The --nproc
+// launcher makes one; under torchrun, Slurm or Kubernetes the user sets the
+// same value on every rank.
+const SecretVar = "LCL_DIST_SECRET"
+
+// MinSecret is the shortest secret accepted.
+const MinSecret = 16
 
 // WorkerVar marks the workers started by Run, so that they do not launch
 // again.
@@ -77,23 +96,120 @@ func FromEnv() (*Env, error) {
 	if d.Port == 0 || d.Port > 65535 {
 		return nil, fmt.Errorf("MASTER_PORT=%d: want a TCP port", d.Port)
 	}
+	d.Secret = os.Getenv(SecretVar)
+	if len(d.Secret) < MinSecret {
+		return nil, fmt.Errorf("$%s is %s: every rank of a data-parallel run must carry the same per-run secret of at least %d characters, e.g. export %s=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n') before torchrun or srun (lcl train --nproc makes its own; docs/experiment.md)",
+			SecretVar, map[bool]string{true: "not set", false: "too short"}[d.Secret == ""], MinSecret, SecretVar)
+	}
 	return d, nil
 }
 
-// Join joins this worker's process group over backend (gloo, nccl); a
-// rank waits up to timeout for a stalled peer.
-func (d *Env) Join(backend string, timeout time.Duration) (*torch.Group, error) {
-	// Under torchrun the agent hosts the store on MASTER_PORT; each restart
-	// of the group gets fresh keys.
-	prefix := "lcl"
+// JoinOptions say how a worker joins its group.
+type JoinOptions struct {
+	Backend string        // gloo (default), nccl
+	Timeout time.Duration // how long a rank waits for a stalled peer
+	// Bind is the address rank 0's rendezvous store listens on: "" means
+	// MASTER_ADDR (which must then be an address of rank 0's machine), a
+	// host name or IP address names another, and "any" every interface. A
+	// wildcard address (0.0.0.0, ::) is refused: say "any" to mean it.
+	Bind string
+}
+
+// Join joins this worker's process group. It returns as soon as ctx ends
+// (Ctrl-C, SIGTERM), even in the middle of the rendezvous.
+func (d *Env) Join(ctx context.Context, o JoinOptions) (*torch.Group, error) {
+	agent := strings.EqualFold(os.Getenv("TORCHELASTIC_USE_AGENT_STORE"), "true")
+	bind := ""
+	if d.Rank == 0 && !agent {
+		var err error
+		if bind, err = d.storeBind(o.Bind); err != nil {
+			return nil, fmt.Errorf("rank 0: %w", err)
+		}
+	}
+	// The keys are named after the secret; under torchrun each restart of
+	// the group also gets fresh keys (the agent's store lives on).
+	prefix := "lcl/" + secretTag(d.Secret)
 	if n := os.Getenv("TORCHELASTIC_RESTART_COUNT"); n != "" {
 		prefix += "/attempt_" + n
 	}
-	g, err := torch.NewGroup(torch.GroupConfig{Backend: backend, Addr: d.Addr, Port: d.Port, Rank: d.Rank,
-		Size: d.World, Timeout: timeout, Interface: os.Getenv("GLOO_SOCKET_IFNAME"),
-		AgentStore: strings.EqualFold(os.Getenv("TORCHELASTIC_USE_AGENT_STORE"), "true"), Prefix: prefix})
-	if err != nil {
-		return nil, fmt.Errorf("rank %d: %w", d.Rank, err)
+	cfg := torch.GroupConfig{Backend: o.Backend, Addr: d.Addr, Port: d.Port, Rank: d.Rank,
+		Size: d.World, Timeout: o.Timeout, Interface: os.Getenv("GLOO_SOCKET_IFNAME"),
+		AgentStore: agent, Prefix: prefix, Bind: bind}
+	type joined struct {
+		g   *torch.Group
+		err error
 	}
-	return g, nil
+	done := make(chan joined, 1)
+	go func() {
+		defer crash.Handle()
+		g, err := torch.NewGroup(cfg)
+		done <- joined{g, err}
+	}()
+	select {
+	case j := <-done:
+		if j.err != nil {
+			return nil, fmt.Errorf("rank %d: %w", d.Rank, j.err)
+		}
+		return j.g, nil
+	case <-ctx.Done():
+		// The rendezvous blocks in libtorch until its peers come or it
+		// times out; the caller is leaving now (the process exits), and a
+		// group that forms meanwhile is closed.
+		go func() {
+			if j := <-done; j.g != nil {
+				j.g.Close()
+			}
+		}()
+		return nil, fmt.Errorf("rank %d: rendezvous at %s:%d: %w", d.Rank, d.Addr, d.Port, ctx.Err())
+	}
+}
+
+// secretTag names a run's keys: a digest of its secret.
+func secretTag(secret string) string {
+	sum := sha256.Sum256([]byte("lcl rendezvous\x00" + secret))
+	return hex.EncodeToString(sum[:16])
+}
+
+// storeBind decides the IP address rank 0's store listens on ("" = every
+// interface, only when asked for with "any").
+func (d *Env) storeBind(bind string) (string, error) {
+	host, from := bind, "--dist-bind "+bind
+	switch {
+	case strings.EqualFold(bind, "any"):
+		return "", nil
+	case bind == "":
+		host, from = d.Addr, "MASTER_ADDR="+d.Addr
+	}
+	h := strings.Trim(host, "[]")
+	if ip := net.ParseIP(h); h == "*" || ip != nil && ip.IsUnspecified() {
+		return "", fmt.Errorf("%s would make the rendezvous store listen on every network interface: name this machine's address on the network the peers use (MASTER_ADDR or --dist-bind ADDR), or say --dist-bind any to listen on all of them", from)
+	}
+	ips, err := net.LookupIP(h)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
+	}
+	local := localAddrs()
+	for _, ip := range ips {
+		if !ip.IsLoopback() && !local[ip.String()] {
+			continue
+		}
+		if ip.IsLoopback() && d.LocalWorld > 0 && d.World > d.LocalWorld {
+			return "", fmt.Errorf("%s resolves to %s, a loopback address, but the run spans several machines (WORLD_SIZE=%d, LOCAL_WORLD_SIZE=%d): the other machines could not reach the store; set MASTER_ADDR to this machine's network address, or --dist-bind ADDR",
+				from, ip, d.World, d.LocalWorld)
+		}
+		return ip.String(), nil
+	}
+	return "", fmt.Errorf("%s (%v) is not an address of this machine: rank 0 hosts the rendezvous store and runs where MASTER_ADDR points; name this machine's address with --dist-bind (in Kubernetes, the pod IP)", from, ips)
+}
+
+// localAddrs are the IP addresses of this machine's interfaces.
+func localAddrs() map[string]bool {
+	out := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out[n.IP.String()] = true
+		}
+	}
+	return out
 }

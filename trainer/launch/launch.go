@@ -3,6 +3,8 @@ package launch
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +45,7 @@ type worker struct {
 
 // Run starts o.NProc workers on this machine with the torchrun environment
 // (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1,
-// MASTER_PORT a free port, WorkerVar) and waits for them. When a worker
+// MASTER_PORT a free port, WorkerVar, a fresh SecretVar) and waits for them. When a worker
 // fails, the others are stopped (SIGTERM, then SIGKILL after 10 s) and the
 // error names the failing rank; on cancellation (Ctrl-C) every worker
 // receives SIGINT and writes its checkpoint (rank 0) before Run returns the
@@ -55,6 +57,14 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--nproc: free port: %w", err)
 	}
+	// The workers' rendezvous store listens on 127.0.0.1 only (MASTER_ADDR),
+	// and its keys are named after a secret made for this run, which only
+	// the workers get.
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return fmt.Errorf("--nproc: run secret: %w", err)
+	}
+	secret := hex.EncodeToString(raw[:])
 	if o.Logf != nil {
 		o.Logf("starting %d workers (Gloo over 127.0.0.1:%d, %d libtorch threads each)", nproc, port, o.Threads)
 	}
@@ -73,7 +83,7 @@ func Run(ctx context.Context, o Options) error {
 		c.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
 			"WORLD_SIZE="+strconv.Itoa(nproc), "LOCAL_WORLD_SIZE="+strconv.Itoa(nproc),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), WorkerVar+"=1",
-			"OMP_NUM_THREADS="+strconv.Itoa(o.Threads))
+			"OMP_NUM_THREADS="+strconv.Itoa(o.Threads), SecretVar+"="+secret)
 		// Own process group: a terminal's Ctrl-C reaches the launcher only,
 		// which forwards it once; Pdeathsig stops orphans of a killed launcher.
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

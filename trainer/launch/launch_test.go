@@ -3,10 +3,18 @@ package launch
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+const testSecret = "0123456789abcdef0123456789abcdef"
 
 func TestFromEnv(t *testing.T) {
 	for _, tt := range []struct {
@@ -16,16 +24,19 @@ func TestFromEnv(t *testing.T) {
 	}{
 		{env: map[string]string{}, want: nil},
 		{env: map[string]string{"WORLD_SIZE": "1"}, want: nil},
-		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "29500"},
-			want: &Env{Rank: 1, World: 2, Addr: "127.0.0.1", Port: 29500}},
-		{env: map[string]string{"WORLD_SIZE": "8", "RANK": "5", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "node0", "MASTER_PORT": "1234"},
-			want: &Env{Rank: 5, World: 8, LocalRank: 1, LocalWorld: 4, Addr: "node0", Port: 1234}},
+		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "29500", SecretVar: testSecret},
+			want: &Env{Rank: 1, World: 2, Addr: "127.0.0.1", Port: 29500, Secret: testSecret}},
+		{env: map[string]string{"WORLD_SIZE": "8", "RANK": "5", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "node0", "MASTER_PORT": "1234", SecretVar: testSecret},
+			want: &Env{Rank: 5, World: 8, LocalRank: 1, LocalWorld: 4, Addr: "node0", Port: 1234, Secret: testSecret}},
 		{env: map[string]string{"WORLD_SIZE": "2", "MASTER_PORT": "29500"}, err: "RANK is not"},
 		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "2", "MASTER_PORT": "29500"}, err: "0 ≤ RANK < WORLD_SIZE"},
 		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "0"}, err: "MASTER_PORT is not"},
 		{env: map[string]string{"WORLD_SIZE": "two", "RANK": "0", "MASTER_PORT": "1"}, err: `WORLD_SIZE="two"`},
+		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "29500"},
+			err: "$LCL_DIST_SECRET is not set: every rank of a data-parallel run must carry the same per-run secret of at least 16 characters"},
+		{env: map[string]string{"WORLD_SIZE": "2", "RANK": "1", "MASTER_PORT": "29500", SecretVar: "short"}, err: "$LCL_DIST_SECRET is too short"},
 	} {
-		for _, k := range []string{"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"} {
+		for _, k := range []string{"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", SecretVar} {
 			t.Setenv(k, tt.env[k])
 		}
 		got, err := FromEnv()
@@ -39,6 +50,105 @@ func TestFromEnv(t *testing.T) {
 			t.Errorf("%v: got %+v, %v; want %+v", tt.env, got, err, tt.want)
 		}
 	}
+}
+
+// Where rank 0's store listens: the address MASTER_ADDR or --dist-bind
+// names, if it is this machine's; a wildcard only when asked for.
+func TestStoreBind(t *testing.T) {
+	one := &Env{Rank: 0, World: 2, LocalWorld: 2, Addr: "127.0.0.1"}
+	nodes := &Env{Rank: 0, World: 8, LocalWorld: 4, Addr: "localhost"}
+	for _, c := range []struct {
+		env        *Env
+		bind, want string
+		err        string
+	}{
+		{one, "", "127.0.0.1", ""},
+		{one, "any", "", ""},
+		{one, "127.0.0.1", "127.0.0.1", ""},
+		{&Env{World: 2, Addr: "0.0.0.0"}, "", "", "MASTER_ADDR=0.0.0.0 would make the rendezvous store listen on every network interface"},
+		{one, "::", "", "--dist-bind :: would make the rendezvous store listen on every network interface"},
+		{one, "[::]", "", "every network interface"},
+		{one, "192.0.2.7", "", "--dist-bind 192.0.2.7 ([192.0.2.7]) is not an address of this machine"},
+		{nodes, "", "", "MASTER_ADDR=localhost resolves to 127.0.0.1, a loopback address, but the run spans several machines (WORLD_SIZE=8, LOCAL_WORLD_SIZE=4)"},
+	} {
+		got, err := c.env.storeBind(c.bind)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v bind %q: %q, %v; want an error with %q", c.env, c.bind, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v bind %q: %q, %v; want %q", c.env, c.bind, got, err, c.want)
+		}
+	}
+}
+
+// Rank 0's store listens on 127.0.0.1 only, and Ctrl-C during the
+// rendezvous (its peer never comes) ends Join at once.
+func TestJoinBindsAndCancels(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Env{Rank: 0, World: 2, LocalWorld: 2, Addr: "127.0.0.1", Port: port, Secret: testSecret}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Join(ctx, JoinOptions{Timeout: time.Minute})
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	var listen []string
+	for len(listen) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		listen = listeners(t, port)
+	}
+	if strings.Join(listen, " ") != "127.0.0.1" {
+		t.Errorf("the store on port %d listens on %q, want 127.0.0.1 only", port, listen)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "rank 0: rendezvous at 127.0.0.1:") {
+			t.Errorf("Join: %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("Join returned %v after the cancel", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Join ignored the cancel")
+	}
+}
+
+// listeners are the local addresses of the sockets listening on port
+// (/proc/net/tcp and tcp6).
+func listeners(t *testing.T, port int) []string {
+	t.Helper()
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) < 4 || fs[3] != "0A" { // LISTEN
+				continue
+			}
+			host, p, _ := strings.Cut(fs[1], ":")
+			if n, _ := strconv.ParseInt(p, 16, 32); int(n) != port {
+				continue
+			}
+			b, _ := hex.DecodeString(host)
+			for i := 0; i+3 < len(b); i += 4 { // each 32-bit word is little-endian
+				b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
+			}
+			out = append(out, net.IP(b).String())
+		}
+	}
+	return out
 }
 
 // Rank 0's output passes through; the other ranks' standard error is
@@ -103,5 +213,37 @@ func TestRunCancelInterruptsWorkers(t *testing.T) {
 		if !strings.Contains(stderr(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr())
 		}
+	}
+}
+
+// Ranks join only with the same secret: the group's keys are named after
+// it, so a process without the run's secret finds none of them.
+func TestSecretSeparatesRuns(t *testing.T) {
+	join := func(secrets [2]string, timeout time.Duration) [2]error {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs [2]error
+		var wg sync.WaitGroup
+		for r := range 2 {
+			wg.Go(func() {
+				d := &Env{Rank: r, World: 2, LocalWorld: 2, Addr: "127.0.0.1", Port: port, Secret: secrets[r]}
+				g, err := d.Join(context.Background(), JoinOptions{Timeout: timeout})
+				if err == nil {
+					g.Close()
+				}
+				errs[r] = err
+			})
+		}
+		wg.Wait()
+		return errs
+	}
+	if errs := join([2]string{testSecret, testSecret}, 30*time.Second); errs[0] != nil || errs[1] != nil {
+		t.Fatalf("same secret: %v", errs)
+	}
+	errs := join([2]string{testSecret, "fedcba9876543210fedcba9876543210"}, 2*time.Second)
+	if errs[0] == nil || errs[1] == nil {
+		t.Fatalf("different secrets joined: %v", errs)
 	}
 }

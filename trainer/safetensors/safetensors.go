@@ -14,6 +14,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // Tensor is one named tensor.
@@ -128,15 +130,19 @@ func check(name, dtype string, shape []int64, nbytes int64) error {
 	if !ok {
 		return fmt.Errorf("safetensors: tensor %q: unknown dtype %q", name, dtype)
 	}
-	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
 			return fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", name, shape)
 		}
-		n *= d
 	}
-	if n*sz != nbytes {
-		return fmt.Errorf("safetensors: tensor %q: %d bytes for %s%v (want %d)", name, nbytes, dtype, shape, n*sz)
+	// Overflow-checked: a shape of 2³² × 2³² would otherwise wrap to 0
+	// elements and pass as an empty tensor.
+	n, ok := bounded.Product64(append(slices.Clone(shape), sz)...)
+	if !ok {
+		return fmt.Errorf("safetensors: tensor %q: shape %v of %s has more elements than any file can hold", name, shape, dtype)
+	}
+	if n != nbytes {
+		return fmt.Errorf("safetensors: tensor %q: %d bytes for %s%v (want %d)", name, nbytes, dtype, shape, n)
 	}
 	return nil
 }

@@ -159,3 +159,49 @@ print(h["__metadata__"]["format"], w["dtype"], w["shape"], n_, len(vals))
 		t.Errorf("python read %q", got)
 	}
 }
+
+// header builds a file from a JSON header and data.
+func header(h string, data []byte) []byte {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	return append(append(b, h...), data...)
+}
+
+// The audit's safetensors: a shape whose element count overflows (2³²×2³²
+// wraps to 0) parsed as an empty tensor. It is refused, naming the tensor.
+func TestElementCountOverflow(t *testing.T) {
+	for _, shape := range []string{"[4294967296, 4294967296]", "[2305843009213693952, 2]", "[3037000500, 3037000500, 1]"} {
+		in := header(`{"w":{"dtype":"F32","shape":`+shape+`,"data_offsets":[0,0]}}`, nil)
+		_, _, err := Read(in)
+		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), `tensor "w": shape `) || !strings.Contains(err.Error(), "more elements than any file can hold") {
+			t.Errorf("shape %s: %v", shape, err)
+		}
+	}
+	if _, _, err := Read(header(`{"w":{"dtype":"F32","shape":[0, 4294967296],"data_offsets":[0,0]}}`, nil)); err != nil {
+		t.Errorf("an empty tensor with a large dimension: %v", err)
+	}
+}
+
+// FuzzRead: no file panics Read; every tensor it returns holds exactly the
+// bytes its dtype and shape need.
+func FuzzRead(f *testing.F) {
+	var b bytes.Buffer
+	Write(&b, sample(), map[string]string{"k": "v"})
+	f.Add(b.Bytes())
+	f.Add(header(`{"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}`, nil))
+	f.Add(header(`{"__metadata__":{"a":"b"},"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`, []byte{1, 2}))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		ts, _, err := Read(in)
+		if err != nil {
+			return
+		}
+		for _, tn := range ts {
+			n := sizes[tn.DType]
+			for _, d := range tn.Shape {
+				n *= d
+			}
+			if n != int64(len(tn.Data)) {
+				t.Fatalf("tensor %q: %d bytes for %s%v", tn.Name, len(tn.Data), tn.DType, tn.Shape)
+			}
+		}
+	})
+}

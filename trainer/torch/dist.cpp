@@ -13,7 +13,13 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -201,6 +207,48 @@ void collective(lt_pg *g, const std::vector<at::Tensor> &ts, Op op, const char *
 	}
 }
 
+// The address rank 0's TCPStore server listens on. libtorch 1.13's TCPStore
+// binds its server socket to the wildcard address (every interface) and
+// has no option to choose another; while bind_to is set, the bind() below
+// turns a wildcard bind into that address. It is set only while rank 0
+// constructs its store (under bind_mu); Gloo and Go bind specific
+// addresses or not through libc, so nothing else is rewritten.
+std::mutex bind_mu;
+std::atomic<const sockaddr_storage *> bind_to{nullptr};
+
+// store_server makes rank 0's TCPStore listening on bind (an IP address;
+// empty: every interface, libtorch's default).
+c10::intrusive_ptr<c10d::TCPStore> store_server(const std::string &addr, const std::string &bind,
+                                                const c10d::TCPStoreOptions &so) {
+	if (bind.empty()) return c10::make_intrusive<c10d::TCPStore>(addr, so);
+	sockaddr_storage ss{};
+	auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
+	auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+	if (inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		throw std::invalid_argument("store bind address " + bind + " is not an IP address");
+	// Listen under the lock, wait for the workers outside it.
+	auto listen = so;
+	listen.waitWorkers = false;
+	c10::intrusive_ptr<c10d::TCPStore> st;
+	{
+		std::lock_guard<std::mutex> l(bind_mu);
+		bind_to = &ss;
+		try {
+			st = c10::make_intrusive<c10d::TCPStore>(addr, listen);
+		} catch (...) {
+			bind_to = nullptr;
+			throw;
+		}
+		bind_to = nullptr;
+	}
+	if (so.waitWorkers) st->waitForWorkers();
+	return st;
+}
+
 bool loopback(const std::string &addr) {
 	return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -222,8 +270,46 @@ void broadcast(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
 
 extern "C" {
 
+// bind: see store_server. Defined here, in the executable (or libltshim),
+// it comes before libc's in the symbol lookup of libtorch.
+int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+	using bind_fn = int (*)(int, const struct sockaddr *, socklen_t);
+	static bind_fn real = reinterpret_cast<bind_fn>(dlsym(RTLD_NEXT, "bind"));
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	const sockaddr_storage *to = bind_to.load();
+	if (to && addr && addr->sa_family == AF_INET && len >= (socklen_t)sizeof(sockaddr_in) &&
+	    reinterpret_cast<const sockaddr_in *>(addr)->sin_addr.s_addr == htonl(INADDR_ANY)) {
+		if (to->ss_family != AF_INET) {
+			errno = EADDRNOTAVAIL; // libtorch tries its next address
+			return -1;
+		}
+		sockaddr_in a = *reinterpret_cast<const sockaddr_in *>(addr);
+		a.sin_addr = reinterpret_cast<const sockaddr_in *>(to)->sin_addr;
+		return real(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a);
+	}
+	if (to && addr && addr->sa_family == AF_INET6 && len >= (socklen_t)sizeof(sockaddr_in6) &&
+	    IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(addr)->sin6_addr)) {
+		sockaddr_in6 a = *reinterpret_cast<const sockaddr_in6 *>(addr);
+		if (to->ss_family == AF_INET6) {
+			a.sin6_addr = reinterpret_cast<const sockaddr_in6 *>(to)->sin6_addr;
+		} else {
+			// libtorch's dual-stack socket: the IPv4-mapped form of the
+			// address takes IPv4 connections to that address only.
+			std::memset(&a.sin6_addr, 0, sizeof a.sin6_addr);
+			a.sin6_addr.s6_addr[10] = a.sin6_addr.s6_addr[11] = 0xff;
+			std::memcpy(&a.sin6_addr.s6_addr[12], &reinterpret_cast<const sockaddr_in *>(to)->sin_addr, 4);
+		}
+		return real(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a);
+	}
+	return real(fd, addr, len);
+}
+
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
-                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err) {
+                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, const char *bind,
+                 char **err) {
 	std::string where; // names the call in its error (set first thing: building it could throw too)
 	try {
 		where = "process group rendezvous at " + std::string(addr ? addr : "") + ":" + std::to_string(port) +
@@ -240,7 +326,8 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		so.numWorkers = size;
 		so.waitWorkers = !agent_store;
 		so.timeout = g->timeout;
-		auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(addr), so);
+		auto tcp = so.isServer ? store_server(std::string(addr), bind ? bind : "", so)
+		                       : c10::make_intrusive<c10d::TCPStore>(std::string(addr), so);
 		std::string pre = prefix && *prefix ? prefix : "lcl";
 		g->store = c10::make_intrusive<c10d::PrefixStore>(pre, tcp);
 		std::string be = backend && *backend ? backend : "gloo";

@@ -27,13 +27,15 @@ func NewGroup(gc GroupConfig) (*Group, error) {
 	defer free3()
 	pre, free4 := cstr(gc.Prefix)
 	defer free4()
+	bind, free5 := cstr(gc.Bind)
+	defer free5()
 	agent := C.int32_t(0)
 	if gc.AgentStore {
 		agent = 1
 	}
 	var cerr *C.char
 	p := C.lt_pg_new(be, addr, C.int32_t(gc.Port), C.int32_t(gc.Rank), C.int32_t(gc.Size),
-		C.int64_t(gc.Timeout.Milliseconds()), ifc, agent, pre, &cerr)
+		C.int64_t(gc.Timeout.Milliseconds()), ifc, agent, pre, bind, &cerr)
 	if p == nil {
 		return nil, errOf("process group", cerr)
 	}

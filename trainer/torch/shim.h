@@ -171,9 +171,12 @@ int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model 
    rank). Errors name this process's rank. A group is used by one thread at a time, and every rank
    must make the same calls in the same order. agent_store: the launcher
    (torchrun) already hosts the store at addr:port, so rank 0 connects to it
-   like the others; prefix namespaces this group's keys in the store. */
+   like the others; prefix namespaces this group's keys in the store. bind
+   is the IP address rank 0's store listens on (NULL or "": every
+   interface, libtorch's default). */
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
-                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, char **err);
+                 int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, const char *bind,
+                 char **err);
 void lt_pg_free(lt_pg *g) LT_NOEXCEPT;
 /* Makes the collective in progress (and every later one) fail with why; safe
    to call from any thread (e.g. on cancellation), but not concurrently with

@@ -249,6 +249,10 @@ type GroupConfig struct {
 	AgentStore bool
 	// Prefix namespaces the group's keys in the store ("" = "lcl").
 	Prefix string
+	// Bind is the IP address rank 0's store listens on; "" means every
+	// interface (libtorch's own choice). Only rank 0 hosting the store
+	// (not AgentStore) uses it.
+	Bind string
 }
 
 // Rank is this process's rank, 0 ≤ Rank < Size.

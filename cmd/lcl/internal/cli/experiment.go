@@ -63,31 +63,6 @@ with 1 at the end, naming the failed runs and their logs.`,
 	return cmd
 }
 
-// storeAt opens the store for each call only: the `lcl train` children open
-// it themselves while they run, and Badger allows one process at a time.
-type storeAt struct{ dir string }
-
-func (s storeAt) with(fn func(*simstore.Store) error) error {
-	st, err := simstore.Open(s.dir)
-	if err != nil {
-		return err
-	}
-	err = fn(st)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func (s storeAt) GetRun(ctx context.Context, id string) (r *simstore.Run, err error) {
-	err = s.with(func(st *simstore.Store) error { r, err = st.GetRun(ctx, id); return err })
-	return r, err
-}
-
-func (s storeAt) PutRun(ctx context.Context, r simstore.Run) error {
-	return s.with(func(st *simstore.Store) error { return st.PutRun(ctx, r) })
-}
-
 func loadGrid(path string) (*experiment.Grid, []experiment.Run, error) {
 	g, err := experiment.Load(path)
 	if err != nil {
@@ -109,7 +84,7 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 			runs[i].Exec.Threads = opts.Threads
 		}
 	}
-	results := storeAt{f.storeDir()}
+	results := experiment.StoreAt{Dir: f.storeDir()}
 	if opts.DryRun {
 		return experimentList(ctx, f, g, runs, results, opts.RunDir)
 	}
@@ -131,7 +106,7 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	defer bar.Close()
 	drawn := f.IO.ErrTTY && !f.Quiet && !f.JSON // the bar is visible: log lines clear it first
 	r := &experiment.Runner{
-		Launch:  experiment.Command(self, leadingFlags(f, results.dir), 30*time.Second),
+		Launch:  experiment.Command(self, leadingFlags(f, results.Dir), 30*time.Second),
 		Results: results,
 		Root:    opts.RunDir,
 		Logf: func(format string, a ...any) {
@@ -156,7 +131,7 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 			f.Logf("grid %s: %d/%d runs finished%s", g.Name, done, total, left)
 		},
 	}
-	f.Logf("grid %s: %d runs, run directories under %s, store %s", g.Name, len(runs), opts.RunDir, results.dir)
+	f.Logf("grid %s: %d runs, run directories under %s, store %s", g.Name, len(runs), opts.RunDir, results.Dir)
 	s, err := r.Run(ctx, runs)
 	summary := map[string]any{"grid": g.Name, "total": s.Total, "skipped": s.Skipped, "done": s.Done, "failed": s.Failed}
 	if !f.Emit("summary", summary) && err == nil {
@@ -165,10 +140,10 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	return err
 }
 
-func experimentList(ctx context.Context, f *Factory, g *experiment.Grid, runs []experiment.Run, results storeAt, root string) error {
+func experimentList(ctx context.Context, f *Factory, g *experiment.Grid, runs []experiment.Run, results experiment.StoreAt, root string) error {
 	statuses := map[string]string{}
-	if _, err := os.Stat(results.dir); err == nil {
-		err := results.with(func(st *simstore.Store) error {
+	if _, err := os.Stat(results.Dir); err == nil {
+		err := results.With(func(st *simstore.Store) error {
 			for _, r := range runs {
 				rec, err := st.GetRun(ctx, r.ID)
 				if err == nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,23 +42,55 @@ type Factory struct {
 	// RequirePinned refuses plugins without a pin (--require-pinned).
 	RequirePinned bool
 
-	mu    sync.Mutex
-	store *simstore.Store
-	wn    *wordnet.DB
+	mu      sync.Mutex
+	store   *simstore.Store
+	storeRO bool // store was opened read-only
+	wn      *wordnet.DB
 }
 
-// Store opens the store named by --store (once).
+// Store opens the store named by --store (once) for reading and writing.
+// A read-only handle opened before (ReadStore) is closed and replaced.
 func (f *Factory) Store() (*simstore.Store, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.store != nil {
+	if f.store != nil && !f.storeRO {
 		return f.store, nil
+	}
+	if f.store != nil {
+		if err := f.store.Close(); err != nil {
+			return nil, err
+		}
+		f.store = nil
 	}
 	s, err := simstore.Open(f.storeDir())
 	if err != nil {
 		return nil, err
 	}
-	f.store = s
+	f.store, f.storeRO = s, false
+	return s, nil
+}
+
+// ReadStore opens the store for reading only (once), or returns the handle
+// already open. Commands that only read use it: several may run side by
+// side (none while a writer has the store open).
+func (f *Factory) ReadStore() (*simstore.Store, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store != nil {
+		return f.store, nil
+	}
+	s, err := simstore.Open(f.storeDir(), simstore.ReadOnly())
+	if errors.Is(err, simstore.ErrNotFound) {
+		// No store yet: create the empty one, as a writer would.
+		if s, err = simstore.Open(f.storeDir()); err == nil {
+			f.store, f.storeRO = s, false
+		}
+		return s, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.store, f.storeRO = s, true
 	return s, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
 )
 
 // oneLineError asserts what the audit asked of every crafted input: exit
@@ -218,5 +219,45 @@ func TestPluginsServeExitsOnSIGTERM(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("plugins serve ignored SIGTERM")
+	}
+}
+
+// lcl store verify lists a damaged record and exits 1; read-only commands
+// work beside one another.
+func TestStoreVerifyAndReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	s, err := simstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		s.PutArticles(ctx, simstore.Article{LabelSet: "x", ClassID: fmt.Sprint("c", i), Text: "short"})
+	}
+	s.PutArticles(ctx, simstore.Article{LabelSet: "x", ClassID: "big", Text: strings.Repeat("y", 2<<20)})
+	s.Close()
+	if r := cliRun(t, "--store", dir, "store", "verify"); r.code != 0 || !strings.Contains(r.err, "checked 1 table files and 6 records in "+dir+": 0 damaged") {
+		t.Fatalf("undamaged: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	// A reader holds the store: other read-only commands still run.
+	ro, err := simstore.Open(dir, simstore.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cliRun(t, "--store", dir, "store", "ls"); r.code != 0 || strings.Count(r.out, "art/x/") != 6 {
+		t.Errorf("store ls beside a reader: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	if r := cliRun(t, "--store", dir, "store", "rm", "art/x/c1"); r.code != 1 || !strings.Contains(r.err, "store is in use by another process") {
+		t.Errorf("store rm beside a reader: exit %d %s", r.code, r.err)
+	}
+	ro.Close()
+	vlogs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	b, _ := os.ReadFile(vlogs[0])
+	b[len(b)/2] ^= 1
+	os.WriteFile(vlogs[0], b, 0o644)
+	r := cliRun(t, "--store", dir, "store", "verify")
+	if r.code != 1 || strings.TrimSpace(r.out) != `damaged: key "art/x/big": the value cannot be read (its value-log entry is damaged)` ||
+		!strings.Contains(r.err, "lcl: store "+dir+": 1 damaged (listed above)") {
+		t.Fatalf("damaged: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 }

@@ -68,7 +68,7 @@ and DIR/report.html, a single self-contained file that embeds everything.`,
 }
 
 func runReport(ctx context.Context, f *Factory, opts reportOptions) error {
-	st, err := f.Store()
+	st, err := f.ReadStore()
 	if err != nil {
 		return err
 	}

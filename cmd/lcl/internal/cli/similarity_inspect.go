@@ -43,7 +43,7 @@ func resolveMatrix(ctx context.Context, f *Factory, ref similarity.Ref, synsets 
 			ref.Set = set
 		}
 	} else {
-		s, err := f.Store()
+		s, err := f.ReadStore()
 		if err != nil {
 			return nil, err
 		}

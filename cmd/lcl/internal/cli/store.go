@@ -16,24 +16,28 @@ func newStoreCmd(f *Factory) *cobra.Command {
 		Short: "Inspect and export the store",
 		Long: `The store is lcl's database of articles, embedding vectors, similarity
 matrices (with provenance) and run results. It lives in --store DIR (default
-$LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store); one
-lcl process at a time may open it.
+$LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store).
+Commands that only read it (info, ls, export, verify, similarity show, report)
+open it read-only and can run side by side; a command that writes needs it to
+itself. Writes are refused, with nothing written, while the disk is nearly
+full. "lcl store verify" checks every table file and record.
 
 Keys look like art/SET/CLASS, vec/SET/MODEL, sim/SET/KIND/DIGEST and run/ID;
 list them with "lcl store ls".`,
 		Example: `  lcl store info
   lcl store ls --kind matrix
   lcl store export sim/imagenet/semantic/0123abcd4567ef89 --format npy -o semantic.npy
-  lcl store rm run/3f2a`,
+  lcl store rm run/3f2a
+  lcl store verify`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for \"lcl store\" (commands: info, ls, export, rm)", args[0])
+				return usagef("unknown command %q for \"lcl store\" (commands: info, ls, export, rm, verify)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newStoreInfoCmd(f), newStoreLsCmd(f), newStoreExportCmd(f), newStoreRmCmd(f))
+	cmd.AddCommand(newStoreInfoCmd(f), newStoreLsCmd(f), newStoreExportCmd(f), newStoreRmCmd(f), newStoreVerifyCmd(f))
 	return cmd
 }
 
@@ -45,7 +49,7 @@ func newStoreInfoCmd(f *Factory) *cobra.Command {
   lcl --store /tmp/s store info --json`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.Store()
+			s, err := f.ReadStore()
 			if err != nil {
 				return err
 			}
@@ -107,7 +111,7 @@ func newStoreLsCmd(f *Factory) *cobra.Command {
 			if kind != "" && !contains(storeKinds, kind) {
 				return usagef("--kind %q: want one of %s", kind, strings.Join(storeKinds, ", "))
 			}
-			s, err := f.Store()
+			s, err := f.ReadStore()
 			if err != nil {
 				return err
 			}
@@ -190,4 +194,57 @@ var exportFormats = map[string][]string{
 type exportOptions struct {
 	Format string
 	Output string
+}
+
+func newStoreVerifyCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Check every table file and every record of the store; list what is damaged",
+		Long: `Check the store without changing it: every table file (*.sst) against
+Badger's index and block checksums (this works even when the store no longer
+opens), then every record: its CRC-32C, its chunks and the value log's
+checksum, and every key (a damaged key no longer names a record). Each damaged
+table or record is one line; the exit status is 1 when anything is damaged.
+Read-only: it can run beside other readers (lcl store ls, export), not beside
+a writer. See docs/store.md (Integrity) for what each finding means.`,
+		Example: `  lcl store verify
+  lcl --store /data/lcl-store store verify --json`,
+		Args: noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := f.storeDir()
+			tables, problems, err := simstore.VerifyTables(dir)
+			if err != nil {
+				return err
+			}
+			report := func(p simstore.Problem) {
+				if !f.Emit("store_problem", p) {
+					fmt.Fprintln(f.IO.Out, "damaged:", p.String())
+				}
+			}
+			for _, p := range problems {
+				report(p)
+			}
+			s, err := f.ReadStore()
+			if err != nil {
+				return err
+			}
+			bar := f.Progress(-1, "verify")
+			records, bad, err := s.Verify(cmd.Context(), func() { bar.Add(1) })
+			bar.Finish()
+			if err != nil {
+				return err
+			}
+			for _, p := range bad {
+				report(p)
+			}
+			problems = append(problems, bad...)
+			if !f.Emit("store_verified", map[string]any{"dir": dir, "tables": tables, "records": records, "damaged": len(problems)}) {
+				f.Logf("checked %d table files and %d records in %s: %d damaged", tables, records, dir, len(problems))
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("store %s: %d damaged (listed above): restore the folder from a backup, or remove damaged records with lcl store rm and compute them again", dir, len(problems))
+			}
+			return nil
+		},
+	}
 }

@@ -79,7 +79,7 @@ func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOpti
 	if format != "" && !contains([]string{"csv", "npy", "json", "text"}, format) {
 		return usagef("--format %q: want csv, npy, json or text", format)
 	}
-	s, err := f.Store()
+	s, err := f.ReadStore()
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func (o *strategyOptions) similarity(ctx context.Context, f *Factory, set *label
 		if o.Key != "" {
 			ref.Source = ""
 		}
-		s, err := f.Store()
+		s, err := f.ReadStore()
 		if err != nil {
 			return nil, "", err
 		}

@@ -37,6 +37,7 @@ type trainOptions struct {
 	NProc       int
 	DistTimeout time.Duration
 	DistBackend string
+	DistBind    string
 	world       int // processes of the run (1, --nproc, or WORLD_SIZE)
 
 	// Optimisation overrides of the preset (applied only when given).
@@ -80,7 +81,13 @@ checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
 Ctrl-C), model.safetensors (final weights, torchvision names) and
 result.json. --resume continues a stopped run from its checkpoint to the same
 final metrics as an uninterrupted run; a checkpoint of another configuration
-is refused with the reason. The result is also stored in the store as a run.`,
+is refused with the reason. The result is also stored in the store as a run.
+
+Data-parallel runs (--nproc, torchrun, srun, Kubernetes): every rank needs the
+same per-run secret in $LCL_DIST_SECRET (--nproc makes one); rank 0's
+rendezvous store listens only on MASTER_ADDR (or --dist-bind ADDR; a wildcard
+only with --dist-bind any). Ctrl-C ends a rank within a second, even while it
+waits for its peers. See docs/experiment.md.`,
 		Example: `  lcl train --synsets fashion-mnist --model cnn --strategy sl --epochs 5 --threads 2 --out runs/fm-cnn
   lcl train --synsets fashion-mnist --data /usr/share/datasets/fashion-mnist --model cnn --strategy sl \
       --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
@@ -89,6 +96,7 @@ is refused with the reason. The result is also stored in the store as a run.`,
   lcl train --data folder:/data/awa2 --model resnet50 --init resnet50.safetensors --init-skip fc --out runs/ft
   lcl train --data cifar100:/data/cifar-100-binary --model torchscript:mynet.pt --preset wrn-cifar --out runs/ts
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
+  export LCL_DIST_SECRET=...   # the same on every node
   torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 --master-port 29500 \
       lcl train --data imagenet:/data/imagenet --model resnet50 --preset goyal --out /shared/runs/in-r50`,
 		Args: noArgsOrUsage,
@@ -130,6 +138,7 @@ is refused with the reason. The result is also stored in the store as a run.`,
 	fl.IntVar(&o.NProc, "nproc", 1, "data-parallel worker processes on this machine (Gloo over loopback); --batch is the global batch")
 	fl.DurationVar(&o.DistTimeout, "dist-timeout", 10*time.Minute, "data-parallel: how long a rank waits for a stalled peer before failing")
 	fl.StringVar(&o.DistBackend, "dist-backend", "gloo", "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)")
+	fl.StringVar(&o.DistBind, "dist-bind", os.Getenv("LCL_DIST_BIND"), "data-parallel, rank 0: the address its rendezvous store listens on (default MASTER_ADDR; \"any\": every interface; also $LCL_DIST_BIND)")
 	return cmd
 }
 
@@ -169,54 +178,35 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 		return trainer.Optim{}, "", usagef("--preset: %v", err)
 	}
 	ch := cmd.Flags().Changed
-	op := p.For(o.world, ch("batch"), o.Batch, ch("lr"))
-	if ch("epochs") {
-		op.Epochs = o.Epochs
+	var ov trainer.Overrides
+	for flag, dst := range map[string]**int{"epochs": &ov.Epochs, "batch": &ov.Batch, "step-size": &ov.StepSize, "warmup": &ov.Warmup} {
+		if ch(flag) {
+			v, _ := cmd.Flags().GetInt(flag)
+			*dst = &v
+		}
 	}
-	if ch("lr") {
-		op.Schedule.LR = o.LR
-	}
-	if ch("momentum") {
-		op.Momentum = o.Momentum
+	for flag, dst := range map[string]**float64{"lr": &ov.LR, "momentum": &ov.Momentum, "weight-decay": &ov.WeightDecay, "gamma": &ov.Gamma} {
+		if ch(flag) {
+			v, _ := cmd.Flags().GetFloat64(flag)
+			*dst = &v
+		}
 	}
 	if ch("nesterov") {
-		op.Nesterov = o.Nesterov
-	}
-	if ch("weight-decay") {
-		op.WeightDecay = o.WeightDecay
+		ov.Nesterov = &o.Nesterov
 	}
 	if ch("schedule") {
-		op.Schedule.Kind = o.Schedule
-		if o.Schedule != p.Schedule.Kind && (o.Schedule == "step" || o.Schedule == "multistep") && !ch("gamma") {
-			op.Schedule.Gamma = 0.1
-		}
+		ov.Schedule = &o.Schedule
 	}
 	if ch("milestones") {
-		ms, err := trainer.ParseMilestones(o.Milestones)
-		if err != nil {
+		if ov.Milestones, err = trainer.ParseMilestones(o.Milestones); err != nil {
 			return trainer.Optim{}, "", usagef("--milestones: %v", err)
 		}
-		op.Schedule.Milestones = ms
-	}
-	if ch("gamma") {
-		op.Schedule.Gamma = o.Gamma
-	}
-	if ch("step-size") {
-		op.Schedule.StepSize = o.StepSize
-	}
-	if ch("warmup") {
-		op.Schedule.Warmup = o.Warmup
 	}
 	if ch("optimizer") {
-		op.Optimizer = o.Optimizer
+		ov.Optimizer = &o.Optimizer
 	}
-	if op.Epochs <= 0 || op.Batch <= 0 {
-		return trainer.Optim{}, "", usagef("--epochs and --batch must be > 0")
-	}
-	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0) {
-		return trainer.Optim{}, "", usagef("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
-	}
-	if err := op.Validate(); err != nil {
+	op, err := p.Apply(o.world, ov)
+	if err != nil {
 		return trainer.Optim{}, "", usagef("%v", err)
 	}
 	return op, name, nil
@@ -312,7 +302,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	}
 	var group *torch.Group
 	if dist != nil {
-		if group, err = dist.Join(o.DistBackend, o.DistTimeout); err != nil {
+		if group, err = dist.Join(ctx, launch.JoinOptions{Backend: o.DistBackend, Timeout: o.DistTimeout, Bind: o.DistBind}); err != nil {
 			return err
 		}
 		defer group.Close()
@@ -432,7 +422,8 @@ func threads(n int) int {
 // them out, as a grid's does.
 var execFlags = map[string]bool{
 	"device": true, "threads": true, "workers": true, "eval-batch": true, "checkpoint-every": true,
-	"out": true, "resume": true, "no-store": true, "nproc": true, "dist-timeout": true, "dist-backend": true,
+	"out": true, "resume": true, "no-store": true, "nproc": true, "dist-timeout": true, "dist-backend": true, "dist-bind": true,
+	"require-pinned": true,
 	"plugin-timeout": true, "store": true, "wordnet": true, "json": true, "quiet": true,
 }
 

@@ -64,7 +64,7 @@ func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
 	if o.Source == "" {
-		st, err := f.Store()
+		st, err := f.ReadStore()
 		if err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func runWikiShow(ctx context.Context, f *Factory, synsets, key string) error {
 	if synsets != "" {
 		names = []string{synsets}
 	}
-	st, err := f.Store()
+	st, err := f.ReadStore()
 	if err != nil {
 		return err
 	}

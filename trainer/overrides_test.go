@@ -1,0 +1,52 @@
+package trainer
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPresetApply(t *testing.T) {
+	fm, err := PresetByName("fmnist-cnn") // 20 epochs, batch 128, cosine from 0.05
+	if err != nil {
+		t.Fatal(err)
+	}
+	pi := func(v int) *int { return &v }
+	pf := func(v float64) *float64 { return &v }
+	ps := func(v string) *string { return &v }
+
+	op, err := fm.Apply(1, Overrides{})
+	if err != nil || op.Epochs != fm.Epochs || op.Batch != fm.Batch || op.Schedule.LR != fm.Schedule.LR || op.Schedule.Kind != fm.Schedule.Kind {
+		t.Fatalf("no overrides: %+v %v", op, err)
+	}
+	// To step from cosine: gamma 0.1 unless given.
+	op, err = fm.Apply(1, Overrides{Schedule: ps("step"), StepSize: pi(5), Epochs: pi(3)})
+	if err != nil || op.Schedule.Kind != "step" || op.Schedule.Gamma != 0.1 || op.Schedule.StepSize != 5 || op.Epochs != 3 {
+		t.Fatalf("step: %+v %v", op, err)
+	}
+	op, err = fm.Apply(1, Overrides{Schedule: ps("multistep"), Milestones: []int{2, 4}, Gamma: pf(0.5)})
+	if err != nil || op.Schedule.Gamma != 0.5 || len(op.Schedule.Milestones) != 2 {
+		t.Fatalf("multistep: %+v %v", op, err)
+	}
+	// goyal scales the learning rate with the global batch unless it is given.
+	g, err := PresetByName("goyal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled, err := g.Apply(4, Overrides{})
+	given, err2 := g.Apply(4, Overrides{LR: pf(0.3)})
+	if err != nil || err2 != nil || scaled.Batch != 4*g.WorkerBatch || scaled.Schedule.LR != g.Schedule.LR*float64(scaled.Batch)/float64(g.RefBatch) || given.Schedule.LR != 0.3 {
+		t.Fatalf("goyal: %+v %+v %v %v", scaled, given, err, err2)
+	}
+	for _, tt := range []struct {
+		o    Overrides
+		want string
+	}{
+		{Overrides{Batch: pi(0)}, "--batch must be > 0"},
+		{Overrides{Momentum: pf(0), Nesterov: new(true)}, "--nesterov needs a momentum"},
+		{Overrides{Schedule: ps("poly")}, "unknown kind"},
+	} {
+		if _, err := fm.Apply(1, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.o, err, tt.want)
+		}
+	}
+}
