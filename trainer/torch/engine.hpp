@@ -259,17 +259,18 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 	std::unique_ptr<c10::DeviceGuard> dg;
 	if (e->cuda()) dg = std::make_unique<c10::DeviceGuard>(e->dev);
 	if (!s.x.defined()) throw std::invalid_argument("evaluation of an empty batch");
-	torch::NoGradGuard ng;
+	c10::InferenceMode im; // no autograd bookkeeping (as lt_eval)
 	m->net->eval();
 	auto X = e->input(s);
 	if (e->opts.channels_last || m->channels_last) X = X.contiguous(torch::MemoryFormat::ChannelsLast);
 	Tensor f, z;
 	{
 		lts::Autocast ac(e->dev, e->opts.precision);
-		f = m->net->features(X);
-		z = m->net->head(f);
+		// Features only when asked for (a TorchScript model may have no
+		// separate head).
+		z = m->net->logits_features(X, features_out ? &f : nullptr);
 	}
-	f = f.to(torch::kFloat32);
+	if (f.defined()) f = f.to(torch::kFloat32);
 	z = z.to(torch::kFloat32);
 	if (s.y.defined() && top1) {
 		auto kk = std::min<int64_t>(5, z.size(1));
