@@ -109,6 +109,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		Out: out, Model: o.Model, Train: d.Train, Test: d.Test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: d.Indices,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: o.Resume && hasCheckpoint, Identity: identity,
+		Init: o.Init, InitSkip: o.InitSkip,
 		Group: group,
 	}
 	pr := &trainPrinter{f: f}
