@@ -314,3 +314,49 @@ def load_safetensors(path):
         s, e = v["data_offsets"]
         sd[k] = torch.frombuffer(bytearray(data[s:e]), dtype=_DTYPES[v["dtype"]]).reshape(v["shape"])
     return sd
+
+
+def bench(argv=None):
+    """One training step per architecture, timed: the PyTorch side of
+    bench/models.sh (the same soft-target loss and SGD as bench/trainer)."""
+    import argparse
+    import time
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--kwargs", default="{}")
+    ap.add_argument("--shape", default="3,224,224")
+    ap.add_argument("--classes", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(a.kwargs).items()}
+    m = reference(a.model, a.classes, **kw)
+    c = a.classes
+    T = torch.full((c, c), 0.1 / (c - 1))
+    T.fill_diagonal_(0.9)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    x = torch.randn(a.batch, *[int(v) for v in a.shape.split(",")])
+    y = torch.randint(0, c, (a.batch,))
+    m.train()
+
+    def step():
+        loss = -(T.index_select(0, y) * F.log_softmax(m(x), 1)).sum(1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    for _ in range(a.warmup):
+        step()
+    t, cpu = time.perf_counter(), time.process_time()
+    for _ in range(a.steps):
+        step()
+    n = a.batch * a.steps
+    print("%.3f %.3f" % (n / (time.perf_counter() - t), n / (time.process_time() - cpu)))
+
+
+if __name__ == "__main__":
+    bench()

@@ -3,6 +3,7 @@ package trainer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lcl-project/lcl/trainer/models"
@@ -37,6 +38,13 @@ type Config struct {
 	NoCheckpoint bool
 	// Resume continues from Out/checkpoint.safetensors.
 	Resume bool
+	// Init is a safetensors file of weights every model of the run's
+	// architecture starts from (stages with an architecture of their own
+	// start from their initialisation): loaded strictly, except the
+	// tensors under the module prefixes of InitSkip (e.g. "fc"), which
+	// keep the seeded initialisation — a classifier for other classes.
+	Init     string
+	InitSkip []string
 	// Identity holds further settings a resumed run must share with the
 	// checkpoint (dataset, fraction, ...).
 	Identity map[string]string
@@ -79,7 +87,7 @@ func newRunner(cfg Config) (*runner, error) {
 	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
 		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
 	}
-	if err := cfg.Optim.Schedule.Validate(); err != nil {
+	if err := cfg.Optim.Validate(); err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
 	if (cfg.Resume || !cfg.NoCheckpoint) && cfg.Out == "" && cfg.Resume {
@@ -139,7 +147,26 @@ func newRunner(cfg Config) (*runner, error) {
 	}
 	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
 	r.user0, r.sys0 = processCPU()
+	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
+		return nil, errors.New("trainer: --init-skip without --init")
+	}
+	if cfg.Init != "" {
+		if r.init, err = readInit(cfg.Init, cfg.InitSkip); err != nil {
+			return nil, err
+		}
+	}
 	r.id = r.identity()
+	if spec.Script != "" {
+		// A resumed run must train the same module.
+		d, err := fileDigest(spec.Script)
+		if err != nil {
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+		r.id["script"] = d
+	}
+	if r.init != nil {
+		r.id["init"] = r.init.digest + " skip=" + strings.Join(r.init.skip, ",")
+	}
 	return r, nil
 }
 
@@ -154,6 +181,12 @@ func (r *runner) identity() map[string]string {
 		"train":    fmt.Sprintf("%d of %d", len(r.cfg.TrainIndices), r.cfg.Train.Len()),
 		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
 			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
+	}
+	if o.Optimizer == "rmsprop" {
+		// (SGD runs keep the identity of checkpoints written before
+		// RMSProp existed.)
+		decay, eps := o.rms()
+		id["optim"] += fmt.Sprintf(" rmsprop decay=%g eps=%g", decay, eps)
 	}
 	for k, v := range r.cfg.Identity {
 		id[k] = v

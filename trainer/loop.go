@@ -24,6 +24,7 @@ type runner struct {
 	specs    []torch.Spec // per stage
 	stages   []Stage
 	finished map[string]*torch.Model
+	init     *initWeights // Config.Init, nil without
 	metrics  *os.File
 	// metricsOff is the size of metrics.jsonl: what a checkpoint records
 	// (kept here, not asked of the file, so no failed Seek can record 0).
@@ -113,14 +114,32 @@ func (r *runner) newPeers(stage int) (*peerSet, error) {
 	}
 	ps := &peerSet{}
 	o := r.cfg.Optim
-	for range r.stages[stage].Peers {
-		m, err := torch.NewModel(r.specs[stage], r.cfg.Device)
+	st := r.stages[stage]
+	own := st.Model != "" && st.Model != r.cfg.Model // an architecture of the stage's own
+	for k := range st.Peers {
+		spec := r.specs[stage]
+		// Peers after the first of a TorchScript model start from a fresh
+		// initialisation: copies of one module would stay copies.
+		spec.Reinit = spec.Script != "" && k > 0
+		m, err := torch.NewModel(spec, r.cfg.Device)
 		if err != nil {
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 		ps.models = append(ps.models, m)
-		opt, err := torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
+		if r.init != nil && !own {
+			if err := r.init.apply(m, spec.HeadNames()); err != nil {
+				ps.close()
+				return nil, err
+			}
+		}
+		var opt *torch.Optimizer
+		if o.Optimizer == "rmsprop" {
+			decay, eps := o.rms()
+			opt, err = torch.NewRMSProp(m, decay, eps, o.Momentum, o.WeightDecay)
+		} else {
+			opt, err = torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
+		}
 		if err != nil {
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)

@@ -9,7 +9,8 @@ type Overrides struct {
 	LR, Momentum, WeightDecay, Gamma *float64
 	Nesterov                         *bool
 	Schedule                         *string
-	Milestones                       []int // nil keeps the preset's
+	Milestones                       []int   // nil keeps the preset's
+	Optimizer                        *string // sgd or rmsprop
 }
 
 // Apply returns the preset's optimisation for a run of world data-parallel
@@ -50,13 +51,16 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	setF(&op.Schedule.Gamma, o.Gamma)
 	set(&op.Schedule.StepSize, o.StepSize)
 	set(&op.Schedule.Warmup, o.Warmup)
+	if o.Optimizer != nil {
+		op.Optimizer = *o.Optimizer
+	}
 	if op.Epochs <= 0 || op.Batch <= 0 {
 		return Optim{}, fmt.Errorf("--epochs and --batch must be > 0")
 	}
 	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0) {
 		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
 	}
-	if err := op.Schedule.Validate(); err != nil {
+	if err := op.Validate(); err != nil {
 		return Optim{}, err
 	}
 	return op, nil

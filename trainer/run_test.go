@@ -547,3 +547,34 @@ func mlp32(t *testing.T) torch.Spec {
 	}
 	return s
 }
+
+// Every architecture of the paper trains by default with the protocol of
+// its own publication.
+func TestDefaultPresets(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		h      int
+		preset string
+	}{
+		{"resnet18", 224, "imagenet-resnet"}, {"resnet50:stem=cifar", 32, "cifar-resnet"},
+		{"wrn-28-10", 32, "wrn-cifar"}, {"resnext101-32x8d", 224, "resnext-imagenet"},
+		{"senet154", 224, "senet-imagenet"}, {"inception-resnet-v2", 299, "inception-resnet-v2"},
+		{"densenet-bc-190-40", 32, "densenet-cifar"}, {"densenet121", 224, "densenet-imagenet"},
+		{"cnn", 28, "fmnist-cnn"}, {"torchscript:/x/resnet.pt", 224, "fmnist-cnn"},
+	} {
+		got := DefaultPreset(tc.model, tc.h)
+		if got != tc.preset {
+			t.Errorf("DefaultPreset(%q, %d) = %q, want %q", tc.model, tc.h, got, tc.preset)
+		}
+		p, err := PresetByName(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Optim.Validate(); err != nil {
+			t.Errorf("preset %s: %v", got, err)
+		}
+	}
+	if p, _ := PresetByName("senet-imagenet"); p.For(1, true, 256, false).Schedule.LR != 0.15 {
+		t.Error("senet-imagenet: lr 0.6 for 1024 examples should scale to 0.15 for 256")
+	}
+}

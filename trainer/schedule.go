@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -97,6 +98,46 @@ type Optim struct {
 	Nesterov    bool
 	WeightDecay float64
 	Schedule    Schedule
+	// Optimizer is "sgd" ("" too: torch.optim.SGD's update) or "rmsprop"
+	// (TensorFlow's, the Inception papers': torch.NewRMSProp) with decay
+	// RMSDecay and epsilon RMSEps (0: 0.9 and 1.0).
+	Optimizer        string
+	RMSDecay, RMSEps float64
+}
+
+// Validate checks the optimizer's fields.
+func (o Optim) Validate() error {
+	switch o.Optimizer {
+	case "", "sgd":
+		if o.Nesterov && o.Momentum <= 0 {
+			return errors.New("nesterov needs a momentum > 0")
+		}
+	case "rmsprop":
+		if o.Nesterov {
+			return errors.New("rmsprop has no Nesterov momentum")
+		}
+		if o.RMSDecay < 0 || o.RMSDecay >= 1 || o.RMSEps < 0 {
+			return fmt.Errorf("rmsprop decay %v and epsilon %v: want 0 ≤ decay < 1, epsilon > 0", o.RMSDecay, o.RMSEps)
+		}
+	default:
+		return fmt.Errorf("optimizer %q: want sgd or rmsprop", o.Optimizer)
+	}
+	if o.Momentum < 0 || o.WeightDecay < 0 {
+		return fmt.Errorf("momentum %v and weight decay %v: want ≥ 0", o.Momentum, o.WeightDecay)
+	}
+	return o.Schedule.Validate()
+}
+
+// rms returns the RMSProp decay and epsilon with their defaults.
+func (o Optim) rms() (decay, eps float64) {
+	decay, eps = o.RMSDecay, o.RMSEps
+	if decay == 0 {
+		decay = 0.9
+	}
+	if eps == 0 {
+		eps = 1
+	}
+	return decay, eps
 }
 
 // Preset is a named protocol of the original papers.
@@ -130,21 +171,34 @@ func (p Preset) For(world int, batchSet bool, b int, lrSet bool) Optim {
 	return o
 }
 
-// Presets returns the named protocols, sorted by name.
+// Presets returns the named protocols, sorted by name: each architecture's
+// own (the paper trained every architecture with the protocol of its
+// publication) and a few general ones.
 func Presets() []Preset {
 	return []Preset{
 		{"cifar-resnet", "ResNet on CIFAR (He et al.): 164 epochs, lr 0.1 ×0.1 at 82/123, wd 1e-4, batch 128",
-			Optim{164, 128, 0.9, false, 1e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}, 0, 0},
+			Optim{Epochs: 164, Batch: 128, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}, 0, 0},
+		{"densenet-cifar", "DenseNet on CIFAR (Huang et al. 2017): 300 epochs, batch 64, lr 0.1 ×0.1 at 150/225, wd 1e-4, Nesterov",
+			Optim{Epochs: 300, Batch: 64, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{150, 225}}}, 0, 0},
+		{"densenet-imagenet", "DenseNet on ImageNet (Huang et al. 2017): 90 epochs, batch 256, lr 0.1 ×0.1 at 30/60, wd 1e-4, Nesterov",
+			Optim{Epochs: 90, Batch: 256, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60}}}, 0, 0},
 		{"dml-cifar", "DML (Zhang et al.): 200 epochs, lr 0.1 ×0.1 at 60/120/180, wd 5e-4, batch 64, Nesterov",
-			Optim{200, 64, 0.9, true, 5e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{60, 120, 180}}}, 0, 0},
+			Optim{Epochs: 200, Batch: 64, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{60, 120, 180}}}, 0, 0},
 		{"fmnist-cnn", "small CNN/MLP on (Fashion-)MNIST: 20 epochs, lr 0.05 cosine, wd 5e-4, batch 128, Nesterov",
-			Optim{20, 128, 0.9, true, 5e-4, Schedule{Kind: "cosine", LR: 0.05}}, 0, 0},
+			Optim{Epochs: 20, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "cosine", LR: 0.05}}, 0, 0},
 		{"goyal", "large-batch SGD (Goyal et al. 2017): 90 epochs, batch 32 per process, lr 0.1×batch/256 after 5 epochs of linear warm-up, ×0.1 at 30/60/80, wd 1e-4",
-			Optim{90, 32, 0.9, false, 1e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60, 80}, Warmup: 5}}, 32, 256},
+			Optim{Epochs: 90, Batch: 32, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60, 80}, Warmup: 5}}, 32, 256},
 		{"imagenet-resnet", "ResNet on ImageNet (torchvision): 90 epochs, lr 0.1 ×0.1 every 30, wd 1e-4, batch 256",
-			Optim{90, 256, 0.9, false, 1e-4, Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
+			Optim{Epochs: 90, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
+		{"resnext-imagenet", "ResNeXt on ImageNet (Xie et al. 2017, fb.resnet.torch schedule): 100 epochs, batch 256, lr 0.1 divided by 10 three times (every 30 epochs), wd 1e-4",
+			Optim{Epochs: 100, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
+		{"inception-resnet-v2", "Inception-ResNet-v2 (Szegedy et al. 2017): TensorFlow's RMSProp (decay 0.9, ε 1.0, momentum 0.9), lr 0.045 ×0.94 every 2 epochs, batch 32, wd 4e-5 (on every parameter; TF-Slim spares biases and batch norm), 100 epochs (the paper gives none)",
+			Optim{Epochs: 100, Batch: 32, Momentum: 0.9, WeightDecay: 4e-5, Schedule: Schedule{Kind: "step", LR: 0.045, Gamma: 0.94, StepSize: 2},
+				Optimizer: "rmsprop", RMSDecay: 0.9, RMSEps: 1}, 0, 0},
+		{"senet-imagenet", "SENet on ImageNet (Hu et al. 2018): 100 epochs, batch 1024, lr 0.6×batch/1024 ×0.1 every 30, wd 1e-4",
+			Optim{Epochs: 100, Batch: 1024, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.6, Gamma: 0.1, StepSize: 30}}, 0, 1024},
 		{"wrn-cifar", "Wide ResNet (Zagoruyko & Komodakis): 200 epochs, lr 0.1 ×0.2 at 60/120/160, wd 5e-4, batch 128, Nesterov",
-			Optim{200, 128, 0.9, true, 5e-4, Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}, 0, 0},
+			Optim{Epochs: 200, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}, 0, 0},
 	}
 }
 
@@ -160,15 +214,27 @@ func PresetByName(name string) (Preset, error) {
 	return Preset{}, fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(names, ", "))
 }
 
-// DefaultPreset is the preset used when none is named: by model family and
-// input size.
+// DefaultPreset is the preset used when none is named: the protocol of the
+// model's family, by input size where the family has CIFAR and ImageNet
+// variants.
 func DefaultPreset(model string, h int) string {
+	name, _, _ := strings.Cut(model, ":")
 	switch {
-	case strings.HasPrefix(model, "wrn"):
+	case strings.HasPrefix(name, "wrn"):
 		return "wrn-cifar"
-	case strings.HasPrefix(model, "resnet") && h > 64:
+	case strings.HasPrefix(name, "resnext"):
+		return "resnext-imagenet"
+	case strings.HasPrefix(name, "senet"):
+		return "senet-imagenet"
+	case strings.HasPrefix(name, "inception-resnet"):
+		return "inception-resnet-v2"
+	case strings.HasPrefix(name, "densenet") && h > 64:
+		return "densenet-imagenet"
+	case strings.HasPrefix(name, "densenet"):
+		return "densenet-cifar"
+	case strings.HasPrefix(name, "resnet") && h > 64:
 		return "imagenet-resnet"
-	case strings.HasPrefix(model, "resnet"):
+	case strings.HasPrefix(name, "resnet"):
 		return "cifar-resnet"
 	}
 	return "fmnist-cnn"

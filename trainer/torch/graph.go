@@ -224,23 +224,16 @@ func join(prefix, name string) string {
 }
 
 // Infer returns the output shape of n for input in, checking channel counts
-// and sizes on the way, and adds to acts the elements of every output
-// (a measure of activation memory).
-func (n *Node) Infer(in Shape, acts *int64) (Shape, error) {
-	out, err := n.infer(in, acts)
-	if err != nil {
-		if n.Name != "" {
-			return out, fmt.Errorf("%s: %w", n.Name, err)
-		}
-		return out, err
+// and sizes on the way.
+func (n *Node) Infer(in Shape) (Shape, error) {
+	out, err := n.infer(in)
+	if err != nil && n.Name != "" {
+		return out, fmt.Errorf("%s: %w", n.Name, err)
 	}
-	if acts != nil && n.Op != OpSeq && n.Op != OpIdentity && n.Op != OpFlatten {
-		*acts += out.numel()
-	}
-	return out, nil
+	return out, err
 }
 
-func (n *Node) infer(in Shape, acts *int64) (Shape, error) {
+func (n *Node) infer(in Shape) (Shape, error) {
 	needMap := func() error {
 		if in.Vec {
 			return fmt.Errorf("%v needs a C×H×W input, got a vector of %d", n.Op, in.C)
@@ -255,7 +248,7 @@ func (n *Node) infer(in Shape, acts *int64) (Shape, error) {
 		s := in
 		for i := range n.Children {
 			var err error
-			if s, err = n.Children[i].Infer(s, acts); err != nil {
+			if s, err = n.Children[i].Infer(s); err != nil {
 				return s, err
 			}
 		}
@@ -327,7 +320,7 @@ func (n *Node) infer(in Shape, acts *int64) (Shape, error) {
 		}
 		var out Shape
 		for i := range n.Children {
-			s, err := n.Children[i].Infer(in, acts)
+			s, err := n.Children[i].Infer(in)
 			if err != nil {
 				return s, err
 			}
@@ -413,14 +406,14 @@ func (s Spec) Check() (featureDim int, err error) {
 			return 0, fmt.Errorf("torch: spec: %w", err)
 		}
 	}
-	f, err := s.Features.Infer(Shape{C: s.InC, H: s.InH, W: s.InW}, nil)
+	f, err := s.Features.Infer(Shape{C: s.InC, H: s.InH, W: s.InW})
 	if err != nil {
 		return 0, fmt.Errorf("torch: spec: features on %d×%d×%d input: %w", s.InC, s.InH, s.InW, err)
 	}
 	if !f.Vec {
 		return 0, fmt.Errorf("torch: spec: features end in a %v map, want a vector (pool and flatten)", f)
 	}
-	out, err := s.Head.Infer(f, nil)
+	out, err := s.Head.Infer(f)
 	if err != nil {
 		return 0, fmt.Errorf("torch: spec: head: %w", err)
 	}
@@ -433,21 +426,6 @@ func (s Spec) Check() (featureDim int, err error) {
 // NumParams is the number of trainable scalars the spec's network has
 // (0 for a TorchScript spec, which only libtorch can count).
 func (s Spec) NumParams() int64 { return s.Features.Params() + s.Head.Params() }
-
-// Activations is the number of values the forward pass of one example
-// produces (the outputs of every operation): a measure of the activation
-// memory training holds per example.
-func (s Spec) Activations() (int64, error) {
-	var acts int64
-	f, err := s.Features.Infer(Shape{C: s.InC, H: s.InH, W: s.InW}, &acts)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := s.Head.Infer(f, &acts); err != nil {
-		return 0, err
-	}
-	return acts, nil
-}
 
 // HeadNames are the module paths of the head's parameterised layers
 // (e.g. "fc", "classifier", "last_linear"): the classifier that

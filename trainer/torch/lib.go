@@ -515,6 +515,26 @@ func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer,
 	return o, nil
 }
 
+// NewRMSProp creates TensorFlow's RMSProp over m's parameters (the
+// optimizer of the Inception papers): ms ← decay·ms + (1−decay)·d² with ms
+// starting at 1, mom ← momentum·mom + lr·d/√(ms+eps), p ← p − mom, where
+// d = grad + weightDecay·p.
+func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
+	mc, err := m.handle("new optimizer")
+	if err != nil {
+		return nil, err
+	}
+	var cerr *C.char
+	c := C.lt_optim_new_rmsprop(mc, C.double(decay), C.double(eps), C.double(momentum), C.double(weightDecay), &cerr)
+	runtime.KeepAlive(m)
+	if c == nil {
+		return nil, errOf("new optimizer", cerr)
+	}
+	o := &Optimizer{c: c}
+	o.cleanup = runtime.AddCleanup(o, func(c *C.lt_optim) { C.lt_optim_free(c) }, c)
+	return o, nil
+}
+
 // Close frees the optimizer; it is idempotent.
 func (o *Optimizer) Close() {
 	if o == nil || o.c == nil {
@@ -694,7 +714,9 @@ func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bo
 		lp = (*C.float)(&r.Logits[0])
 	}
 	if features {
-		r.Features = make([]float32, n*m.featureDim)
+		// A TorchScript model without penultimate features has width 0:
+		// the C++ side then fails with the reason before writing.
+		r.Features = make([]float32, max(n*m.featureDim, 1))
 		fp = (*C.float)(&r.Features[0])
 	}
 	var cerr *C.char

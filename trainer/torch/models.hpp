@@ -214,6 +214,7 @@ struct ScriptNet : Net {
 	torch::jit::Module mod;
 	bool has_penultimate = false;
 	std::unique_ptr<torch::jit::GraphFunction> feat_fn;
+	std::string no_features; // why features() fails, when it does
 
 	ScriptNet(const std::string &path, torch::Device dev, bool reinit) {
 		mod = torch::jit::load(path, dev);
@@ -260,6 +261,7 @@ struct ScriptNet : Net {
 	}
 	Tensor forward(const Tensor &x) override { return mod.forward({x}).toTensor(); }
 	Tensor features(const Tensor &x) override {
+		if (!no_features.empty()) throw std::invalid_argument(no_features);
 		if (has_penultimate) return mod.get_method("penultimate")({x}).toTensor();
 		if (!feat_fn) feat_fn = penultimate_graph();
 		return (*feat_fn)({mod._ivalue(), x}).toTensor();

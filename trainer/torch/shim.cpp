@@ -112,11 +112,19 @@ lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in
 			throw std::invalid_argument("TorchScript model " + std::string(path) + " gives " + c10::str(z.sizes()) +
 			                            " for one " + std::to_string(in_c) + "x" + std::to_string(in_h) + "x" +
 			                            std::to_string(in_w) + " input, want [1, " + std::to_string(num_classes) + "]");
-		auto f = net->features(x);
-		if (f.dim() != 2 || f.size(0) != 1)
-			throw std::invalid_argument("TorchScript model " + std::string(path) + ": penultimate features are " +
-			                            c10::str(f.sizes()) + " for one input, want [1, D]");
-		net->feature_dim = f.size(1);
+		// Features are optional (only CN and feature export need them): a
+		// module without a linear layer or a penultimate method still
+		// trains, and says why when asked for features.
+		try {
+			auto f = net->features(x);
+			if (f.dim() != 2 || f.size(0) != 1)
+				throw std::invalid_argument("penultimate features are " + c10::str(f.sizes()) +
+				                            " for one input, want [1, D]");
+			net->feature_dim = f.size(1);
+		} catch (const std::exception &e) {
+			net->no_features = std::string("TorchScript model ") + path + ": " +
+			                   (dynamic_cast<const c10::Error *>(&e) ? static_cast<const c10::Error &>(e).what_without_backtrace() : e.what());
+		}
 		net->train();
 	}
 	return finish_model(net, dev, num_classes);
@@ -176,6 +184,29 @@ lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_
 		if (momentum != 0)
 			o->bufs.push_back({p.key() + ".momentum_buffer", torch::zeros_like(p.value()).detach()});
 	}
+	return o.release();
+	LT_CATCH(err, nullptr)
+}
+lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
+                               char **err) {
+	LT_TRY
+	if (!(decay >= 0 && decay < 1) || !(eps > 0) || momentum < 0 || weight_decay < 0)
+		throw std::invalid_argument("RMSProp needs 0 <= decay < 1, eps > 0, momentum >= 0 and weight decay >= 0");
+	auto o = std::make_unique<lt_optim>();
+	o->rmsprop = true;
+	o->rho = decay;
+	o->eps = eps;
+	o->momentum = momentum;
+	o->wd = weight_decay;
+	o->nesterov = false;
+	auto named = m->net->named_parameters(true);
+	for (auto &p : named) {
+		o->params.push_back({p.key(), p.value()});
+		// TensorFlow 1 starts the mean squares at 1.
+		o->bufs.push_back({p.key() + ".square_avg", torch::ones_like(p.value()).detach()});
+	}
+	if (momentum != 0)
+		for (auto &p : named) o->bufs.push_back({p.key() + ".momentum_buffer", torch::zeros_like(p.value()).detach()});
 	return o.release();
 	LT_CATCH(err, nullptr)
 }

@@ -134,6 +134,13 @@ int32_t lt_model_state_write(lt_model *m, int32_t i, const void *src, int64_t nb
    the same update as torch.optim.SGD with dampening 0. */
 lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_t nesterov,
                        char **err);
+/* RMSProp as TensorFlow (and the Inception papers) define it, over all
+   parameters of m: ms <- decay ms + (1 - decay) d^2 (ms starts at 1),
+   mom <- momentum mom + lr d / sqrt(ms + eps), p <- p - mom, with
+   d = grad + weight_decay p. State: <param>.square_avg, then
+   <param>.momentum_buffer when momentum != 0. */
+lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
+                               char **err);
 void lt_optim_free(lt_optim *o) LT_NOEXCEPT;
 int32_t lt_optim_state_count(lt_optim *o, int32_t *out, char **err);
 int32_t lt_optim_state_info(lt_optim *o, int32_t i, const char **name, int32_t *dtype,

@@ -111,9 +111,14 @@ inline void fused_sgd(Tensor &p, const Tensor &g, Tensor *buf, double lr, double
 
 struct lt_optim {
 	std::vector<lts::Entry> params; // live parameters
-	std::vector<lts::Entry> bufs;   // momentum buffers, named <param>.momentum_buffer
+	// State, as read and written through the C ABI: SGD's momentum buffers
+	// (<param>.momentum_buffer), or RMSProp's mean squares
+	// (<param>.square_avg) followed by its momentum buffers.
+	std::vector<lts::Entry> bufs;
 	double momentum, wd;
 	bool nesterov;
+	bool rmsprop = false;
+	double rho = 0.9, eps = 1.0;
 	void zero_grad() {
 		for (auto &p : params) {
 			auto &g = p.t.mutable_grad();
@@ -122,10 +127,28 @@ struct lt_optim {
 	}
 	void step(double lr) {
 		torch::NoGradGuard ng;
-		for (size_t i = 0; i < params.size(); i++) {
+		size_t n = params.size();
+		for (size_t i = 0; i < n; i++) {
 			auto &p = params[i].t;
 			auto g = p.grad();
 			if (!g.defined()) continue;
+			if (rmsprop) {
+				// TensorFlow's RMSProp (the Inception papers'): ms <- rho ms +
+				// (1-rho) d^2; mom <- momentum mom + lr d / sqrt(ms + eps);
+				// p <- p - mom.
+				auto d = wd != 0 ? g.add(p, wd) : g;
+				auto &ms = bufs[i].t;
+				ms.mul_(rho).addcmul_(d, d, 1 - rho);
+				auto u = d / (ms + eps).sqrt_();
+				if (momentum != 0) {
+					auto &mom = bufs[n + i].t;
+					mom.mul_(momentum).add_(u, lr);
+					p.sub_(mom);
+				} else {
+					p.add_(u, -lr);
+				}
+				continue;
+			}
 			Tensor *buf = momentum != 0 ? &bufs[i].t : nullptr;
 			if (lts::fused_sgd_applies(p, g, buf)) {
 				lts::fused_sgd(p, g, buf, lr, momentum, wd, nesterov);

@@ -41,6 +41,9 @@ func (o *Optimizer) ReadState(int, []byte) error        { return ErrNoLibtorch }
 func (m *Model) Eval(x []float32, n, c, h, w int, y []int64, logits, features bool) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }
+func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
+	return nil, ErrNoLibtorch
+}
 func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer, error) {
 	return nil, ErrNoLibtorch
 }

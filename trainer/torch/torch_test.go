@@ -4,6 +4,7 @@ package torch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -401,5 +402,80 @@ func TestPeersAndTeacherLearn(t *testing.T) {
 	if _, err := TrainStep(&Step{Models: peers, Optims: popts, X: make([]float32, 2), N: 1, C: 1, H: 1, W: 2, Y: []int64{0},
 		Coefs: Coefs{KD: 1, KDTemp: 1}, LR: 0.1}); err == nil {
 		t.Error("distillation without a teacher accepted")
+	}
+}
+
+// TestRMSPropUpdate checks one RMSProp step (TensorFlow's form, with
+// momentum and weight decay) from given mean squares and momentum buffers
+// on a linear model: the gradient of the logits (internal/lossref) times
+// the inputs.
+func TestRMSPropUpdate(t *testing.T) {
+	const n, d, c = 3, 4, 3
+	ManualSeed(6)
+	m, err := NewModel(mlpSpec(1, 1, d, c), "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const lr, rho, eps, mom, wd = 0.05, 0.9, 1.0, 0.9, 0.01
+	o, err := NewRMSProp(m, rho, eps, mom, wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	st, err := o.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 4 || st[0].Name != "fc.weight.square_avg" || st[2].Name != "fc.weight.momentum_buffer" {
+		t.Fatalf("optimizer state %v", st)
+	}
+	if f := math.Float32frombits(uint32(st[0].Data[0]) | uint32(st[0].Data[1])<<8 | uint32(st[0].Data[2])<<16 | uint32(st[0].Data[3])<<24); f != 1 {
+		t.Errorf("mean squares start at %v, want 1 (TensorFlow)", f)
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	state := map[string]Named{}
+	init := map[string][]float32{}
+	for _, s := range st {
+		v := make([]float32, len(s.Data)/4)
+		for i := range v {
+			v[i] = float32(r.Float64())
+			binary.LittleEndian.PutUint32(s.Data[4*i:], math.Float32bits(v[i]))
+		}
+		init[s.Name] = v
+		state[s.Name] = s
+	}
+	if err := o.LoadState(state); err != nil {
+		t.Fatal(err)
+	}
+	before := stateFloats(t, m)
+	W, b := before["fc.weight"], before["fc.bias"]
+	x := randn(r, n*d)
+	y := []int64{1, 0, 2}
+	if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 1, W: d, Y: y,
+		Coefs: Coefs{Hard: 1}, LR: lr}); err != nil {
+		t.Fatal(err)
+	}
+	after := stateFloats(t, m)
+	z := linearLogits(W, b, x, n, d, c)
+	_, g, err := lossref.Loss(lossref.Input{Logits: z, Labels: labels(y), Coefs: lossref.Coefs{Hard: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gW, gb := linearGrads(g, x, d)
+	check := func(name string, p0, p1 []float32, g []float64) {
+		for i := range p0 {
+			dd := g[i] + wd*float64(p0[i])
+			ms := rho*float64(init[name+".square_avg"][i]) + (1-rho)*dd*dd
+			mo := mom*float64(init[name+".momentum_buffer"][i]) + lr*dd/math.Sqrt(ms+eps)
+			if want := float64(p0[i]) - mo; math.Abs(float64(p1[i])-want) > 1e-6 {
+				t.Fatalf("%s[%d] = %.7f, want %.7f", name, i, p1[i], want)
+			}
+		}
+	}
+	check("fc.weight", W, after["fc.weight"], gW)
+	check("fc.bias", b, after["fc.bias"], gb)
+	if _, err := NewRMSProp(m, 1.5, 1, 0, 0); err == nil {
+		t.Error("decay 1.5 accepted")
 	}
 }

@@ -30,6 +30,8 @@ type trainOptions struct {
 	Seed                                                int64
 	Threads, Workers, EvalBatch, CheckpointEvery        int
 	Resume, NoStore                                     bool
+	Init                                                string
+	InitSkip                                            []string
 
 	// Data parallelism (docs/experiment.md, "Running on a cluster").
 	NProc       int
@@ -42,7 +44,7 @@ type trainOptions struct {
 	Epochs, Batch, Warmup, StepSize  int
 	LR, Momentum, WeightDecay, Gamma float64
 	Nesterov                         bool
-	Schedule, Milestones             string
+	Schedule, Milestones, Optimizer  string
 
 	strat strategyOptions // --param, --epsilon, --source, --matrix, --plugin-timeout
 }
@@ -60,10 +62,19 @@ directory read as the kind named by --synsets. --fraction keeps a seeded,
 class-stratified part of the training set (the paper's DR); the test set is
 always whole.
 
+The architecture is --model: a name of lcl models with options
+(resnext101-32x8d, densenet:depth=100,growth=12, ...), or
+torchscript:FILE.pt, a module saved by torch.jit.script/trace, trained with
+every strategy (its penultimate features: its method "penultimate", else the
+input of its last linear layer). --init FILE.safetensors starts from existing
+weights (lcl's model.safetensors, or a torchvision/timm state dict written as
+safetensors: docs/trainer.md), loaded strictly; --init-skip fc keeps the
+classifier at its initialisation, for another number of classes.
+
 The optimisation protocol is a preset (lcl models lists them; the default
 depends on the model) whose settings the flags --epochs --batch --lr
 --momentum --nesterov --weight-decay --schedule --milestones --gamma
---step-size --warmup override.
+--step-size --warmup --optimizer override.
 
 The run directory (--out) receives metrics.jsonl (one line per epoch),
 checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
@@ -82,6 +93,8 @@ waits for its peers. See docs/experiment.md.`,
       --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
   lcl train --out runs/fm-cnn --resume ...same flags...
+  lcl train --data folder:/data/awa2 --model resnet50 --init resnet50.safetensors --init-skip fc --out runs/ft
+  lcl train --data cifar100:/data/cifar-100-binary --model torchscript:mynet.pt --preset wrn-cifar --out runs/ts
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
   export LCL_DIST_SECRET=...   # the same on every node
   torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 --master-port 29500 \
@@ -114,8 +127,11 @@ waits for its peers. See docs/experiment.md.`,
 	fl.Float64Var(&o.Gamma, "gamma", 0, "step/multistep decay factor")
 	fl.IntVar(&o.StepSize, "step-size", 0, "step schedule: decay every N epochs")
 	fl.IntVar(&o.Warmup, "warmup", 0, "epochs of linear learning-rate warm-up")
+	fl.StringVar(&o.Optimizer, "optimizer", "", "sgd or rmsprop (TensorFlow's, decay 0.9, ε 1; overrides the preset)")
 	fl.IntVar(&o.CheckpointEvery, "checkpoint-every", 1, "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)")
 	fl.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its checkpoint")
+	fl.StringVar(&o.Init, "init", "", "start from the weights of a safetensors file (lcl's model.safetensors, or a torchvision/timm state dict: docs/trainer.md), loaded strictly")
+	fl.StringSliceVar(&o.InitSkip, "init-skip", nil, "with --init: module prefixes to keep at their initialisation, e.g. fc (a classifier for other classes)")
 	fl.IntVar(&o.Workers, "workers", 0, "data decoding goroutines (0 = number of CPUs)")
 	fl.IntVar(&o.EvalBatch, "eval-batch", 256, "evaluation batch size")
 	fl.BoolVar(&o.NoStore, "no-store", false, "do not record the run in the store")
@@ -185,6 +201,9 @@ func (o *trainOptions) optim(cmd *cobra.Command, h int) (trainer.Optim, string, 
 		if ov.Milestones, err = trainer.ParseMilestones(o.Milestones); err != nil {
 			return trainer.Optim{}, "", usagef("--milestones: %v", err)
 		}
+	}
+	if ch("optimizer") {
+		ov.Optimizer = &o.Optimizer
 	}
 	op, err := p.Apply(o.world, ov)
 	if err != nil {
@@ -317,6 +336,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		Out: out, Model: o.Model, Train: train, Test: test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: idx,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: resume, Identity: identity,
+		Init: o.Init, InitSkip: o.InitSkip,
 		Group: group,
 	}
 	nTrain := train.Len()

@@ -78,6 +78,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--preset", "nope"}, "unknown preset"},
 		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
 		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
+		{[]string{"train", "--data", synth, "--optimizer", "adam"}, "want sgd or rmsprop"},
+		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "no Nesterov"},
 		{[]string{"eval"}, "--checkpoint"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,52 @@
+#!/bin/sh
+# bench/models.sh: one training step of each of the paper's nine
+# architectures at its paper input size, with lcl (bench/trainer) and with
+# the same module in PyTorch (torchvision, or bench/models_ref.py where
+# torchvision has none) on the same libtorch, same threads, same
+# soft-target loss and SGD, in the same run. Prints images per second (wall
+# clock) and per CPU second of both sides and the ratios lcl/PyTorch.
+#   usage: bench/models.sh [threads] [batch] [steps]
+#   env: TINY=1 runs reduced configurations on small inputs (a quick check
+#        that everything runs, not a measurement); OMP_WAIT_POLICY (PASSIVE)
+set -eu
+cd "$(dirname "$0")/.."
+threads=${1:-2}
+batch=${2:-2}
+steps=${3:-2}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/trainerbench" ./bench/trainer
+# name | lcl model | C,H,W | classes | reference | reference options (JSON)
+if [ "${TINY:-0}" = 1 ]; then
+	table='resnet18|resnet18:stem=imagenet|3,32,32|10|resnet18|{}
+resnet34|resnet34:stem=imagenet,layers=1x1x1x1|3,32,32|10|resnet34|{"layers":[1,1,1,1]}
+resnet50|resnet50:stem=imagenet,layers=1x1x1x1|3,32,32|10|resnet50|{"layers":[1,1,1,1]}
+resnet101|resnet101:stem=imagenet,layers=1x1x1x1|3,32,32|10|resnet101|{"layers":[1,1,1,1]}
+wrn-28-10|wrn:depth=10,widen=1|3,32,32|10|wrn-28-10|{"depth":10,"widen":1}
+resnext101-32x8d|resnext101-32x8d:stem=imagenet,layers=1x1x1x1,group-width=2|3,32,32|10|resnext101-32x8d|{"layers":[1,1,1,1],"group_width":2}
+senet154|senet154:layers=1x1x1x1,groups=8|3,32,32|10|senet154|{"layers":[1,1,1,1],"groups":8}
+inception-resnet-v2|inception-resnet-v2:repeats=1x1x1|3,75,75|10|inception-resnet-v2|{"repeats":[1,1,1]}
+densenet-bc-190-40|densenet-bc-190-40:depth=10,growth=4|3,32,32|10|densenet-bc-190-40|{"depth":10,"growth":4}'
+else
+	table='resnet18|resnet18|3,224,224|1000|resnet18|{}
+resnet34|resnet34|3,224,224|1000|resnet34|{}
+resnet50|resnet50|3,224,224|1000|resnet50|{}
+resnet101|resnet101|3,224,224|1000|resnet101|{}
+wrn-28-10|wrn-28-10|3,32,32|100|wrn-28-10|{}
+resnext101-32x8d|resnext101-32x8d|3,224,224|1000|resnext101-32x8d|{}
+senet154|senet154|3,224,224|1000|senet154|{}
+inception-resnet-v2|inception-resnet-v2|3,299,299|1000|inception-resnet-v2|{}
+densenet-bc-190-40|densenet-bc-190-40|3,32,32|100|densenet-bc-190-40|{}'
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+printf '%-20s %-11s %5s %10s %10s %7s   %12s %12s %7s\n' model input batch lcl_img/s torch_img/s ratio lcl_img/cpu-s torch_img/cpu-s ratio
+echo "$table" | while IFS='|' read -r name model shape classes ref kw; do
+	l=$("$tmp/trainerbench" -model "$model" -shape "$shape" -classes "$classes" -batch "$batch" -steps "$steps" -warmup 1 -threads "$threads")
+	p=$("$py" -I bench/models_ref.py --model "$ref" --kwargs "$kw" --shape "$shape" --classes "$classes" \
+		--batch "$batch" --steps "$steps" --warmup 1 --threads "$threads")
+	printf '%-20s %-11s %5s %10s %10s %7s   %12s %12s %7s\n' "$name" "$(echo "$shape" | tr , x)" "$batch" \
+		"${l% *}" "${p% *}" "$(ratio "${l% *}" "${p% *}")" "${l#* }" "${p#* }" "$(ratio "${l#* }" "${p#* }")"
+done
+echo "OMP_WAIT_POLICY=$OMP_WAIT_POLICY threads=$threads batch=$batch steps=$steps tiny=${TINY:-0} load: $(cut -d' ' -f1-3 /proc/loadavg)"
