@@ -24,7 +24,7 @@ import (
 // Options configure Run.
 type Options struct {
 	// Exe and Args are the worker command (normally the running lcl and its
-	// own arguments without --nproc).
+	// own arguments without --nproc); Exe "" is the running program.
 	Exe  string
 	Args []string
 	// NProc workers, each with Threads libtorch/OpenMP threads.
@@ -55,6 +55,13 @@ type worker struct {
 // end, so that nothing a worker started (strategy plugins) survives it.
 func Run(ctx context.Context, o Options) error {
 	nproc := o.NProc
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("--nproc: %w", err)
+		}
+		o.Exe = exe
+	}
 	port, err := freePort()
 	if err != nil {
 		return fmt.Errorf("--nproc: free port: %w", err)
