@@ -60,6 +60,24 @@ func (s StoreAt) PutRun(ctx context.Context, r simstore.Run) error {
 	return s.With(func(st *simstore.Store) error { return st.PutRun(ctx, r) })
 }
 
+// Statuses returns the stored status (simstore.RunDone, ...) of each of
+// runs that the store holds, by run id; none while the store does not exist.
+func (s StoreAt) Statuses(ctx context.Context, runs []Run) (map[string]string, error) {
+	statuses := map[string]string{}
+	if _, err := os.Stat(s.Dir); err != nil {
+		return statuses, nil
+	}
+	err := s.With(func(st *simstore.Store) error {
+		for _, r := range runs {
+			if rec, err := st.GetRun(ctx, r.ID); err == nil {
+				statuses[r.ID] = rec.Status
+			}
+		}
+		return nil
+	})
+	return statuses, err
+}
+
 // Runner executes a grid's runs one after another, resumably.
 type Runner struct {
 	Launch  Launcher

@@ -19,6 +19,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/trainer/data"
 )
 
 // Grid is a parsed grid file. Every list is one axis of the cross product;
@@ -75,6 +77,24 @@ var reserved = map[string]string{
 	"strategy": "strategies[].name", "source": "strategies[].sources", "seed": "seeds",
 	"epochs": "epochs", "preset": "preset", "device": "device", "threads": "threads",
 	"out": "(set by the runner)", "resume": "(set by the runner)", "nproc": "nproc",
+}
+
+// Check catches what would fail every run of the grid before any is
+// launched: labels that do not load, and data that `lcl train --synsets
+// LABELS --data DATA` would not find (a spec that does not parse, a folder
+// that is not there); nothing is read.
+func (g *Grid) Check() error {
+	if _, err := labels.Load(g.Labels); err != nil {
+		return fmt.Errorf("labels: %w", err)
+	}
+	spec, err := data.SpecFor(g.Labels, g.Data)
+	if err == nil {
+		err = data.Check(spec)
+	}
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	return nil
 }
 
 // Load reads and validates a grid file.

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/plugins/internal/shim"
 	"github.com/lcl-project/lcl/plugins/source"
 	"github.com/lcl-project/lcl/plugins/strategy"
@@ -273,7 +274,7 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	if r.err != nil {
 		c.kill()
 		if errors.Is(r.err, plugin.ErrChecksumsDoNotMatch) {
-			now, _ := FileSHA256(where)
+			now, _ := digest.File(where)
 			return nil, nil, fmt.Errorf("%s: refused: its SHA-256 %.12s… differs from the one pinned in %s (%.12s…); if you changed it on purpose, check it, then run `lcl plugins pin %s`",
 				label, now, h.lockPath(), hex.EncodeToString(secure.Checksum), name)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lcl-project/lcl/internal/crash"
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/plugins/source"
 	"github.com/lcl-project/lcl/plugins/strategy"
@@ -68,7 +69,7 @@ func (h *Host) List(ctx context.Context, opt ListOptions) ([]Descriptor, error) 
 		d := Descriptor{Kind: f.Kind, Name: f.Name, Path: f.Path, Refused: f.Refused}
 		if pin, ok := pins.Get(f.Kind, f.Name); ok {
 			abs, _ := filepath.Abs(f.Path)
-			sum, err := FileSHA256(f.Path)
+			sum, err := digest.File(f.Path)
 			switch {
 			case pin.Path != abs:
 				d.Pin = "moved"

@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -116,20 +115,6 @@ func WritePins(path string, pins Pins) error {
 		return nil
 	})
 	return err
-}
-
-// FileSHA256 is the hex SHA-256 of a file's content.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func isHexSHA256(s string) bool {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/similarity"
@@ -49,7 +50,7 @@ func (h *Host) SimilaritySource(ctx context.Context, name string) (*SimilaritySo
 	}
 	plugin := where + " " + info.Version
 	if where != "built-in" {
-		d, err := similarity.FileDigest(where)
+		d, err := digest.File(where)
 		if err != nil {
 			src.Close()
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
 
@@ -150,7 +151,7 @@ func TestPins(t *testing.T) {
 	if _, err := h.Strategy("p"); err == nil || err.Error() != want {
 		t.Fatalf("unpinned with RequirePinned: %v\nwant %s", err, want)
 	}
-	sum, err := FileSHA256(path)
+	sum, err := digest.File(path)
 	if err != nil {
 		t.Fatal(err)
 	}

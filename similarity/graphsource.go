@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/wordnet"
 )
@@ -71,7 +72,7 @@ func resolveGraph(set *labels.Set, p *params, openWN WordNetFunc) (*labelGraph, 
 		if lg.g, err = ReadEdgeListFile(choice); err != nil {
 			return nil, err
 		}
-		if lg.digest, err = FileDigest(choice); err != nil {
+		if lg.digest, err = digest.File(choice); err != nil {
 			return nil, err
 		}
 		lg.kind, lg.name = "file", choice

@@ -39,6 +39,21 @@ func UpperTriangle(data []float64, c int) []float64 {
 	return out
 }
 
+// Compare is Spearman's rank correlation between the off-diagonal upper
+// triangles of a and b, over pairs class pairs. Both must have as many
+// classes and, when both are stored matrices, be of one label set; the
+// errors name them by their Label.
+func Compare(a, b *Matrix) (rho float64, pairs int, err error) {
+	if a.N() != b.N() {
+		return 0, 0, fmt.Errorf("%s has %d classes, %s has %d", a.Label, a.N(), b.Label, b.N())
+	}
+	if a.LabelSet != "" && b.LabelSet != "" && a.LabelSet != b.LabelSet {
+		return 0, 0, fmt.Errorf("%s is a matrix of %s, %s of %s", a.Label, a.LabelSet, b.Label, b.LabelSet)
+	}
+	rho, err = Spearman(UpperTriangle(a.Data, a.N()), UpperTriangle(b.Data, b.N()))
+	return rho, a.N() * (a.N() - 1) / 2, err
+}
+
 // Spearman is Spearman's rank correlation of x and y (average ranks for
 // ties). It is NaN when either has no variance.
 func Spearman(x, y []float64) (float64, error) {

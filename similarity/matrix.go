@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/labels"
 )
 
@@ -24,7 +25,7 @@ func (MatrixFile) Prepare(_ context.Context, set *labels.Set, in map[string]stri
 	if file == "" {
 		return Provenance{}, fmt.Errorf("parameter file is required (a CSV, text or .npy C×C matrix)")
 	}
-	d, err := FileDigest(file)
+	d, err := digest.File(file)
 	if err != nil {
 		return Provenance{}, err
 	}

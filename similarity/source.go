@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 
 	"github.com/lcl-project/lcl/labels"
@@ -99,20 +97,6 @@ func ClassesDigest(set *labels.Set) string {
 		fmt.Fprintf(h, "%s\t%s\n", c.ID, c.WNID)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// FileDigest is the sha256 of a file's content.
-func FileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func floatsDigest(rows [][]float64) string {

@@ -69,7 +69,13 @@ func ReadMatrixFile(path string) ([]float64, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	return readMatrix(raw, path)
+}
+
+// readMatrix is ReadMatrixFile on the file's bytes; path names it in errors.
+func readMatrix(raw []byte, path string) ([]float64, int, error) {
 	var rows, cols int
+	var err error
 	var data []float64
 	if bytes.HasPrefix(raw, []byte("\x93NUMPY")) {
 		rows, cols, data, err = npy.Read(bytes.NewReader(raw))

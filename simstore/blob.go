@@ -74,7 +74,9 @@ func readValue(txn *badger.Txn, item *badger.Item) ([]byte, error) {
 	if m.total > MaxValueSize {
 		return nil, corrupt(key, "chunk manifest claims %d bytes", m.total)
 	}
-	val := make([]byte, 0, m.total)
+	// Grow with the chunks read: the manifest's total is checked against
+	// them below, not trusted for an allocation up front.
+	val := make([]byte, 0, min(m.total, 64<<20))
 	for i := uint32(0); i < m.chunks; i++ {
 		ci, err := txn.Get(chunkKey(m.gen, i))
 		if err != nil {

@@ -124,7 +124,7 @@ func TestLowDiskRefusesWrites(t *testing.T) {
 	free := int64(1 << 40)
 	fs := withFreeSpace(func(string) (int64, error) { return free, nil })
 	free = 10 << 20
-	if _, err := Open(dir, fs); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "10.0 MiB free, writing needs at least 128.0 MiB") {
+	if _, err := Open(dir, fs); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "10 MiB free, writing needs at least 128 MiB") {
 		t.Fatalf("Open with 10 MiB free: %v", err)
 	}
 	free = 129 << 20

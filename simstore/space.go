@@ -3,6 +3,8 @@ package simstore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // ErrNoSpace is wrapped by the error of a write refused for lack of disk
@@ -31,20 +33,7 @@ func (s *Store) checkSpace(n int64) error {
 	}
 	if need := headroom + 2*n; free < need {
 		return fmt.Errorf("simstore: %s: %w: %s free, writing needs at least %s; free some space or use --store on another disk (nothing was written)",
-			s.dir, ErrNoSpace, humanBytes(free), humanBytes(need))
+			s.dir, ErrNoSpace, bounded.Bytes(free), bounded.Bytes(need))
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -180,11 +181,11 @@ func newRunner(cfg Config) (*runner, error) {
 	r.id = r.identity()
 	if spec.Script != "" {
 		// A resumed run must train the same module.
-		d, err := fileDigest(spec.Script)
+		d, err := digest.File(spec.Script)
 		if err != nil {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
-		r.id["script"] = d
+		r.id["script"] = d[:16]
 	}
 	if r.init != nil {
 		r.id["init"] = r.init.digest + " skip=" + strings.Join(r.init.skip, ",")

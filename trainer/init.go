@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
@@ -184,21 +183,6 @@ func halfToFloat(h uint16) float32 {
 		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
 	}
 	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
-}
-
-// fileDigest is a short digest of a file's contents (the identity of a
-// TorchScript model a resumed run must share).
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 func headHint(heads []string) string {

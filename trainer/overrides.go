@@ -1,6 +1,9 @@
 package trainer
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Overrides replace settings of a preset (lcl train's --epochs, --lr, …);
 // a nil field keeps the preset's.
@@ -64,4 +67,51 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 		return Optim{}, err
 	}
 	return op, nil
+}
+
+// OverrideFlags are the names Overrides are given by (lcl train's flags, a
+// grid's args), in the order lcl train documents them.
+func OverrideFlags() []string {
+	return []string{"epochs", "batch", "lr", "momentum", "nesterov", "weight-decay", "schedule", "milestones", "gamma", "step-size", "warmup", "optimizer"}
+}
+
+// ParseOverrides reads the overrides given by name (OverrideFlags) as
+// command-line values: "--epochs 3" is {"epochs": "3"}. Names not given
+// keep the preset's settings; a name Overrides does not know is an error.
+func ParseOverrides(given map[string]string) (Overrides, error) {
+	var o Overrides
+	ints := map[string]**int{"epochs": &o.Epochs, "batch": &o.Batch, "step-size": &o.StepSize, "warmup": &o.Warmup}
+	floats := map[string]**float64{"lr": &o.LR, "momentum": &o.Momentum, "weight-decay": &o.WeightDecay, "gamma": &o.Gamma}
+	for name, v := range given {
+		var err error
+		switch {
+		case ints[name] != nil:
+			var n int
+			n, err = strconv.Atoi(v)
+			*ints[name] = &n
+		case floats[name] != nil:
+			var x float64
+			x, err = strconv.ParseFloat(v, 64)
+			*floats[name] = &x
+		case name == "nesterov":
+			var b bool
+			b, err = strconv.ParseBool(v)
+			o.Nesterov = &b
+		case name == "schedule":
+			o.Schedule = &v
+		case name == "optimizer":
+			o.Optimizer = &v
+		case name == "milestones":
+			o.Milestones, err = ParseMilestones(v)
+		default:
+			return Overrides{}, fmt.Errorf("--%s: not a setting of a preset (those are: %v)", name, OverrideFlags())
+		}
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok {
+				err = ne.Err
+			}
+			return Overrides{}, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	return o, nil
 }

@@ -50,3 +50,34 @@ func TestPresetApply(t *testing.T) {
 		}
 	}
 }
+
+// ParseOverrides reads each setting by the name lcl train gives it; what
+// is not given stays nil (the preset's).
+func TestParseOverrides(t *testing.T) {
+	o, err := ParseOverrides(map[string]string{"epochs": "3", "batch": "64", "lr": "0.05", "momentum": "0", "nesterov": "true",
+		"weight-decay": "1e-4", "schedule": "multistep", "milestones": "2, 4", "gamma": "0.5", "step-size": "7", "warmup": "1", "optimizer": "rmsprop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *o.Epochs != 3 || *o.Batch != 64 || *o.LR != 0.05 || *o.Momentum != 0 || !*o.Nesterov || *o.WeightDecay != 1e-4 ||
+		*o.Schedule != "multistep" || len(o.Milestones) != 2 || o.Milestones[1] != 4 || *o.Gamma != 0.5 || *o.StepSize != 7 || *o.Warmup != 1 || *o.Optimizer != "rmsprop" {
+		t.Fatalf("%+v", o)
+	}
+	if len(OverrideFlags()) != 12 {
+		t.Errorf("OverrideFlags() = %v: every field of Overrides has one name", OverrideFlags())
+	}
+	o, err = ParseOverrides(map[string]string{"lr": "0.1"})
+	if err != nil || o.LR == nil || o.Epochs != nil || o.Batch != nil || o.Momentum != nil || o.Nesterov != nil || o.Schedule != nil || o.Milestones != nil || o.Warmup != nil || o.Optimizer != nil {
+		t.Fatalf("lr only: %+v %v", o, err)
+	}
+	for _, tt := range []struct{ name, value, want string }{
+		{"milestones", "a", `--milestones: milestones "a": want positive epochs like 60,120,160`},
+		{"epochs", "x", "--epochs: invalid syntax"},
+		{"nesterov", "maybe", "--nesterov: invalid syntax"},
+		{"device", "cpu", "--device: not a setting of a preset"},
+	} {
+		if _, err := ParseOverrides(map[string]string{tt.name: tt.value}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s=%s: %v, want %q", tt.name, tt.value, err, tt.want)
+		}
+	}
+}

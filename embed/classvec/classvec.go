@@ -19,6 +19,7 @@ import (
 
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/wncorpus"
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wordnet"
@@ -189,19 +190,6 @@ func WordNetCorpus(wn *wordnet.DB) Corpus {
 	return Corpus{Docs: wncorpus.Documents(wn), Name: "wordnet-nouns", About: "wordnet noun synsets (lemmas, definition, examples)"}
 }
 
-func fileDigest(path string) (string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
 // FromModel takes the vectors from a saved model: trained vectors of the
 // documents it was trained on, vectors inferred with frozen weights for the
 // others.
@@ -210,10 +198,11 @@ func FromModel(path string, docs []Doc, infer embed.InferOptions) (*Vectors, err
 	if err != nil {
 		return nil, err
 	}
-	digest, err := fileDigest(path)
+	d, err := digest.File(path)
 	if err != nil {
 		return nil, err
 	}
+	sum := d[:12]
 	v := &Vectors{Data: make([][]float32, len(docs))}
 	inferred := 0
 	for i, d := range docs {
@@ -225,7 +214,7 @@ func FromModel(path string, docs []Doc, infer embed.InferOptions) (*Vectors, err
 		}
 	}
 	v.Meta = map[string]string{"model_file": path, "inferred": strconv.Itoa(inferred)}
-	v.Model = ModelID(m.Options) + "-model-" + digest
+	v.Model = ModelID(m.Options) + "-model-" + sum
 	if inferred > 0 {
 		v.Model += fmt.Sprintf("-infer-e%d-seed%d", infer.Epochs, infer.Seed)
 	}
@@ -240,10 +229,11 @@ func FromWord2Vec(path string, docs []Doc) (*Vectors, error) {
 	if err != nil {
 		return nil, err
 	}
-	digest, err := fileDigest(path)
+	d, err := digest.File(path)
 	if err != nil {
 		return nil, err
 	}
+	sum := d[:12]
 	m := embed.FromWordVectors(w)
 	key := make(map[string]int, len(w.Keys))
 	for i, k := range w.Keys {
@@ -280,6 +270,6 @@ func FromWord2Vec(path string, docs []Doc) (*Vectors, error) {
 			path, len(empty), strings.Join(empty[:min(5, len(empty))], ", "))
 	}
 	v.Meta = map[string]string{"vectors_file": path, "direct_keys": strconv.Itoa(direct)}
-	v.Model = fmt.Sprintf("w2v-%s-d%d-mean", digest, w.Dim)
+	v.Model = fmt.Sprintf("w2v-%s-d%d-mean", sum, w.Dim)
 	return v, nil
 }

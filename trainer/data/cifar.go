@@ -140,38 +140,48 @@ func readCIFAR(paths []string, labelBytes, labelAt int, classes []string, opt *O
 		if err != nil {
 			return nil, err
 		}
-		n := int(st.Size() / int64(s.rec))
-		br := bufio.NewReaderSize(f, 1<<20)
-		rec := make([]byte, s.rec)
-		for r := 0; r < n; r++ {
-			if _, err := io.ReadFull(br, rec); err != nil {
-				return nil, &ExampleError{File: p, Index: index, Err: err}
-			}
-			l := rec[labelAt]
-			if int(l) >= len(classes) {
-				e := &ExampleError{File: p, Index: index, Err: fmt.Errorf("record %d: label %d out of range 0..%d", r, l, len(classes)-1)}
-				if !opt.SkipBad {
-					return nil, e
-				}
-				warn.warn(e)
-				s.skipped++
-			} else {
-				s.labels = append(s.labels, l)
-				s.where = append(s.where, cifarLoc{file: int32(fi), rec: int32(r)})
-			}
-			index++
-		}
-		if extra := st.Size() % int64(s.rec); extra != 0 {
-			e := &ExampleError{File: p, Index: index, Err: fmt.Errorf("truncated: %d bytes is %d whole %d-byte records and %d bytes of record %d", st.Size(), n, s.rec, extra, n)}
-			if !opt.SkipBad {
-				return nil, e
-			}
-			warn.warn(e)
-			s.skipped++
-			index++
+		if err := s.scan(fi, p, bufio.NewReaderSize(f, 1<<20), st.Size(), labelAt, warn, &index); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// scan reads the labels of batch file fi (name, size bytes, read from r):
+// whole records are examples (a label out of range is a bad one), a partial
+// last record is a truncation. index counts the split's records, bad ones
+// included.
+func (s *cifarSet) scan(fi int, name string, r io.Reader, size int64, labelAt int, warn *warner, index *int) error {
+	n := int(size / int64(s.rec))
+	rec := make([]byte, s.rec)
+	for i := 0; i < n; i++ {
+		if _, err := io.ReadFull(r, rec); err != nil {
+			return &ExampleError{File: name, Index: *index, Err: err}
+		}
+		l := rec[labelAt]
+		if int(l) >= len(s.classes) {
+			e := &ExampleError{File: name, Index: *index, Err: fmt.Errorf("record %d: label %d out of range 0..%d", i, l, len(s.classes)-1)}
+			if !s.opt.SkipBad {
+				return e
+			}
+			warn.warn(e)
+			s.skipped++
+		} else {
+			s.labels = append(s.labels, l)
+			s.where = append(s.where, cifarLoc{file: int32(fi), rec: int32(i)})
+		}
+		*index++
+	}
+	if extra := size % int64(s.rec); extra != 0 {
+		e := &ExampleError{File: name, Index: *index, Err: fmt.Errorf("truncated: %d bytes is %d whole %d-byte records and %d bytes of record %d", size, n, s.rec, extra, n)}
+		if !s.opt.SkipBad {
+			return e
+		}
+		warn.warn(e)
+		s.skipped++
+		*index++
+	}
+	return nil
 }
 
 func (s *cifarSet) Len() int             { return len(s.labels) }

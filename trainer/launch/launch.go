@@ -17,12 +17,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lcl-project/lcl/internal/crash"
 )
 
 // Options configure Run.
 type Options struct {
 	// Exe and Args are the worker command (normally the running lcl and its
-	// own arguments without --nproc).
+	// own arguments without --nproc); Exe "" is the running program.
 	Exe  string
 	Args []string
 	// NProc workers, each with Threads libtorch/OpenMP threads.
@@ -53,6 +55,13 @@ type worker struct {
 // end, so that nothing a worker started (strategy plugins) survives it.
 func Run(ctx context.Context, o Options) error {
 	nproc := o.NProc
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("--nproc: %w", err)
+		}
+		o.Exe = exe
+	}
 	port, err := freePort()
 	if err != nil {
 		return fmt.Errorf("--nproc: free port: %w", err)
@@ -95,12 +104,8 @@ func Run(ctx context.Context, o Options) error {
 			pr, pw := io.Pipe()
 			c.Stderr = pw
 			outs.Go(func() {
-				sc := bufio.NewScanner(pr)
-				sc.Buffer(make([]byte, 64<<10), 1<<20)
-				for sc.Scan() {
-					fmt.Fprintf(errw, "rank %d: %s\n", r, sc.Text())
-				}
-				io.Copy(io.Discard, pr)
+				defer crash.Handle()
+				prefixLines(errw, pr, fmt.Sprintf("rank %d: ", r))
 			})
 			defer pw.Close()
 		}
@@ -217,6 +222,36 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// prefixLines copies r to w with prefix at the start of every line; a line
+// of any length passes whole (in pieces of the buffer's size).
+func prefixLines(w io.Writer, r io.Reader, prefix string) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	start := true
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			buf = buf[:0]
+			if start {
+				buf = append(buf, prefix...)
+			}
+			buf = append(buf, chunk...)
+			w.Write(buf)
+			start = chunk[len(chunk)-1] == '\n'
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if !start {
+				w.Write([]byte("\n"))
+			}
+			io.Copy(io.Discard, r)
+			return
+		}
+	}
 }
 
 // lockedWriter serialises the writes of several workers' output copiers.

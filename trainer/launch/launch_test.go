@@ -247,3 +247,14 @@ func TestSecretSeparatesRuns(t *testing.T) {
 		t.Fatalf("different secrets joined: %v", errs)
 	}
 }
+
+// A rank's stderr reaches the launcher's whole, prefixed per line, however
+// long its lines (a 1 MiB limit used to drop the rest of the rank's output).
+func TestPrefixLines(t *testing.T) {
+	long := strings.Repeat("x", 3<<20)
+	var b bytes.Buffer
+	prefixLines(&b, strings.NewReader("a\n"+long+"\nb\nno newline"), "rank 1: ")
+	if want := "rank 1: a\nrank 1: " + long + "\nrank 1: b\nrank 1: no newline\n"; b.String() != want {
+		t.Fatalf("got %d bytes, want %d", b.Len(), len(want))
+	}
+}

@@ -11,8 +11,6 @@ import (
 
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/classvec"
-	"github.com/lcl-project/lcl/labels"
-	"github.com/lcl-project/lcl/simstore"
 )
 
 type embedFlags struct {
@@ -102,7 +100,11 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 	if err != nil {
 		return err
 	}
-	docs, source, err := classDocuments(ctx, f, set, fl.source)
+	if !classvec.IsDocSource(fl.source) {
+		return usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", fl.source)
+	}
+	docs, source, err := classvec.Documents(ctx, set, fl.source,
+		func() (classvec.ArticleStore, error) { s, err := f.Store(); return s, err }, f.WordNet)
 	if err != nil {
 		return err
 	}
@@ -118,16 +120,7 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 	if err != nil {
 		return err
 	}
-	model := v.Model + "-src-" + strings.NewReplacer(":", "-", "/", "-").Replace(source)
-	meta := map[string]string{"source": source}
-	for k, x := range v.Meta {
-		meta[k] = x
-	}
-	out := simstore.Vectors{LabelSet: set.Name, Model: model, Dim: len(v.Data[0]), Meta: meta}
-	for i, c := range set.Classes {
-		out.IDs = append(out.IDs, c.ID)
-		out.Data = append(out.Data, v.Data[i]...)
-	}
+	out := v.Record(set, source)
 	s, err := f.Store()
 	if err != nil {
 		return err
@@ -142,7 +135,7 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 		}
 	}
 	stats := v.Stats
-	res := map[string]any{"label_set": set.Name, "model": model, "classes": len(out.IDs), "dim": out.Dim, "source": source}
+	res := map[string]any{"label_set": set.Name, "model": out.Model, "classes": len(out.IDs), "dim": out.Dim, "source": source}
 	if stats != nil {
 		res["effective_words"], res["seconds"], res["words_per_s"] = stats.EffectiveWords, stats.Elapsed.Seconds(), stats.EffectiveWordsPerSecond()
 	}
@@ -150,7 +143,7 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 		return nil
 	}
 	if !f.Quiet {
-		fmt.Fprintf(f.IO.Out, "stored %d vectors (d=%d) as vec/%s/%s\n", len(out.IDs), out.Dim, set.Name, model)
+		fmt.Fprintf(f.IO.Out, "stored %d vectors (d=%d) as vec/%s/%s\n", len(out.IDs), out.Dim, set.Name, out.Model)
 		if stats != nil {
 			fmt.Fprintf(f.IO.Out, "trained on %d effective words in %s (%.0f words/s)\n",
 				stats.EffectiveWords, stats.Elapsed.Round(time.Millisecond), stats.EffectiveWordsPerSecond())
@@ -191,59 +184,12 @@ func (fl *embedFlags) options() (embed.Options, error) {
 	return o, nil
 }
 
-// classDocuments returns the document of every class, in class order, and
-// the source they came from.
-func classDocuments(ctx context.Context, f *Factory, set *labels.Set, source string) ([]classvec.Doc, string, error) {
-	articles := func(want string) ([]classvec.Doc, string, error) {
-		s, err := f.Store()
-		if err != nil {
-			return nil, "", err
-		}
-		arts, err := s.ListArticles(ctx, set.Name)
-		if err != nil || (want == "" && len(arts) == 0) {
-			return nil, "", err
-		}
-		return classvec.ArticleDocs(set, arts, want)
-	}
-	wordNet := func() ([]classvec.Doc, string, error) {
-		wn, err := f.WordNet()
-		if err != nil {
-			return nil, "", err
-		}
-		docs, err := classvec.WordNetDocs(wn, set)
-		return docs, "wordnet", err
-	}
-	switch {
-	case source == "auto":
-		docs, src, err := articles("")
-		if err != nil || docs != nil {
-			return docs, src, err
-		}
-		return wordNet()
-	case source == "wordnet":
-		return wordNet()
-	case source == "api" || source == "dump" || strings.HasPrefix(source, "dump:"):
-		return articles(source)
-	}
-	return nil, "", usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", source)
-}
-
 // trainClassVectors trains doc2vec on the corpus (--corpus, else WordNet's
 // nouns) plus the class documents, with a progress bar.
 func trainClassVectors(ctx context.Context, f *Factory, fl *embedFlags, o embed.Options, docs []classvec.Doc) (*classvec.Vectors, error) {
-	var corpus classvec.Corpus
-	if fl.corpus != "" {
-		c, err := classvec.ReadCorpus(fl.corpus)
-		if err != nil {
-			return nil, err
-		}
-		corpus = c
-	} else {
-		wn, err := f.WordNet()
-		if err != nil {
-			return nil, err
-		}
-		corpus = classvec.WordNetCorpus(wn)
+	corpus, err := classvec.OpenCorpus(fl.corpus, f.WordNet)
+	if err != nil {
+		return nil, err
 	}
 	var bar interface {
 		Set64(int64) error

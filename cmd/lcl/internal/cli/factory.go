@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wordnet"
 )
@@ -199,4 +201,35 @@ func (f *Factory) Logf(format string, a ...any) {
 	if !f.Quiet {
 		fmt.Fprintf(f.IO.Err, format+"\n", a...)
 	}
+}
+
+// similarityDeps are what the built-in similarity sources read: WordNet
+// and the store, opened on first use.
+func (f *Factory) similarityDeps() similarity.Deps {
+	return similarity.Deps{
+		WordNet: f.WordNet,
+		Vectors: lazyVectors{f},
+		Progress: func(total int64, desc string) similarity.Progress {
+			return f.Progress(total, desc)
+		},
+	}
+}
+
+// lazyVectors opens the store only when the semantic source reads it.
+type lazyVectors struct{ f *Factory }
+
+func (l lazyVectors) GetVectors(ctx context.Context, labelSet, model string) (*simstore.Vectors, error) {
+	s, err := l.f.Store()
+	if err != nil {
+		return nil, err
+	}
+	return s.GetVectors(ctx, labelSet, model)
+}
+
+func (l lazyVectors) List(ctx context.Context, kind string) ([]simstore.Entry, error) {
+	s, err := l.f.Store()
+	if err != nil {
+		return nil, err
+	}
+	return s.List(ctx, kind)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/source"
 )
@@ -173,7 +174,7 @@ A pin covers the executable file only (not the files a script imports).`,
 				if err != nil {
 					return err
 				}
-				sum, err := plugins.FileSHA256(abs)
+				sum, err := digest.File(abs)
 				if err != nil {
 					return fmt.Errorf("%s plugin %q: %w", fd.Kind, fd.Name, err)
 				}

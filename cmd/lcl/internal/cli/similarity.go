@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
-	"github.com/lcl-project/lcl/simstore"
 )
 
 // sourceFlag is a flag of lcl similarity: one per source parameter name,
@@ -121,35 +119,6 @@ func similarityParams(cmd *cobra.Command, extra []string) (map[string]string, er
 	return params, nil
 }
 
-func (f *Factory) similarityDeps() similarity.Deps {
-	return similarity.Deps{
-		WordNet: f.WordNet,
-		Vectors: lazyVectors{f},
-		Progress: func(total int64, desc string) similarity.Progress {
-			return f.Progress(total, desc)
-		},
-	}
-}
-
-// lazyVectors opens the store only when the semantic source reads it.
-type lazyVectors struct{ f *Factory }
-
-func (l lazyVectors) GetVectors(ctx context.Context, labelSet, model string) (*simstore.Vectors, error) {
-	s, err := l.f.Store()
-	if err != nil {
-		return nil, err
-	}
-	return s.GetVectors(ctx, labelSet, model)
-}
-
-func (l lazyVectors) List(ctx context.Context, kind string) ([]simstore.Entry, error) {
-	s, err := l.f.Store()
-	if err != nil {
-		return nil, err
-	}
-	return s.List(ctx, kind)
-}
-
 func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, params map[string]string) error {
 	set, err := f.LabelSet(opts.Synsets)
 	if err != nil {
@@ -166,22 +135,18 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	if err != nil {
 		return err
 	}
-	if prep, ok := src.(similarity.Preparer); ok && !opts.Force {
-		prov, err := prep.Prepare(ctx, set, params)
+	if !opts.Force {
+		hit, err := similarity.Cached(ctx, store, src, set, params)
 		if err != nil {
-			return fmt.Errorf("%s: %w", src.Name(), err)
+			return err
 		}
-		m, err := store.GetMatrix(ctx, set.Name, src.Name(), prov.Params, prov.Inputs)
-		switch {
-		case err == nil:
-			key := simstore.MatrixKey(set.Name, src.Name(), prov.Params, prov.Inputs)
-			if !f.Emit("similarity", map[string]any{"label_set": set.Name, "source": src.Name(), "key": key, "cached": true, "classes": m.N(), "params": prov.Params}) {
+		if hit != nil {
+			m := hit.Matrix
+			if !f.Emit("similarity", map[string]any{"label_set": set.Name, "source": src.Name(), "key": hit.Key, "cached": true, "classes": m.N(), "params": hit.Params}) {
 				fmt.Fprintf(f.IO.Out, "cache hit: %s matrix of %s (%d×%d) with these inputs is already stored as %s (created %s); --force recomputes\n",
-					src.Name(), set.Name, m.N(), m.N(), key, m.Provenance.CreatedAt.Format("2006-01-02 15:04:05"))
+					src.Name(), set.Name, m.N(), m.N(), hit.Key, m.Provenance.CreatedAt.Format("2006-01-02 15:04:05"))
 			}
 			return nil
-		case !errors.Is(err, simstore.ErrNotFound):
-			return err
 		}
 	}
 	if plugin != nil {
@@ -197,22 +162,7 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	if store, err = f.Store(); err != nil {
 		return err
 	}
-	data := make([]float32, len(res.Data))
-	for i, x := range res.Data {
-		data[i] = float32(x)
-	}
-	key, err := store.PutMatrix(ctx, simstore.Matrix{
-		LabelSet: set.Name,
-		Kind:     src.Name(),
-		Classes:  res.Classes,
-		Provenance: simstore.Provenance{
-			Source: src.Name(),
-			Params: res.Params,
-			Inputs: res.Inputs,
-			Tool:   "lcl " + Version,
-		},
-		Data: data,
-	})
+	key, err := store.PutMatrix(ctx, res.Record(set, src.Name(), "lcl "+Version))
 	if err != nil {
 		return err
 	}

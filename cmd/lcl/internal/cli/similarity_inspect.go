@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lcl-project/lcl/internal/figure"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
@@ -160,38 +156,12 @@ func newSimilarityPlotCmd(f *Factory) *cobra.Command {
 }
 
 func runSimilarityPlot(f *Factory, m *similarity.Matrix, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	stem := func(p string) string { // file name without folder and extension
-		b := filepath.Base(p)
-		return strings.ReplaceAll(strings.TrimSuffix(b, filepath.Ext(b)), " ", "_")
-	}
-	base, title := stem(m.Label), m.Label
-	if m.LabelSet != "" {
-		base = stem(m.LabelSet) + "-" + m.Kind
-		title = fmt.Sprintf("%s similarity of %s (%d classes)", m.Kind, m.LabelSet, m.N())
-	}
-	c := m.N()
-	order := similarity.ClusterOrder(m.Data, c)
-	eig, err := similarity.Eigenvalues(m.Data, c)
+	p, err := similarity.WritePlots(dir, m)
 	if err != nil {
 		return err
 	}
-	heat := filepath.Join(dir, base+"-heatmap.png")
-	if _, err := writeFileAtomic(heat, func(w io.Writer) error {
-		return figure.Heatmap(w, m.Data, m.Names, order, "Dissimilarity 1 − s: "+title)
-	}); err != nil {
-		return err
-	}
-	spec := filepath.Join(dir, base+"-spectrum.png")
-	if _, err := writeFileAtomic(spec, func(w io.Writer) error {
-		return figure.Spectrum(w, eig, "Eigenvalue spectrum: "+title)
-	}); err != nil {
-		return err
-	}
-	if !f.Emit("plot", map[string]any{"heatmap": heat, "spectrum": spec, "largest_eigenvalue": eig[0]}) {
-		fmt.Fprintf(f.IO.Out, "wrote %s\nwrote %s\n", heat, spec)
+	if !f.Emit("plot", map[string]any{"heatmap": p.Heatmap, "spectrum": p.Spectrum, "largest_eigenvalue": p.LargestEigenvalue}) {
+		fmt.Fprintf(f.IO.Out, "wrote %s\nwrote %s\n", p.Heatmap, p.Spectrum)
 	}
 	return nil
 }
@@ -221,17 +191,10 @@ SET/SOURCE (the latest stored matrix of that source) or CSV/.npy files.`,
 			if err != nil {
 				return err
 			}
-			if a.N() != b.N() {
-				return fmt.Errorf("%s has %d classes, %s has %d", args[0], a.N(), args[1], b.N())
-			}
-			if a.LabelSet != "" && b.LabelSet != "" && a.LabelSet != b.LabelSet {
-				return fmt.Errorf("%s is a matrix of %s, %s of %s", args[0], a.LabelSet, args[1], b.LabelSet)
-			}
-			rho, err := similarity.Spearman(similarity.UpperTriangle(a.Data, a.N()), similarity.UpperTriangle(b.Data, b.N()))
+			rho, pairs, err := similarity.Compare(a, b)
 			if err != nil {
 				return err
 			}
-			pairs := a.N() * (a.N() - 1) / 2
 			if !f.Emit("compare", map[string]any{"a": args[0], "b": args[1], "spearman": jsonFloat(rho), "pairs": pairs}) {
 				fmt.Fprintf(f.IO.Out, "spearman %.4f over %d class pairs (%s vs %s)\n", rho, pairs, args[0], args[1])
 			}

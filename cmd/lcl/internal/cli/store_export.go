@@ -2,18 +2,14 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/atomicfile"
-	"github.com/lcl-project/lcl/internal/npy"
 
 	"github.com/spf13/cobra"
 
@@ -62,21 +58,17 @@ articles and json for runs.`,
 	return cmd
 }
 
+type exportOptions struct {
+	Format string
+	Output string
+}
+
 func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOptions) error {
 	format := opts.Format
 	if format == "" && opts.Output != "" {
-		switch strings.ToLower(filepath.Ext(opts.Output)) {
-		case ".csv":
-			format = "csv"
-		case ".npy":
-			format = "npy"
-		case ".json":
-			format = "json"
-		case ".txt":
-			format = "text"
-		}
+		format = simstore.ExportFormatOfPath(opts.Output)
 	}
-	if format != "" && !contains([]string{"csv", "npy", "json", "text"}, format) {
+	if format != "" && !slices.Contains(simstore.ExportFormats(), format) {
 		return usagef("--format %q: want csv, npy, json or text", format)
 	}
 	s, err := f.ReadStore()
@@ -90,29 +82,14 @@ func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOpti
 		}
 		return err
 	}
-	kind, rows, cols, ids, data := recordShape(rec)
+	t := simstore.TableOf(rec)
 	if format == "" {
-		format = exportFormats[kind][0]
-		if kind == simstore.KindArticle {
-			format = "text"
-		}
+		format = simstore.DefaultExportFormat(t.Kind)
 	}
-	if !contains(exportFormats[kind], format) {
-		return usagef("a %s cannot be exported as %s (formats for a %s: %s)", kind, format, kind, strings.Join(exportFormats[kind], ", "))
+	if formats := simstore.ExportFormatsOf(t.Kind); !slices.Contains(formats, format) {
+		return usagef("a %s cannot be exported as %s (formats for a %s: %s)", t.Kind, format, t.Kind, strings.Join(formats, ", "))
 	}
-	write := func(w io.Writer) error {
-		switch format {
-		case "csv":
-			return writeCSV(w, kind, ids, rows, cols, data)
-		case "npy":
-			return npy.WriteFloat32(w, rows, cols, data)
-		case "text":
-			_, err := io.WriteString(w, strings.TrimRight(rec.(*simstore.Article).Text, "\n")+"\n")
-			return err
-		default:
-			return writeRecordJSON(w, key, rec, rows, cols, data)
-		}
-	}
+	write := func(w io.Writer) error { return simstore.Export(w, key, rec, format) }
 	if opts.Output == "" || opts.Output == "-" {
 		bw := bufio.NewWriter(f.IO.Out)
 		if err := write(bw); err != nil {
@@ -125,125 +102,21 @@ func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOpti
 		return err
 	}
 	files := []string{opts.Output}
-	if format == "npy" {
+	if format == simstore.FormatNPY {
+		// .npy holds numbers only: the row ids go beside it.
 		idsFile := strings.TrimSuffix(opts.Output, filepath.Ext(opts.Output)) + ".ids.txt"
 		if _, err := writeFileAtomic(idsFile, func(w io.Writer) error {
-			_, err := io.WriteString(w, strings.Join(ids, "\n")+"\n")
+			_, err := io.WriteString(w, strings.Join(t.IDs, "\n")+"\n")
 			return err
 		}); err != nil {
 			return err
 		}
 		files = append(files, idsFile)
 	}
-	if !f.Emit("store_exported", map[string]any{"key": key, "format": format, "file": opts.Output, "bytes": n, "files": files, "shape": []int{rows, cols}}) {
+	if !f.Emit("store_exported", map[string]any{"key": key, "format": format, "file": opts.Output, "bytes": n, "files": files, "shape": []int{t.Rows, t.Cols}}) {
 		f.Logf("wrote %s (%s, %s)", strings.Join(files, " and "), format, humanBytes(n))
 	}
 	return nil
-}
-
-// recordShape returns a record's kind and, for matrices and vectors, its
-// row count, column count, row ids and row-major data.
-func recordShape(rec any) (kind string, rows, cols int, ids []string, data []float32) {
-	switch r := rec.(type) {
-	case *simstore.Matrix:
-		return simstore.KindMatrix, r.N(), r.N(), r.Classes, r.Data
-	case *simstore.Vectors:
-		return simstore.KindVectors, len(r.IDs), r.Dim, r.IDs, r.Data
-	case *simstore.Article:
-		return simstore.KindArticle, 0, 0, nil, nil
-	default:
-		return simstore.KindRun, 0, 0, nil, nil
-	}
-}
-
-func appendFloat(b []byte, v float32) []byte {
-	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
-}
-
-func csvField(s string) string {
-	if strings.ContainsAny(s, ",\"\n\r") {
-		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-	}
-	return s
-}
-
-func writeCSV(w io.Writer, kind string, ids []string, rows, cols int, data []float32) error {
-	var b []byte
-	if kind == simstore.KindMatrix {
-		b = append(b, "class"...)
-		for _, id := range ids {
-			b = append(append(b, ','), csvField(id)...)
-		}
-	} else {
-		b = append(b, "id"...)
-		for j := range cols {
-			b = append(b, ",d"...)
-			b = strconv.AppendInt(b, int64(j), 10)
-		}
-	}
-	b = append(b, '\n')
-	for i := range rows {
-		b = append(b, csvField(ids[i])...)
-		for _, v := range data[i*cols : (i+1)*cols] {
-			b = appendFloat(append(b, ','), v)
-		}
-		b = append(b, '\n')
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		b = b[:0]
-	}
-	_, err := w.Write(b)
-	return err
-}
-
-// jsonRows renders data as a JSON array of rows; NaN and ±Inf become null.
-func jsonRows(rows, cols int, data []float32) json.RawMessage {
-	var b bytes.Buffer
-	b.Grow(rows * cols * 10)
-	b.WriteByte('[')
-	num := make([]byte, 0, 32)
-	for i := range rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('[')
-		for j, v := range data[i*cols : (i+1)*cols] {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				b.WriteString("null")
-				continue
-			}
-			b.Write(appendFloat(num[:0], v))
-		}
-		b.WriteByte(']')
-	}
-	b.WriteByte(']')
-	return b.Bytes()
-}
-
-func writeRecordJSON(w io.Writer, key string, rec any, rows, cols int, data []float32) error {
-	var v any
-	switch r := rec.(type) {
-	case *simstore.Matrix:
-		v = struct {
-			Key string `json:"key"`
-			*simstore.Matrix
-			Data json.RawMessage `json:"data"`
-		}{key, r, jsonRows(rows, cols, data)}
-	case *simstore.Vectors:
-		v = struct {
-			Key string `json:"key"`
-			*simstore.Vectors
-			Data json.RawMessage `json:"data"`
-		}{key, r, jsonRows(rows, cols, data)}
-	default:
-		v = rec
-	}
-	// Compact: an indented 1000×1000 matrix would take a million lines.
-	return json.NewEncoder(w).Encode(v)
 }
 
 // writeFileAtomic writes path so a crash or error never leaves a partial

@@ -213,25 +213,6 @@ func openPlanner(ctx context.Context, f *Factory, o *strategyOptions, fs *pflag.
 	return b, host.Close, nil
 }
 
-// trainLabelSet is the label set of a training run: --synsets (an error
-// when it does not load), else the built-in set named by the data spec's
-// kind (fashion-mnist:DIR → fashion-mnist), else nil.
-func trainLabelSet(synsets, spec string) (*labels.Set, error) {
-	if synsets != "" {
-		set, err := labels.Load(synsets)
-		if err != nil {
-			return nil, fmt.Errorf("--synsets: %w", err)
-		}
-		return set, nil
-	}
-	kind, _, _ := strings.Cut(spec, ":")
-	kind, _, _ = strings.Cut(kind, "?")
-	if set, err := labels.Builtin(kind); err == nil {
-		return set, nil
-	}
-	return nil, nil
-}
-
 // datasetClasses returns the dataset's class names when it knows them.
 func datasetClasses(ds trainer.Dataset) []string {
 	if c, ok := ds.(interface{ Classes() []string }); ok {

@@ -90,23 +90,6 @@ func TestTrainUsageErrors(t *testing.T) {
 	}
 }
 
-func TestDataSpec(t *testing.T) {
-	dir := t.TempDir()
-	cases := []struct{ synsets, data, want string }{
-		{"fashion-mnist", "", "fashion-mnist"},
-		{"cifar100", dir, "cifar100:" + dir},
-		{"", "cifar10:/x", "cifar10:/x"},
-	}
-	for _, tc := range cases {
-		if got, err := dataSpec(tc.synsets, tc.data); err != nil || got != tc.want {
-			t.Errorf("dataSpec(%q, %q) = %q, %v", tc.synsets, tc.data, got, err)
-		}
-	}
-	if _, err := dataSpec("", dir); err == nil {
-		t.Error("a bare directory without --synsets accepted")
-	}
-}
-
 // kd's teacher-model trains the teacher stage with another architecture than
 // the student: the checkpoint holds a teacher of the teacher's width.
 func TestTrainKDTeacherOfAnotherArchitecture(t *testing.T) {

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/launch"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// trainPrinter prints a training run: what it trains on stderr, a progress
+// bar over each epoch's steps (on a terminal), a line (or a JSON "epoch"
+// object) per epoch, and the final metrics (or a JSON "summary").
+type trainPrinter struct {
+	f   *Factory
+	bar *progressbar.ProgressBar
+}
+
+// begin says what the run trains, where, and how.
+func (p *trainPrinter) begin(cfg trainer.Config, spec, preset string, dist *launch.Env, backend string) {
+	f, op := p.f, cfg.Optim
+	nTrain := cfg.Train.Len()
+	if cfg.TrainIndices != nil {
+		nTrain = len(cfg.TrainIndices)
+	}
+	if dist != nil {
+		f.Logf("lcl train: rank %d of %d (%s, Gloo rendezvous %s:%d); global batch %d, %d per rank",
+			dist.Rank, dist.World, backend, dist.Addr, dist.Port, op.Batch, (op.Batch+dist.World-1)/dist.World)
+	}
+	threads := cfg.Threads
+	if threads <= 0 {
+		threads, _ = torch.Threads() // only printed; torch.Check already passed
+	}
+	f.Logf("lcl train: %s, %d of %d training images, %d test; model %s; strategy %s; preset %s (epochs %d, batch %d, lr %g %s); libtorch %s, %d threads, OMP_WAIT_POLICY=%s; run %s",
+		spec, nTrain, cfg.Train.Len(), cfg.Test.Len(), cfg.Model, cfg.Strategy, preset,
+		op.Epochs, op.Batch, op.Schedule.LR, op.Schedule.Kind, torch.Version(), threads, os.Getenv("OMP_WAIT_POLICY"), cfg.Out)
+}
+
+// progress draws the bar of the epoch after each step.
+func (p *trainPrinter) progress(s trainer.Progress) {
+	if p.bar == nil || s.Step == 1 {
+		p.finish()
+		p.bar = p.f.Progress(int64(s.Steps), "")
+	}
+	p.bar.Describe(fmt.Sprintf("%s %d/%d  loss %.4f  acc %.1f%%  %.0f img/s  ETA %s", s.Stage, s.Epoch, s.Epochs,
+		s.Loss, 100*s.Acc, s.ImgPerSec, s.ETA.Round(time.Second)))
+	p.bar.Set(s.Step)
+}
+
+// finish takes the bar down.
+func (p *trainPrinter) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		p.bar = nil
+	}
+}
+
+// epoch reports an epoch's metrics.
+func (p *trainPrinter) epoch(m trainer.EpochMetrics) {
+	p.finish()
+	f := p.f
+	if f.Emit("epoch", m) {
+		return
+	}
+	f.Logf("%s epoch %d/%d  lr %.4g  train loss %.4f acc %.2f%%  test top-1 %.2f%% top-5 %.2f%% loss %.4f  %.0f img/s",
+		m.Stage, m.Epoch, m.Epochs, m.LR, m.TrainLoss, 100*m.TrainTop1, 100*m.TestTop1, 100*m.TestTop5, m.TestLoss, m.ImgPerSec)
+	for k, pm := range m.Peers {
+		f.Logf("  peer %d: test top-1 %.2f%% top-5 %.2f%%", k, 100*pm.TestTop1, 100*pm.TestTop5)
+	}
+}
+
+// summary reports the finished run in out.
+func (p *trainPrinter) summary(res *trainer.Result, out string) {
+	f := p.f
+	if f.Emit("summary", res) {
+		return
+	}
+	for k, pm := range res.Final {
+		name := "model"
+		if len(res.Final) > 1 {
+			name = fmt.Sprintf("peer %d", k)
+		}
+		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name, 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss)
+	}
+	fmt.Fprintf(f.IO.Out, "run %s (%.0f s; CPU %.0f s user, %.0f s system = %.1f%%): %s\n", out, res.Seconds,
+		res.UserSeconds, res.SystemSeconds, 100*res.SystemSeconds/max(res.UserSeconds+res.SystemSeconds, 1e-9), res.Weights)
+}

@@ -1,0 +1,72 @@
+package similarity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// CacheStore keeps computed matrices by label set, source, effective
+// parameters and input digests (*simstore.Store).
+type CacheStore interface {
+	GetMatrix(ctx context.Context, labelSet, kind string, params, inputs map[string]string) (*simstore.Matrix, error)
+}
+
+// Hit is a stored matrix found by Cached.
+type Hit struct {
+	Key    string
+	Matrix *simstore.Matrix
+	// Provenance is what the source would have computed it from: its
+	// effective parameters and input digests.
+	Provenance
+}
+
+// Cached finds the stored matrix that src would compute for set with
+// params: src says, without computing, what its effective parameters and
+// inputs would be (a Preparer), and a matrix of that source for the same
+// parameters and inputs is stored. It returns nil and no error when none is
+// stored or src cannot say (it is no Preparer); a parameter src refuses is
+// an error.
+func Cached(ctx context.Context, st CacheStore, src Source, set *labels.Set, params map[string]string) (*Hit, error) {
+	prep, ok := src.(Preparer)
+	if !ok {
+		return nil, nil
+	}
+	prov, err := prep.Prepare(ctx, set, params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name(), err)
+	}
+	m, err := st.GetMatrix(ctx, set.Name, src.Name(), prov.Params, prov.Inputs)
+	switch {
+	case errors.Is(err, simstore.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &Hit{Key: simstore.MatrixKey(set.Name, src.Name(), prov.Params, prov.Inputs), Matrix: m, Provenance: prov}, nil
+}
+
+// Record is the store record of r, the matrix the source named source
+// computed for set: float32 values, with its provenance; tool names the
+// program that computed it ("lcl v1.2.0").
+func (r *Result) Record(set *labels.Set, source, tool string) simstore.Matrix {
+	data := make([]float32, len(r.Data))
+	for i, x := range r.Data {
+		data[i] = float32(x)
+	}
+	return simstore.Matrix{
+		LabelSet: set.Name,
+		Kind:     source,
+		Classes:  r.Classes,
+		Provenance: simstore.Provenance{
+			Source: source,
+			Params: r.Params,
+			Inputs: r.Inputs,
+			Tool:   tool,
+		},
+		Data: data,
+	}
+}

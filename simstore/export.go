@@ -1,0 +1,191 @@
+package simstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lcl-project/lcl/internal/npy"
+)
+
+// Export formats of a record (lcl store export, docs/store.md).
+const (
+	FormatCSV  = "csv"  // matrices and vectors: a header, then one row per class
+	FormatNPY  = "npy"  // matrices and vectors: a float32 array (NumPy format 1.0, '<f4')
+	FormatJSON = "json" // every kind: the record, its data as rows
+	FormatText = "text" // articles: the text only
+)
+
+// ExportFormats lists every export format.
+func ExportFormats() []string { return []string{FormatCSV, FormatNPY, FormatJSON, FormatText} }
+
+// ExportFormatsOf lists the formats a record of kind can be exported in,
+// its default first (but articles, whose default is text).
+func ExportFormatsOf(kind string) []string {
+	switch kind {
+	case KindMatrix, KindVectors:
+		return []string{FormatCSV, FormatNPY, FormatJSON}
+	case KindArticle:
+		return []string{FormatJSON, FormatText}
+	case KindRun:
+		return []string{FormatJSON}
+	}
+	return nil
+}
+
+// DefaultExportFormat is the format of a record of kind exported without
+// one: csv for matrices and vectors, text for articles, json for runs.
+func DefaultExportFormat(kind string) string {
+	if kind == KindArticle {
+		return FormatText
+	}
+	if f := ExportFormatsOf(kind); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// ExportFormatOfPath is the format a file name asks for by its extension
+// (.csv, .npy, .json, .txt), "" for any other.
+func ExportFormatOfPath(path string) string {
+	return map[string]string{".csv": FormatCSV, ".npy": FormatNPY, ".json": FormatJSON, ".txt": FormatText}[strings.ToLower(filepath.Ext(path))]
+}
+
+// Table is the numbers of a matrix or vectors record: rows × cols values in
+// row-major order, one row id per row. A record of another kind has none.
+type Table struct {
+	Kind       string
+	Rows, Cols int
+	IDs        []string
+	Data       []float32
+}
+
+// TableOf returns a record's kind and, for matrices and vectors, its table.
+func TableOf(rec any) Table {
+	switch r := rec.(type) {
+	case *Matrix:
+		return Table{KindMatrix, r.N(), r.N(), r.Classes, r.Data}
+	case *Vectors:
+		return Table{KindVectors, len(r.IDs), r.Dim, r.IDs, r.Data}
+	case *Article:
+		return Table{Kind: KindArticle}
+	default:
+		return Table{Kind: KindRun}
+	}
+}
+
+// Export writes the record rec stored at key to w in format, which must be
+// one of ExportFormatsOf its kind. Values are written with the fewest
+// digits that read back as the same float32; NaN is "NaN" in CSV and null
+// (as ±Inf) in JSON. JSON is compact: an indented 1000×1000 matrix would take
+// a million lines.
+func Export(w io.Writer, key string, rec any, format string) error {
+	t := TableOf(rec)
+	switch format {
+	case FormatCSV:
+		return t.writeCSV(w)
+	case FormatNPY:
+		return npy.WriteFloat32(w, t.Rows, t.Cols, t.Data)
+	case FormatText:
+		a, ok := rec.(*Article)
+		if !ok {
+			return fmt.Errorf("simstore: a %s has no text", t.Kind)
+		}
+		_, err := io.WriteString(w, strings.TrimRight(a.Text, "\n")+"\n")
+		return err
+	case FormatJSON:
+		var v any = rec
+		switch r := rec.(type) {
+		case *Matrix:
+			v = struct {
+				Key string `json:"key"`
+				*Matrix
+				Data json.RawMessage `json:"data"`
+			}{key, r, t.jsonRows()}
+		case *Vectors:
+			v = struct {
+				Key string `json:"key"`
+				*Vectors
+				Data json.RawMessage `json:"data"`
+			}{key, r, t.jsonRows()}
+		}
+		return json.NewEncoder(w).Encode(v)
+	}
+	return fmt.Errorf("simstore: export format %q: want one of %s", format, strings.Join(ExportFormats(), ", "))
+}
+
+func appendFloat(b []byte, v float32) []byte {
+	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+}
+
+// csvField quotes s as RFC 4180 asks when it holds a separator, quote or newline.
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n\r") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}
+
+// writeCSV writes the header ("class,ID1,…" for a matrix, "id,d0,…" for
+// vectors), then one row per id.
+func (t Table) writeCSV(w io.Writer) error {
+	var b []byte
+	if t.Kind == KindMatrix {
+		b = append(b, "class"...)
+		for _, id := range t.IDs {
+			b = append(append(b, ','), csvField(id)...)
+		}
+	} else {
+		b = append(b, "id"...)
+		for j := range t.Cols {
+			b = append(b, ",d"...)
+			b = strconv.AppendInt(b, int64(j), 10)
+		}
+	}
+	b = append(b, '\n')
+	for i := range t.Rows {
+		b = append(b, csvField(t.IDs[i])...)
+		for _, v := range t.Data[i*t.Cols : (i+1)*t.Cols] {
+			b = appendFloat(append(b, ','), v)
+		}
+		b = append(b, '\n')
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		b = b[:0]
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// jsonRows renders the data as a JSON array of rows; NaN and ±Inf become null.
+func (t Table) jsonRows() json.RawMessage {
+	var b bytes.Buffer
+	b.Grow(t.Rows * t.Cols * 10)
+	b.WriteByte('[')
+	num := make([]byte, 0, 32)
+	for i := range t.Rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for j, v := range t.Data[i*t.Cols : (i+1)*t.Cols] {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				b.WriteString("null")
+				continue
+			}
+			b.Write(appendFloat(num[:0], v))
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
