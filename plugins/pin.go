@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/atomicfile"
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/digest"
 )
 
 // Pin is one line of the plugin lock file: the SHA-256 of a plugin
@@ -123,4 +125,47 @@ func isHexSHA256(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
+}
+
+// PinFound pins the plugins found in dirs (Discover) into the lock file at
+// lock: every one when names is empty (the file is rewritten with them),
+// else those named NAME or KIND/NAME (their lines change, the others stay).
+// A refused plugin (CheckTrusted) is not pinned: it is an error, as is a
+// name no plugin in dirs has. It returns the pins written and how many the
+// file holds.
+func PinFound(lock string, dirs, names []string) (pinned []Pin, total int, err error) {
+	pins := Pins{}
+	if len(names) > 0 {
+		if pins, err = ReadPins(lock); err != nil {
+			return nil, 0, err
+		}
+	}
+	for _, fd := range Discover(dirs) {
+		if len(names) > 0 && !slices.Contains(names, fd.Name) && !slices.Contains(names, fd.Kind+"/"+fd.Name) {
+			continue
+		}
+		if fd.Refused != "" {
+			return nil, 0, fmt.Errorf("%s plugin %q (%s): refused, not pinned: %s", fd.Kind, fd.Name, fd.Path, fd.Refused)
+		}
+		abs, err := filepath.Abs(fd.Path)
+		if err != nil {
+			return nil, 0, err
+		}
+		sum, err := digest.File(abs)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s plugin %q: %w", fd.Kind, fd.Name, err)
+		}
+		p := Pin{Kind: fd.Kind, Name: fd.Name, SHA256: sum, Path: abs}
+		pins[fd.Kind+"/"+fd.Name] = p
+		pinned = append(pinned, p)
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(pinned, func(p Pin) bool { return n == p.Name || n == p.Kind+"/"+p.Name }) {
+			return nil, 0, fmt.Errorf("no plugin %q on the search path %s (built-ins are part of lcl and need no pin)", n, strings.Join(dirs, ":"))
+		}
+	}
+	if err := WritePins(lock, pins); err != nil {
+		return nil, 0, fmt.Errorf("plugin lock file: %w", err)
+	}
+	return pinned, len(pins), nil
 }

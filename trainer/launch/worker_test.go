@@ -41,3 +41,34 @@ func TestWorkerSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestRoleOf(t *testing.T) {
+	rank := &Env{Rank: 1, World: 4}
+	for _, c := range []struct {
+		env      *Env
+		nproc    int
+		launched bool
+		want     Role
+		err      string
+	}{
+		{nil, 1, false, Single, ""},
+		{nil, 4, false, Launcher, ""},
+		{rank, 1, false, Worker, ""},
+		{rank, 1, true, Worker, ""},
+		{rank, 4, true, Worker, ""}, // a worker Run started (it drops --nproc, but a worker never relaunches)
+		{rank, 4, false, 0, "--nproc 4: this process was started by a launcher (WORLD_SIZE=4): drop --nproc"},
+		{nil, 0, false, 0, "--nproc 0: want ≥ 1"},
+		{rank, -1, false, 0, "--nproc -1: want ≥ 1"},
+	} {
+		got, err := RoleOf(c.env, c.nproc, c.launched)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("RoleOf(%v, %d, %v): %v, want %q", c.env, c.nproc, c.launched, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("RoleOf(%v, %d, %v) = %v, %v; want %v", c.env, c.nproc, c.launched, got, err, c.want)
+		}
+	}
+}

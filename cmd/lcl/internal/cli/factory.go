@@ -6,31 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wordnet"
 )
-
-// IOStreams are the command's standard streams.
-type IOStreams struct {
-	In  io.Reader
-	Out io.Writer
-	Err io.Writer
-	// ErrTTY is true when Err is a terminal: progress bars are drawn only then.
-	ErrTTY bool
-}
-
-// SystemIO returns the process's streams.
-func SystemIO() *IOStreams {
-	return &IOStreams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
-}
 
 // Factory holds global flag values and opens shared dependencies lazily,
 // once per process.

@@ -1,22 +1,15 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
-	"image/color"
-	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/curriculum"
-	"github.com/lcl-project/lcl/internal/figure"
-	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
-	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/similarity"
 )
 
@@ -73,15 +66,6 @@ without training; plan stops before it and says so.`,
 	return cmd
 }
 
-type planRow struct {
-	stage     int
-	stageName string
-	epoch     int
-	entropy   float64
-	trueMass  float64
-	coef      sdk.Coefficients
-}
-
 func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 	ctx := cmd.Context()
 	var set *labels.Set
@@ -122,119 +106,34 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return err
-	}
-	if err := writeClasses(filepath.Join(o.Out, "classes.txt"), classes); err != nil {
-		return err
-	}
-	total := 0
-	stages := b.StrategyStages()
-	for _, s := range stages {
-		total += s.Epochs
-	}
-	bar := f.Progress(int64(total), "plan")
-	defer bar.Close()
-	c := len(classes)
-	var rows []planRow
-	files := 0
-stages:
-	for s, stage := range stages {
-		for prev := 0; prev < s; prev++ {
-			if stages[prev].Features {
-				f.Logf("lcl plan: stage %q needs the features of a model trained in stage %q; planned up to there", stage.Name, stages[prev].Name)
-				break stages
-			}
+	var bar *progressbar.ProgressBar
+	p, err := curriculum.WritePreview(ctx, b, o.Out, func(done, total int) {
+		if bar == nil {
+			bar = f.Progress(int64(total), "plan")
 		}
-		dir := o.Out
-		if len(stages) > 1 {
-			dir = filepath.Join(o.Out, stage.Name)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		for e := 0; e < stage.Epochs; e++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			p, err := b.StrategyPlan(ctx, s, e, 0, nil)
-			if err != nil {
-				return err
-			}
-			t := p.Targets
-			if t == nil {
-				t = strategy.OneHot(c)
-			}
-			if err := npy.WriteFile(filepath.Join(dir, fmt.Sprintf("epoch-%03d.npy", e)), c, c, t.Data); err != nil {
-				return err
-			}
-			files++
-			h, m := strategy.TargetStats(t)
-			rows = append(rows, planRow{s, stage.Name, e, h, m, p.Coef})
-			bar.Add(1)
-		}
-	}
-	bar.Finish()
-	if err := writePlanCSV(filepath.Join(o.Out, "curriculum.csv"), rows); err != nil {
-		return err
-	}
-	if err := writePlanPNG(filepath.Join(o.Out, "curriculum.png"), opened.Info.Name, rows); err != nil {
-		return err
-	}
-	summary := map[string]any{"strategy": opened.Info.Name, "classes": c, "epochs": len(rows), "matrices": files, "out": o.Out}
-	if len(rows) > 0 {
-		summary["first_entropy"], summary["last_entropy"] = rows[0].entropy, rows[len(rows)-1].entropy
-		summary["first_true_mass"], summary["last_true_mass"] = rows[0].trueMass, rows[len(rows)-1].trueMass
-	}
-	if !f.Emit("summary", summary) {
-		fmt.Fprintf(f.IO.Out, "%s: %d target matrices (%d classes) in %s; curriculum.csv, curriculum.png\n", opened.Info.Name, files, c, o.Out)
-		if len(rows) > 0 {
-			fmt.Fprintf(f.IO.Out, "mean entropy %.4f → %.4f nats; mean true-class mass %.4f → %.4f\n",
-				rows[0].entropy, rows[len(rows)-1].entropy, rows[0].trueMass, rows[len(rows)-1].trueMass)
-		}
-	}
-	return nil
-}
-
-func writeClasses(path string, classes []sdk.Class) error {
-	var buf bytes.Buffer
-	for _, c := range classes {
-		fmt.Fprintf(&buf, "%d\t%s\t%s\n", c.Index, c.ID, c.Name)
-	}
-	return writeAtomic(path, buf.Bytes())
-}
-
-func writePlanCSV(path string, rows []planRow) error {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	w.Write([]string{"stage", "stage_name", "epoch", "mean_entropy", "mean_true_mass", "soft_ce", "hard_ce", "kd", "temperature", "mutual"})
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
-	for _, r := range rows {
-		w.Write([]string{strconv.Itoa(r.stage), r.stageName, strconv.Itoa(r.epoch), g(r.entropy), g(r.trueMass),
-			g(r.coef.SoftCE), g(r.coef.HardCE), g(r.coef.KD), g(r.coef.Temperature), g(r.coef.Mutual)})
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return err
-	}
-	return writeAtomic(path, buf.Bytes())
-}
-
-// writePlanPNG draws two stacked panels over the run's epochs (all stages in
-// a row): mean target entropy, and mean true-class mass.
-func writePlanPNG(path, name string, rows []planRow) error {
-	ent := make([]figure.XY, len(rows))
-	mass := make([]figure.XY, len(rows))
-	for i, r := range rows {
-		ent[i] = figure.XY{X: float64(i), Y: r.entropy}
-		mass[i] = figure.XY{X: float64(i), Y: r.trueMass}
-	}
-	png, err := figure.Stack([]figure.Panel{
-		{Title: name + ": mean target entropy", XLabel: "epoch", YLabel: "nats", Points: ent, Color: color.RGBA{R: 31, G: 119, B: 180, A: 255}},
-		{Title: name + ": mean true-class mass", XLabel: "epoch", YLabel: "v_c", Points: mass, Color: color.RGBA{R: 214, G: 39, B: 40, A: 255}, YRange: &[2]float64{0, 1}},
+		bar.Set(done)
 	})
+	if bar != nil {
+		bar.Finish()
+	}
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, png)
+	if p.Stopped != "" {
+		f.Logf("lcl plan: stage %q needs the features of a model trained in stage %q; planned up to there", p.Stopped, p.After)
+	}
+	c, rows := len(classes), p.Epochs
+	summary := map[string]any{"strategy": opened.Info.Name, "classes": c, "epochs": len(rows), "matrices": p.Files, "out": o.Out}
+	if len(rows) > 0 {
+		summary["first_entropy"], summary["last_entropy"] = rows[0].Entropy, rows[len(rows)-1].Entropy
+		summary["first_true_mass"], summary["last_true_mass"] = rows[0].TrueMass, rows[len(rows)-1].TrueMass
+	}
+	if !f.Emit("summary", summary) {
+		fmt.Fprintf(f.IO.Out, "%s: %d target matrices (%d classes) in %s; curriculum.csv, curriculum.png\n", opened.Info.Name, p.Files, c, o.Out)
+		if len(rows) > 0 {
+			fmt.Fprintf(f.IO.Out, "mean entropy %.4f → %.4f nats; mean true-class mass %.4f → %.4f\n",
+				rows[0].Entropy, rows[len(rows)-1].Entropy, rows[0].TrueMass, rows[len(rows)-1].TrueMass)
+		}
+	}
+	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/source"
 )
@@ -153,53 +150,16 @@ A pin covers the executable file only (not the files a script imports).`,
   lcl plugins pin annealls similarity/bigram`,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			lock := plugins.LockPath()
-			pins := plugins.Pins{}
-			if len(names) > 0 {
-				old, err := plugins.ReadPins(lock)
-				if err != nil {
-					return err
-				}
-				pins = old
-			}
-			found := plugins.Discover(plugins.SearchPath())
-			var pinned []plugins.Pin
-			for _, fd := range found {
-				if len(names) > 0 && !slices.Contains(names, fd.Name) && !slices.Contains(names, fd.Kind+"/"+fd.Name) {
-					continue
-				}
-				if fd.Refused != "" {
-					return fmt.Errorf("%s plugin %q (%s): refused, not pinned: %s", fd.Kind, fd.Name, fd.Path, fd.Refused)
-				}
-				abs, err := filepath.Abs(fd.Path)
-				if err != nil {
-					return err
-				}
-				sum, err := digest.File(abs)
-				if err != nil {
-					return fmt.Errorf("%s plugin %q: %w", fd.Kind, fd.Name, err)
-				}
-				p := plugins.Pin{Kind: fd.Kind, Name: fd.Name, SHA256: sum, Path: abs}
-				pins[fd.Kind+"/"+fd.Name] = p
-				pinned = append(pinned, p)
-			}
-			for _, n := range names {
-				ok := false
-				for _, p := range pinned {
-					ok = ok || n == p.Name || n == p.Kind+"/"+p.Name
-				}
-				if !ok {
-					return fmt.Errorf("no plugin %q on the search path %s (built-ins are part of lcl and need no pin)", n, strings.Join(plugins.SearchPath(), ":"))
-				}
-			}
-			if err := plugins.WritePins(lock, pins); err != nil {
-				return fmt.Errorf("plugin lock file: %w", err)
+			pinned, total, err := plugins.PinFound(lock, plugins.SearchPath(), names)
+			if err != nil {
+				return err
 			}
 			for _, p := range pinned {
 				if !f.Emit("plugin_pinned", map[string]string{"kind": p.Kind, "name": p.Name, "sha256": p.SHA256, "path": p.Path, "lock": lock}) {
 					fmt.Fprintf(f.IO.Out, "pinned %s %s sha256:%.16s… %s\n", p.Kind, p.Name, p.SHA256, p.Path)
 				}
 			}
-			f.Logf("lock file: %s (%d plugins pinned)", lock, len(pins))
+			f.Logf("lock file: %s (%d plugins pinned)", lock, total)
 			return nil
 		},
 	}

@@ -29,11 +29,13 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return err
 	}
+	role, err := launch.RoleOf(dist, o.NProc, launch.Launched())
+	if err != nil {
+		return usagef("%v", err)
+	}
 	o.world = 1
-	switch {
-	case dist != nil && o.NProc > 1 && !launch.Launched():
-		return usagef("--nproc %d: this process was started by a launcher (WORLD_SIZE=%d): drop --nproc", o.NProc, dist.World)
-	case dist == nil && o.NProc > 1:
+	switch role {
+	case launch.Launcher:
 		th := launch.Threads(o.Threads, o.NProc)
 		args := commandLine(cmd)
 		if !cmd.Flags().Changed("threads") {
@@ -41,9 +43,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		}
 		return launch.Run(ctx, launch.Options{Args: args, NProc: o.NProc, Threads: th,
 			Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
-	case o.NProc < 1:
-		return usagef("--nproc %d: want ≥ 1", o.NProc)
-	case dist != nil:
+	case launch.Worker:
 		o.world, o.Threads, o.Device = dist.World, dist.Threads(o.Threads), dist.Device(o.Device)
 		if !dist.Primary() {
 			// Rank 0 reports, writes the run directory and the store.
