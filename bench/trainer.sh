@@ -45,8 +45,8 @@ envof() {
 for f in libtcmalloc_minimal.so.4 libjemalloc.so.2; do
 	[ -e "$lib/$f" ] || { echo "bench/trainer.sh: $lib/$f is missing: make bench-deps" >&2; exit 1; }
 done
-torchref() { # env-setting model batch steps
-	env $(envof "$1") "$py" -I bench/trainer_ref.py --model "$2" --batch "$3" --steps "$4" --threads "$threads"
+torchref() { # env-setting model batch steps [--channels-last]
+	env $(envof "$1") "$py" -I bench/trainer_ref.py --model "$2" --batch "$3" --steps "$4" --threads "$threads" ${5:-}
 }
 best() { awk -v a="$1" -v b="$2" 'BEGIN{print (a>b)?a:b}'; }
 
@@ -68,27 +68,31 @@ print('%.1f' % (max(best(lambda: a @ b, 2 * 3072**3), best(lambda: F.conv2d(x, w
 # Training FLOPs per image: forward multiply-adds × 2 (FLOPs) × 3 (forward,
 # backward for inputs, backward for weights), counted by bench/trainer_ref.py
 # as a direct convolution computes them.
-printf '%-9s %5s %5s %10s %10s %7s   %9s %9s %7s   %7s %5s  %s\n' model batch steps lcl_img/s torch_img/s ratio \
+printf '%-11s %5s %5s %10s %10s %7s   %9s %9s %7s   %7s %5s  %s\n' model batch steps lcl_img/s torch_img/s ratio \
 	lcl_cpu torch_cpu ratio GFLOP/s peak% torch_setting
-for spec in "cnn 128 30" "resnet18 64 6"; do
+# Each model in NCHW and in channels-last (both sides: model and input, as
+# nn.Module.to(memory_format=torch.channels_last) does).
+for spec in "cnn 128 30" "cnn 128 30 cl" "resnet18 64 6" "resnet18 64 6 cl"; do
 	set -- $spec
+	name=$1 lf="" pf=""
+	if [ "${4:-}" = cl ]; then name=$1-cl lf=-channels-last pf=--channels-last; fi
 	pick="" pbest=0
 	for c in $candidates; do
-		p=$(torchref "$c" "$1" "$2" "$(( $3 / 2 + 1 ))")
+		p=$(torchref "$c" "$1" "$2" "$(( $3 / 2 + 1 ))" $pf)
 		if [ "$(awk -v a="${p% *}" -v b="$pbest" 'BEGIN{print (a>b)}')" = 1 ]; then pbest=${p% *}; pick=$c; fi
 	done
 	lw=0 lc=0 pw=0 pc=0
 	i=0
 	while [ "$i" -lt "$rounds" ]; do
-		l=$("$tmp/trainerbench" -model "$1" -batch "$2" -steps "$3" -threads "$threads")
-		p=$(torchref "$pick" "$1" "$2" "$3")
+		l=$("$tmp/trainerbench" -model "$1" -batch "$2" -steps "$3" -threads "$threads" $lf)
+		p=$(torchref "$pick" "$1" "$2" "$3" $pf)
 		lw=$(best "$lw" "${l% *}"); lc=$(best "$lc" "${l#* }")
 		pw=$(best "$pw" "${p% *}"); pc=$(best "$pc" "${p#* }")
 		i=$((i + 1))
 	done
 	flop=$("$py" -I bench/trainer_ref.py --model "$1" --flops)
 	gf=$(awk -v i="$lw" -v f="$flop" 'BEGIN{printf "%.1f", i*f/1e9}')
-	printf '%-9s %5s %5s %10s %10s %7.3f   %9s %9s %7.3f   %7s %5.1f  %s\n' "$1" "$2" "$3" "$lw" "$pw" \
+	printf '%-11s %5s %5s %10s %10s %7.3f   %9s %9s %7.3f   %7s %5.1f  %s\n' "$name" "$2" "$3" "$lw" "$pw" \
 		"$(awk -v a="$lw" -v b="$pw" 'BEGIN{print a/b}')" "$lc" "$pc" "$(awk -v a="$lc" -v b="$pc" 'BEGIN{print a/b}')" \
 		"$gf" "$(awk -v g="$gf" -v p="$peak" 'BEGIN{print 100*g/p}')" "$pick"
 done

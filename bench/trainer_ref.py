@@ -90,6 +90,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--channels-last", action="store_true", help="model and input in torch.channels_last")
     ap.add_argument("--flops", action="store_true", help="print the training FLOPs per image and exit")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -107,6 +108,9 @@ def main():
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
     x = torch.randn(a.batch, *shape)
     y = torch.randint(0, c, (a.batch,))
+    if a.channels_last:
+        m = m.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     m.train()
 
     def step():

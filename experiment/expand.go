@@ -20,9 +20,10 @@ type Run struct {
 
 // Exec says where and how a run executes.
 type Exec struct {
-	Device  string
-	Threads int
-	NProc   int
+	Device       string
+	Threads      int
+	NProc        int
+	ChannelsLast bool
 }
 
 // Expand returns the grid's runs in a fixed order: model, fraction,
@@ -30,7 +31,7 @@ type Exec struct {
 // innermost, so that all methods of a block finish close together.
 func (g *Grid) Expand() []Run {
 	var runs []Run
-	exec := Exec{Device: g.Device, Threads: g.Threads, NProc: g.NProc}
+	exec := Exec{Device: g.Device, Threads: g.Threads, NProc: g.NProc, ChannelsLast: g.ChannelsLast}
 	for _, model := range g.Models {
 		for _, frac := range g.Fractions {
 			for _, s := range g.Strategies {
@@ -120,6 +121,9 @@ func (r Run) TrainArgs(runDir string, resume bool) []string {
 	}
 	if r.Exec.NProc > 1 {
 		args = append(args, "--nproc", strconv.Itoa(r.Exec.NProc))
+	}
+	if r.Exec.ChannelsLast {
+		args = append(args, "--channels-last")
 	}
 	args = append(args, "--no-store", "--out", runDir)
 	if resume {

@@ -52,6 +52,10 @@ type Grid struct {
 	Threads int    `yaml:"threads"`
 	// NProc > 1 trains each run data-parallel on that many local workers (lcl train --nproc).
 	NProc int `yaml:"nproc"`
+	// ChannelsLast trains and evaluates in the channels-last memory format
+	// (lcl train --channels-last): how runs compute, not what, so like
+	// Device it is no part of a run's identity.
+	ChannelsLast bool `yaml:"channels-last"`
 }
 
 // Strategy is one entry of a grid's strategies list.
@@ -77,6 +81,7 @@ var reserved = map[string]string{
 	"strategy": "strategies[].name", "source": "strategies[].sources", "seed": "seeds",
 	"epochs": "epochs", "preset": "preset", "device": "device", "threads": "threads",
 	"out": "(set by the runner)", "resume": "(set by the runner)", "nproc": "nproc",
+	"channels-last": "channels-last",
 }
 
 // Check catches what would fail every run of the grid before any is

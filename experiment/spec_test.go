@@ -127,3 +127,35 @@ func TestPercent(t *testing.T) {
 		}
 	}
 }
+
+// A grid's channels-last reaches every run's command line but not its
+// identity: runs finished in NCHW are not redone in channels-last.
+func TestChannelsLastIsExecution(t *testing.T) {
+	raw, err := os.ReadFile("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := Parse(append(raw, "\nchannels-last: true\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := plain.Expand(), cl.Expand()
+	for i := range a {
+		if a[i].ID != b[i].ID {
+			t.Errorf("run %d: channels-last changed the id %s -> %s", i, a[i].ID, b[i].ID)
+		}
+		if slices.Contains(a[i].TrainArgs("x", false), "--channels-last") {
+			t.Errorf("run %d: --channels-last without the grid asking", i)
+		}
+		if !slices.Contains(b[i].TrainArgs("x", false), "--channels-last") {
+			t.Errorf("run %d: %q lacks --channels-last", i, b[i].TrainArgs("x", false))
+		}
+	}
+	if _, err := Parse([]byte(strings.Replace(string(raw), "args:\n", "args:\n  channels-last: \"true\"\n", 1))); err == nil || !strings.Contains(err.Error(), "channels-last") {
+		t.Errorf("channels-last in args: err %v, want it pointed to the grid key", err)
+	}
+}

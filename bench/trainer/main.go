@@ -25,6 +25,7 @@ func main() {
 	steps := flag.Int("steps", 20, "timed steps")
 	warm := flag.Int("warmup", 3, "untimed steps")
 	threads := flag.Int("threads", 2, "libtorch threads")
+	cl := flag.Bool("channels-last", false, "model and inputs in the channels-last memory format")
 	lock := flag.Bool("lock", true, "run the steps on one locked OS thread, as trainer.Run does")
 	flag.Parse()
 	if *lock {
@@ -52,6 +53,11 @@ func main() {
 	m, err := torch.NewModel(spec, "cpu")
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *cl {
+		if err := m.ChannelsLast(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	o, err := torch.NewSGD(m, 0.9, 5e-4, true)
 	if err != nil {

@@ -262,7 +262,7 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 	c10::InferenceMode im; // no autograd bookkeeping (as lt_eval)
 	m->net->eval();
 	auto X = e->input(s);
-	if (e->opts.channels_last || m->channels_last) X = X.contiguous(torch::MemoryFormat::ChannelsLast);
+	if (e->opts.channels_last || m->channels_last) X = lts::channels_last(X);
 	Tensor f, z;
 	{
 		lts::Autocast ac(e->dev, e->opts.precision);

@@ -138,7 +138,7 @@ StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt
 	out.correct.resize(k);
 	for (int i = 0; i < k; i++) optims[i]->zero_grad();
 	if (n > 0) {
-		if (opts.channels_last && X.dim() == 4) X = X.contiguous(torch::MemoryFormat::ChannelsLast);
+		if (opts.channels_last && X.dim() == 4) X = lts::channels_last(X);
 		auto T = target_rows(targets, Y, C, coefs, dev);
 		Tensor tl;
 		std::vector<Tensor> logits(k);
