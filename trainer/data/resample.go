@@ -93,33 +93,7 @@ func (r *resampler) resize(src []byte, stride, w, h int, x0, y0, x1, y1 float64,
 	if cap(r.tmp) < rows*s {
 		r.tmp = make([]float32, rows*s)
 	}
-	tmp := r.tmp[:rows*s]
-	for y := ylo; y < yhi; y++ {
-		row := src[y*stride : y*stride+w]
-		t := tmp[(y-ylo)*s : (y-ylo+1)*s]
-		for i := range t {
-			st, n := int(r.x.start[i]), int(r.x.n[i])
-			wt := r.x.w[i*r.x.stride : i*r.x.stride+n]
-			px := row[st : st+n]
-			var acc float32
-			for k, v := range wt {
-				acc += v * float32(px[k])
-			}
-			t[i] = acc
-		}
-	}
-	for o := range s {
-		dst := out[o*s : (o+1)*s]
-		st, n := int(r.y.start[o]), int(r.y.n[o])
-		wt := r.y.w[o*r.y.stride : o*r.y.stride+n]
-		clear(dst)
-		for k, v := range wt {
-			t := tmp[(st+k-ylo)*s : (st+k-ylo+1)*s]
-			for i := range dst {
-				dst[i] += v * t[i]
-			}
-		}
-	}
+	resizePlane(src, stride, w, ylo, yhi, s, &r.x, &r.y, r.tmp[:rows*s], out)
 }
 
 // chromaFactors returns the horizontal and vertical chroma subsampling.
@@ -173,8 +147,53 @@ func (r *resampler) ycbcrRegion(img *image.YCbCr, x0, y0, x1, y1 float64, s int,
 		scale[k] = 1 / (255 * opt.Std[k])
 		bias[k] = -opt.Mean[k] / opt.Std[k]
 	}
+	ycbcrToRGB(r.plane[0], r.plane[1], r.plane[2], s, flip, scale, bias, dst, dst8)
+	return true
+}
+
+func clamp255(v float32) float32 {
+	return min(max(v, 0), 255)
+}
+
+// resizePlaneGo is the separable filter of resize: the horizontal taps
+// of rows ylo..yhi-1 of src into tmp (rows × s), then the vertical taps
+// into out (s × s). resizePlane is the same arithmetic in C where cgo is
+// on (resample_cgo.go), bit for bit (TestResampleKernelsMatchGo).
+func resizePlaneGo(src []byte, stride, w, ylo, yhi, s int, ax, ay *axis, tmp, out []float32) {
+	for y := ylo; y < yhi; y++ {
+		row := src[y*stride : y*stride+w]
+		t := tmp[(y-ylo)*s : (y-ylo+1)*s]
+		for i := range t {
+			st, n := int(ax.start[i]), int(ax.n[i])
+			wt := ax.w[i*ax.stride : i*ax.stride+n]
+			px := row[st : st+n]
+			var acc float32
+			for k, v := range wt {
+				acc += v * float32(px[k])
+			}
+			t[i] = acc
+		}
+	}
+	for o := range s {
+		dst := out[o*s : (o+1)*s]
+		st, n := int(ay.start[o]), int(ay.n[o])
+		wt := ay.w[o*ay.stride : o*ay.stride+n]
+		clear(dst)
+		for k, v := range wt {
+			t := tmp[(st+k-ylo)*s : (st+k-ylo+1)*s]
+			for i := range dst {
+				dst[i] += v * t[i]
+			}
+		}
+	}
+}
+
+// ycbcrToRGBGo converts the resampled s×s planes to RGB CHW: bytes into
+// dst8 when it is non-nil, else normalised floats (x·scale + bias) into
+// dst; flip mirrors each row. JFIF YCbCr → RGB as image/color, clamped to
+// [0,255].
+func ycbcrToRGBGo(yp, cbp, crp []float32, s int, flip bool, scale, bias [3]float32, dst []float32, dst8 []uint8) {
 	n := s * s
-	yp, cbp, crp := r.plane[0], r.plane[1], r.plane[2]
 	for y := range s {
 		for x := range s {
 			sx := x
@@ -182,7 +201,6 @@ func (r *resampler) ycbcrRegion(img *image.YCbCr, x0, y0, x1, y1 float64, s int,
 				sx = s - 1 - x
 			}
 			i := y*s + sx
-			// JFIF YCbCr → RGB, as image/color, then clamped to [0,255].
 			yy, cb, cr := yp[i], cbp[i]-128, crp[i]-128
 			rr := clamp255(yy + 1.402*cr)
 			gg := clamp255(yy - 0.344136*cb - 0.714136*cr)
@@ -197,9 +215,4 @@ func (r *resampler) ycbcrRegion(img *image.YCbCr, x0, y0, x1, y1 float64, s int,
 			dst[2*n+o] = bb*scale[2] + bias[2]
 		}
 	}
-	return true
-}
-
-func clamp255(v float32) float32 {
-	return min(max(v, 0), 255)
 }
