@@ -643,30 +643,6 @@ func EvaluateOn(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, 
 	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
 }
 
-// Evaluate computes the top-1/top-5 accuracy and mean cross-entropy of m on
-// the whole of ds (evaluation transform, batches of batch).
-func Evaluate(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, batch int) (PeerMetrics, error) {
-	var top1, top5, n int64
-	var loss float64
-	c, h, w := ds.Shape()
-	r := &runner{cfg: Config{Loader: loader}}
-	err := r.each(ctx, ds, LoaderConfig{Batch: batch}, func(b *Batch) error {
-		ev, err := m.Eval(b.X, b.N, c, h, w, b.Y, false, false)
-		if err != nil {
-			return fmt.Errorf("trainer: eval: %w", err)
-		}
-		top1, top5, loss, n = top1+ev.Top1, top5+ev.Top5, loss+ev.LossSum, n+int64(b.N)
-		return nil
-	})
-	if err != nil {
-		return PeerMetrics{}, err
-	}
-	if n == 0 {
-		return PeerMetrics{}, errors.New("trainer: empty test set")
-	}
-	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
-}
-
 // stepTargets asks the planner for step i's targets (Stage.PerStep) and
 // swaps them into the step.
 func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {

@@ -9,7 +9,7 @@ import (
 )
 
 // TrainerLoader is the trainer's Loader (trainer.Config.Loader,
-// trainer.Evaluate) over this package's datasets: every pass the trainer asks
+// trainer.EvaluateOn) over this package's datasets: every pass the trainer asks
 // for is a Loader with the trainer's selection of the pass and base's other
 // settings (Workers, Prefetch, SkipBad, Warn; base.Pass is ignored). Each batch is released for reuse when the trainer asks for the
 // next one, so the trainer must be done with a batch by then (it is: a step
