@@ -56,7 +56,7 @@ func TestFromEnv(t *testing.T) {
 // names, if it is this machine's; a wildcard only when asked for.
 func TestStoreBind(t *testing.T) {
 	one := &Env{Rank: 0, World: 2, LocalWorld: 2, Addr: "127.0.0.1"}
-	nodes := &Env{Rank: 0, World: 8, LocalWorld: 4, Addr: "localhost"}
+	nodes := &Env{Rank: 0, World: 8, LocalWorld: 4, Addr: "127.0.0.1"} // a literal: a name would test the resolver (and /etc/hosts)
 	for _, c := range []struct {
 		env        *Env
 		bind, want string
@@ -69,7 +69,7 @@ func TestStoreBind(t *testing.T) {
 		{one, "::", "", "--dist-bind :: would make the rendezvous store listen on every network interface"},
 		{one, "[::]", "", "every network interface"},
 		{one, "192.0.2.7", "", "--dist-bind 192.0.2.7 ([192.0.2.7]) is not an address of this machine"},
-		{nodes, "", "", "MASTER_ADDR=localhost resolves to 127.0.0.1, a loopback address, but the run spans several machines (WORLD_SIZE=8, LOCAL_WORLD_SIZE=4)"},
+		{nodes, "", "", "MASTER_ADDR=127.0.0.1 resolves to 127.0.0.1, a loopback address, but the run spans several machines (WORLD_SIZE=8, LOCAL_WORLD_SIZE=4)"},
 	} {
 		got, err := c.env.storeBind(c.bind)
 		if c.err != "" {
