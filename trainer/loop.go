@@ -143,10 +143,21 @@ func (p *peerSet) close() {
 // without a Group, only rank 0 with one.
 func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
 
+// newPeers builds a stage's models and optimizers, initialised from the
+// run's seed. libtorch's generator is one per process, so the seeding and
+// the draws are one torch.Seeded section: ranks of a group trained in one
+// process (the tests) must not interleave them.
 func (r *runner) newPeers(stage int) (*peerSet, error) {
-	if err := torch.ManualSeed(mix(r.cfg.Seed, 1, int64(stage))); err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
+	var ps *peerSet
+	err := torch.Seeded(mix(r.cfg.Seed, 1, int64(stage)), func() error {
+		var err error
+		ps, err = r.buildPeers(stage)
+		return err
+	})
+	return ps, err
+}
+
+func (r *runner) buildPeers(stage int) (*peerSet, error) {
 	ps := &peerSet{}
 	o := r.cfg.Optim
 	st := r.stages[stage]

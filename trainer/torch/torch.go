@@ -273,3 +273,21 @@ type LossInput struct {
 	Teacher []float32   // N×C teacher logits, needed when Coefs.KD != 0
 	Peers   [][]float32 // N×C logits of each other peer (constants), for Coefs.Mutual
 }
+
+// generator guards libtorch's default generator, of which a process has
+// one: two runs in one process (the ranks of a group in a test, runs side
+// by side in a program) must not interleave their seeding and the draws
+// that follow it.
+var generator sync.Mutex
+
+// Seeded seeds libtorch's default generator (ManualSeed) and runs f, which
+// draws from it (models' initialisation), while no other Seeded call of
+// this process can reseed it or draw: what f draws depends on seed alone.
+func Seeded(seed uint64, f func() error) error {
+	generator.Lock()
+	defer generator.Unlock()
+	if err := ManualSeed(seed); err != nil {
+		return err
+	}
+	return f()
+}
