@@ -11,7 +11,7 @@ package data
 // (TestResampleKernelsMatchGo); the Go versions remain for CGO_ENABLED=0.
 // Measured on one core (500×375 JPEGs, random-resized crop to 224²): the
 // resampling and colour conversion of an image 0.65 ms in Go, 0.2 ms here
-// (docs/data.md, "uint8 batches").
+// (docs/data.md, bench/imagepipe.sh).
 
 // #cgo CFLAGS: -O3
 // #pragma GCC optimize ("fp-contract=off", "no-trapping-math")
