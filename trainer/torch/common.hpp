@@ -67,6 +67,31 @@ Tensor blob(const float *p, at::IntArrayRef shape) {
 	return torch::from_blob(const_cast<float *>(p), shape, torch::kFloat32);
 }
 
+// eval_figures counts the top-1 and top-5 hits of logits z (float32) for
+// labels y and sums their cross-entropy, with one read from the device.
+void eval_figures(const Tensor &z, const Tensor &y, int64_t *top1, int64_t *top5, double *loss_sum) {
+	auto kk = std::min<int64_t>(5, z.size(1));
+	auto top = std::get<1>(z.topk(kk, 1));
+	auto hit = top.eq(y.unsqueeze(1));
+	auto fig = torch::stack({hit.narrow(1, 0, 1).sum().to(torch::kFloat64), hit.sum().to(torch::kFloat64),
+	                         torch::nn::functional::cross_entropy(
+	                             z, y, nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+	                             .to(torch::kFloat64)})
+	               .to(torch::kCPU);
+	auto a = fig.accessor<double, 1>();
+	*top1 = (int64_t)a[0];
+	*top5 = (int64_t)a[1];
+	*loss_sum = a[2];
+}
+
+// copy_out copies t (any device, any layout) into the caller's float32
+// buffer, which holds t.numel() values; nothing when dst is null.
+void copy_out(const Tensor &t, float *dst) {
+	if (!dst) return;
+	auto c = t.to(torch::kCPU).contiguous();
+	std::memcpy(dst, c.data_ptr<float>(), sizeof(float) * c.numel());
+}
+
 } // namespace lts
 
 struct lt_tensor {

@@ -272,29 +272,9 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 	}
 	if (f.defined()) f = f.to(torch::kFloat32);
 	z = z.to(torch::kFloat32);
-	if (s.y.defined() && top1) {
-		auto kk = std::min<int64_t>(5, z.size(1));
-		auto top = std::get<1>(z.topk(kk, 1));
-		auto hit = top.eq(s.y.unsqueeze(1));
-		// One read of the three figures.
-		auto fig = torch::stack({hit.narrow(1, 0, 1).sum().to(torch::kFloat64), hit.sum().to(torch::kFloat64),
-		                         torch::nn::functional::cross_entropy(
-		                             z, s.y, nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-		                             .to(torch::kFloat64)})
-		               .to(torch::kCPU);
-		auto a = fig.accessor<double, 1>();
-		*top1 = (int64_t)a[0];
-		*top5 = (int64_t)a[1];
-		*loss_sum = a[2];
-	}
-	if (logits_out) {
-		auto zc = z.to(torch::kCPU).contiguous();
-		std::memcpy(logits_out, zc.data_ptr<float>(), sizeof(float) * zc.numel());
-	}
-	if (features_out) {
-		auto fc = f.to(torch::kCPU).contiguous();
-		std::memcpy(features_out, fc.data_ptr<float>(), sizeof(float) * fc.numel());
-	}
+	if (s.y.defined() && top1) lts::eval_figures(z, s.y, top1, top5, loss_sum);
+	lts::copy_out(z, logits_out);
+	lts::copy_out(f, features_out);
 	return 0;
 	LT_CATCH(err, -1)
 }

@@ -307,23 +307,10 @@ int32_t lt_eval(lt_model *m, const float *x, int64_t n, int64_t c, int64_t h, in
 	auto z = m->net->logits_features(X, features_out ? &f : nullptr);
 	if (y) {
 		auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(m->device);
-		auto kk = std::min<int64_t>(5, z.size(1));
-		auto top = std::get<1>(z.topk(kk, 1));
-		auto hit = top.eq(Y.unsqueeze(1));
-		*top1 = hit.narrow(1, 0, 1).sum().item<int64_t>();
-		*top5 = hit.sum().item<int64_t>();
-		*loss_sum = torch::nn::functional::cross_entropy(
-		                z, Y, nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-		                .item<double>();
+		lts::eval_figures(z, Y, top1, top5, loss_sum);
 	}
-	if (logits_out) {
-		auto zc = z.to(torch::kCPU).contiguous();
-		std::memcpy(logits_out, zc.data_ptr<float>(), sizeof(float) * zc.numel());
-	}
-	if (features_out) {
-		auto fc = f.to(torch::kCPU).contiguous();
-		std::memcpy(features_out, fc.data_ptr<float>(), sizeof(float) * fc.numel());
-	}
+	lts::copy_out(z, logits_out);
+	lts::copy_out(f, features_out);
 	return 0;
 	LT_CATCH(err, -1)
 }
