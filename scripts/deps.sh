@@ -8,9 +8,9 @@ set -euo pipefail
 
 # test: what the build and the tests need (every package a test declares
 # through internal/testdep; its TestDepsInstallsEveryDeclaredPackage checks).
-test=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libturbojpeg0-dev
+test=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev python3-pil
   python3-numpy python3-networkx python3-scipy python3-torch python3-torchvision python3-grpcio python3-protobuf)
-bench=(python3-gensim python3-pil libjemalloc2 libtcmalloc-minimal4)
+bench=(python3-gensim libjemalloc2 libtcmalloc-minimal4)
 e2e=(chromium)
 proto=(protobuf-compiler)
 

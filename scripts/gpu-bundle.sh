@@ -2,7 +2,7 @@
 # scripts/gpu-bundle.sh (make gpu-bundle): builds what scripts/gpu-check.sh
 # needs on a GPU machine without Go into .gpucheck/ (git-ignored): lcl built
 # with -tags ltshim (it links libltshim.so, which the GPU machine builds
-# against its own PyTorch), stripped, and lib/libturbojpeg.so.0 in case that
+# against its own PyTorch), stripped, and lib/libjpeg.so.62 (libjpeg-turbo) in case that
 # machine lacks it. Carry .gpucheck with the working tree (64 MiB in all).
 # Linking needs a libltshim.so here: one is built against Debian's libtorch
 # into bin/ltshim-host/ (not carried).
@@ -20,7 +20,7 @@ fi
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 CGO_LDFLAGS="-L$PWD/$host" ${GO:-go} build -tags ltshim -trimpath \
 	-ldflags "-s -w -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$version" -o "$b/lcl" ./cmd/lcl
-cp -L /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0 "$b/lib/libturbojpeg.so.0"
+cp -L /usr/lib/x86_64-linux-gnu/libjpeg.so.62 "$b/lib/libjpeg.so.62"
 size=$(du -sk "$b" | cut -f1)
 tree=$(git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -n 1 | cut -f1)
 echo "gpu-bundle: $b is $((size / 1024)) MiB, the tracked tree $((tree / 1024)) MiB (64 MiB may travel)" >&2

@@ -4,7 +4,7 @@
 # One-command device check (docs/trainer.md, "GPU check") for a machine with
 # PyTorch 2.x, a C++ compiler and CUDA but no Go and no network. It uses the
 # bundle `make gpu-bundle` builds here (.gpucheck/: a stripped lcl built with
-# -tags ltshim, and libturbojpeg), builds libltshim.so against the machine's
+# -tags ltshim, and libjpeg-turbo's libjpeg.so.62), builds libltshim.so against the machine's
 # PyTorch, then measures and prints one table:
 #   - lcl train on synthetic data on cuda:0 (one short epoch, bf16,
 #     channels-last), lcl eval of its checkpoint on the CPU and the GPU;

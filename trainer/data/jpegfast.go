@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 )
@@ -35,10 +36,17 @@ var useTurbo = JPEGDecoder() == "libjpeg-turbo"
 // on the full image size (read from the header, so the random draws are
 // those of the Go path), the image is decoded at the smallest DCT scale
 // (1/2, 1/4, 1/8) at which the crop still spans opt.Size pixels both ways,
-// and the crop is resampled on the reduced Y/Cb/Cr planes. ok is false when
+// and only down to the crop's last row (with its filter's reach), and the
+// crop is resampled on the reduced Y/Cb/Cr planes. ok is false when
 // it did nothing (not a JPEG, no libjpeg-turbo, a layout it leaves to Go's
 // decoder).
 func decodeJPEGFast(b []byte, dst []float32, dst8 []uint8, rs *resampler, opt *Options, train bool, rng *rand.Rand) (ok bool, err error) {
+	return jpegFast(b, dst, dst8, rs, opt, train, rng, false)
+}
+
+// jpegFast is decodeJPEGFast; whole decodes every row and column (the
+// tests' reference for the partial decode).
+func jpegFast(b []byte, dst []float32, dst8 []uint8, rs *resampler, opt *Options, train bool, rng *rand.Rand, whole bool) (ok bool, err error) {
 	if !useTurbo || len(b) < 3 || b[0] != 0xff || b[1] != 0xd8 {
 		return false, nil
 	}
@@ -56,16 +64,47 @@ func decodeJPEGFast(b []byte, dst []float32, dst8 []uint8, rs *resampler, opt *O
 	for den < 8 && r.Dx()/(2*den) >= s && r.Dy()/(2*den) >= s {
 		den *= 2
 	}
-	img, err := decodeTurbo(b, den, rs.turbo)
+	// The crop in the coordinates of the reduced image (which is
+	// ceil(w/den) wide: the scale is exactly 1/den).
+	f := 1 / float64(den)
+	x0, y0, x1, y1 := float64(r.Min.X)*f, float64(r.Min.Y)*f, float64(r.Max.X)*f, float64(r.Max.Y)*f
+	img, err := decodeTurbo(b, den, rs.turbo, func(w, h, hf, vf int) (int, int, int) {
+		// The samples the resampler's taps read, in luma and in chroma:
+		// decoding skips the columns outside and stops below.
+		if whole {
+			return 0, w, h
+		}
+		cw, ch := (w+hf-1)/hf, (h+vf-1)/vf
+		fx, fy := float64(hf), float64(vf)
+		return min(axisStart(x0, x1, s, w), axisStart(x0/fx, x1/fx, s, cw)*hf),
+			max(axisEnd(x0, x1, s, w), axisEnd(x0/fx, x1/fx, s, cw)*hf),
+			max(axisEnd(y0, y1, s, h), axisEnd(y0/fy, y1/fy, s, ch)*vf)
+	})
 	if err != nil {
 		return true, err
 	}
 	rs.turbo = img
-	// The crop in the coordinates of the reduced image (which is
-	// ceil(w/den) wide: the scale is exactly 1/den).
-	f := 1 / float64(den)
-	if !rs.ycbcrRegion(img, float64(r.Min.X)*f, float64(r.Min.Y)*f, float64(r.Max.X)*f, float64(r.Max.Y)*f, s, flip, opt, dst, dst8) {
+	if !rs.ycbcrRegion(img, x0, y0, x1, y1, s, flip, opt, dst, dst8) {
 		return true, fmt.Errorf("libjpeg-turbo: unsupported layout %v", img.SubsampleRatio)
 	}
 	return true, nil
+}
+
+// axisStart is the first source sample axis.set(a, b, out, limit) gives a
+// tap (taps only move up with the output index).
+func axisStart(a, b float64, out, limit int) int {
+	scale := (b - a) / float64(out)
+	support := max(scale, 1)
+	c := a + 0.5*scale
+	return min(max(int(math.Floor(c-support)), 0), limit-1)
+}
+
+// axisEnd is one past the last source sample axis.set(a, b, out, limit)
+// gives a tap: its last output's centre plus the filter's support (taps
+// only move up with the output index).
+func axisEnd(a, b float64, out, limit int) int {
+	scale := (b - a) / float64(out)
+	support := max(scale, 1)
+	c := a + (float64(out-1)+0.5)*scale
+	return min(int(math.Ceil(c+support)), limit)
 }

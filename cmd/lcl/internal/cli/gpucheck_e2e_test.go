@@ -34,7 +34,7 @@ func TestGPUCheckCPU(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(bundle, "lib"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"lcl", "lib/libturbojpeg.so.0"} {
+	for _, f := range []string{"lcl", "lib/libjpeg.so.62"} {
 		b, err := os.ReadFile(filepath.Join(root, ".gpucheck", f))
 		if err != nil {
 			t.Fatal(err)
