@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"image"
+	"image/jpeg"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -35,25 +37,54 @@ func pngHeader(w, h uint32) []byte {
 	return b.Bytes()
 }
 
-// The audit's 254-byte PNG that declares 60000×60000: refused from its
-// header, naming the file and the size, without decoding.
-func TestDecodeCraftedPNG(t *testing.T) {
-	root := t.TempDir()
-	for _, split := range []string{"train", "val"} {
-		writeFile(t, filepath.Join(root, split, "a", "big.png"), pngHeader(60000, 60000))
-	}
-	train, _, err := Open("folder:" + root + "?size=8")
-	if err != nil {
+// jpegDeclaring is a small valid JPEG whose frame header declares w×h.
+func jpegDeclaring(t *testing.T, w, h uint16) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, image.NewYCbCr(image.Rect(0, 0, 16, 16), image.YCbCrSubsampleRatio420), nil); err != nil {
 		t.Fatal(err)
 	}
-	dst := make([]float32, 3*8*8)
-	boundedtest.MaxAlloc(t, 1<<20, "decoding a PNG that declares 60000×60000", func() {
-		err = train.Decode(0, dst, false, rand.New(rand.NewPCG(1, 2)))
-	})
-	var ee *ExampleError
-	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "big.png") ||
-		!strings.Contains(err.Error(), "png image of 60000×60000 pixels: want 1 to 89478485 pixels") {
-		t.Fatalf("err = %v", err)
+	out := b.Bytes()
+	i := bytes.Index(out, []byte{0xff, 0xc0}) // SOF0: length, precision, height, width
+	if i < 0 {
+		t.Fatal("no SOF0 marker")
+	}
+	binary.BigEndian.PutUint16(out[i+5:], h)
+	binary.BigEndian.PutUint16(out[i+7:], w)
+	return out
+}
+
+// The audit's 254-byte PNG that declares 60000×60000, and a JPEG that does:
+// refused from the header, naming the file and the size, without decoding,
+// by libjpeg-turbo's path as by Go's decoders.
+func TestDecodeCraftedHugeImage(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"big.png", pngHeader(60000, 60000), "png image of 60000×60000 pixels: want 1 to 89478485 pixels"},
+		{"big.jpg", jpegDeclaring(t, 60000, 60000), "jpeg image of 60000×60000 pixels: want 1 to 89478485 pixels"},
+	} {
+		for _, turbo := range []bool{false, true} {
+			withDecoder(t, turbo)
+			root := t.TempDir()
+			for _, split := range []string{"train", "val"} {
+				writeFile(t, filepath.Join(root, split, "a", c.name), c.file)
+			}
+			train, _, err := Open("folder:" + root + "?size=8")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := make([]float32, 3*8*8)
+			boundedtest.MaxAlloc(t, 1<<20, "decoding "+c.name+" that declares 60000×60000", func() {
+				err = train.Decode(0, dst, false, rand.New(rand.NewPCG(1, 2)))
+			})
+			var ee *ExampleError
+			if !errors.As(err, &ee) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%s, turbo %v: err = %v", c.name, turbo, err)
+			}
+		}
 	}
 }
 

@@ -26,12 +26,19 @@ type imageSet struct {
 	classes []string
 	opt     *Options
 	skipped int
-	scratch sync.Pool // *resampler
+	scratch sync.Pool // *decodeScratch
+}
+
+// decodeScratch is one decoding goroutine's reusable memory: the file's
+// bytes and the resampler's planes.
+type decodeScratch struct {
+	file []byte
+	rs   resampler
 }
 
 func newImageSet(classes []string, opt *Options) *imageSet {
 	s := &imageSet{classes: classes, opt: opt}
-	s.scratch.New = func() any { return new(resampler) }
+	s.scratch.New = func() any { return new(decodeScratch) }
 	return s
 }
 
@@ -61,21 +68,24 @@ func (s *imageSet) decode(i int, dst []float32, dst8 []uint8, train bool, rng *r
 	if i < 0 || i >= len(s.paths) {
 		return &ExampleError{File: "(image list)", Index: i, Err: fmt.Errorf("index out of range 0..%d", len(s.paths)-1)}
 	}
-	b, err := os.ReadFile(s.paths[i])
+	sc := s.scratch.Get().(*decodeScratch)
+	defer s.scratch.Put(sc)
+	b, err := readFileInto(s.paths[i], sc.file)
 	if err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
-	// The size limit first (a header read), whichever decoder follows.
-	if err := checkImageSize(b); err != nil {
-		return &ExampleError{File: s.paths[i], Index: i, Err: err}
-	}
-	rs := s.scratch.Get().(*resampler)
-	defer s.scratch.Put(rs)
+	sc.file = b
+	rs := &sc.rs
+	// libjpeg-turbo's path checks the size limit on its own header read.
 	if ok, err := decodeJPEGFast(b, dst, dst8, rs, s.opt, train, rng); ok || err != nil {
 		if err != nil {
-			return &ExampleError{File: s.paths[i], Index: i, Err: fmt.Errorf("decoding image: %w", err)}
+			return &ExampleError{File: s.paths[i], Index: i, Err: err}
 		}
 		return nil
+	}
+	// The size limit first (a header read), then Go's decoders.
+	if err := checkImageSize(b); err != nil {
+		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {

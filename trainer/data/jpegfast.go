@@ -58,6 +58,9 @@ func jpegFast(b []byte, dst []float32, dst8 []uint8, rs *resampler, opt *Options
 	if err != nil || !handled {
 		return false, nil // Go's decoder reports what is wrong, in its words
 	}
+	if err := sizeError("jpeg", w, h); err != nil {
+		return true, err // before anything is allocated for it
+	}
 	r := cropRect(w, h, opt, train, rng)
 	flip := train && opt.Flip && rng.IntN(2) == 1
 	den := 1
@@ -81,11 +84,11 @@ func jpegFast(b []byte, dst []float32, dst8 []uint8, rs *resampler, opt *Options
 			max(axisEnd(y0, y1, s, h), axisEnd(y0/fy, y1/fy, s, ch)*vf)
 	})
 	if err != nil {
-		return true, err
+		return true, fmt.Errorf("decoding image: %w", err)
 	}
 	rs.turbo = img
 	if !rs.ycbcrRegion(img, x0, y0, x1, y1, s, flip, opt, dst, dst8) {
-		return true, fmt.Errorf("libjpeg-turbo: unsupported layout %v", img.SubsampleRatio)
+		return true, fmt.Errorf("decoding image: libjpeg-turbo: unsupported layout %v", img.SubsampleRatio)
 	}
 	return true, nil
 }
