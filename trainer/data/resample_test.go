@@ -87,12 +87,25 @@ func TestYCbCrFastPath(t *testing.T) {
 func BenchmarkResizeYCbCr(b *testing.B) {
 	img := smoothYCbCr(500, 375, image.YCbCrSubsampleRatio420)
 	opt, _ := Defaults("folder")
-	dst := make([]float32, 3*224*224)
+	dst, dst8 := make([]float32, 3*224*224), make([]uint8, 3*224*224)
 	r := image.Rect(50, 20, 450, 320)
-	b.Run("fast", func(b *testing.B) {
+	// A typical random-resized crop (about 290² of 500×375), the largest
+	// square one (the full height), and a 400×300 crop, to 224².
+	for _, c := range []struct {
+		name string
+		r    image.Rectangle
+	}{{"fast", r}, {"fast-290", image.Rect(105, 40, 395, 330)}, {"fast-375", image.Rect(62, 0, 437, 375)}} {
+		b.Run(c.name, func(b *testing.B) {
+			rs := new(resampler)
+			for b.Loop() {
+				rs.ycbcr(img, c.r, 224, false, &opt, dst, nil)
+			}
+		})
+	}
+	b.Run("fast-290-u8-flip", func(b *testing.B) {
 		rs := new(resampler)
 		for b.Loop() {
-			rs.ycbcr(img, r, 224, false, &opt, dst, nil)
+			rs.ycbcr(img, image.Rect(105, 40, 395, 330), 224, true, &opt, nil, dst8)
 		}
 	})
 	b.Run("x-image-draw", func(b *testing.B) {
