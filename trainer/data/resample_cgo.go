@@ -194,25 +194,36 @@ package data
 // 	}
 // }
 //
-// #define LT_REVERSE(T, P, S)                                              \
-// 	for (int l = 0, r = (S) - 1; l < r; l++, r--) {                      \
-// 		T t = (P)[l];                                                    \
-// 		(P)[l] = (P)[r];                                                 \
-// 		(P)[r] = t;                                                      \
-// 	}
+// // d[0..m) = the m values ending at e, last first (GCC vectorises this
+// // loop; it does not vectorise the conversions reading backwards).
+// __attribute__((target_clones("avx2", "default")))
+// static void lt_rev(const float *restrict e, int m, float *restrict d) {
+// 	for (int x = 0; x < m; x++) d[x] = e[-x];
+// }
 //
-// // The rows of the RGB image; a flipped row is converted, then reversed.
+// // The rows of the RGB image. A flipped row is converted from its planes'
+// // rows reversed, a chunk at a time, into a stack buffer.
 // static void lt_ycbcr_rgb(const float *yp, const float *cbp, const float *crp, int s, int flip,
 //                          const float *scale, const float *bias, float *dst, uint8_t *dst8) {
+// 	enum { chunk = 256 };
+// 	float buf[3][chunk];
 // 	const long n = (long)s * s;
 // 	for (int y = 0; y < s; y++) {
 // 		const long o = (long)y * s;
-// 		if (dst8) {
-// 			lt_rgb_row8(yp + o, cbp + o, crp + o, s, dst8 + o, dst8 + n + o, dst8 + 2 * n + o);
-// 			if (flip) for (int c = 0; c < 3; c++) { LT_REVERSE(uint8_t, dst8 + c * n + o, s) }
-// 		} else {
-// 			lt_rgb_rowf(yp + o, cbp + o, crp + o, s, dst + o, dst + n + o, dst + 2 * n + o, scale, bias);
-// 			if (flip) for (int c = 0; c < 3; c++) { LT_REVERSE(float, dst + c * n + o, s) }
+// 		for (int x = 0; x < s; x += flip ? chunk : s) {
+// 			const float *Y = yp + o + x, *Cb = cbp + o + x, *Cr = crp + o + x;
+// 			int m = s - x;
+// 			if (flip) {
+// 				m = m < chunk ? m : chunk;
+// 				lt_rev(yp + o + s - 1 - x, m, buf[0]);
+// 				lt_rev(cbp + o + s - 1 - x, m, buf[1]);
+// 				lt_rev(crp + o + s - 1 - x, m, buf[2]);
+// 				Y = buf[0], Cb = buf[1], Cr = buf[2];
+// 			}
+// 			if (dst8)
+// 				lt_rgb_row8(Y, Cb, Cr, m, dst8 + o + x, dst8 + n + o + x, dst8 + 2 * n + o + x);
+// 			else
+// 				lt_rgb_rowf(Y, Cb, Cr, m, dst + o + x, dst + n + o + x, dst + 2 * n + o + x, scale, bias);
 // 		}
 // 	}
 // }
