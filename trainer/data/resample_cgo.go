@@ -96,6 +96,27 @@ package data
 // 			n[j] = yn[o];
 // 		}
 // 		int x = 0;
+// 		for (; x + 16 <= w; x += 16) { // two blocks a tap: half the loop overhead
+// 			__m256 b[8];
+// 			for (int j = 0; j < 8; j++) {
+// 				__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+// 				const uint8_t *q = rp[j] + x;
+// 				for (int k = 0; k < n[j]; k++, q += stride) {
+// 					const __m128i u = _mm_loadu_si128((const __m128i *)q);
+// 					const __m256 wk = _mm256_set1_ps(wp[j][k]);
+// 					acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(wk, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u))));
+// 					acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(wk, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(u, 8)))));
+// 				}
+// 				a[j] = acc0;
+// 				b[j] = acc1;
+// 			}
+// 			lt_tr8(a);
+// 			lt_tr8(b);
+// 			for (int j = 0; j < 8; j++) {
+// 				_mm256_storeu_ps(tmp + (long)(x + j) * p + o0, a[j]);
+// 				_mm256_storeu_ps(tmp + (long)(x + 8 + j) * p + o0, b[j]);
+// 			}
+// 		}
 // 		for (; x + 8 <= w; x += 8) {
 // 			for (int j = 0; j < 8; j++) {
 // 				__m256 acc = _mm256_setzero_ps();
@@ -127,24 +148,39 @@ package data
 // 			n[j] = xn[i];
 // 		}
 // 		const int ni = s - i0 < 8 ? s - i0 : 8;
-// 		for (int o0 = 0; o0 < s; o0 += 8) {
+// 		for (int o0 = 0; o0 < s; o0 += 16) {
+// 			const int two = o0 + 16 <= p; // two blocks a tap where tmp has them
+// 			__m256 b[8];
 // 			for (int j = 0; j < 8; j++) {
-// 				__m256 acc = _mm256_setzero_ps();
+// 				__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
 // 				const float *q = tp[j] + o0;
-// 				for (int k = 0; k < n[j]; k++, q += p)
-// 					acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(wp[j][k]), _mm256_loadu_ps(q)));
-// 				a[j] = acc;
+// 				if (two) {
+// 					for (int k = 0; k < n[j]; k++, q += p) {
+// 						const __m256 wk = _mm256_set1_ps(wp[j][k]);
+// 						acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(wk, _mm256_loadu_ps(q)));
+// 						acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(wk, _mm256_loadu_ps(q + 8)));
+// 					}
+// 				} else {
+// 					for (int k = 0; k < n[j]; k++, q += p)
+// 						acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_set1_ps(wp[j][k]), _mm256_loadu_ps(q)));
+// 				}
+// 				a[j] = acc0;
+// 				b[j] = acc1;
 // 			}
 // 			lt_tr8(a);
-// 			const int no = s - o0 < 8 ? s - o0 : 8;
-// 			for (int j = 0; j < no; j++) {
-// 				float *d = out + (long)(o0 + j) * s + i0;
-// 				if (ni == 8) {
-// 					_mm256_storeu_ps(d, a[j]);
-// 				} else {
-// 					float b[8];
-// 					_mm256_storeu_ps(b, a[j]);
-// 					memcpy(d, b, ni * sizeof(float));
+// 			lt_tr8(b);
+// 			for (int h = 0; h < 2; h++) {
+// 				const __m256 *c = h ? b : a;
+// 				const int ob = o0 + 8 * h, no = s - ob < 8 ? s - ob : 8;
+// 				for (int j = 0; j < no; j++) {
+// 					float *d = out + (long)(ob + j) * s + i0;
+// 					if (ni == 8) {
+// 						_mm256_storeu_ps(d, c[j]);
+// 					} else {
+// 						float e[8];
+// 						_mm256_storeu_ps(e, c[j]);
+// 						memcpy(d, e, ni * sizeof(float));
+// 					}
 // 				}
 // 			}
 // 		}
