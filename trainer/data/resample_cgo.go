@@ -16,6 +16,11 @@ package data
 // Measured on one core (500×375 JPEGs, random-resized crop to 224²): the
 // resampling and colour conversion of an image 0.65 ms in Go, 0.2 ms in
 // C with the horizontal pass scalar (docs/data.md, bench/imagepipe.sh).
+// BenchmarkResizeYCbCr (4:2:0, to 224², medians of 5, old and new run
+// back to back on the 2-core development machine at load average 1.4–2.1,
+// so the ratios are the figures to trust): a 290² crop 283 → 89 µs (3.2×),
+// 375² 340 → 101 µs (3.4×), 400×300 276 → 100 µs (2.8×), 290² to bytes,
+// flipped, 316 → 110 µs (2.9×).
 
 // #cgo CFLAGS: -O3
 // #pragma GCC optimize ("fp-contract=off", "no-trapping-math")
