@@ -115,3 +115,45 @@ func BenchmarkResizeYCbCr(b *testing.B) {
 		}
 	})
 }
+
+// TestResampleReadsOnlyTheSpans: the resampler reads only the rows and
+// columns its taps name (the libjpeg-turbo path leaves the rows below the
+// crop's undecoded, stale): overwriting every other sample of the planes
+// leaves the output unchanged.
+func TestResampleReadsOnlyTheSpans(t *testing.T) {
+	opt, _ := Defaults("folder")
+	for _, ratio := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio420, image.YCbCrSubsampleRatio411} {
+		for _, c := range [][4]float64{{50.5, 20.25, 450, 320}, {300, 200, 341, 260}, {490, 360, 500, 375}} {
+			for _, s := range []int{13, 224} {
+				img := smoothYCbCr(500, 375, ratio)
+				var r resampler
+				want := make([]float32, 3*s*s)
+				r.ycbcrRegion(img, c[0], c[1], c[2], c[3], s, false, &opt, want, nil)
+				hf, vf, _ := chromaFactors(ratio)
+				for k, p := range [][]byte{img.Y, img.Cb, img.Cr} {
+					stride, w, h, f, g := img.YStride, 500, 375, 1.0, 1.0
+					if k > 0 {
+						stride, w, h, f, g = img.CStride, (500+hf-1)/hf, (375+vf-1)/vf, float64(hf), float64(vf)
+					}
+					var ax, ay axis
+					ax.set(c[0]/f, c[2]/f, s, w)
+					ay.set(c[1]/g, c[3]/g, s, h)
+					xlo, xhi := ax.span()
+					ylo, yhi := ay.span()
+					for i := range p {
+						if x, y := i%stride, i/stride; x < xlo || x >= xhi || y < ylo || y >= yhi {
+							p[i] = uint8(i*7919) | 1
+						}
+					}
+				}
+				got := make([]float32, 3*s*s)
+				r.ycbcrRegion(img, c[0], c[1], c[2], c[3], s, false, &opt, got, nil)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v %v %d: value %d is %v with the samples outside the spans overwritten, %v before", ratio, c, s, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
