@@ -79,22 +79,29 @@ type resampler struct {
 	plane [3][]float32
 }
 
-// plane resamples the region [x0,x1)×[y0,y1) (continuous coordinates) of a
-// w×h byte plane with the given stride into out (s×s).
-func (r *resampler) resize(src []byte, stride, w, h int, x0, y0, x1, y1 float64, s int, out []float32) {
-	r.x.set(x0, x1, s, w)
-	r.y.set(y0, y1, s, h)
-	ylo, yhi := int(r.y.start[0]), 0
-	for i := range s {
-		ylo = min(ylo, int(r.y.start[i]))
-		yhi = max(yhi, int(r.y.start[i]+r.y.n[i]))
+// span returns the source samples [lo, hi) the taps of ax read.
+func (ax *axis) span() (lo, hi int) {
+	lo = int(ax.start[0])
+	for i, st := range ax.start {
+		lo, hi = min(lo, int(st)), max(hi, int(st+ax.n[i]))
 	}
-	rows := yhi - ylo
-	if cap(r.tmp) < rows*s {
-		r.tmp = make([]float32, rows*s)
-	}
-	resizePlane(src, stride, w, ylo, yhi, s, &r.x, &r.y, r.tmp[:rows*s], out)
+	return lo, hi
 }
+
+// resize resamples a byte plane with the given stride to out (s×s) with
+// the taps in r.x and r.y (set for this plane's size and crop). It reads
+// only the rows and columns the taps name (the decoder may leave the other
+// rows stale).
+func (r *resampler) resize(src []byte, stride, s int, out []float32) {
+	xlo, xhi := r.x.span()
+	if n := (xhi - xlo) * padded(s); cap(r.tmp) < n {
+		r.tmp = make([]float32, n)
+	}
+	resizePlane(src, stride, s, &r.x, &r.y, r.tmp, out)
+}
+
+// padded is s rounded up to the 8 lanes of the C kernel's transposes.
+func padded(s int) int { return (s + 7) &^ 7 }
 
 // chromaFactors returns the horizontal and vertical chroma subsampling.
 func chromaFactors(r image.YCbCrSubsampleRatio) (hf, vf int, ok bool) {
@@ -138,10 +145,19 @@ func (r *resampler) ycbcrRegion(img *image.YCbCr, x0, y0, x1, y1 float64, s int,
 		}
 		r.plane[i] = r.plane[i][:s*s]
 	}
-	r.resize(img.Y, img.YStride, w, h, x0, y0, x1, y1, s, r.plane[0])
-	fx, fy := float64(hf), float64(vf)
-	r.resize(img.Cb, img.CStride, cw, ch, x0/fx, y0/fy, x1/fx, y1/fy, s, r.plane[1])
-	r.resize(img.Cr, img.CStride, cw, ch, x0/fx, y0/fy, x1/fx, y1/fy, s, r.plane[2])
+	r.x.set(x0, x1, s, w)
+	r.y.set(y0, y1, s, h)
+	r.resize(img.Y, img.YStride, s, r.plane[0])
+	if hf > 1 { // Cb and Cr share their taps (and with 4:4:4 share Y's)
+		fx := float64(hf)
+		r.x.set(x0/fx, x1/fx, s, cw)
+	}
+	if vf > 1 {
+		fy := float64(vf)
+		r.y.set(y0/fy, y1/fy, s, ch)
+	}
+	r.resize(img.Cb, img.CStride, s, r.plane[1])
+	r.resize(img.Cr, img.CStride, s, r.plane[2])
 	var scale, bias [3]float32
 	for k := range 3 {
 		scale[k] = 1 / (255 * opt.Std[k])
@@ -155,35 +171,38 @@ func clamp255(v float32) float32 {
 	return min(max(v, 0), 255)
 }
 
-// resizePlaneGo is the separable filter of resize: the horizontal taps
-// of rows ylo..yhi-1 of src into tmp (rows × s), then the vertical taps
-// into out (s × s). resizePlane is the same arithmetic in C where cgo is
-// on (resample_cgo.go), bit for bit (TestResampleKernelsMatchGo).
-func resizePlaneGo(src []byte, stride, w, ylo, yhi, s int, ax, ay *axis, tmp, out []float32) {
-	for y := ylo; y < yhi; y++ {
-		row := src[y*stride : y*stride+w]
-		t := tmp[(y-ylo)*s : (y-ylo+1)*s]
-		for i := range t {
-			st, n := int(ax.start[i]), int(ax.n[i])
-			wt := ax.w[i*ax.stride : i*ax.stride+n]
-			px := row[st : st+n]
-			var acc float32
-			for k, v := range wt {
-				acc += v * float32(px[k])
+// resizePlaneGo is the separable filter of resize: first the vertical
+// taps over the source columns [xlo, xhi) the horizontal taps read, into
+// tmp (s rows of xhi-xlo), then the horizontal taps of those rows into out
+// (s × s). Each value is a sum from zero in tap order, each product
+// rounded to float32 before it is added (the conversions keep the compiler
+// from fusing them on FMA targets). resizePlane is the same arithmetic in C
+// where cgo is on (resample_cgo.go), bit for bit (TestResampleKernelsMatchGo).
+func resizePlaneGo(src []byte, stride, s int, ax, ay *axis, tmp, out []float32) {
+	xlo, xhi := ax.span()
+	w := xhi - xlo
+	for o := range s {
+		t := tmp[o*w : (o+1)*w]
+		st, n := int(ay.start[o]), int(ay.n[o])
+		clear(t)
+		for k, v := range ay.w[o*ay.stride : o*ay.stride+n] {
+			row := src[(st+k)*stride+xlo : (st+k)*stride+xhi]
+			for x, p := range row {
+				t[x] += float32(v * float32(p))
 			}
-			t[i] = acc
 		}
 	}
 	for o := range s {
+		t := tmp[o*w : (o+1)*w]
 		dst := out[o*s : (o+1)*s]
-		st, n := int(ay.start[o]), int(ay.n[o])
-		wt := ay.w[o*ay.stride : o*ay.stride+n]
-		clear(dst)
-		for k, v := range wt {
-			t := tmp[(st+k-ylo)*s : (st+k-ylo+1)*s]
-			for i := range dst {
-				dst[i] += v * t[i]
+		for i := range dst {
+			st, n := int(ax.start[i])-xlo, int(ax.n[i])
+			px := t[st : st+n]
+			var acc float32
+			for k, v := range ax.w[i*ax.stride : i*ax.stride+n] {
+				acc += float32(v * px[k])
 			}
+			dst[i] = acc
 		}
 	}
 }

@@ -87,12 +87,25 @@ func TestYCbCrFastPath(t *testing.T) {
 func BenchmarkResizeYCbCr(b *testing.B) {
 	img := smoothYCbCr(500, 375, image.YCbCrSubsampleRatio420)
 	opt, _ := Defaults("folder")
-	dst := make([]float32, 3*224*224)
+	dst, dst8 := make([]float32, 3*224*224), make([]uint8, 3*224*224)
 	r := image.Rect(50, 20, 450, 320)
-	b.Run("fast", func(b *testing.B) {
+	// A typical random-resized crop (about 290² of 500×375), the largest
+	// square one (the full height), and a 400×300 crop, to 224².
+	for _, c := range []struct {
+		name string
+		r    image.Rectangle
+	}{{"fast", r}, {"fast-290", image.Rect(105, 40, 395, 330)}, {"fast-375", image.Rect(62, 0, 437, 375)}} {
+		b.Run(c.name, func(b *testing.B) {
+			rs := new(resampler)
+			for b.Loop() {
+				rs.ycbcr(img, c.r, 224, false, &opt, dst, nil)
+			}
+		})
+	}
+	b.Run("fast-290-u8-flip", func(b *testing.B) {
 		rs := new(resampler)
 		for b.Loop() {
-			rs.ycbcr(img, r, 224, false, &opt, dst, nil)
+			rs.ycbcr(img, image.Rect(105, 40, 395, 330), 224, true, &opt, nil, dst8)
 		}
 	})
 	b.Run("x-image-draw", func(b *testing.B) {
@@ -101,4 +114,46 @@ func BenchmarkResizeYCbCr(b *testing.B) {
 			draw.BiLinear.Scale(rgba, rgba.Rect, img, r, draw.Src, nil)
 		}
 	})
+}
+
+// TestResampleReadsOnlyTheSpans: the resampler reads only the rows and
+// columns its taps name (the libjpeg-turbo path leaves the rows below the
+// crop's undecoded, stale): overwriting every other sample of the planes
+// leaves the output unchanged.
+func TestResampleReadsOnlyTheSpans(t *testing.T) {
+	opt, _ := Defaults("folder")
+	for _, ratio := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio420, image.YCbCrSubsampleRatio411} {
+		for _, c := range [][4]float64{{50.5, 20.25, 450, 320}, {300, 200, 341, 260}, {490, 360, 500, 375}} {
+			for _, s := range []int{13, 224} {
+				img := smoothYCbCr(500, 375, ratio)
+				var r resampler
+				want := make([]float32, 3*s*s)
+				r.ycbcrRegion(img, c[0], c[1], c[2], c[3], s, false, &opt, want, nil)
+				hf, vf, _ := chromaFactors(ratio)
+				for k, p := range [][]byte{img.Y, img.Cb, img.Cr} {
+					stride, w, h, f, g := img.YStride, 500, 375, 1.0, 1.0
+					if k > 0 {
+						stride, w, h, f, g = img.CStride, (500+hf-1)/hf, (375+vf-1)/vf, float64(hf), float64(vf)
+					}
+					var ax, ay axis
+					ax.set(c[0]/f, c[2]/f, s, w)
+					ay.set(c[1]/g, c[3]/g, s, h)
+					xlo, xhi := ax.span()
+					ylo, yhi := ay.span()
+					for i := range p {
+						if x, y := i%stride, i/stride; x < xlo || x >= xhi || y < ylo || y >= yhi {
+							p[i] = uint8(i*7919) | 1
+						}
+					}
+				}
+				got := make([]float32, 3*s*s)
+				r.ycbcrRegion(img, c[0], c[1], c[2], c[3], s, false, &opt, got, nil)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v %v %d: value %d is %v with the samples outside the spans overwritten, %v before", ratio, c, s, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
 }
