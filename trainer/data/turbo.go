@@ -24,7 +24,9 @@ package data
 // typedef struct {
 // 	struct jpeg_decompress_struct d;
 // 	struct jpeg_error_mgr em;
+// 	struct jpeg_progress_mgr pm;
 // 	jmp_buf jb;
+// 	int max_scans;
 // 	char msg[JMSG_LENGTH_MAX];
 // } lt_jpeg;
 //
@@ -47,6 +49,17 @@ package data
 // 	if (level < 0) lt_jpeg_fail(c);
 // }
 //
+// // A progressive file of thousands of tiny scans makes libjpeg pass over
+// // the whole coefficient buffer for each (a crafted file decoding for
+// // minutes): stop past max_scans, as djpeg's -maxscans does.
+// static void lt_jpeg_progress(j_common_ptr c) {
+// 	lt_jpeg *j = (lt_jpeg *)c->client_data;
+// 	if (j->max_scans > 0 && j->d.input_scan_number > j->max_scans) {
+// 		snprintf(j->msg, sizeof j->msg, "more than %d scans: not decoded (a progressive JPEG has about 10)", j->max_scans);
+// 		longjmp(j->jb, 1);
+// 	}
+// }
+//
 // static lt_jpeg *lt_jpeg_new(void) {
 // 	lt_jpeg *j = calloc(1, sizeof *j);
 // 	if (!j) return NULL;
@@ -56,6 +69,8 @@ package data
 // 	j->d.client_data = j;
 // 	if (setjmp(j->jb)) { free(j); return NULL; }
 // 	jpeg_create_decompress(&j->d);
+// 	j->pm.progress_monitor = lt_jpeg_progress;
+// 	j->d.progress = &j->pm;
 // 	return j;
 // }
 //
@@ -85,8 +100,9 @@ package data
 // // what still refuses a truncated file whatever the crop), and starts a raw
 // // decode at scale 1/den. The decoder is left started: lt_jpeg_rows or
 // // lt_jpeg_abort follows.
-// static int lt_jpeg_start(lt_jpeg *j, const unsigned char *b, unsigned long n, int den, lt_jpeg_info *in) {
+// static int lt_jpeg_start(lt_jpeg *j, const unsigned char *b, unsigned long n, int den, int max_scans, lt_jpeg_info *in) {
 // 	struct jpeg_decompress_struct *d = &j->d;
+// 	j->max_scans = max_scans;
 // 	if (setjmp(j->jb)) { jpeg_abort_decompress(d); return -1; }
 // 	jpeg_mem_src(d, b, n);
 // 	jpeg_read_header(d, TRUE);
@@ -244,13 +260,23 @@ func ratioOf(hf, vf int) image.YCbCrSubsampleRatio {
 // pixels of the scaled w×h image whose chroma is hf× and vf× coarser) is
 // sure to be decoded; the rest of the planes holds whatever it held.
 func decodeTurbo(b []byte, den int, img *image.YCbCr, need func(w, h, hf, vf int) (x0, x1, rows int)) (*image.YCbCr, error) {
+	return decodeTurboScans(b, den, img, need, jpegMaxScans)
+}
+
+// jpegMaxScans bounds the scans of a progressive JPEG (libjpeg-turbo's own
+// fuzzers use 500; encoders write about 10).
+const jpegMaxScans = 500
+
+// decodeTurboScans is decodeTurbo refusing files of more than maxScans
+// scans.
+func decodeTurboScans(b []byte, den int, img *image.YCbCr, need func(w, h, hf, vf int) (x0, x1, rows int), maxScans int) (*image.YCbCr, error) {
 	t := jpegPool.Get().(*jpegHandle)
 	if t == nil {
 		return nil, errors.New("libjpeg-turbo: cannot create a decompressor")
 	}
 	defer jpegPool.Put(t)
 	var in C.lt_jpeg_info
-	rc := C.lt_jpeg_start(t.j, (*C.uchar)(unsafe.Pointer(&b[0])), C.ulong(len(b)), C.int(den), &in)
+	rc := C.lt_jpeg_start(t.j, (*C.uchar)(unsafe.Pointer(&b[0])), C.ulong(len(b)), C.int(den), C.int(maxScans), &in)
 	if rc != 0 {
 		runtime.KeepAlive(b)
 		return nil, t.err()

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"image"
+	"image/jpeg"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -152,4 +153,63 @@ func TestTurboTruncatedIsAnError(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A progressive file of more scans than the limit is refused (the limit
+// set low here: crafting thousands of scans is what it guards against).
+func TestTurboScanLimit(t *testing.T) {
+	withDecoder(t, true)
+	b, err := os.ReadFile(pilJPEGs(t)[2]) // progressive 4:4:4
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := func(w, h, hf, vf int) (int, int, int) { return 0, w, h }
+	if _, err := decodeTurboScans(b, 1, nil, whole, jpegMaxScans); err != nil {
+		t.Fatalf("under the limit: %v", err)
+	}
+	if _, err := decodeTurboScans(b, 1, nil, whole, 3); err == nil || !strings.Contains(err.Error(), "more than 3 scans") {
+		t.Fatalf("a progressive file with a limit of 3 scans: err %v", err)
+	}
+}
+
+// FuzzDecodeJPEG: whatever the bytes, libjpeg-turbo's path returns an
+// error or pixels, never crashes; and when it returns pixels, the partial
+// decode's are the whole decode's.
+func FuzzDecodeJPEG(f *testing.F) {
+	for _, c := range []struct {
+		w, h, q int
+	}{{16, 16, 90}, {37, 23, 50}, {64, 48, 100}} {
+		img := image.NewYCbCr(image.Rect(0, 0, c.w, c.h), image.YCbCrSubsampleRatio420)
+		for i := range img.Y {
+			img.Y[i] = byte(i * 7)
+		}
+		for i := range img.Cb {
+			img.Cb[i], img.Cr[i] = byte(i*3), byte(255-i)
+		}
+		var b bytes.Buffer
+		if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: c.q}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes(), uint64(c.w))
+	}
+	opt, _ := Defaults("folder")
+	opt.Size, opt.Resize = 16, 18
+	f.Fuzz(func(t *testing.T, b []byte, seed uint64) {
+		if !turboBuilt || len(b) < 3 {
+			return
+		}
+		if w, h, _, err := turboHeader(b); err != nil || w*h > 1<<20 {
+			return // keep the fuzzer on small images; the limit itself is TestDecodeCraftedHugeImage's
+		}
+		var out [2][]uint8
+		var errs [2]error
+		for whole := range 2 {
+			out[whole] = make([]uint8, 3*16*16)
+			rs := new(resampler)
+			_, errs[whole] = jpegFast(b, nil, out[whole], rs, &opt, seed%2 == 0, rand.New(rand.NewPCG(seed, 1)), whole == 1)
+		}
+		if errs[0] == nil && errs[1] == nil && !bytes.Equal(out[0], out[1]) {
+			t.Fatal("the partial decode's pixels differ from the whole decode's")
+		}
+	})
 }
