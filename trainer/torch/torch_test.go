@@ -127,22 +127,8 @@ func TestSGDUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	before := stateFloats(t, m)
-	W, b := before["fc.weight"], before["fc.bias"]
 	r := rand.New(rand.NewPCG(7, 8))
-	x := randn(r, n*d)
-	y := []int64{2, 0, 1}
-	if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 1, W: d, Y: y,
-		Coefs: Coefs{Soft: 1}, LR: lr}); err != nil {
-		t.Fatal(err)
-	}
-	after := stateFloats(t, m)
-	z := linearLogits(W, b, x, n, d, c)
-	_, g, err := lossref.Loss(lossref.Input{Logits: z, Labels: labels(y), Coefs: lossref.Coefs{Soft: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gW, gb := linearGrads(g, x, d)
+	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{2, 0, 1}, c, lossref.Coefs{Soft: 1}, lr)
 	check := func(name string, p0, p1 []float32, g []float64) {
 		for i := range p0 {
 			dd := g[i] + wd*float64(p0[i])
@@ -154,6 +140,30 @@ func TestSGDUpdate(t *testing.T) {
 	}
 	check("fc.weight", W, after["fc.weight"], gW)
 	check("fc.bias", b, after["fc.bias"], gb)
+}
+
+// linearStep takes one TrainStep of m, a linear model (fc: d → c inputs x
+// of n = len(y) rows), with o on (x, y) under coefs and returns fc's weight
+// and bias before the step, the parameters after it, and the loss
+// reference's gradients of the weight and the bias at the start.
+func linearStep(t *testing.T, m *Model, o *Optimizer, x []float32, y []int64, c int, coefs lossref.Coefs, lr float64) (W, b []float32, after map[string][]float32, gW, gb []float64) {
+	t.Helper()
+	n := len(y)
+	d := len(x) / n
+	before := stateFloats(t, m)
+	W, b = before["fc.weight"], before["fc.bias"]
+	step := Coefs{Soft: float32(coefs.Soft), Hard: float32(coefs.Hard)}
+	if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 1, W: d, Y: y,
+		Coefs: step, LR: lr}); err != nil {
+		t.Fatal(err)
+	}
+	after = stateFloats(t, m)
+	_, g, err := lossref.Loss(lossref.Input{Logits: linearLogits(W, b, x, n, d, c), Labels: labels(y), Coefs: coefs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gW, gb = linearGrads(g, x, d)
+	return W, b, after, gW, gb
 }
 
 func stateFloats(t *testing.T, m *Model) map[string][]float32 {
@@ -448,21 +458,7 @@ func TestRMSPropUpdate(t *testing.T) {
 	if err := o.LoadState(state); err != nil {
 		t.Fatal(err)
 	}
-	before := stateFloats(t, m)
-	W, b := before["fc.weight"], before["fc.bias"]
-	x := randn(r, n*d)
-	y := []int64{1, 0, 2}
-	if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 1, W: d, Y: y,
-		Coefs: Coefs{Hard: 1}, LR: lr}); err != nil {
-		t.Fatal(err)
-	}
-	after := stateFloats(t, m)
-	z := linearLogits(W, b, x, n, d, c)
-	_, g, err := lossref.Loss(lossref.Input{Logits: z, Labels: labels(y), Coefs: lossref.Coefs{Hard: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gW, gb := linearGrads(g, x, d)
+	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{1, 0, 2}, c, lossref.Coefs{Hard: 1}, lr)
 	check := func(name string, p0, p1 []float32, g []float64) {
 		for i := range p0 {
 			dd := g[i] + wd*float64(p0[i])
