@@ -235,21 +235,13 @@ func turboHeader(b []byte) (w, h int, ok bool, err error) {
 	return int(cw), int(ch), cok != 0, nil
 }
 
-// ratioOf is the image.YCbCr layout of chroma hf× and vf× coarser than luma.
+// ratioOf is the image.YCbCr layout of chroma hf× and vf× coarser than
+// luma (chromaFactors' inverse), or -1.
 func ratioOf(hf, vf int) image.YCbCrSubsampleRatio {
-	switch {
-	case hf == 1 && vf == 1:
-		return image.YCbCrSubsampleRatio444
-	case hf == 2 && vf == 1:
-		return image.YCbCrSubsampleRatio422
-	case hf == 2 && vf == 2:
-		return image.YCbCrSubsampleRatio420
-	case hf == 1 && vf == 2:
-		return image.YCbCrSubsampleRatio440
-	case hf == 4 && vf == 1:
-		return image.YCbCrSubsampleRatio411
-	case hf == 4 && vf == 2:
-		return image.YCbCrSubsampleRatio410
+	for r := image.YCbCrSubsampleRatio444; r <= image.YCbCrSubsampleRatio410; r++ {
+		if h, v, ok := chromaFactors(r); ok && h == hf && v == vf {
+			return r
+		}
 	}
 	return -1
 }
