@@ -1,20 +1,12 @@
 // amp.hpp: mixed precision (autocast) and the device settings of the GPU
-// path, written once for Debian's libtorch 1.13 and PyTorch 2.x: every API
-// that differs between them is behind TORCH_VERSION_MAJOR/MINOR here.
+// path, written once for Debian's libtorch 1.13 and PyTorch 2.x (the
+// switches between them are in compat.hpp).
 #pragma once
 
 #include <ATen/autocast_mode.h>
 
 #include "common.hpp"
-
-// PyTorch 2.4 replaced the per-device autocast functions (set_enabled,
-// set_cpu_enabled, set_autocast_gpu_dtype, ...) by device-generic ones
-// taking a DeviceType; the old ones were deprecated, then removed.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define LT_AUTOCAST_GENERIC 1
-#else
-#define LT_AUTOCAST_GENERIC 0
-#endif
+#include "compat.hpp"
 
 namespace lts {
 

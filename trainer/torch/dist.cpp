@@ -28,8 +28,15 @@
 #include <thread>
 #include <vector>
 
+#include "compat.hpp"
 #include "dist.hpp"
 #include "shim.h"
+
+#if LT_C10D_BACKEND
+using lt_transport = c10d::Backend;
+#else
+using lt_transport = c10d::ProcessGroup;
+#endif
 
 // lt_pg is a process group with a watchdog. Gloo does not fail a
 // collective that is already waiting when its peer's process dies (only the
@@ -40,7 +47,7 @@
 // away (rank 0 died).
 struct lt_pg {
 	c10::intrusive_ptr<c10d::Store> store;
-	c10::intrusive_ptr<c10d::ProcessGroup> pg;
+	c10::intrusive_ptr<lt_transport> pg; // Gloo or NCCL
 	int rank = 0, size = 1;
 	std::chrono::milliseconds timeout{0};
 

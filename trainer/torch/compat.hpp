@@ -1,0 +1,27 @@
+// compat.hpp: every difference between the libtorch versions the shim
+// compiles against (Debian 12's 1.13 and PyTorch 2.x) as one named switch,
+// so the rest of the shim reads the same for both. Each switch is
+// exercised by the tests of one of the two builds: `make test` (1.13) and
+// `make test-torch2` (2.6).
+#pragma once
+
+#include <torch/version.h>
+
+#define LT_TORCH_AT_LEAST(major, minor) \
+	(TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+// PyTorch 2.0 split c10d's ProcessGroup into a dispatching front
+// (ProcessGroup) and the per-transport Backend that ProcessGroupGloo and
+// ProcessGroupNCCL derive from; 1.13's ProcessGroupGloo is a ProcessGroup.
+// The shim calls collectives on the transport directly, so it holds the
+// Backend on 2.x.
+#if LT_TORCH_AT_LEAST(2, 0)
+#define LT_C10D_BACKEND 1
+#else
+#define LT_C10D_BACKEND 0
+#endif
+
+// PyTorch 2.4 replaced the per-device autocast functions (set_enabled,
+// set_cpu_enabled, set_autocast_gpu_dtype, ...) by device-generic ones
+// taking a DeviceType; the old ones were deprecated, then removed.
+#define LT_AUTOCAST_GENERIC LT_TORCH_AT_LEAST(2, 4)
