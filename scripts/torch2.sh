@@ -132,7 +132,7 @@ cuda_check() {
 	root=${LCL_TORCH2_CUDA_ROOT:-$cache/debian13-cuda}
 	components="main contrib non-free"
 	what="libtorch-cuda 2.6 and its CUDA libraries"
-	want=$(printf '%s\n' libtorch-cuda-dev g++ git ca-certificates /placeholder/nvidia-cudnn.deb | sort -u)
+	want=$(printf '%s\n' libtorch-cuda-dev libjpeg62-turbo-dev g++ git ca-certificates /placeholder/nvidia-cudnn.deb | sort -u)
 	before_install=cuda_placeholder
 	make_root
 	go mod download

@@ -21,6 +21,11 @@
 #define LT_C10D_BACKEND 0
 #endif
 
+// PyTorch 2.1's TCPStore takes over a listening socket its caller bound
+// (TCPStoreOptions::masterListenFd): dist.cpp binds rank 0's store to the
+// --dist-bind address that way; 1.13 needs dist.cpp's bind() rewrite.
+#define LT_TCPSTORE_LISTEN_FD LT_TORCH_AT_LEAST(2, 1)
+
 // PyTorch 2.4 replaced the per-device autocast functions (set_enabled,
 // set_cpu_enabled, set_autocast_gpu_dtype, ...) by device-generic ones
 // taking a DeviceType; the old ones were deprecated, then removed.

@@ -39,6 +39,7 @@
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -236,14 +237,19 @@ void collective(lt_pg *g, const std::vector<at::Tensor> &ts, Op op, const char *
 	}
 }
 
-// The address rank 0's TCPStore server listens on. libtorch 1.13's TCPStore
+// The address rank 0's TCPStore server listens on (--dist-bind). TCPStore
 // binds its server socket to the wildcard address (every interface) and
-// has no option to choose another; while bind_to is set, the bind() below
-// turns a wildcard bind into that address. It is set only while rank 0
-// constructs its store (under bind_mu); Gloo and Go bind specific
-// addresses or not through libc, so nothing else is rewritten.
+// has no option to name another. From PyTorch 2.1 on it takes over a socket
+// bound by its caller (TCPStoreOptions::masterListenFd), and the shim binds
+// one itself. libtorch 1.13 has no such option: there, while bind_to is
+// set, the bind() defined below turns TCPStore's wildcard bind into that
+// address. It is set only while rank 0 constructs its store (under
+// bind_mu), and every other bind() of the process (Gloo's, Go's) passes
+// straight through to libc's.
+#if !LT_TCPSTORE_LISTEN_FD
 std::mutex bind_mu;
 std::atomic<const sockaddr_storage *> bind_to{nullptr};
+#endif
 
 // store_server makes rank 0's TCPStore listening on bind (an IP address;
 // empty: every interface, libtorch's default).
@@ -253,16 +259,36 @@ c10::intrusive_ptr<c10d::TCPStore> store_server(const std::string &addr, const s
 	sockaddr_storage ss{};
 	auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
 	auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-	if (inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1)
+	socklen_t len = 0;
+	if (inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
-	else if (inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1)
+		v4->sin_port = htons(so.port);
+		len = sizeof *v4;
+	} else if (inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1) {
 		ss.ss_family = AF_INET6;
-	else
+		v6->sin6_port = htons(so.port);
+		len = sizeof *v6;
+	} else {
 		throw std::invalid_argument("store bind address " + bind + " is not an IP address");
-	// Listen under the lock, wait for the workers outside it.
+	}
+	// Listen first, wait for the workers after.
 	auto listen = so;
 	listen.waitWorkers = false;
 	c10::intrusive_ptr<c10d::TCPStore> st;
+#if LT_TCPSTORE_LISTEN_FD
+	int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) throw std::runtime_error("store socket: " + std::string(std::strerror(errno)));
+	int one = 1;
+	::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (::bind(fd, reinterpret_cast<const sockaddr *>(&ss), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+		std::string why = std::strerror(errno);
+		::close(fd);
+		throw std::runtime_error("store socket on " + bind + ":" + std::to_string(so.port) + ": " + why);
+	}
+	listen.masterListenFd = fd; // the store owns it from here
+	st = c10::make_intrusive<c10d::TCPStore>(addr, listen);
+#else
+	(void)len;
 	{
 		std::lock_guard<std::mutex> l(bind_mu);
 		bind_to = &ss;
@@ -274,6 +300,7 @@ c10::intrusive_ptr<c10d::TCPStore> store_server(const std::string &addr, const s
 		}
 		bind_to = nullptr;
 	}
+#endif
 	if (so.waitWorkers) st->waitForWorkers();
 	return st;
 }
@@ -299,8 +326,11 @@ void broadcast(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
 
 extern "C" {
 
-// bind: see store_server. Defined here, in the executable (or libltshim),
-// it comes before libc's in the symbol lookup of libtorch.
+#if !LT_TCPSTORE_LISTEN_FD
+// bind: libtorch 1.13 only, see store_server. Defined here, in the
+// executable (or libltshim), it comes before libc's in the symbol lookup of
+// libtorch; it changes nothing but TCPStore's wildcard bind while rank 0
+// starts its store with --dist-bind.
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	using bind_fn = int (*)(int, const struct sockaddr *, socklen_t);
 	static bind_fn real = reinterpret_cast<bind_fn>(dlsym(RTLD_NEXT, "bind"));
@@ -335,6 +365,7 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	}
 	return real(fd, addr, len);
 }
+#endif
 
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
                  int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, const char *bind,

@@ -234,10 +234,22 @@ func TestGroupPeerExitFailsFast(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary play a peer rank in another process: with
-// LT_TEST_PEER=PORT it joins a group of 2 as rank 1, takes part in one
-// all-reduce, then hangs until killed.
+// TestMain sets the runtime lcl runs with (DefaultRuntime, no re-exec:
+// OMP_WAIT_POLICY stays as the test was started), and lets the test binary
+// play a peer rank in another process: with LT_TEST_PEER=PORT it joins a
+// group of 2 as rank 1, takes part in one all-reduce, then hangs until
+// killed.
 func TestMain(m *testing.M) {
+	rt, err := DefaultRuntime()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	rt.OMPWaitPolicy = ""
+	if err := Init(rt); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if p := os.Getenv("LT_TEST_PEER"); p != "" {
 		port, _ := strconv.Atoi(p)
 		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 1, Size: 2, Timeout: 10 * time.Minute})

@@ -6,6 +6,9 @@
 // rebuilds every C++ file of the package when any file changes, so four
 // units would cost four parses on every edit. dist.cpp (c10d) is separate
 // because its headers are heavy and it rarely changes.
+#include <atomic>
+#include <mutex>
+
 #include "allocator.hpp"
 #include "blas.hpp"
 #include "common.hpp"
@@ -18,9 +21,12 @@
 using namespace lts;
 
 namespace {
-// Installed when the library loads, before any tensor of lcl's is made.
-const bool cpu_allocator_installed = install_cpu_allocator();
-const int blas_threads = limit_blas_threads();
+// The process-wide settings of lt_runtime_init (torch.Init): nothing is set
+// when the library loads, so a program that embeds the binding gets
+// libtorch's defaults unless it asks.
+std::mutex runtime_mu;
+bool runtime_done = false;
+std::atomic<bool> cpu_allocator_installed{false};
 } // namespace
 
 extern "C" {
@@ -48,6 +54,20 @@ int32_t lt_manual_seed(uint64_t seed, char **err) {
 int32_t lt_cuda_device_count(int32_t *out, char **err) {
 	LT_TRY
 	*out = (int32_t)torch::cuda::device_count();
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t *allocator_installed,
+                        int32_t *blas_set, char **err) {
+	LT_TRY
+	std::lock_guard<std::mutex> l(runtime_mu);
+	if (runtime_done) throw std::logic_error("the runtime is set once per process (torch.Init was called before)");
+	std::string mode = cpu_allocator && *cpu_allocator ? cpu_allocator : "system";
+	cpu_allocator_installed = install_cpu_allocator(mode);
+	*allocator_installed = cpu_allocator_installed ? 1 : 0;
+	*blas_set = limit_blas_threads(blas_threads);
+	runtime_done = true;
 	return 0;
 	LT_CATCH(err, -1)
 }

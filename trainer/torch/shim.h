@@ -29,7 +29,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 6
+#define LT_ABI_VERSION 7
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -96,6 +96,14 @@ int32_t lt_cuda_device_count(int32_t *out, char **err);
    is 0 (and out untouched) when LCL_CPU_ALLOCATOR=system or malloc left
    libtorch's own allocator in place. */
 int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err);
+/* The process-wide settings (torch.Init), once per process, before models
+   are built: cpu_allocator "caching" (lcl's caching allocator and malloc
+   tuning), "malloc" (the tuning only) or "system" (libtorch's and glibc's
+   defaults, also for NULL or ""); blas_threads > 0 caps a threaded BLAS's
+   pool (OpenBLAS), 0 leaves it. Reports whether the caching allocator is in
+   place and the BLAS thread count set (0: none). A second call fails. */
+int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t *allocator_installed,
+                        int32_t *blas_set, char **err);
 
 /* Tensors (float32 only: used for target matrices). */
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,
