@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +70,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=%[4]s
+# cred_expire is also how long a requeued job waits before it starts again (default 120 s).
+AuthInfo=socket=%[4]s,cred_expire=10
 StateSaveLocation=%[5]s/state
 SlurmdSpoolDir=%[5]s/spool
 SlurmctldPidFile=%[5]s/slurmctld.pid
@@ -133,7 +136,10 @@ PartitionName=lcl Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP
 // Fashion-MNIST) runs on a real one-machine Slurm cluster (munge, slurmctld,
 // slurmd), one array task per run; `lcl experiment collect` imports both
 // results and `lcl report` shows their accuracies. Submitted again, every
-// task finds its run done and trains nothing.
+// task finds its run done and trains nothing. Requeued by Slurm while it
+// trains (in a fresh results folder), a task checkpoints on Slurm's SIGTERM,
+// resumes when it runs again and ends with the uninterrupted run's metrics;
+// its log keeps both attempts.
 func TestSlurmJobArray(t *testing.T) {
 	needRoot(t, "starts munged, slurmctld and slurmd")
 	const data = "/usr/share/datasets/fashion-mnist"
@@ -242,6 +248,99 @@ strategies:
 		st, err := os.Stat(filepath.Join(results, r.ID, "result.json"))
 		if err != nil || !st.ModTime().Equal(stamps[i]) {
 			t.Errorf("run %s's result.json was rewritten (%v)", r.ID, err)
+		}
+	}
+
+	// Requeued while it trains (scontrol requeue: Slurm stops the task with
+	// SIGTERM and runs the script again from the top), run 0 in a fresh
+	// results folder ends as it did uninterrupted, and its log keeps both
+	// attempts.
+	again := filepath.Join(dir, "requeued")
+	if err := os.Mkdir(again, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runFor(time.Minute, append(env, "LCL_RESULTS="+again), "sbatch", "--parsable", "--array=0", script)
+	if err != nil {
+		t.Fatalf("sbatch: %v\n%s", err, out)
+	}
+	job = strings.TrimSpace(out[strings.LastIndexByte(out, '\n')+1:])
+	task := job + "_0"
+	runDir := filepath.Join(again, runs[0].ID)
+	taskLog := filepath.Join(results, fmt.Sprintf("lcl-two-%s.log", task))
+	// lcl train prints its first line when the data is loaded and training starts.
+	if !waitFor(5*time.Minute, func() bool {
+		b, _ := os.ReadFile(taskLog)
+		return strings.Contains(string(b), "\nlcl train: ")
+	}) {
+		t.Fatalf("task %s did not start training", task)
+	}
+	if out, err := runFor(time.Minute, env, "scontrol", "requeue", task); err != nil {
+		t.Fatalf("scontrol requeue %s: %v\n%s", task, err, out)
+	}
+	// Slurm starts a requeued job again after cred_expire (slurm.conf).
+	var state string
+	if !waitFor(5*time.Minute, func() bool {
+		state, _ = runFor(10*time.Second, env, "squeue", "--noheader", "--jobs", task, "--format=%T")
+		return state == "" || strings.Contains(state, "Invalid job id") // ended (and purged)
+	}) {
+		t.Fatalf("requeued task %s did not end: %q", task, state)
+	}
+	b, err := os.ReadFile(taskLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	// The second attempt resumes (or, had the run ended before Slurm's
+	// SIGTERM came, finds it done).
+	attempts := strings.Count(log, "lcl: run "+runs[0].ID+": ") + strings.Count(log, "lcl: "+runs[0].ID+" is already done")
+	if attempts != 2 || !strings.Contains(log, "DUE TO JOB REQUEUE") {
+		t.Fatalf("the requeued task's log holds %d attempts, want 2:\n%s", attempts, log)
+	}
+	t.Logf("requeued task's log:\n%s", log)
+	sameResult(t, filepath.Join(runDir, "result.json"), filepath.Join(results, runs[0].ID, "result.json"))
+}
+
+// processWithArg is the pid of a process one of whose arguments is arg, or 0.
+func processWithArg(arg string) int {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			continue
+		}
+		for _, a := range strings.Split(string(b), "\x00") {
+			if a == arg {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// sameResult fails t unless the run result at path has the epochs and the
+// final accuracy of the one at ref (losses up to float rounding).
+func sameResult(t *testing.T, path, ref string) {
+	t.Helper()
+	read := func(p string) trainer.Result {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r trainer.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		return r
+	}
+	a, b := read(ref), read(path)
+	if len(a.Epochs) != len(b.Epochs) || len(a.Top1) != len(b.Top1) {
+		t.Fatalf("%s: %d epochs, %d models; %s: %d, %d", path, len(b.Epochs), len(b.Top1), ref, len(a.Epochs), len(a.Top1))
+	}
+	for e := range a.Epochs {
+		x, y := a.Epochs[e].PeerMetrics, b.Epochs[e].PeerMetrics
+		if x.TestTop1 != y.TestTop1 || math.Abs(x.TrainLoss-y.TrainLoss) > 1e-6 || math.Abs(x.TestLoss-y.TestLoss) > 1e-6 {
+			t.Errorf("epoch %d: %+v, uninterrupted %+v", e+1, y, x)
 		}
 	}
 }
