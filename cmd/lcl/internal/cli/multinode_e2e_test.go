@@ -196,7 +196,7 @@ func TestMultiNode(t *testing.T) {
 		return []string{"RANK=" + strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
 			"MASTER_ADDR=" + n.addr(0), "MASTER_PORT=" + strconv.Itoa(port), "LCL_DIST_SECRET=" + secret}
 	}
-	wait := func(what string, cmd *exec.Cmd, out *bytes.Buffer, timeout time.Duration) error {
+	wait := func(t *testing.T, what string, cmd *exec.Cmd, out *bytes.Buffer, timeout time.Duration) error {
 		t.Helper()
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -225,7 +225,7 @@ func TestMultiNode(t *testing.T) {
 			cmds[r] = n.start(t, r, []string{"LCL_DIST_SECRET=" + secret}, &outs[r], torchrun, args...)
 		}
 		for r := range 2 {
-			if err := wait(fmt.Sprintf("torchrun on node %d", r), cmds[r], &outs[r], 5*time.Minute); err != nil {
+			if err := wait(t, fmt.Sprintf("torchrun on node %d", r), cmds[r], &outs[r], 5*time.Minute); err != nil {
 				t.Fatalf("torchrun on node %d: %v\n%s", r, err, &outs[r])
 			}
 		}
@@ -244,7 +244,7 @@ func TestMultiNode(t *testing.T) {
 		var out0, wrong, right bytes.Buffer
 		rank0 := n.start(t, 0, contract(0, 29501, secret), &out0, bin, append(equal(out), "--dist-timeout", "5m")...)
 		start := time.Now()
-		err := wait("the rank with another secret", n.start(t, 1, contract(1, 29501, newSecret(t)), &wrong, bin, equal(out)...), &wrong, 2*time.Minute)
+		err := wait(t, "the rank with another secret", n.start(t, 1, contract(1, 29501, newSecret(t)), &wrong, bin, equal(out)...), &wrong, 2*time.Minute)
 		took := time.Since(start)
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 ||
 			!strings.Contains(wrong.String(), "rank 0 there carries another $LCL_DIST_SECRET") || strings.Count(strings.TrimSpace(wrong.String()), "\n") != 0 {
@@ -254,10 +254,10 @@ func TestMultiNode(t *testing.T) {
 			t.Errorf("rank 1 with another secret was refused after %v", took)
 		}
 		t.Logf("refused after %v: %s", took.Round(time.Millisecond), &wrong)
-		if err := wait("rank 1", n.start(t, 1, contract(1, 29501, secret), &right, bin, equal(out)...), &right, 5*time.Minute); err != nil {
+		if err := wait(t, "rank 1", n.start(t, 1, contract(1, 29501, secret), &right, bin, equal(out)...), &right, 5*time.Minute); err != nil {
 			t.Fatalf("rank 1 with the run's secret: %v\n%s", err, &right)
 		}
-		if err := wait("rank 0", rank0, &out0, 2*time.Minute); err != nil {
+		if err := wait(t, "rank 0", rank0, &out0, 2*time.Minute); err != nil {
 			t.Fatalf("rank 0: %v\n%s", err, &out0)
 		}
 		sameRun(t, "the run a wrong secret tried to join", out, single)
@@ -295,7 +295,7 @@ func TestMultiNode(t *testing.T) {
 			time.Sleep(500 * time.Millisecond) // into epoch 2
 			start := time.Now()
 			tt.down(tt.dead)
-			err := wait(fmt.Sprintf("rank %d", tt.other), cmds[tt.other], &outs[tt.other], time.Minute)
+			err := wait(t, fmt.Sprintf("rank %d", tt.other), cmds[tt.other], &outs[tt.other], time.Minute)
 			took := time.Since(start)
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != 1 {
