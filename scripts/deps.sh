@@ -2,7 +2,8 @@
 # Installs the Debian packages lcl needs, when they are missing.
 #   scripts/deps.sh          what the build and the tests need
 #   scripts/deps.sh bench    also the reference tools the benchmarks compare with
-#   scripts/deps.sh e2e      also chromium, which the end-to-end tests use to render the HTML report
+#   scripts/deps.sh e2e      also what the end-to-end tests use: chromium (to render the HTML report),
+#                            slurm-wlm and munge (a one-machine Slurm cluster), iproute2 (network namespaces)
 #   scripts/deps.sh --list [SET]   print a set's packages (internal/testdep's test reads it)
 set -euo pipefail
 
@@ -11,7 +12,7 @@ set -euo pipefail
 test=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev python3-pil
   python3-numpy python3-networkx python3-scipy python3-torch python3-torchvision python3-grpcio python3-protobuf)
 bench=(python3-gensim libjemalloc2 libtcmalloc-minimal4)
-e2e=(chromium)
+e2e=(chromium slurm-wlm munge iproute2)
 proto=(protobuf-compiler)
 
 kind=${1:-test}

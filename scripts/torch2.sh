@@ -138,12 +138,13 @@ cuda_check() {
 	go mod download
 	inside bash -euc "$(cat <<'INSIDE'
 lib=/usr/lib/x86_64-linux-gnu
-if [ ! -e $lib/libcudnn.so.9 ]; then
-	nm -D --undefined-only $lib/libtorch_cuda.so | awk '$2 ~ /^cudnn/ { sub(/@.*/, "", $2); print $2 }' | sort -u |
-		awk '{ printf "int %s(void) { return 1; }\n", $1 }' >/tmp/cudnn_stub.c
-	gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -o $lib/libcudnn.so.9 /tmp/cudnn_stub.c
-	echo "torch2: generated the libcudnn.so.9 stub ($(grep -c . /tmp/cudnn_stub.c) functions)" >&2
-fi
+# The stub: every cudnn* function libtorch_cuda imports, in the version node
+# its references name (libcudnn.so.9, as cuDNN's own version script has it).
+nm -D --undefined-only $lib/libtorch_cuda.so | awk '$2 ~ /^cudnn/ { sub(/@.*/, "", $2); print $2 }' | sort -u |
+	awk '{ printf "int %s(void) { return 1; }\n", $1 }' >/tmp/cudnn_stub.c
+printf 'libcudnn.so.9 { global: cudnn*; local: *; };\n' >/tmp/cudnn_stub.map
+gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -Wl,--version-script=/tmp/cudnn_stub.map -o $lib/libcudnn.so.9 /tmp/cudnn_stub.c
+echo "torch2: the libcudnn.so.9 stub: $(grep -c . /tmp/cudnn_stub.c) functions" >&2
 echo "torch2: go build -tags cuda ./cmd/lcl" >&2
 go build -tags cuda -o /tmp/lcl-cuda ./cmd/lcl
 ldd /tmp/lcl-cuda | grep -q libtorch_cuda || { echo "torch2: the binary does not link libtorch_cuda" >&2; exit 1; }
