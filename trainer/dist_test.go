@@ -92,15 +92,38 @@ func (p *weightedSL) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: Coefs{Soft: 1}}, nil
 }
 
+// perStepSubset is a per-step strategy whose plans from step 1 on keep
+// half of the examples (a different half every step) and weigh them.
+type perStepSubset struct{}
+
+func (perStepSubset) Stages() []Stage { return []Stage{{Name: "train", PerStep: true}} }
+func (perStepSubset) Plan(_ context.Context, pc PlanContext) (Plan, error) {
+	if pc.Step == 0 {
+		return Plan{Coefs: Coefs{Hard: 1}}, nil
+	}
+	var sub []int
+	w := make([]float32, 240)
+	for _, i := range pc.Train {
+		if (i+pc.Step)%2 == 0 {
+			sub = append(sub, i)
+		}
+		w[i] = 1 + float32(i%3)
+	}
+	return Plan{Subset: sub, Weights: w, Coefs: Coefs{Hard: 1}}, nil
+}
+
 // TestDataParallelEqualsSingleProcess: two ranks over the same global
 // batches end with the single process's weights and metrics; only rank 0
 // writes the run directory and only rank 0 plans.
 func TestDataParallelEqualsSingleProcess(t *testing.T) {
-	for _, name := range []string{"sl", "weighted"} {
+	for _, name := range []string{"sl", "weighted", "per-step subset"} {
 		t.Run(name, func(t *testing.T) {
 			planner := func() Planner {
-				if name == "sl" {
+				switch name {
+				case "sl":
 					return SL{}
+				case "per-step subset":
+					return perStepSubset{}
 				}
 				return &weightedSL{}
 			}

@@ -30,9 +30,12 @@ type epoch struct {
 	// targets, coefficients and teacher of the plan in force.
 	step torch.Step
 	// weights are that plan's per-example weights (nil: uniform); the
-	// batch's are gathered into wbuf.
+	// batch's are gathered into wbuf. keep marks the examples of a per-step
+	// plan's subset (nil: the whole batch trains).
 	weights []float32
 	wbuf    []float32
+	keep    []bool
+	keepBuf []bool
 	t0      time.Time
 	done0   int     // steps done before this process took the epoch up
 	lr      float64 // of the last step
@@ -85,7 +88,7 @@ func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epo
 	}
 	ep.plan = plan
 	ep.step = torch.Step{Models: peers.models, Optims: peers.optims, Group: r.cfg.Group}
-	if err := ep.use(plan); err != nil {
+	if err := ep.use(plan, false); err != nil {
 		ep.close()
 		return nil, err
 	}
@@ -114,8 +117,10 @@ func (ep *epoch) errorf(format string, a ...any) error {
 }
 
 // use puts a (validated) plan in force for the next steps: its teacher,
-// targets, coefficients and weights.
-func (ep *epoch) use(plan Plan) error {
+// targets, coefficients and weights, and with perStep its subset, which
+// keeps of each batch the examples it lists (the epoch plan's subset is the
+// pass itself).
+func (ep *epoch) use(plan Plan, perStep bool) error {
 	r := ep.r
 	var teacher *torch.Model
 	if plan.Coefs.KD != 0 {
@@ -136,6 +141,17 @@ func (ep *epoch) use(plan Plan) error {
 	ep.weights = plan.Weights
 	if ep.weights != nil && ep.wbuf == nil {
 		ep.wbuf = make([]float32, r.cfg.Optim.Batch)
+	}
+	ep.keep = nil
+	if perStep && plan.Subset != nil {
+		if ep.keepBuf == nil {
+			ep.keepBuf = make([]bool, r.cfg.Train.Len())
+		}
+		ep.keep = ep.keepBuf
+		clear(ep.keep)
+		for _, i := range plan.Subset {
+			ep.keep[i] = true
+		}
 	}
 	return nil
 }
@@ -180,9 +196,21 @@ func (ep *epoch) batch(i int, b *Batch) error {
 		ep.p.Step++
 		return nil
 	}
+	trained := globalBatch(len(ep.indices), bs, i, b.N, r.cfg.Group)
 	if ep.stage.PerStep && i > 0 {
 		if err := ep.stepPlan(i); err != nil {
 			return err
+		}
+		if ep.keep != nil {
+			var err error
+			b = keepOnly(b, ep.keep)
+			if trained, err = ep.globalCount(b.N); err != nil {
+				return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", ep.stage.Name, e+1, i+1, err)
+			}
+			if trained < 2 { // as a batch of one above
+				ep.p.Step++
+				return nil
+			}
 		}
 	}
 	ep.lr = r.cfg.Optim.Schedule.At(e, float64(i)/float64(ep.steps), ep.stage.Epochs)
@@ -216,7 +244,7 @@ func (ep *epoch) batch(i int, b *Batch) error {
 		r.scaler.Update(skipped > 0)
 	}
 	ep.p.Step++
-	ep.p.Images += int64(globalBatch(len(ep.indices), bs, i, b.N, r.cfg.Group))
+	ep.p.Images += int64(trained)
 	if ep.unread++; ep.unread >= r.cfg.MetricsEvery || ep.p.Step == ep.steps {
 		return ep.flush()
 	}
@@ -224,7 +252,8 @@ func (ep *epoch) batch(i int, b *Batch) error {
 }
 
 // stepPlan asks the planner for step i's plan (Stage.PerStep) and puts it
-// in force.
+// in force for that step: its targets (nil: one-hot), coefficients,
+// weights and subset.
 func (ep *epoch) stepPlan(i int) error {
 	r := ep.r
 	where := fmt.Sprintf("trainer: stage %q epoch %d step %d", ep.stage.Name, ep.p.Epoch+1, i+1) // 1-based, as a failed step's errors
@@ -232,21 +261,55 @@ func (ep *epoch) stepPlan(i int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	if sp.Targets == nil {
-		return fmt.Errorf("%s: the per-step plan has no targets (a per-step stage replaces the targets every step)", where)
-	}
-	C := r.cfg.Train.NumClasses()
-	tp := Plan{Targets: sp.Targets}
-	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil {
+	if err := validatePlan(&sp, r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
 		return fmt.Errorf("%s: per-step %w", where, err)
 	}
-	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)
-	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
+	return ep.use(sp, true)
+}
+
+// globalCount is n summed over the ranks of the run's Group (n without one).
+func (ep *epoch) globalCount(n int) (int, error) {
+	g := ep.r.cfg.Group
+	if g == nil {
+		return n, nil
 	}
-	ep.step.Targets.Close()
-	ep.step.Targets = t
-	return nil
+	v := []float64{float64(n)}
+	if err := g.AllReduce(v); err != nil {
+		return 0, err
+	}
+	return int(v[0]), nil
+}
+
+// keepOnly returns the examples of b that keep marks (b itself when that
+// is all of them).
+func keepOnly(b *Batch, keep []bool) *Batch {
+	n := 0
+	for _, i := range b.Index {
+		if keep[i] {
+			n++
+		}
+	}
+	if n == b.N {
+		return b
+	}
+	out := &Batch{N: n, Y: make([]int64, 0, n), Index: make([]int, 0, n)}
+	size := (len(b.X) + len(b.X8)) / b.N // b.N > n ≥ 0
+	for j, i := range b.Index {
+		if !keep[i] {
+			continue
+		}
+		if b.X8 != nil {
+			out.X8 = append(out.X8, b.X8[j*size:(j+1)*size]...)
+		} else {
+			out.X = append(out.X, b.X[j*size:(j+1)*size]...)
+		}
+		out.Y = append(out.Y, b.Y[j])
+		out.Index = append(out.Index, i)
+	}
+	if b.X8 != nil && out.X8 == nil {
+		out.X8 = []uint8{}
+	}
+	return out
 }
 
 // flush reads the loss and hits the steps since the last flush left on the
