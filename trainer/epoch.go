@@ -378,7 +378,7 @@ func (ep *epoch) evaluate() (EpochMetrics, error) {
 	k := len(ep.peers.models)
 	te := time.Now()
 	for q, m := range ep.peers.models {
-		pm, err := r.evaluate(ep.ctx, m)
+		pm, err := r.evaluate(ep.ctx, m, r.test)
 		if err != nil {
 			return EpochMetrics{}, err
 		}

@@ -38,6 +38,8 @@ type runner struct {
 	engine *torch.Engine
 	u8     bool
 	scaler *GradScaler
+	// test is the test set and the engine evaluating on it.
+	test *evalSet
 }
 
 // openEngine creates the run's engine (after the checkpoint, whose loss
@@ -107,6 +109,7 @@ func (r *runner) close() {
 		r.metrics.Close()
 	}
 	r.engine.Close()
+	r.test.close()
 }
 
 // mix derives a seed from the run's seed and a position (splitmix64).
