@@ -121,6 +121,14 @@ func TestTrainAdamWSelection(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// lcl eval of the run directory evaluates the selected weights: the
+	// figures the run reported.
+	code, out, errs = runLCL(context.Background(), t, "--json", "eval", "--checkpoint", run, "--threads", "1")
+	var ev map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ev) != nil || ev["test_top1"] != res.Final[0].TestTop1 ||
+		ev["checkpoint"] != filepath.Join(run, "model-best.safetensors") {
+		t.Errorf("eval: exit %d %s %s; the run reported %v", code, out, errs, res.Final[0].TestTop1)
+	}
 }
 
 // kd's teacher-model trains the teacher stage with another architecture than
