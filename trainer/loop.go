@@ -304,66 +304,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	var peers *peerSet
 	for s := pos.Stage; s < len(r.stages); s++ {
 		var err error
-		if peers, err = r.newPeers(s); err != nil {
+		if peers, err = r.runStage(ctx, s, pos, resumed); err != nil {
 			return nil, err
-		}
-		if resumed != nil && s == pos.Stage {
-			if err := resumed.restorePeers(peers); err != nil {
-				peers.close()
-				return nil, err
-			}
-		}
-		if err := r.syncPeers(peers); err != nil {
-			peers.close()
-			return nil, err
-		}
-		start := 0
-		if s == pos.Stage {
-			start = pos.Epoch
-		}
-		// With model selection the last stage ends with an evaluation of
-		// the selected weights: its last epoch's checkpoint is not yet the
-		// run's end.
-		selecting := r.sel != nil && s == len(r.stages)-1
-		for e := start; e < r.stages[s].Epochs && !(selecting && r.sel.stopped > 0); e++ {
-			p := position{Stage: s, Epoch: e}
-			if s == pos.Stage && e == pos.Epoch {
-				p = pos
-			}
-			if err := r.runEpoch(ctx, peers, p); err != nil {
-				peers.close()
-				return nil, err
-			}
-			if selecting && r.sel.stop(e+1) {
-				r.sel.stopped = e + 1
-			}
-			last := e == r.stages[s].Epochs-1 || (selecting && r.sel.stopped > 0)
-			every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
-			if last || every {
-				next := position{Stage: s, Epoch: e + 1}
-				done := last && !selecting
-				if done {
-					next = position{Stage: s + 1}
-				}
-				if err := r.saveCheckpoint(peers, next, done); err != nil {
-					peers.close()
-					return nil, err
-				}
-			}
-		}
-		if selecting {
-			final, err := r.testSelected(ctx, s)
-			if err == nil {
-				r.final = final
-				err = r.saveCheckpoint(peers, position{Stage: s + 1}, true)
-			} else if ctx.Err() != nil {
-				// The checkpoint of the last epoch resumes at this evaluation.
-				err = fmt.Errorf("%w at the test of the selected weights: %w", ErrCanceled, ctx.Err())
-			}
-			if err != nil {
-				peers.close()
-				return nil, err
-			}
 		}
 		if s < len(r.stages)-1 {
 			// Keep peer 0 as the stage's final model (teacher, features).
@@ -374,6 +316,74 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	defer peers.close()
 	return r.finish(peers)
+}
+
+// runStage trains stage s, from pos when the run resumed inside it, and
+// returns its peers.
+func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *checkpoint) (_ *peerSet, err error) {
+	peers, err := r.newPeers(s)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			peers.close()
+		}
+	}()
+	if resumed != nil && s == pos.Stage {
+		if err := resumed.restorePeers(peers); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.syncPeers(peers); err != nil {
+		return nil, err
+	}
+	start := 0
+	if s == pos.Stage {
+		start = pos.Epoch
+	}
+	// With model selection the last stage ends with an evaluation of the
+	// selected weights: its last epoch's checkpoint is not yet the run's end.
+	selecting := r.sel != nil && s == len(r.stages)-1
+	for e := start; e < r.stages[s].Epochs && !(selecting && r.sel.stopped > 0); e++ {
+		p := position{Stage: s, Epoch: e}
+		if s == pos.Stage && e == pos.Epoch {
+			p = pos
+		}
+		if err := r.runEpoch(ctx, peers, p); err != nil {
+			return nil, err
+		}
+		if selecting && r.sel.stop(e+1) {
+			r.sel.stopped = e + 1
+		}
+		last := e == r.stages[s].Epochs-1 || (selecting && r.sel.stopped > 0)
+		every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
+		if last || every {
+			next := position{Stage: s, Epoch: e + 1}
+			done := last && !selecting
+			if done {
+				next = position{Stage: s + 1}
+			}
+			if err := r.saveCheckpoint(peers, next, done); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if selecting {
+		final, err := r.testSelected(ctx, s)
+		if err != nil && ctx.Err() != nil {
+			// The checkpoint of the last epoch resumes at this evaluation.
+			return nil, fmt.Errorf("%w at the test of the selected weights: %w", ErrCanceled, ctx.Err())
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.final = final
+		if err := r.saveCheckpoint(peers, position{Stage: s + 1}, true); err != nil {
+			return nil, err
+		}
+	}
+	return peers, nil
 }
 
 func (r *runner) finish(peers *peerSet) (*Result, error) {
