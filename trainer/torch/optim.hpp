@@ -57,11 +57,12 @@ inline Tensor clip_grad_norm(const std::vector<Tensor> &grads, double max_norm) 
 		for (int64_t i = 0; i < t.dim(); i++) d[i] = i;
 		return d;
 	};
-	for (auto &g : grads) norms.push_back(at::norm(g.detach(), c10::optional<at::Scalar>(2.0), all_dims(g), false));
+	// Python's torch.norm(g, 2.0): aten::norm over every dimension.
+	for (auto &g : grads) norms.push_back(at::norm(g.detach(), at::Scalar(2.0), all_dims(g), false));
 	auto stacked = at::stack(norms);
-	auto total = at::norm(stacked, c10::optional<at::Scalar>(2.0), all_dims(stacked), false);
+	auto total = at::norm(stacked, at::Scalar(2.0), all_dims(stacked), false);
 	auto coef = (total + 1e-6).reciprocal() * max_norm; // Python: max_norm / (total + 1e-6)
-	auto clamped = at::clamp(coef, c10::nullopt, 1.0);
+	auto clamped = coef.clamp_max(1.0);                 // torch.clamp(coef, max=1.0): the same min(x, 1)
 	for (auto &g : grads) g.detach().mul_(clamped);
 	return total;
 }
