@@ -192,11 +192,11 @@ func (ep *epoch) batch(i int, b *Batch) error {
 	bs := r.cfg.Optim.Batch
 	// A batch of one cannot be batch-normalised in training mode (with a
 	// Group: a global batch of one, so every rank skips it).
-	if n := globalBatch(len(ep.indices), bs, i, b.N, r.cfg.Group); n < 2 {
+	trained := globalBatch(len(ep.indices), bs, i, b.N, r.cfg.Group)
+	if trained < 2 {
 		ep.p.Step++
 		return nil
 	}
-	trained := globalBatch(len(ep.indices), bs, i, b.N, r.cfg.Group)
 	if ep.stage.PerStep && i > 0 {
 		if err := ep.stepPlan(i); err != nil {
 			return err
