@@ -49,3 +49,11 @@ void classic_tcpstore(Options &o) {
 	classic_tcpstore(o, 0);
 }
 } // namespace lts
+
+// torch.optim.Adam/AdamW and clip_grad_norm_ are Python, and lcl's update
+// repeats their ATen calls (optim.hpp), which changed: 1.13 decays the first
+// moment with mul_ then add_, takes math.sqrt of the second bias correction
+// and torch.norm of the gradients; 2.x (as of 2.6, which make test-torch2
+// holds lcl to) uses lerp_, `**0.5` and linalg.vector_norm (through
+// _foreach_norm on the CPU too). The results differ in the last bits.
+#define LT_OPTIM_2X LT_TORCH_AT_LEAST(2, 0)

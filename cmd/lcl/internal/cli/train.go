@@ -37,6 +37,14 @@ type trainOptions struct {
 	LR, Momentum, WeightDecay, Gamma float64
 	Nesterov                         bool
 	Schedule, Milestones, Optimizer  string
+	Betas                            string
+	Eps, ClipGradNorm, EMADecay      float64
+
+	// Model selection (docs/trainer.md, "Model selection").
+	ValFraction    float64
+	Select         string
+	Patience       int
+	TestEveryEpoch bool
 
 	strat strategyOptions // --param, --epsilon, --source, --matrix, --plugin-timeout
 }
@@ -66,14 +74,24 @@ classifier at its initialisation, for another number of classes.
 The optimisation protocol is a preset (lcl models lists them; the default
 depends on the model) whose settings the flags --epochs --batch --lr
 --momentum --nesterov --weight-decay --schedule --milestones --gamma
---step-size --warmup --optimizer override.
+--step-size --warmup --optimizer --betas --eps --clip-grad-norm --ema-decay
+override (--optimizer adamw --lr 1e-3: torch.optim's AdamW).
+
+Model selection: --val-fraction F holds out a class-stratified part of the
+training set; every epoch reports its validation figures, the epoch with the
+best --select metric is kept (model-best.safetensors), --patience N stops
+early, and the test set is evaluated once, on the selected weights
+(--test-every-epoch also every epoch). The final figures and result.json's
+"selection" say which epoch's weights they are of.
 
 The run directory (--out) receives metrics.jsonl (one line per epoch),
 checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
 Ctrl-C), model.safetensors (final weights, torchvision names) and
 result.json. --resume continues a stopped run from its checkpoint to the same
 final metrics as an uninterrupted run; a checkpoint of another configuration
-is refused with the reason. The result is also stored in the store as a run.
+is refused with the reason. --resume with a larger --epochs continues a
+finished (or stopped) run to the new length, the learning-rate schedule
+recomputed for it. The result is also stored in the store as a run.
 
 Data-parallel runs (--nproc, torchrun, srun, Kubernetes): every rank needs the
 same per-run secret in $LCL_DIST_SECRET (--nproc makes one); rank 0's
@@ -85,6 +103,9 @@ waits for its peers. See docs/experiment.md.`,
       --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
   lcl train --out runs/fm-cnn --resume ...same flags...
+  lcl train --out runs/fm-cnn --resume --epochs 40 ...same flags...   # continue a finished 20-epoch run
+  lcl train --synsets fashion-mnist --model cnn --optimizer adamw --lr 1e-3 --weight-decay 0.05 \
+      --clip-grad-norm 1 --ema-decay 0.999 --val-fraction 0.1 --patience 5 --out runs/fm-adamw
   lcl train --data folder:/data/awa2 --model resnet50 --init resnet50.safetensors --init-skip fc --out runs/ft
   lcl train --data cifar100:/data/cifar-100-binary --model torchscript:mynet.pt --preset wrn-cifar --out runs/ts
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
@@ -119,7 +140,15 @@ waits for its peers. See docs/experiment.md.`,
 	fl.Float64Var(&o.Gamma, "gamma", 0, "step/multistep decay factor")
 	fl.IntVar(&o.StepSize, "step-size", 0, "step schedule: decay every N epochs")
 	fl.IntVar(&o.Warmup, "warmup", 0, "epochs of linear learning-rate warm-up")
-	fl.StringVar(&o.Optimizer, "optimizer", "", "sgd or rmsprop (TensorFlow's, decay 0.9, ε 1; overrides the preset)")
+	fl.StringVar(&o.Optimizer, "optimizer", "", "sgd, rmsprop (TensorFlow's, decay 0.9, ε 1), adam or adamw (torch.optim's; --weight-decay is AdamW's decoupled decay; the preset's momentum does not apply) (overrides the preset)")
+	fl.StringVar(&o.Betas, "betas", "", "adam/adamw: the moments' decay rates B1,B2 (default 0.9,0.999)")
+	fl.Float64Var(&o.Eps, "eps", 0, "adam/adamw: epsilon of the denominator (default 1e-8)")
+	fl.Float64Var(&o.ClipGradNorm, "clip-grad-norm", 0, "scale each model's gradients to an L2 norm of at most this before every update (0: no clipping)")
+	fl.Float64Var(&o.EMADecay, "ema-decay", 0, "keep a moving average of the weights, e ← d·e + (1−d)·w after every step (timm's model EMA, e.g. 0.9998), evaluated every epoch and saved as model-ema.safetensors (0: none)")
+	fl.Float64Var(&o.ValFraction, "val-fraction", 0, "hold out this class-stratified, seeded part of the training set for validation: evaluated every epoch, the best epoch's weights kept (model-best.safetensors) and tested once at the end (0: none)")
+	fl.StringVar(&o.Select, "select", "top1", "with --val-fraction: the validation metric that picks the best epoch: top1, top5 or loss (of the moving average with --ema-decay)")
+	fl.IntVar(&o.Patience, "patience", 0, "with --val-fraction: stop after this many epochs without a better validation metric (0: train every epoch)")
+	fl.BoolVar(&o.TestEveryEpoch, "test-every-epoch", false, "with --val-fraction: evaluate the test set every epoch too (else only once, on the selected weights)")
 	fl.IntVar(&o.CheckpointEvery, "checkpoint-every", 1, "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)")
 	fl.BoolVar(&o.Resume, "resume", false, "continue the run in --out from its checkpoint")
 	fl.StringVar(&o.Init, "init", "", "start from the weights of a safetensors file (lcl's model.safetensors, or a torchvision/timm state dict: docs/trainer.md), loaded strictly")

@@ -65,6 +65,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if !(o.Fraction > 0 && o.Fraction <= 1) {
 		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
 	}
+	if err := o.checkSelection(cmd.Flags()); err != nil {
+		return err
+	}
 	if n, err := torch.CUDADevices(); err != nil {
 		return err
 	} else if o.Device != "cpu" && n == 0 {
@@ -118,6 +121,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		MetricsEvery: o.MetricsEvery,
 		Group:        group,
 	}
+	if o.ValFraction != 0 {
+		cfg.ValFraction, cfg.SelectMetric, cfg.Patience, cfg.TestEveryEpoch = o.ValFraction, o.Select, o.Patience, o.TestEveryEpoch
+	}
 	pr := &trainPrinter{f: f}
 	pr.begin(cfg, spec, preset, dist, o.DistBackend)
 	cfg.Progress = pr.progress
@@ -164,4 +170,19 @@ func (o *trainOptions) record(ctx context.Context, f *Factory, fs *pflag.FlagSet
 		return err
 	}
 	return st.PutRun(ctx, run)
+}
+
+// checkSelection checks the model-selection flags.
+func (o *trainOptions) checkSelection(fs *pflag.FlagSet) error {
+	switch {
+	case !(o.ValFraction >= 0 && o.ValFraction < 1):
+		return usagef("--val-fraction %v: want 0 ≤ fraction < 1 (0: no validation split)", o.ValFraction)
+	case o.ValFraction == 0 && (fs.Changed("select") || fs.Changed("patience") || o.TestEveryEpoch):
+		return usagef("--select, --patience and --test-every-epoch need --val-fraction")
+	case o.Select != "top1" && o.Select != "top5" && o.Select != "loss":
+		return usagef("--select %q: want top1, top5 or loss", o.Select)
+	case o.Patience < 0:
+		return usagef("--patience %d: want ≥ 0 (0: no early stopping)", o.Patience)
+	}
+	return nil
 }
