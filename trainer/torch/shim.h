@@ -29,7 +29,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 7
+#define LT_ABI_VERSION 8
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
