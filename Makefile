@@ -6,17 +6,21 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean fuzz gpu-bundle
+.PHONY: all build test demo demo-full bench e2e deps build-deps bench-deps lint proto clean fuzz gpu-bundle
 
 all: build
 
+# deps: what the tests need; build-deps: only what the build and the demo need.
 deps:
 	@scripts/deps.sh
+
+build-deps:
+	@scripts/deps.sh build
 
 bench-deps:
 	@scripts/deps.sh bench
 
-build: deps
+build: build-deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
 
 test: deps
