@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 )
@@ -232,7 +233,7 @@ func (s *TrainSpec) SetTrainFlag(name string, values ...string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("lcl train has no flag --%s", name)
+	return fmt.Errorf("lcl train has no flag --%s%s", name, suggestFlag(name))
 }
 
 // IsTrainFlag reports whether lcl train has the flag name (without dashes).
@@ -243,6 +244,15 @@ func IsTrainFlag(name string) bool {
 		}
 	}
 	return false
+}
+
+// suggestFlag is "; did you mean --X?" for the train flags close to name.
+func suggestFlag(name string) string {
+	names := make([]string, len(trainFlags))
+	for i, f := range trainFlags {
+		names[i] = "--" + f.name
+	}
+	return suggest.DidYouMean("--"+name, names)
 }
 
 // trainFlag is one flag of lcl train, bound to a field of a TrainSpec.
