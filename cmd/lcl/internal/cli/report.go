@@ -112,4 +112,3 @@ func runReport(ctx context.Context, f *Factory, opts reportOptions) error {
 	}
 	return nil
 }
-
