@@ -168,7 +168,8 @@ func newRunner(cfg Config) (*runner, error) {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 	}
-	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now(),
+		test: &evalSet{name: "test", ds: cfg.Test}}
 	r.user0, r.sys0 = processCPU()
 	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
 		return nil, errors.New("trainer: --init-skip without --init")
