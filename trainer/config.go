@@ -66,6 +66,9 @@ type Config struct {
 	Progress func(Progress)
 	// OnEpoch, when set, is called with each epoch's metrics.
 	OnEpoch func(EpochMetrics)
+	// Sink, when set, receives the figures the run logs (TensorBoard
+	// event files, a CSV: trainer/runlog) on the process that writes Out.
+	Sink MetricsSink
 	// Group, when set, makes the run data-parallel over its ranks (one
 	// process each): every rank runs Run with the same Config, the models
 	// start from rank 0's weights, each rank loads and steps on its slice

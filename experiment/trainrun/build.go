@@ -15,6 +15,7 @@ import (
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/runlog"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -104,6 +105,8 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		Init: spec.InitFile(), InitSkip: spec.InitSkip,
 		Precision: prec, ChannelsLast: e.ChannelsLast, TF32: e.TF32, CUDNNBenchmark: e.CUDNNBenchmark,
 		MetricsEvery: e.MetricsEvery,
+		// TensorBoard event files and metrics.csv beside metrics.jsonl.
+		Sink: &runlog.Log{Dir: e.Out, Every: e.LogEvery},
 	}
 	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, Config: cfg}, nil
 }
