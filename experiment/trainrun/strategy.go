@@ -163,11 +163,11 @@ func Similarity(ctx context.Context, env Env, host *plugins.Host, sel Selection,
 	switch {
 	case sel.File != "":
 		ref.Key, ref.Source = "", ""
-	case set == nil:
-		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
 	case sel.Key == "" && sel.Source == "matrix":
 		// The matrix source reads a file: lcl train and plan name it --matrix.
 		return nil, "", usagef("--source matrix reads a matrix file: give it as --matrix FILE.npy (or CSV/text)")
+	case set == nil:
+		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
 	default:
 		if sel.Key != "" {
 			ref.Source = ""

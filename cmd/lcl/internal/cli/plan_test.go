@@ -198,6 +198,12 @@ func TestPlanErrors(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.err, `similarity plugin "semantic" (built-in): Compute: semantic: no vectors for label set fashion-mnist in the store; run `+"`lcl embed --synsets fashion-mnist`") {
 		t.Fatalf("missing matrix: exit %d: %s", r.code, r.err)
 	}
+	// Visual similarity of a set without attributes: lcl similarity makes it
+	// from a file (a flag plan and train do not have).
+	r = cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "visual", "--out", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.err, "label set fashion-mnist has no built-in attributes: make its visual similarity with `lcl similarity --synsets fashion-mnist --source visual --attributes FILE` first") {
+		t.Fatalf("visual without attributes: exit %d: %s", r.code, r.err)
+	}
 }
 
 func TestPluginsListCommand(t *testing.T) {

@@ -93,8 +93,8 @@ func (o *trainOptions) resolve(fs *pflag.FlagSet) (experiment.TrainSpec, error) 
 	spec.Exec.DistBind = o.spec.Exec.DistBind
 	var ferr error
 	fs.Visit(func(fl *pflag.Flag) {
-		if fl.Name == "config" || ferr != nil {
-			return
+		if !experiment.IsTrainFlag(fl.Name) || ferr != nil {
+			return // --config itself, global flags
 		}
 		values := []string{fl.Value.String()}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {

@@ -51,8 +51,13 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		if !cmd.Flags().Changed("threads") {
 			args = append(args, "--threads="+strconv.Itoa(th))
 		}
-		return launch.Run(ctx, launch.Options{Args: args, NProc: spec.Exec.NProc, Threads: th,
+		err := launch.Run(ctx, launch.Options{Args: args, NProc: spec.Exec.NProc, Threads: th,
 			Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
+		var ue *launch.UsageError
+		if errors.As(err, &ue) {
+			return &usageError{err}
+		}
+		return err
 	case launch.Worker:
 		world = dist.World
 		spec.Exec.Threads, spec.Exec.Device = dist.Threads(spec.Exec.Threads), dist.Device(spec.Exec.Device)
