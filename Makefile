@@ -20,8 +20,12 @@ build-deps:
 bench-deps:
 	@scripts/deps.sh bench
 
+# bin/plugins: the example plugins, built, beside lcl (LCL_PLUGIN_PATH=bin/plugins).
 build: build-deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
+	$(GO) build -o bin/plugins/ ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
+	install -m 755 examples/lcl-similarity-py/lcl-similarity-bigram.py examples/lcl-strategy-py/lcl-strategy-pyannealls.py bin/plugins/
+	install -m 644 examples/lcl-strategy-py/lcl_pb2.py bin/plugins/
 
 test: deps
 	$(GO) vet ./...
