@@ -47,11 +47,18 @@ depends on the model) whose settings the flags --epochs --batch --lr
 --step-size --warmup --optimizer override.
 
 The run directory (--out) receives metrics.jsonl (one line per epoch),
+metrics.csv (the same as a table), TensorBoard event files (scalars per epoch
+and every --log-every steps: tensorboard --logdir runs/),
 checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
 Ctrl-C), model.safetensors (final weights, torchvision names) and
 result.json. --resume continues a stopped run from its checkpoint to the same
 final metrics as an uninterrupted run; a checkpoint of another configuration
 is refused with the reason. The result is also stored in the store as a run.
+
+--config FILE reads the run from a YAML file with the keys of a grid's cell
+(labels, data, model, fraction, strategy, source, params, seed, epochs,
+preset, args, device, threads, nproc, channels-last; docs/trainer.md); flags
+given too override it.
 
 Data-parallel runs (--nproc, torchrun, srun, Kubernetes): every rank needs the
 same per-run secret in $LCL_DIST_SECRET (--nproc makes one); rank 0's
@@ -63,6 +70,7 @@ waits for its peers. See docs/experiment.md.`,
       --fraction 0.1 --epochs 20 --seed 1 --threads 2 --device cpu --out runs/fm-cnn-dr10
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
   lcl train --out runs/fm-cnn --resume ...same flags...
+  lcl train --config run.yaml --out runs/from-file
   lcl train --data folder:/data/awa2 --model resnet50 --init resnet50.safetensors --init-skip fc --out runs/ft
   lcl train --data cifar100:/data/cifar-100-binary --model torchscript:mynet.pt --preset wrn-cifar --out runs/ts
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp
