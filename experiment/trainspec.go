@@ -435,7 +435,13 @@ func int64v(p *int64) value[int64] {
 }
 func boolv(p *bool) value[bool] { return value[bool]{p, parseBool, strconv.FormatBool, "bool"} }
 func duration(p *time.Duration) value[time.Duration] {
-	return value[time.Duration]{p, time.ParseDuration, time.Duration.String, "duration"}
+	format := func(d time.Duration) string {
+		if d == 0 {
+			return "0" // the help shows no default then
+		}
+		return d.String()
+	}
+	return value[time.Duration]{p, time.ParseDuration, format, "duration"}
 }
 func optString(p **string, def string) optional[string] {
 	return optional[string]{p, parseString, func(s string) string { return s }, "string", def}
@@ -472,9 +478,14 @@ func (m milestones) Set(s string) error {
 // pflag's StringSlice.
 type stringList struct{ p *[]string }
 
-func (l stringList) Given() bool        { return *l.p != nil }
-func (l stringList) Type() string       { return "strings" }
-func (l stringList) String() string     { return "[" + strings.Join(*l.p, ",") + "]" }
+func (l stringList) Given() bool  { return *l.p != nil }
+func (l stringList) Type() string { return "strings" }
+func (l stringList) String() string {
+	if *l.p == nil {
+		return "" // not given: the help shows no default
+	}
+	return "[" + strings.Join(*l.p, ",") + "]"
+}
 func (l stringList) GetSlice() []string { return slices.Clone(*l.p) }
 func (l stringList) Replace(vs []string) error {
 	*l.p = []string{}
@@ -503,6 +514,9 @@ type paramsValue struct{ p *map[string]string }
 
 func (v paramsValue) Type() string { return "stringArray" }
 func (v paramsValue) String() string {
+	if len(*v.p) == 0 {
+		return "" // the help shows no default
+	}
 	return "[" + strings.Join(v.GetSlice(), ",") + "]"
 }
 func (v paramsValue) GetSlice() []string {
