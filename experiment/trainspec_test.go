@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -211,6 +212,29 @@ channels-last: true
 		p := write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.text)
 		if _, err := LoadTrainSpec(p); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: %v, want %q naming the file", name, err, tc.want)
+		}
+	}
+}
+
+// A run directory's lcl-run.json (the runner's) is a cell too: the run it
+// gives has the grid run's key.
+func TestLoadTrainSpecOfARunDirectory(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range g.Expand() {
+		path := filepath.Join(t.TempDir(), ConfigFile)
+		raw, _ := json.MarshalIndent(r.Config, "", "  ")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := LoadTrainSpec(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := s.Config(r.Config.Strategy == "lcl"); c.ID() != r.ID {
+			t.Errorf("%s: %+v, want %+v", r.Describe(), c, r.Config)
 		}
 	}
 }
