@@ -44,9 +44,15 @@ type TrainSpec struct {
 	Init                          *string           // weights to start from (safetensors)
 	InitSkip                      []string          // with Init: module prefixes kept at their initialisation
 	Precision                     *string           // fp32 (nil), bf16 or fp16
-	// The trainer's model selection (validation split, best checkpoint,
-	// early stopping) lands here as train gains its flags: a field, and a
-	// line in trainFlags.
+	// Model selection (docs/trainer.md): a class-stratified validation
+	// split of the training set, the metric that picks the best epoch,
+	// early stopping, and whether the test set is evaluated every epoch
+	// (nil: none, top1, no early stopping, only once). A new setting of
+	// the trainer is a field here and a line in trainFlags.
+	ValFraction    *float64
+	Select         *string
+	Patience       *int
+	TestEveryEpoch *bool
 
 	Exec TrainExec
 }
@@ -112,6 +118,26 @@ func (s *TrainSpec) InitFile() string {
 		return ""
 	}
 	return *s.Init
+}
+
+// Selection is the model selection asked for: the validation fraction (0:
+// none), the metric, the patience (0: none) and whether the test set is
+// evaluated every epoch.
+func (s *TrainSpec) Selection() (valFraction float64, metric string, patience int, testEveryEpoch bool) {
+	metric = "top1"
+	if s.ValFraction != nil {
+		valFraction = *s.ValFraction
+	}
+	if s.Select != nil {
+		metric = *s.Select
+	}
+	if s.Patience != nil {
+		patience = *s.Patience
+	}
+	if s.TestEveryEpoch != nil {
+		testEveryEpoch = *s.TestEveryEpoch
+	}
+	return valFraction, metric, patience, testEveryEpoch
 }
 
 // PresetName is the preset given, "" for the model's default.
@@ -189,6 +215,17 @@ func (s *TrainSpec) Validate() error {
 		return fmt.Errorf("--workers %d: want ≥ 0", s.Exec.Workers)
 	case s.Exec.LogEvery < 0:
 		return fmt.Errorf("--log-every %d: want ≥ 0", s.Exec.LogEvery)
+	}
+	vf, metric, patience, every := s.Selection()
+	switch {
+	case !(vf >= 0 && vf < 1):
+		return fmt.Errorf("--val-fraction %v: want 0 ≤ fraction < 1 (0: no validation split)", vf)
+	case vf == 0 && (s.Select != nil || s.Patience != nil || every):
+		return fmt.Errorf("--select, --patience and --test-every-epoch need --val-fraction")
+	case metric != "top1" && metric != "top5" && metric != "loss":
+		return fmt.Errorf("--select %q: want top1, top5 or loss", metric)
+	case patience < 0:
+		return fmt.Errorf("--patience %d: want ≥ 0 (0: no early stopping)", patience)
 	}
 	switch p := s.PrecisionName(); p {
 	case "fp32", "bf16", "fp16":
@@ -322,8 +359,24 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.StepSize) }},
 	{name: "warmup", usage: "epochs of linear learning-rate warm-up",
 		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Warmup) }},
-	{name: "optimizer", usage: "sgd or rmsprop (TensorFlow's, decay 0.9, ε 1; overrides the preset)",
+	{name: "optimizer", usage: "sgd, rmsprop (TensorFlow's, decay 0.9, ε 1), adam or adamw (torch.optim's; --weight-decay is AdamW's decoupled decay; the preset's momentum does not apply) (overrides the preset)",
 		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Optim.Optimizer, "") }},
+	{name: "betas", usage: "adam/adamw: the moments' decay rates B1,B2 (default 0.9,0.999)",
+		bind: func(s *TrainSpec) pflag.Value { return betas{&s.Optim.Betas} }},
+	{name: "eps", usage: "adam/adamw: epsilon of the denominator (default 1e-8)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Eps, "0") }},
+	{name: "clip-grad-norm", usage: "scale each model's gradients to an L2 norm of at most this before every update (0: no clipping)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.ClipGradNorm, "0") }},
+	{name: "ema-decay", usage: "keep a moving average of the weights, e ← d·e + (1−d)·w after every step (timm's model EMA, e.g. 0.9998), evaluated every epoch and saved as model-ema.safetensors (0: none)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.EMADecay, "0") }},
+	{name: "val-fraction", usage: "hold out this class-stratified, seeded part of the training set for validation: evaluated every epoch, the best epoch's weights kept (model-best.safetensors) and tested once at the end (0: none)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.ValFraction, "0") }},
+	{name: "select", usage: "with --val-fraction: the validation metric that picks the best epoch: top1, top5 or loss (of the moving average with --ema-decay)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Select, "top1") }},
+	{name: "patience", usage: "with --val-fraction: stop after this many epochs without a better validation metric (0: train every epoch)",
+		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Patience) }},
+	{name: "test-every-epoch", usage: "with --val-fraction: evaluate the test set every epoch too (else only once, on the selected weights)",
+		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.TestEveryEpoch) }},
 	{name: "checkpoint-every", exec: true, usage: "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.CheckpointEvery) }},
 	{name: "resume", exec: true, usage: "continue the run in --out from its checkpoint",
@@ -470,6 +523,30 @@ func (m milestones) Set(s string) error {
 	ms, err := trainer.ParseMilestones(s)
 	if err == nil {
 		*m.p = ms
+	}
+	return err
+}
+
+// betas is --betas B1,B2 (nil until given), parsed as the trainer parses
+// a preset's override.
+type betas struct{ p *[]float64 }
+
+func (b betas) Given() bool  { return *b.p != nil }
+func (b betas) Type() string { return "string" }
+func (b betas) String() string {
+	if *b.p == nil {
+		return ""
+	}
+	parts := make([]string, len(*b.p))
+	for i, x := range *b.p {
+		parts[i] = formatFloat(x)
+	}
+	return strings.Join(parts, ",")
+}
+func (b betas) Set(s string) error {
+	o, err := trainer.ParseOverrides(map[string]string{"betas": s})
+	if err == nil {
+		*b.p = o.Betas
 	}
 	return err
 }

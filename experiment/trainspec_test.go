@@ -93,6 +93,12 @@ func TestTrainSpecConfig(t *testing.T) {
 			func(c *simstore.RunConfig) { c.Source, c.Args = "", map[string]string{"similarity-key": "sim/x"} }},
 		{"a matrix a strategy does not use is no setting", []string{"--matrix", "s.npy"}, false,
 			func(c *simstore.RunConfig) { c.Source = "" }},
+		{"optimiser and model selection", []string{"--optimizer", "adamw", "--betas", "0.9,0.99", "--eps", "1e-7", "--clip-grad-norm", "1",
+			"--ema-decay", "0.999", "--val-fraction", "0.1", "--select", "loss", "--patience", "3", "--test-every-epoch"}, true,
+			func(c *simstore.RunConfig) {
+				c.Args = map[string]string{"optimizer": "adamw", "betas": "0.9,0.99", "eps": "1e-07", "clip-grad-norm": "1", "ema-decay": "0.999",
+					"val-fraction": "0.1", "select": "loss", "patience": "3", "test-every-epoch": "true"}
+			}},
 		{"params merge", []string{"--param", "epsilon=0.9", "--param", "per-step=true"}, true,
 			func(c *simstore.RunConfig) { c.Params["per-step"] = "true" }},
 		{"init and its skips", []string{"--init", "w.safetensors", "--init-skip", "fc,head", "--init-skip", "aux"}, true,
@@ -133,6 +139,7 @@ func TestBindTrainFlags(t *testing.T) {
 		{"--seed x", `invalid argument "x" for "--seed" flag: invalid syntax`},
 		{"--milestones 3,-1", "want positive epochs"},
 		{"--param noequals", "want NAME=VALUE"},
+		{"--betas 0.9", "want two numbers like 0.9,0.999"},
 	} {
 		s := NewTrainSpec()
 		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
@@ -150,6 +157,9 @@ func TestBindTrainFlags(t *testing.T) {
 		{[]string{"--precision", "fp8"}, `--precision "fp8": want fp32, bf16 or fp16`},
 		{[]string{"--nproc", "0"}, "--nproc 0: want ≥ 1"},
 		{[]string{"--log-every", "-1"}, "--log-every -1"},
+		{[]string{"--val-fraction", "1"}, "--val-fraction 1: want 0 ≤ fraction < 1"},
+		{[]string{"--patience", "3"}, "--select, --patience and --test-every-epoch need --val-fraction"},
+		{[]string{"--val-fraction", "0.1", "--select", "top3"}, `--select "top3": want top1, top5 or loss`},
 	} {
 		s := parseTrain(t, tc.args...)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -345,3 +345,46 @@ func TestShardedEvaluationMatchesOneProcess(t *testing.T) {
 		t.Errorf("bf16 and fp32 test losses differ by %g only: the test cannot tell them apart", d)
 	}
 }
+
+// TestDataParallelSelection: two ranks with AdamW, a moving average of the
+// weights and a validation split select the epochs one process selects and
+// report its figures.
+func TestDataParallelSelection(t *testing.T) {
+	config := func(dir string) Config {
+		c := testConfig(t, dir)
+		c.Model = "cnn:channels=4x8,fc=16,bn=0" // no batch norm: the ranks compute what one process does
+		c.Optim.Optimizer, c.Optim.Momentum, c.Optim.Nesterov = "adamw", 0, false
+		c.Optim.Schedule.LR, c.Optim.EMADecay, c.Optim.Epochs = 0.01, 0.5, 3
+		c.ValFraction, c.TestEveryEpoch = 0.25, true
+		return c
+	}
+	ref, err := Run(context.Background(), config(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	res, errs := runGroup(t, 2, func(r int) Config { return config(dirs[r]) })
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for r := range res {
+		got := res[r]
+		if got.Selection == nil || fmt.Sprint(got.Selection.Epochs) != fmt.Sprint(ref.Selection.Epochs) ||
+			got.Selection.ValExamples != ref.Selection.ValExamples {
+			t.Fatalf("rank %d: selection %+v, one process %+v", r, got.Selection, ref.Selection)
+		}
+		if math.Abs(got.Final[0].TestLoss-ref.Final[0].TestLoss) > 1e-5 || got.Final[0].TestTop1 != ref.Final[0].TestTop1 {
+			t.Errorf("rank %d: final %+v, one process %+v", r, got.Final[0], ref.Final[0])
+		}
+		for e := range ref.Epochs {
+			a, b := ref.Epochs[e], got.Epochs[e]
+			if math.Abs(a.Val[0].Loss-b.Val[0].Loss) > 1e-5 || math.Abs(a.EMA[0].Val.Loss-b.EMA[0].Val.Loss) > 1e-5 ||
+				math.Abs(a.EMA[0].Test.Loss-b.EMA[0].Test.Loss) > 1e-5 {
+				t.Errorf("rank %d epoch %d: validation %+v, moving average %+v %+v; one process %+v, %+v %+v", r, e+1,
+					b.Val[0], *b.EMA[0].Val, *b.EMA[0].Test, a.Val[0], *a.EMA[0].Val, *a.EMA[0].Test)
+			}
+		}
+	}
+}

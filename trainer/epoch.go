@@ -244,6 +244,13 @@ func (ep *epoch) batch(i int, b *Batch) error {
 	if r.scaler != nil {
 		r.scaler.Update(skipped > 0)
 	}
+	// The moving averages follow every step, also one fp16 skipped (as
+	// timm's training loop updates its ModelEmaV2).
+	for q, ema := range ep.peers.emas {
+		if err := ema.UpdateEMA(ep.peers.models[q], r.cfg.Optim.EMADecay); err != nil {
+			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", ep.stage.Name, e+1, i+1, err)
+		}
+	}
 	ep.p.Step++
 	ep.p.Images += int64(trained)
 	if ep.unread++; ep.unread >= r.cfg.MetricsEvery || ep.p.Step == ep.steps {
@@ -374,8 +381,10 @@ func (ep *epoch) canceled() error {
 	return fmt.Errorf("%w at stage %q epoch %d step %d: %w", ErrCanceled, ep.stage.Name, ep.p.Epoch+1, ep.p.Step, ctx.Err())
 }
 
-// evaluate evaluates every peer on the test set and returns the epoch's
-// metrics line.
+// evaluate evaluates every peer (and moving average) on the test set and
+// the validation split, keeps the weights model selection chooses, and
+// returns the epoch's metrics line. With a validation split the test set is
+// evaluated only with Config.TestEveryEpoch.
 func (ep *epoch) evaluate() (EpochMetrics, error) {
 	r, s, e, p := ep.r, ep.p.Stage, ep.p.Epoch, ep.p
 	lr := r.cfg.Optim.Schedule.At(e, float64(ep.steps-1)/float64(ep.steps), ep.stage.Epochs) // at the last step
@@ -386,11 +395,27 @@ func (ep *epoch) evaluate() (EpochMetrics, error) {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}
 	k := len(ep.peers.models)
+	tested := r.val == nil || r.cfg.TestEveryEpoch
+	// on evaluates m on set, counting the images evaluated.
+	images := 0
+	on := func(m *torch.Model, set *evalSet) (PeerMetrics, error) {
+		pm, err := r.evaluate(ep.ctx, m, set)
+		if set.indices != nil {
+			images += len(set.indices)
+		} else {
+			images += set.ds.Len()
+		}
+		return pm, err
+	}
 	te := time.Now()
 	for q, m := range ep.peers.models {
-		pm, err := r.evaluate(ep.ctx, m, r.test)
-		if err != nil {
-			return EpochMetrics{}, err
+		var pm PeerMetrics
+		var err error
+		if tested {
+			if pm, err = on(m, r.test); err != nil {
+				return EpochMetrics{}, err
+			}
+			em.Top1, em.Top5 = append(em.Top1, pm.TestTop1), append(em.Top5, pm.TestTop5)
 		}
 		if a := p.Acc[q]; a.Seen > 0 {
 			pm.TrainLoss, pm.TrainTop1 = a.Loss/float64(a.Seen), float64(a.Correct)/float64(a.Seen)
@@ -398,14 +423,44 @@ func (ep *epoch) evaluate() (EpochMetrics, error) {
 		if q == 0 {
 			em.PeerMetrics = pm
 		}
-		em.Top1, em.Top5 = append(em.Top1, pm.TestTop1), append(em.Top5, pm.TestTop5)
 		if k > 1 {
 			em.Peers = append(em.Peers, pm)
+		}
+		if r.val != nil {
+			v, err := on(m, r.val)
+			if err != nil {
+				return EpochMetrics{}, err
+			}
+			em.Val = append(em.Val, heldOut(v))
+		}
+		if ep.peers.emas != nil {
+			var ea EMAMetrics
+			for _, set := range []*evalSet{r.test, r.val} {
+				if set == nil || (set == r.test && !tested) {
+					continue
+				}
+				v, err := on(ep.peers.emas[q], set)
+				if err != nil {
+					return EpochMetrics{}, err
+				}
+				h := heldOut(v)
+				if set == r.test {
+					ea.Test = &h
+				} else {
+					ea.Val = &h
+				}
+			}
+			em.EMA = append(em.EMA, ea)
 		}
 	}
 	em.EvalSeconds = time.Since(te).Seconds()
 	if em.EvalSeconds > 0 {
-		em.EvalImgPerSec = float64(k*r.cfg.Test.Len()) / em.EvalSeconds
+		em.EvalImgPerSec = float64(images) / em.EvalSeconds
+	}
+	if r.sel != nil && s == len(r.stages)-1 {
+		if err := r.sel.observe(&em, ep.peers); err != nil {
+			return EpochMetrics{}, err
+		}
 	}
 	return em, nil
 }

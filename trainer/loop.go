@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,8 +39,13 @@ type runner struct {
 	engine *torch.Engine
 	u8     bool
 	scaler *GradScaler
-	// test is the test set and the engine evaluating on it.
-	test *evalSet
+	// test is the test set and the engine evaluating on it; val the
+	// validation split (nil without one), and sel the model selection on it.
+	test, val *evalSet
+	sel       *selector
+	// final holds the test figures of the selected weights (model
+	// selection), per peer.
+	final []PeerMetrics
 }
 
 // openEngine creates the run's engine (after the checkpoint, whose loss
@@ -113,6 +119,7 @@ func (r *runner) close() {
 	}
 	r.engine.Close()
 	r.test.close()
+	r.val.close()
 }
 
 // mix derives a seed from the run's seed and a position (splitmix64).
@@ -129,10 +136,12 @@ func mix(vals ...int64) uint64 {
 	return x
 }
 
-// peerSet is the models of the running stage.
+// peerSet is the models of the running stage, and with Optim.EMADecay the
+// moving averages of their weights.
 type peerSet struct {
 	models []*torch.Model
 	optims []*torch.Optimizer
+	emas   []*torch.Model
 }
 
 func (p *peerSet) close() {
@@ -140,6 +149,9 @@ func (p *peerSet) close() {
 		o.Close()
 	}
 	for _, m := range p.models {
+		m.Close()
+	}
+	for _, m := range p.emas {
 		m.Close()
 	}
 }
@@ -191,19 +203,74 @@ func (r *runner) buildPeers(stage int) (*peerSet, error) {
 			}
 		}
 		var opt *torch.Optimizer
-		if o.Optimizer == "rmsprop" {
+		switch {
+		case o.Optimizer == "rmsprop":
 			decay, eps := o.rms()
 			opt, err = torch.NewRMSProp(m, decay, eps, o.Momentum, o.WeightDecay)
-		} else {
+		case o.adam():
+			opt, err = torch.NewAdam(m, o.adamOptions())
+		default:
 			opt, err = torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
 		}
+		if err == nil && o.ClipNorm > 0 {
+			err = opt.SetClipNorm(o.ClipNorm)
+		}
 		if err != nil {
+			opt.Close() // (nil when it was not created)
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 		ps.optims = append(ps.optims, opt)
 	}
+	if o.EMADecay > 0 {
+		// After every peer (the generator's draws for the peers stay those
+		// of a run without averages): copies of the peers' weights.
+		for k, m := range ps.models {
+			ema, err := r.copyModel(stage, k, m)
+			if err != nil {
+				ps.close()
+				return nil, err
+			}
+			ps.emas = append(ps.emas, ema)
+		}
+	}
 	return ps, nil
+}
+
+// copyModel returns a new model of the stage's architecture (peer k's
+// spec) holding m's weights, in the run's memory format.
+func (r *runner) copyModel(stage, k int, m *torch.Model) (*torch.Model, error) {
+	st, err := m.State()
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	return r.modelWith(stage, k, st)
+}
+
+// modelWith returns a new model of the stage's architecture (peer k's
+// spec) holding the state st, in the run's memory format.
+func (r *runner) modelWith(stage, k int, st []torch.Named) (*torch.Model, error) {
+	spec := r.specs[stage]
+	spec.Reinit = spec.Script != "" && k > 0
+	c, err := torch.NewModel(spec, r.cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	byName := make(map[string]torch.Named, len(st))
+	for _, n := range st {
+		byName[n.Name] = n
+	}
+	if err := c.LoadState(byName); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if r.cfg.ChannelsLast {
+		if err := c.ChannelsLast(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // position is where a run stands; a checkpoint stores it.
@@ -243,44 +310,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	var peers *peerSet
 	for s := pos.Stage; s < len(r.stages); s++ {
 		var err error
-		if peers, err = r.newPeers(s); err != nil {
+		if peers, err = r.runStage(ctx, s, pos, resumed); err != nil {
 			return nil, err
-		}
-		if resumed != nil && s == pos.Stage {
-			if err := resumed.restorePeers(peers); err != nil {
-				peers.close()
-				return nil, err
-			}
-		}
-		if err := r.syncPeers(peers); err != nil {
-			peers.close()
-			return nil, err
-		}
-		start := 0
-		if s == pos.Stage {
-			start = pos.Epoch
-		}
-		for e := start; e < r.stages[s].Epochs; e++ {
-			p := position{Stage: s, Epoch: e}
-			if s == pos.Stage && e == pos.Epoch {
-				p = pos
-			}
-			if err := r.runEpoch(ctx, peers, p); err != nil {
-				peers.close()
-				return nil, err
-			}
-			last := e == r.stages[s].Epochs-1
-			every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
-			if last || every {
-				next := position{Stage: s, Epoch: e + 1}
-				if last {
-					next = position{Stage: s + 1}
-				}
-				if err := r.saveCheckpoint(peers, next, last); err != nil {
-					peers.close()
-					return nil, err
-				}
-			}
 		}
 		if s < len(r.stages)-1 {
 			// Keep peer 0 as the stage's final model (teacher, features).
@@ -291,6 +322,74 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	defer peers.close()
 	return r.finish(peers)
+}
+
+// runStage trains stage s, from pos when the run resumed inside it, and
+// returns its peers.
+func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *checkpoint) (_ *peerSet, err error) {
+	peers, err := r.newPeers(s)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			peers.close()
+		}
+	}()
+	if resumed != nil && s == pos.Stage {
+		if err := resumed.restorePeers(peers); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.syncPeers(peers); err != nil {
+		return nil, err
+	}
+	start := 0
+	if s == pos.Stage {
+		start = pos.Epoch
+	}
+	// With model selection the last stage ends with an evaluation of the
+	// selected weights: its last epoch's checkpoint is not yet the run's end.
+	selecting := r.sel != nil && s == len(r.stages)-1
+	for e := start; e < r.stages[s].Epochs && !(selecting && r.sel.stopped > 0); e++ {
+		p := position{Stage: s, Epoch: e}
+		if s == pos.Stage && e == pos.Epoch {
+			p = pos
+		}
+		if err := r.runEpoch(ctx, peers, p); err != nil {
+			return nil, err
+		}
+		if selecting && r.sel.stop(e+1) {
+			r.sel.stopped = e + 1
+		}
+		last := e == r.stages[s].Epochs-1 || (selecting && r.sel.stopped > 0)
+		every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
+		if last || every {
+			next := position{Stage: s, Epoch: e + 1}
+			done := last && !selecting
+			if done {
+				next = position{Stage: s + 1}
+			}
+			if err := r.saveCheckpoint(peers, next, done); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if selecting {
+		final, err := r.testSelected(ctx, s)
+		if err != nil && ctx.Err() != nil {
+			// The checkpoint of the last epoch resumes at this evaluation.
+			return nil, fmt.Errorf("%w at the test of the selected weights: %w", ErrCanceled, ctx.Err())
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.final = final
+		if err := r.saveCheckpoint(peers, position{Stage: s + 1}, true); err != nil {
+			return nil, err
+		}
+	}
+	return peers, nil
 }
 
 func (r *runner) finish(peers *peerSet) (*Result, error) {
@@ -304,21 +403,59 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 			res.Final = []PeerMetrics{last.PeerMetrics}
 		}
 		res.Top1, res.Top5 = last.Top1, last.Top5
+		if r.final == nil {
+			for _, e := range last.EMA {
+				if e.Test != nil {
+					res.EMA = append(res.EMA, *e.Test)
+				}
+			}
+		}
+	}
+	if r.final != nil {
+		res.Final, res.Top1, res.Top5 = r.final, nil, nil
+		for _, pm := range r.final {
+			res.Top1, res.Top5 = append(res.Top1, pm.TestTop1), append(res.Top5, pm.TestTop5)
+		}
+		res.Selection = r.selection()
 	}
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
-	for k, m := range peers.models {
-		name := "model.safetensors"
+	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
+	// further peers).
+	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
+		name := "model" + kind
 		if k > 0 {
-			name = fmt.Sprintf("model-peer%d.safetensors", k)
+			name += fmt.Sprintf("-peer%d", k)
 		}
-		path := filepath.Join(r.cfg.Out, name)
-		if err := writeWeights(path, m, r.id); err != nil {
+		path := filepath.Join(r.cfg.Out, name+".safetensors")
+		return path, writeWeights(path, s, id)
+	}
+	for k, m := range peers.models {
+		path, err := weights("", k, m, r.id)
+		if err != nil {
 			return nil, err
 		}
 		if k == 0 {
 			res.Weights = path
+		}
+	}
+	for k, m := range peers.emas {
+		if _, err := weights("-ema", k, m, r.id); err != nil {
+			return nil, err
+		}
+	}
+	if r.final != nil {
+		for k, b := range r.sel.best {
+			id := maps.Clone(r.id)
+			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
+			path, err := weights("-best", k, namedState(b.state), id)
+			if err != nil {
+				return nil, err
+			}
+			if k == 0 {
+				res.Weights = path
+			}
 		}
 	}
 	if !r.cfg.NoCheckpoint {

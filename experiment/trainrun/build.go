@@ -108,6 +108,9 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		// TensorBoard event files and metrics.csv beside metrics.jsonl.
 		Sink: &runlog.Log{Dir: e.Out, Every: e.LogEvery},
 	}
+	if vf, metric, patience, every := spec.Selection(); vf != 0 {
+		cfg.ValFraction, cfg.SelectMetric, cfg.Patience, cfg.TestEveryEpoch = vf, metric, patience, every
+	}
 	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, Config: cfg}, nil
 }
 

@@ -6,7 +6,10 @@
 // TensorBoard tags: train/loss, train/top1, train/lr, train/img_per_s
 // every N steps (means over the steps since the previous point); per
 // epoch epoch/train_loss, epoch/train_top1, epoch/test_loss,
-// epoch/test_top1, epoch/test_top5, epoch/lr, epoch/target_entropy,
+// epoch/test_top1, epoch/test_top5 (in the epochs that evaluate the test
+// set), epoch/val_loss, epoch/val_top1, epoch/val_top5 (with a validation
+// split), epoch/ema_test_top1, epoch/ema_val_top1 (with a moving average),
+// epoch/best_epoch (model selection's), epoch/lr, epoch/target_entropy,
 // epoch/img_per_s and epoch/epoch, at the epoch's last step; other peers'
 // figures as epoch/peerK/…; with several stages each tag starts with the
 // stage's name. Steps count every optimiser step of the run.
@@ -94,20 +97,63 @@ func (l *Log) Step(m trainer.StepMetrics) error {
 	return l.tb.Flush()
 }
 
+// figure is one named value of an epoch; ok is false where the epoch has
+// none (no test in an epoch of model selection, no validation split).
+type figure struct {
+	name string
+	v    float64
+	ok   bool
+}
+
+// peerFigures are peer k's figures of em (peer 0's are em's own).
+func peerFigures(em trainer.EpochMetrics, k int) []figure {
+	p := em.PeerMetrics
+	if k > 0 {
+		p = em.Peers[k]
+	}
+	tested := em.Tested()
+	f := []figure{{"train_loss", p.TrainLoss, true}, {"train_top1", p.TrainTop1, true},
+		{"test_loss", p.TestLoss, tested}, {"test_top1", p.TestTop1, tested}, {"test_top5", p.TestTop5, tested}}
+	var val trainer.HeldOut
+	hasVal := k < len(em.Val)
+	if hasVal {
+		val = em.Val[k]
+	}
+	f = append(f, figure{"val_loss", val.Loss, hasVal}, figure{"val_top1", val.Top1, hasVal}, figure{"val_top5", val.Top5, hasVal})
+	var emaTest, emaVal trainer.HeldOut
+	var hasEMATest, hasEMAVal bool
+	if k < len(em.EMA) {
+		if t := em.EMA[k].Test; t != nil {
+			emaTest, hasEMATest = *t, true
+		}
+		if v := em.EMA[k].Val; v != nil {
+			emaVal, hasEMAVal = *v, true
+		}
+	}
+	f = append(f, figure{"ema_test_top1", emaTest.Top1, hasEMATest}, figure{"ema_val_top1", emaVal.Top1, hasEMAVal})
+	var best float64
+	hasBest := k < len(em.Best)
+	if hasBest {
+		best = float64(em.Best[k])
+	}
+	return append(f, figure{"best_epoch", best, hasBest})
+}
+
 // Epoch implements trainer.MetricsSink.
 func (l *Log) Epoch(em trainer.EpochMetrics) error {
 	t := func(name string) string { return l.tag(em.Stage, "epoch/"+name) }
-	vals := []tensorboard.Scalar{
-		{Tag: t("train_loss"), Value: em.TrainLoss}, {Tag: t("train_top1"), Value: em.TrainTop1},
-		{Tag: t("test_loss"), Value: em.TestLoss}, {Tag: t("test_top1"), Value: em.TestTop1}, {Tag: t("test_top5"), Value: em.TestTop5},
-		{Tag: t("lr"), Value: em.LR}, {Tag: t("target_entropy"), Value: em.TargetEntropy},
-		{Tag: t("img_per_s"), Value: em.ImgPerSec}, {Tag: t("epoch"), Value: float64(em.Epoch)},
-	}
-	for k := 1; k < len(em.Peers); k++ {
-		p, peer := em.Peers[k], "peer"+strconv.Itoa(k+1)+"/"
-		vals = append(vals, tensorboard.Scalar{Tag: t(peer + "train_loss"), Value: p.TrainLoss},
-			tensorboard.Scalar{Tag: t(peer + "train_top1"), Value: p.TrainTop1}, tensorboard.Scalar{Tag: t(peer + "test_loss"), Value: p.TestLoss},
-			tensorboard.Scalar{Tag: t(peer + "test_top1"), Value: p.TestTop1}, tensorboard.Scalar{Tag: t(peer + "test_top5"), Value: p.TestTop5})
+	vals := []tensorboard.Scalar{{Tag: t("lr"), Value: em.LR}, {Tag: t("target_entropy"), Value: em.TargetEntropy},
+		{Tag: t("img_per_s"), Value: em.ImgPerSec}, {Tag: t("epoch"), Value: float64(em.Epoch)}}
+	for k := 0; k < max(len(em.Peers), 1); k++ {
+		peer := ""
+		if k > 0 {
+			peer = "peer" + strconv.Itoa(k+1) + "/"
+		}
+		for _, f := range peerFigures(em, k) {
+			if f.ok {
+				vals = append(vals, tensorboard.Scalar{Tag: t(peer + f.name), Value: f.v})
+			}
+		}
 	}
 	if err := l.tb.Scalars(em.GlobalStep, vals...); err != nil {
 		return err
@@ -127,24 +173,26 @@ func (l *Log) Close() error {
 	return l.tb.Close()
 }
 
-// csvColumns are the CSV's columns of peer 0; further peers add theirs
-// as peerK_train_loss, ….
-var csvColumns = []string{"stage", "epoch", "global_step", "lr", "train_loss", "train_top1", "test_loss", "test_top1", "test_top5",
-	"target_entropy", "img_per_s", "seconds", "eval_seconds"}
-
-var peerColumns = []string{"train_loss", "train_top1", "test_loss", "test_top1", "test_top5"}
-
 // writeCSV rewrites metrics.csv from the epochs so far (atomically: a
-// crash leaves the old or the new table).
+// crash leaves the old or the new table). Its columns: stage, epoch,
+// global_step, lr, target_entropy, img_per_s, seconds, eval_seconds, then
+// peer 0's figures (train_loss, train_top1, test_loss, test_top1,
+// test_top5, val_loss, val_top1, val_top5, ema_test_top1, ema_val_top1,
+// best_epoch; empty where an epoch has none), then further peers' as
+// peerK_train_loss, ….
 func (l *Log) writeCSV() error {
 	peers := 1
 	for _, em := range l.epochs {
 		peers = max(peers, len(em.Peers))
 	}
-	header := append([]string(nil), csvColumns...)
-	for k := 2; k <= peers; k++ {
-		for _, c := range peerColumns {
-			header = append(header, "peer"+strconv.Itoa(k)+"_"+c)
+	names := peerFigures(trainer.EpochMetrics{}, 0)
+	header := []string{"stage", "epoch", "global_step", "lr", "target_entropy", "img_per_s", "seconds", "eval_seconds"}
+	for k := range peers {
+		for _, f := range names {
+			if k > 0 {
+				f.name = "peer" + strconv.Itoa(k+1) + "_" + f.name
+			}
+			header = append(header, f.name)
 		}
 	}
 	var buf bytes.Buffer
@@ -153,15 +201,19 @@ func (l *Log) writeCSV() error {
 	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	for _, em := range l.epochs {
 		row := []string{em.Stage, strconv.Itoa(em.Epoch), strconv.FormatInt(em.GlobalStep, 10), num(em.LR),
-			num(em.TrainLoss), num(em.TrainTop1), num(em.TestLoss), num(em.TestTop1), num(em.TestTop5),
 			num(em.TargetEntropy), num(em.ImgPerSec), num(em.Seconds), num(em.EvalSeconds)}
-		for k := 1; k < peers; k++ {
-			if k >= len(em.Peers) {
-				row = append(row, "", "", "", "", "")
+		for k := range peers {
+			if k > 0 && k >= len(em.Peers) {
+				row = append(row, make([]string, len(names))...) // a stage with fewer peers
 				continue
 			}
-			p := em.Peers[k]
-			row = append(row, num(p.TrainLoss), num(p.TrainTop1), num(p.TestLoss), num(p.TestTop1), num(p.TestTop5))
+			for _, f := range peerFigures(em, k) {
+				if f.ok {
+					row = append(row, num(f.v))
+				} else {
+					row = append(row, "")
+				}
+			}
 		}
 		w.Write(row)
 	}

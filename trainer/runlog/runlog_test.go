@@ -92,10 +92,17 @@ func TestStepPointsByHand(t *testing.T) {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
+	// An epoch of model selection that evaluated the test set, and one that
+	// did not (no test figures then, rather than zeros).
 	em := trainer.EpochMetrics{Stage: "sl", Epoch: 1, Steps: 3, GlobalStep: 3, LR: 0.3, TargetEntropy: 0.5,
-		PeerMetrics: trainer.PeerMetrics{TrainLoss: 1.5, TestTop1: 0.75, TestTop5: 1}}
-	if err := l.Epoch(em); err != nil {
-		t.Fatal(err)
+		PeerMetrics: trainer.PeerMetrics{TrainLoss: 1.5, TestTop1: 0.75, TestTop5: 1, TestLoss: 0.25}, Top1: []float64{0.75}, Top5: []float64{1},
+		Val: []trainer.HeldOut{{Top1: 0.625, Top5: 1, Loss: 0.5}}, Best: []int{1}}
+	untested := trainer.EpochMetrics{Stage: "sl", Epoch: 2, Steps: 3, GlobalStep: 6, LR: 0.1, PeerMetrics: trainer.PeerMetrics{TrainLoss: 1},
+		Val: []trainer.HeldOut{{Top1: 0.5, Top5: 1, Loss: 0.75}}, Best: []int{1}}
+	for _, e := range []trainer.EpochMetrics{em, untested} {
+		if err := l.Epoch(e); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -105,7 +112,7 @@ func TestStepPointsByHand(t *testing.T) {
 		t.Fatalf("%d event files", len(files))
 	}
 	ev := files[0]
-	if len(ev) != 4 || ev[0].FileVersion != "brain.Event:2" || ev[1].SessionLog != "START" || ev[1].Step != 0 {
+	if len(ev) != 5 || ev[0].FileVersion != "brain.Event:2" || ev[1].SessionLog != "START" || ev[1].Step != 0 {
 		t.Fatalf("events %+v", ev)
 	}
 	// Steps 1-2: (2·10 + 1·30)/40 = 1.25, hits (5 + 7.5)/40 = 0.3125.
@@ -115,14 +122,38 @@ func TestStepPointsByHand(t *testing.T) {
 		t.Errorf("step point %+v", p)
 	}
 	e := ev[3]
-	if e.Step != 3 || e.Scalars["epoch/train_loss"] != 1.5 || e.Scalars["epoch/test_top1"] != 0.75 || e.Scalars["epoch/epoch"] != 1 ||
-		e.Scalars["epoch/target_entropy"] != 0.5 || len(e.Scalars) != 9 {
+	if e.Step != 3 || e.Scalars["epoch/train_loss"] != 1.5 || e.Scalars["epoch/test_top1"] != 0.75 || e.Scalars["epoch/test_loss"] != 0.25 ||
+		e.Scalars["epoch/val_top1"] != 0.625 || e.Scalars["epoch/best_epoch"] != 1 || e.Scalars["epoch/epoch"] != 1 ||
+		e.Scalars["epoch/target_entropy"] != 0.5 || len(e.Scalars) != 13 {
 		t.Errorf("epoch point %+v", e)
 	}
+	if u := ev[4]; u.Step != 6 || u.Scalars["epoch/val_loss"] != 0.75 || len(u.Scalars) != 10 {
+		t.Errorf("an epoch without test: %+v", u)
+	} else if _, ok := u.Scalars["epoch/test_top1"]; ok {
+		t.Errorf("an epoch without test logs test figures: %+v", u)
+	}
 	rows := readCSV(t, dir)
-	if len(rows) != 2 || rows[0][0] != "stage" || rows[1][0] != "sl" || rows[1][2] != "3" || rows[1][7] != "0.75" {
+	col := columns(t, rows[0])
+	if len(rows) != 3 || rows[1][0] != "sl" || rows[1][col["global_step"]] != "3" || rows[1][col["test_top1"]] != "0.75" ||
+		rows[1][col["val_top1"]] != "0.625" || rows[2][col["test_top1"]] != "" || rows[2][col["val_loss"]] != "0.75" || rows[2][col["ema_val_top1"]] != "" {
 		t.Errorf("csv %q", rows)
 	}
+}
+
+// columns maps a CSV header's names to their indices.
+func columns(t *testing.T, header []string) map[string]int {
+	t.Helper()
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	for _, want := range []string{"stage", "epoch", "global_step", "lr", "train_loss", "train_top1", "test_loss", "test_top1", "test_top5",
+		"val_loss", "val_top1", "val_top5", "ema_test_top1", "ema_val_top1", "best_epoch", "target_entropy", "img_per_s", "seconds", "eval_seconds"} {
+		if _, ok := col[want]; !ok {
+			t.Errorf("csv header %q lacks %s", header, want)
+		}
+	}
+	return col
 }
 
 // sl is one-hot supervised learning for the run below.
@@ -187,10 +218,11 @@ func TestLogOfAResumedRun(t *testing.T) {
 	if len(rows) != 4 {
 		t.Fatalf("csv has %d rows, want a header and 3 epochs: %q", len(rows), rows)
 	}
+	col := columns(t, rows[0])
 	for i, em := range lines {
 		r := rows[i+1]
-		if r[1] != strconv.Itoa(em.Epoch) || r[2] != strconv.FormatInt(em.GlobalStep, 10) || r[7] != strconv.FormatFloat(em.TestTop1, 'g', -1, 64) ||
-			r[4] != strconv.FormatFloat(em.TrainLoss, 'g', -1, 64) {
+		if r[col["epoch"]] != strconv.Itoa(em.Epoch) || r[col["global_step"]] != strconv.FormatInt(em.GlobalStep, 10) ||
+			r[col["test_top1"]] != strconv.FormatFloat(em.TestTop1, 'g', -1, 64) || r[col["train_loss"]] != strconv.FormatFloat(em.TrainLoss, 'g', -1, 64) {
 			t.Errorf("csv row %d %q, metrics.jsonl %+v", i+1, r, em)
 		}
 	}

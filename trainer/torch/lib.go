@@ -37,7 +37,7 @@ func cstr(s string) (*C.char, func()) {
 
 // abiVersion is the LT_ABI_VERSION of the shim.h this binding was written
 // against.
-const abiVersion = 6
+const abiVersion = 7
 
 // shimABI asks the shim for its ABI version: lt_abi_version is one of the
 // two functions of shim.h that never change, so any shim answers it.

@@ -29,7 +29,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 6
+#define LT_ABI_VERSION 7
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -185,7 +185,7 @@ int32_t lt_pg_abort(lt_pg *g, const char *why, char **err);
 /* Overwrites the parameters and buffers (buffers_only: only the buffers)
    of m with rank 0's. */
 int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err);
-/* Overwrites the momentum buffers of o with rank 0's. */
+/* Overwrites the state of o (momentum buffers, moments) with rank 0's. */
 int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err);
 /* Sums v (n doubles) over the group, in place. */
 int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err);
@@ -284,6 +284,25 @@ int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_alloca
                          char **err);
 /* Build facts: 1 when the c10d part (dist.cpp) was compiled in. */
 int32_t lt_has_dist(void) LT_NOEXCEPT;
+
+/* ---- Adam, AdamW, gradient clipping, the weights' moving average
+   (optim.hpp): PyTorch 1.13's Python code op for op, bit-identical on the
+   same libtorch. */
+/* Adam (decoupled == 0: weight_decay*p added to the gradient) or AdamW
+   (decoupled != 0: p <- p*(1 - lr*weight_decay) first) over all parameters
+   of m: torch.optim.Adam/AdamW with amsgrad off. State: every parameter's
+   <param>.exp_avg, then every <param>.exp_avg_sq, then every <param>.step (a
+   float32 scalar on the CPU, as torch.optim keeps it, also for parameters
+   on a GPU; lt_pg_broadcast_optim leaves such CPU tensors out). */
+lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
+                            int32_t decoupled, char **err);
+/* Gradient clipping by norm before each update of o (max_norm <= 0: none):
+   torch.nn.utils.clip_grad_norm_(parameters, max_norm), after the fp16 loss
+   scale is undone and (data-parallel) the gradients are summed. */
+int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err);
+/* ema <- decay*ema + (1-decay)*m over every parameter and buffer: timm's
+   ModelEmaV2.update. Both models have the same state (names and shapes). */
+int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err);
 
 #ifdef __cplusplus
 }

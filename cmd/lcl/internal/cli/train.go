@@ -44,7 +44,15 @@ classifier at its initialisation, for another number of classes.
 The optimisation protocol is a preset (lcl models lists them; the default
 depends on the model) whose settings the flags --epochs --batch --lr
 --momentum --nesterov --weight-decay --schedule --milestones --gamma
---step-size --warmup --optimizer override.
+--step-size --warmup --optimizer --betas --eps --clip-grad-norm --ema-decay
+override (--optimizer adamw --lr 1e-3: torch.optim's AdamW).
+
+Model selection: --val-fraction F holds out a class-stratified part of the
+training set; every epoch reports its validation figures, the epoch with the
+best --select metric is kept (model-best.safetensors), --patience N stops
+early, and the test set is evaluated once, on the selected weights
+(--test-every-epoch also every epoch). The final figures and result.json's
+"selection" say which epoch's weights they are of.
 
 The run directory (--out) receives metrics.jsonl (one line per epoch),
 metrics.csv (the same as a table), TensorBoard event files (scalars per epoch
@@ -53,7 +61,9 @@ checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
 Ctrl-C), model.safetensors (final weights, torchvision names) and
 result.json. --resume continues a stopped run from its checkpoint to the same
 final metrics as an uninterrupted run; a checkpoint of another configuration
-is refused with the reason. The result is also stored in the store as a run.
+is refused with the reason. --resume with a larger --epochs continues a
+finished (or stopped) run to the new length, the learning-rate schedule
+recomputed for it. The result is also stored in the store as a run.
 
 --config FILE reads the run from a YAML file with the keys of a grid's cell
 (labels, data, model, fraction, strategy, source, params, seed, epochs,
@@ -71,6 +81,9 @@ waits for its peers. See docs/experiment.md.`,
   lcl train --data cifar100:/data/cifar-100-binary --model wrn-28-10 --preset wrn-cifar --device cuda --out runs/wrn
   lcl train --out runs/fm-cnn --resume ...same flags...
   lcl train --config run.yaml --out runs/from-file
+  lcl train --out runs/fm-cnn --resume --epochs 40 ...same flags...   # continue a finished 20-epoch run
+  lcl train --synsets fashion-mnist --model cnn --optimizer adamw --lr 1e-3 --weight-decay 0.05 \
+      --clip-grad-norm 1 --ema-decay 0.999 --val-fraction 0.1 --patience 5 --out runs/fm-adamw
   lcl train --data folder:/data/awa2 --model resnet50 --init resnet50.safetensors --init-skip fc --out runs/ft
   lcl train --data cifar100:/data/cifar-100-binary --model torchscript:mynet.pt --preset wrn-cifar --out runs/ts
   lcl train --synsets fashion-mnist --model cnn --nproc 2 --batch 256 --out runs/fm-cnn-ddp

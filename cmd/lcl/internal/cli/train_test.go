@@ -79,7 +79,13 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--preset", "nope"}, "unknown preset"},
 		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
 		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
-		{[]string{"train", "--data", synth, "--optimizer", "adam"}, "want sgd or rmsprop"},
+		{[]string{"train", "--data", synth, "--optimizer", "lamb"}, "want sgd, rmsprop, adam or adamw"},
+		{[]string{"train", "--data", synth, "--optimizer", "adamw", "--momentum", "0.9"}, "adamw has no momentum"},
+		{[]string{"train", "--data", synth, "--betas", "0.9"}, "--betas"},
+		{[]string{"train", "--data", synth, "--betas", "0.9,0.99"}, "settings of --optimizer adam or adamw"},
+		{[]string{"train", "--data", synth, "--patience", "3"}, "need --val-fraction"},
+		{[]string{"train", "--data", synth, "--val-fraction", "1"}, "--val-fraction 1"},
+		{[]string{"train", "--data", synth, "--val-fraction", "0.1", "--select", "auc"}, "--select"},
 		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "no Nesterov"},
 		{[]string{"eval"}, "--checkpoint"},
 		{[]string{"train", "--data", synth, "--model", "resnet5"}, `unknown model "resnet5"; did you mean resnet50`},
@@ -142,6 +148,41 @@ func TestTrainConfigFile(t *testing.T) {
 	os.WriteFile(cfg, []byte("data: x\nmodels: [cnn]\n"), 0o644)
 	if code, _, errs := runLCL(context.Background(), t, "train", "--config", cfg); code != 2 || !strings.Contains(errs, "line 2: field models not found") {
 		t.Errorf("bad config: exit %d, %s", code, errs)
+	}
+}
+
+// AdamW with clipping, a moving average and model selection runs end to
+// end: the summary and result.json say which epoch's weights were tested,
+// and the best and averaged weights are written.
+func TestTrainAdamWSelection(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	code, out, errs := runLCL(context.Background(), t, "--store", filepath.Join(dir, "store"), "train", "--data", synth,
+		"--model", "mlp:hidden=16", "--optimizer", "adamw", "--lr", "0.01", "--clip-grad-norm", "1", "--ema-decay", "0.9",
+		"--val-fraction", "0.25", "--select", "loss", "--epochs", "3", "--batch", "16", "--threads", "1", "--out", run)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	var res trainer.Result
+	if b, err := os.ReadFile(filepath.Join(run, "result.json")); err != nil || json.Unmarshal(b, &res) != nil || res.Selection == nil ||
+		res.Selection.Metric != "val_loss" || !res.Selection.EMA || res.Selection.ValExamples != 24 {
+		t.Fatalf("result.json: %v %+v", err, res.Selection)
+	}
+	if want := "(the moving average of the weights of epoch"; !strings.Contains(out, want) || !strings.Contains(errs, "val top-1") {
+		t.Errorf("output lacks %q or the validation figures:\n%s\n%s", want, out, errs)
+	}
+	for _, f := range []string{"model.safetensors", "model-ema.safetensors", "model-best.safetensors"} {
+		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// lcl eval of the run directory evaluates the selected weights: the
+	// figures the run reported.
+	code, out, errs = runLCL(context.Background(), t, "--json", "eval", "--checkpoint", run, "--threads", "1")
+	var ev map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ev) != nil || ev["test_top1"] != res.Final[0].TestTop1 ||
+		ev["checkpoint"] != filepath.Join(run, "model-best.safetensors") {
+		t.Errorf("eval: exit %d %s %s; the run reported %v", code, out, errs, res.Final[0].TestTop1)
 	}
 }
 
