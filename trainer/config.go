@@ -66,6 +66,9 @@ type Config struct {
 	Progress func(Progress)
 	// OnEpoch, when set, is called with each epoch's metrics.
 	OnEpoch func(EpochMetrics)
+	// Sink, when set, receives the figures the run logs (TensorBoard
+	// event files, a CSV: trainer/runlog) on the process that writes Out.
+	Sink MetricsSink
 	// ValFraction > 0 holds out a class-stratified, seeded part of the
 	// training set (TrainIndices) as a validation split: every peer (and
 	// moving average) is evaluated on it every epoch, and in the last stage

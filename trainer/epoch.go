@@ -39,6 +39,7 @@ type epoch struct {
 	t0      time.Time
 	done0   int     // steps done before this process took the epoch up
 	lr      float64 // of the last step
+	base    int64   // the run's optimiser steps before this epoch (every stage)
 	// unread counts the steps whose loss and hits are still on the device;
 	// first is the first of them (1-based).
 	unread, first int
@@ -78,7 +79,7 @@ func (r *runner) runEpoch(ctx context.Context, peers *peerSet, p position) error
 // newEpoch asks the planner for the epoch's plan and puts it in force.
 func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epoch, error) {
 	s, e := p.Stage, p.Epoch
-	ep := &epoch{r: r, ctx: ctx, peers: peers, stage: r.stages[s], p: p}
+	ep := &epoch{r: r, ctx: ctx, peers: peers, stage: r.stages[s], p: p, base: r.stepsBefore()}
 	plan, err := r.plan(ctx, s, e, 0)
 	if err != nil {
 		return nil, ep.errorf("%w", err)
@@ -348,6 +349,14 @@ func (ep *epoch) flush() error {
 			ep.stage.Name, e+1, at, l, ep.lr)
 	}
 	ep.first = p.Step + 1
+	if sk := r.sink(); sk != nil && mt.N > 0 {
+		if err := sk.Step(StepMetrics{Stage: ep.stage.Name, StageIndex: p.Stage, Epoch: e + 1, Step: p.Step,
+			GlobalStep: ep.base + int64(p.Step), LR: ep.lr, Loss: mt.LossSum[0] / float64(mt.N),
+			Top1: float64(mt.Correct[0]) / float64(mt.N), Examples: mt.N,
+			ImgPerSec: float64(p.Images) / (p.Seconds + time.Since(ep.t0).Seconds())}); err != nil {
+			return ep.errorf("metrics: %w", err)
+		}
+	}
 	if r.cfg.Progress != nil && p.Acc[0].Seen > 0 {
 		el := time.Since(ep.t0).Seconds()
 		done := p.Step - ep.done0
@@ -380,7 +389,8 @@ func (ep *epoch) evaluate() (EpochMetrics, error) {
 	r, s, e, p := ep.r, ep.p.Stage, ep.p.Epoch, ep.p
 	lr := r.cfg.Optim.Schedule.At(e, float64(ep.steps-1)/float64(ep.steps), ep.stage.Epochs) // at the last step
 	em := EpochMetrics{MessageType: "epoch", Stage: ep.stage.Name, StageIndex: s, Epoch: e + 1, Epochs: ep.stage.Epochs,
-		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: meanRowEntropy(ep.plan.Targets, r.cfg.Train.NumClasses())}
+		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: meanRowEntropy(ep.plan.Targets, r.cfg.Train.NumClasses()),
+		Steps: ep.steps, GlobalStep: ep.base + int64(ep.steps)}
 	if p.Seconds > 0 {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}

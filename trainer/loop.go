@@ -114,6 +114,9 @@ func (r *runner) close() {
 	if r.metrics != nil {
 		r.metrics.Close()
 	}
+	if s := r.sink(); s != nil {
+		s.Close()
+	}
 	r.engine.Close()
 	r.test.close()
 	r.val.close()
@@ -296,6 +299,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		r.history = ck.State.History
 	}
 	if err := r.openMetrics(resumed); err != nil {
+		return nil, err
+	}
+	if err := r.startSink(pos); err != nil {
 		return nil, err
 	}
 	if err := r.openEngine(resumed); err != nil {

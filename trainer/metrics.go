@@ -29,8 +29,12 @@ type EpochMetrics struct {
 	Epochs      int     `json:"epochs"`
 	LR          float64 `json:"lr"`
 	Images      int64   `json:"images"`
-	Seconds     float64 `json:"seconds"`   // this epoch's training (its steps, also across a resume)
-	ImgPerSec   float64 `json:"img_per_s"` // training images per second
+	// Steps are the epoch's optimiser steps; GlobalStep is the run's
+	// steps at its end, every stage counted (TensorBoard's step).
+	Steps      int     `json:"steps"`
+	GlobalStep int64   `json:"global_step"`
+	Seconds    float64 `json:"seconds"`   // this epoch's training (its steps, also across a resume)
+	ImgPerSec  float64 `json:"img_per_s"` // training images per second
 	// EvalSeconds is this epoch's evaluation of every peer on the test set,
 	// EvalImgPerSec the test images (times peers) per second of it.
 	EvalSeconds   float64       `json:"eval_seconds"`
@@ -214,13 +218,19 @@ func meanRowEntropy(t []float32, c int) float64 {
 	return h / float64(c)
 }
 
-// logEpoch appends em to metrics.jsonl (when this process writes one).
+// logEpoch appends em to metrics.jsonl (when this process writes one) and
+// gives it to the run's sink.
 func (r *runner) logEpoch(em EpochMetrics) error {
 	if r.metrics != nil {
 		b, _ := json.Marshal(em)
 		n, err := r.metrics.Write(append(b, '\n'))
 		r.metricsOff += int64(n)
 		if err != nil {
+			return fmt.Errorf("trainer: metrics: %w", err)
+		}
+	}
+	if s := r.sink(); s != nil {
+		if err := s.Epoch(em); err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
 		}
 	}

@@ -188,6 +188,22 @@ func TestRunWorkerDeathNamesRank(t *testing.T) {
 	}
 }
 
+// A worker that refuses its command line (exit 2) fails the group as a
+// usage error, without the advice to resume: nothing was trained.
+func TestRunWorkerUsageError(t *testing.T) {
+	script := `if [ "$RANK" = 0 ]; then echo "lcl: --fraction 2: want 0 < fraction ≤ 1" >&2; exit 2; fi; exec sleep 60`
+	err := Run(context.Background(), Options{Exe: "/bin/sh", Args: []string{"-c", script}, NProc: 2, Threads: 1, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+	var ue *UsageError
+	if !errors.As(err, &ue) || strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), "worker rank 0 of 2") {
+		t.Fatalf("error %v, want a usage error naming rank 0 and no --resume", err)
+	}
+	// Any other failure still says how to continue.
+	err = Run(context.Background(), Options{Exe: "/bin/sh", Args: []string{"-c", "exit 1"}, NProc: 2, Threads: 1, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+	if errors.As(err, &ue) || err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("a worker's failure: %v", err)
+	}
+}
+
 // Cancelling the context sends every worker SIGINT once; Run returns the
 // context's error after they exit.
 func TestRunCancelInterruptsWorkers(t *testing.T) {
