@@ -70,7 +70,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if n, err := torch.CUDADevices(); err != nil {
 		return err
 	} else if spec.Exec.Device != "cpu" && n == 0 {
-		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", spec.Exec.Device)
+		// Either a CPU-only libtorch, or a CUDA one on a machine whose GPU
+		// the driver does not show: the line names both.
+		return fmt.Errorf("--device %s: libtorch %s sees no CUDA device (a CPU-only build of it, or no GPU visible here: nvidia-smi, CUDA_VISIBLE_DEVICES; docs/trainer.md)", spec.Exec.Device, torch.Version())
 	}
 	r, err := trainrun.Open(spec, world)
 	if err != nil {
