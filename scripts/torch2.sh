@@ -115,6 +115,10 @@ make_root() {
 		exit 1
 	}
 	printf '%s\n' "$want" >"$root/.lcl-packages"
+	# Go's build cache does not see system headers: what cgo compiled
+	# against the old package set (a header that __has_include found
+	# missing, say) would be reused.
+	rm -rf "$root/root/.cache/go-build"
 }
 
 # The CUDA build (make test-torch2-cuda): Debian 13's libtorch-cuda-dev 2.6
