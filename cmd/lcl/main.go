@@ -6,10 +6,27 @@ import (
 	"os"
 
 	"github.com/lcl-project/lcl/cmd/lcl/internal/cli"
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 func main() {
+	// A parent process turns crashes no recover catches (a library's
+	// goroutine, a fatal runtime error) into exit status 70 with a report.
+	// A plugin serving its handshake must be the process its host started.
+	serving := len(os.Args) > 2 && os.Args[1] == "plugins" && os.Args[2] == "serve"
+	if code, ok := crash.Supervise(!serving, withOMPPolicy); ok {
+		os.Exit(code)
+	}
 	torch.ReexecWithOMPPolicy() // OpenMP reads OMP_WAIT_POLICY at load time
 	os.Exit(cli.Main(os.Args[1:]))
+}
+
+// withOMPPolicy sets OMP_WAIT_POLICY for the supervised lcl when it is
+// unset, so that it need not execute itself again (ReexecWithOMPPolicy).
+func withOMPPolicy(env []string) []string {
+	if _, set := os.LookupEnv("OMP_WAIT_POLICY"); set {
+		return env
+	}
+	return append(env, "OMP_WAIT_POLICY="+torch.DefaultOMPWaitPolicy)
 }

@@ -118,8 +118,11 @@ strategy (lcl train) → tables and plots (lcl report).`,
   0    success
   1    failure (bad input, missing data, a failed run); the message says which
   2    usage error (unknown command or flag, missing argument)
-  70   internal error: lcl panicked (a bug); one line names the file with the
-       full report ($XDG_STATE_HOME/lcl or ~/.local/state/lcl)
+  70   internal error: lcl panicked, or the Go runtime stopped it (a bug: a
+       fatal error, a library's goroutine that panicked); one line names the
+       file with the full report ($XDG_STATE_HOME/lcl or ~/.local/state/lcl).
+       lcl runs as a child of a small parent process that writes this report
+       and passes signals on
   130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
        Ctrl-C kills lcl at once`,
 	})
