@@ -134,14 +134,22 @@ func errOrDir(err error) error {
 	return errors.New("a directory")
 }
 
+// MaxOptionValue bounds every integer option of a model (a depth, a
+// width, a layer count): above it the network's description alone would
+// take gigabytes before its size could be estimated (depth=60000004), and
+// every architecture lcl knows stays far below it (ResNet-1202, widths of
+// 2048). What a smaller value makes too large for the machine Estimate
+// and CheckFits find.
+const MaxOptionValue = 1 << 14
+
 func (o Options) int(key string, def int) (int, error) {
 	v, ok := o[key]
 	if !ok {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("option %s=%q: want a positive integer", key, v)
+	if err != nil || n <= 0 || n > MaxOptionValue {
+		return 0, fmt.Errorf("option %s=%q: want a positive integer up to %d", key, v, MaxOptionValue)
 	}
 	return n, nil
 }
@@ -167,8 +175,8 @@ func (o Options) ints(key string, def []int) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(v, "x") {
 		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("option %s=%q: want sizes like 256x128", key, v)
+		if err != nil || n <= 0 || n > MaxOptionValue || len(out) >= 64 {
+			return nil, fmt.Errorf("option %s=%q: want up to 64 sizes like 256x128, each up to %d", key, v, MaxOptionValue)
 		}
 		out = append(out, n)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/models"
@@ -92,6 +93,13 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		if err := torch.SetCUDAFlags(true, o.TF32); err != nil {
 			return err
 		}
+	}
+	source := "--model " + model
+	if o.Model == "" {
+		source = fmt.Sprintf("%s: its lcl.model %q", bounded.Quote(path), model)
+	}
+	if err := checkFits(source, model, test, batchCheck{"--batch", o.Batch, false}); err != nil {
+		return err
 	}
 	c, h, w := test.Shape()
 	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})

@@ -79,6 +79,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return err
 	}
+	if err := checkFits("--model "+o.Model, o.Model, d.Train, batchCheck{"--batch", op.Batch, true}, batchCheck{"--eval-batch", o.EvalBatch, false}); err != nil {
+		return err
+	}
 	out := o.Out
 	if out == "" {
 		out = trainer.DefaultRunDir(data.Kind(spec), o.Model, o.Strategy, o.Seed)
