@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -420,6 +421,13 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	}
 	bs := r.cfg.Optim.Batch
 	steps := (len(indices) + bs - 1) / bs
+	world := 1
+	if g := r.cfg.Group; g != nil {
+		world = g.Size()
+	}
+	if err := p.check(steps, bs, world); err != nil { // a resumed position
+		return fmt.Errorf("trainer: %w %s: %v", ErrCheckpoint, bounded.Quote(filepath.Join(r.cfg.Out, checkpointName)), err)
+	}
 	if p.Acc == nil {
 		p.Acc = make([]accum, stage.Peers)
 	}

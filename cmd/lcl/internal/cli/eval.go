@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -123,6 +124,11 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		trainer.EvalOptions{Batch: o.Batch, Device: o.Device, Precision: prec, ChannelsLast: o.ChannelsLast})
 	if err != nil {
 		return err
+	}
+	if math.IsNaN(pm.TestLoss) || math.IsInf(pm.TestLoss, 0) {
+		// Not a result: broken weights or data (NaN compares false, so the
+		// accuracies mean nothing either).
+		return fmt.Errorf("%s on %s: the evaluation loss is %v: the weights or the data are not finite, so there is no result", bounded.Quote(path), spec, pm.TestLoss)
 	}
 	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device,
 		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}
