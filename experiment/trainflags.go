@@ -21,7 +21,7 @@ type TrainFlag struct {
 var execFlags = map[string]bool{
 	"device": true, "threads": true, "workers": true, "eval-batch": true, "checkpoint-every": true,
 	"out": true, "resume": true, "no-store": true, "nproc": true, "dist-timeout": true, "dist-backend": true, "dist-bind": true,
-	"require-pinned": true,
+	"require-pinned": true, "trust-model": true,
 	// The GPU path's settings of how a run computes (--precision changes
 	// what it computes, and stays).
 	"channels-last": true, "tf32": true, "cudnn-benchmark": true, "metrics-every": true,

@@ -18,7 +18,7 @@ import (
 type evalOptions struct {
 	Checkpoint, Data, Model, Device, Precision string
 	Threads, Batch, Workers                    int
-	TF32, ChannelsLast                         bool
+	TF32, ChannelsLast, TrustModel             bool
 }
 
 func newEvalCmd(f *Factory) *cobra.Command {
@@ -42,6 +42,7 @@ name others.`,
 	fl.StringVar(&o.Checkpoint, "checkpoint", "", "run directory, weights file or checkpoint (required)")
 	fl.StringVar(&o.Data, "data", "", "data set spec (default: the one the weights were trained on)")
 	fl.StringVar(&o.Model, "model", "", "architecture (default: the one recorded in the file)")
+	fl.BoolVar(&o.TrustModel, "trust-model", false, "let a TorchScript model call operators that reach the file system, the network or the terminal (see lcl train --help)")
 	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
 	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	fl.IntVar(&o.Batch, "batch", 256, "evaluation batch size")
@@ -103,7 +104,9 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		return err
 	}
 	c, h, w := test.Shape()
-	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
+	reg := models.Builtin()
+	reg.TrustScripts = o.TrustModel
+	ms, err := reg.Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lcl-project/lcl/internal/sysmem"
 	"github.com/lcl-project/lcl/trainer/data"
@@ -24,13 +25,15 @@ type batchCheck struct {
 // source names where the model came from in messages ("--model NAME").
 func checkFits(source, model string, ds data.Dataset, batches ...batchCheck) error {
 	c, h, w := ds.Shape()
-	spec, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: ds.NumClasses()})
-	if err != nil {
-		return fmt.Errorf("%s: %w", source, err)
-	}
-	z, err := models.Estimate(spec)
-	if err != nil {
-		return fmt.Errorf("%s: %w", source, err)
+	z := models.Size{Input: int64(c) * int64(h) * int64(w)}
+	if !strings.HasPrefix(model, models.ScriptPrefix) { // only libtorch can count a TorchScript model
+		spec, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: ds.NumClasses()})
+		if err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+		if z, err = models.Estimate(spec); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
 	}
 	avail, ok := sysmem.Total()
 	if !ok {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/binary"
 	"math"
 	"os"
@@ -88,5 +90,31 @@ func TestFilesCheckedBeforeRead(t *testing.T) {
 		if r.code != ExitFailure || !strings.Contains(r.err+r.out, c.want) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.name, r.code, r.out, r.err, c.want)
 		}
+	}
+}
+
+// A TorchScript file is refused, before libtorch loads it, when its code
+// calls torch.save (its __setstate__ would run while it loads), when
+// others can write it, and when its pinned digest differs (issue 23,
+// item 2); lcl train --help says it is a program.
+func TestTorchScriptTreatedAsPlugin(t *testing.T) {
+	dir := t.TempDir()
+	pt := filepath.Join(dir, "m.pt")
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, _ := zw.Create("m/code/__torch__.py")
+	w.Write([]byte("class M(Module):\n  def __setstate__(self, s):\n    torch.save(s, \"/tmp/x\")\n"))
+	zw.Close()
+	os.WriteFile(pt, b.Bytes(), 0o644)
+	r := cliRun(t, "train", "--data", synth, "--model", "torchscript:"+pt, "--no-store", "--out", filepath.Join(dir, "run"))
+	oneLineError(t, "a TorchScript model calling torch.save", r, pt, "m/code/__torch__.py:3 calls torch.save, which reaches the file system")
+	r = cliRun(t, "train", "--data", synth, "--model", "torchscript:"+pt+"@sha256:"+strings.Repeat("ab", 32), "--no-store", "--out", filepath.Join(dir, "run"))
+	oneLineError(t, "a pinned digest that differs", r, pt, "refused: its SHA-256 is ")
+	os.Chmod(pt, 0o664)
+	r = cliRun(t, "train", "--data", synth, "--model", "torchscript:"+pt, "--trust-model", "--no-store", "--out", filepath.Join(dir, "run"))
+	oneLineError(t, "a group-writable TorchScript file", r, pt, "is writable by its group")
+	r = cliRun(t, "train", "--help")
+	if !strings.Contains(r.out, "A TorchScript file is a program") || !strings.Contains(r.out, "--trust-model") {
+		t.Errorf("lcl train --help does not say a TorchScript file is a program:\n%s", r.out)
 	}
 }

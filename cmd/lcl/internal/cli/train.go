@@ -16,6 +16,7 @@ type trainOptions struct {
 	Fraction                                            float64
 	Seed                                                int64
 	Threads, Workers, EvalBatch, CheckpointEvery        int
+	TrustModel                                          bool
 	Resume, NoStore                                     bool
 	Init                                                string
 	InitSkip                                            []string
@@ -58,7 +59,13 @@ The architecture is --model: a name of lcl models with options
 (resnext101-32x8d, densenet:depth=100,growth=12, ...), or
 torchscript:FILE.pt, a module saved by torch.jit.script/trace, trained with
 every strategy (its penultimate features: its method "penultimate", else the
-input of its last linear layer). --init FILE.safetensors starts from existing
+input of its last linear layer). A TorchScript file is a program that runs as
+you (part of it while it loads): lcl refuses one that someone else owns or
+can write (as plugins), one whose digest differs from the one pinned with
+torchscript:FILE.pt@sha256:HEX, and one whose code calls an operator that
+reaches the file system, the network or the terminal (torch.save,
+torch.from_file, RPC, print, ...) unless --trust-model; it checks its logits
+in training and evaluation mode. --init FILE.safetensors starts from existing
 weights (lcl's model.safetensors, or a torchvision/timm state dict written as
 safetensors: docs/trainer.md), loaded strictly; --init-skip fc keeps the
 classifier at its initialisation, for another number of classes.
@@ -99,7 +106,8 @@ waits for its peers. See docs/experiment.md.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Synsets, "synsets", "", "label set of the data (fashion-mnist, cifar100, ...): the data kind when --data is a directory")
 	fl.StringVar(&o.Data, "data", "", "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)")
-	fl.StringVar(&o.Model, "model", "cnn", "architecture NAME[:key=value,...] (lcl models)")
+	fl.StringVar(&o.Model, "model", "cnn", "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]")
+	fl.BoolVar(&o.TrustModel, "trust-model", false, "let a TorchScript model call operators that reach the file system, the network or the terminal")
 	fl.StringVar(&o.Strategy, "strategy", "sl", "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin (lcl plugins list)")
 	o.strat.addParamFlags(fl)
 	fl.Float64Var(&o.Fraction, "fraction", 1, "part of the training set to use, class-stratified (0 < f ≤ 1)")

@@ -15,6 +15,7 @@ import (
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/launch"
+	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -112,8 +113,11 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	defer closePlanner()
 	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
 	maps.Copy(identity, pl.Identity())
+	reg := models.Builtin()
+	reg.TrustScripts = o.TrustModel
 	cfg := trainer.Config{
-		Out: out, Model: o.Model, Train: d.Train, Test: d.Test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: d.Indices,
+		Models: reg,
+		Out:    out, Model: o.Model, Train: d.Train, Test: d.Test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: d.Indices,
 		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
 		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: o.Resume && hasCheckpoint, Identity: identity,
 		Init: o.Init, InitSkip: o.InitSkip,
