@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
@@ -95,4 +96,41 @@ func Quote(name string) string {
 		}
 	}
 	return name
+}
+
+// Line makes s safe to print as one line of a terminal: every control
+// character (a newline, a carriage return, an escape sequence's ESC), and
+// every invisible or bidirectional formatting character, is written as its
+// Go escape (\n, \x1b, \u202e), so text from a file name or a file cannot
+// forge a line of lcl's output or rewrite the screen.
+func Line(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r != '\t' && r != ' ' && !unicode.IsGraphic(r) || r == utf8.RuneError || unicode.Is(unicode.Cf, r)
 }

@@ -69,3 +69,18 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestLine(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain: /a/b c.jpg\tok", "plain: /a/b c.jpg\tok"},
+		{"été", "été"},
+		{"x\nlcl: run finished OK", `x\nlcl: run finished OK`},
+		{"a\r\x1b[2Kb", `a\r\x1b[2Kb`},
+		{"bidi\u202etxt", `bidi\u202etxt`},
+		{"bad\xffbyte", `bad\xffbyte`},
+	} {
+		if got := Line(c.in); got != c.want {
+			t.Errorf("Line(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

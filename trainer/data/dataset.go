@@ -62,7 +62,7 @@ const maxWarnings = 10
 
 func newWarner(fn func(string)) *warner {
 	if fn == nil {
-		fn = func(msg string) { fmt.Fprintln(os.Stderr, "lcl: warning:", msg) }
+		fn = func(msg string) { fmt.Fprintln(os.Stderr, "lcl: warning:", bounded.Line(msg)) }
 	}
 	return &warner{fn: fn}
 }

@@ -194,7 +194,7 @@ func (f *Factory) Emit(typ string, v any) bool {
 // Logf prints an informational line on stderr unless --quiet.
 func (f *Factory) Logf(format string, a ...any) {
 	if !f.Quiet {
-		fmt.Fprintf(f.IO.Err, format+"\n", a...)
+		fmt.Fprintln(f.IO.Err, bounded.Line(fmt.Sprintf(format, a...)))
 	}
 }
 

@@ -118,3 +118,30 @@ func TestTorchScriptTreatedAsPlugin(t *testing.T) {
 		t.Errorf("lcl train --help does not say a TorchScript file is a program:\n%s", r.out)
 	}
 }
+
+// A file name holding a newline cannot forge a line of lcl's output: the
+// error is one line, the name quoted or escaped (issue 23, item 19: the
+// name printed raw put "lcl: run finished OK" on a line of its own).
+func TestFileNameCannotForgeALine(t *testing.T) {
+	dir := t.TempDir()
+	forged := filepath.Join(dir, "w\nlcl: run finished OK\n.safetensors")
+	if err := os.WriteFile(forged, []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"train", "--data", synth, "--model", "mlp", "--init", forged, "--no-store", "--out", filepath.Join(dir, "run")},
+		{"eval", "--checkpoint", forged},
+		{"plan", "--strategy", "lcl", "--matrix", forged, "--epochs", "1", "--out", t.TempDir()},
+	} {
+		r := cliRun(t, args...)
+		for _, l := range strings.Split(r.err, "\n") {
+			if l == "lcl: run finished OK" {
+				t.Errorf("%s: the file name forged a line: %q", args[0], r.err)
+			}
+		}
+		last := strings.Split(strings.TrimSpace(r.err), "\n")
+		if r.code != ExitFailure || !strings.Contains(last[len(last)-1], `w\nlcl: run finished OK\n.safetensors`) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and the name escaped on the error's line", args[0], r.code, r.err)
+		}
+	}
+}

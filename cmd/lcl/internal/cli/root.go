@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/plugins"
 )
@@ -66,10 +68,28 @@ func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factor
 			fmt.Fprintln(io.Err, "lcl: cancelled; work done so far is kept")
 		} else {
 			f.Emit("error", map[string]string{"error": err.Error()})
-			fmt.Fprintln(io.Err, "lcl:", err)
+			printError(io.Err, err)
 		}
 	}
 	return exitCode(err)
+}
+
+// printError prints err on one line, whatever file names or file contents
+// its message quotes (a name holding a newline cannot forge a line of
+// lcl's output), or, for an error made of lines (a grid's failures, each
+// with the end of its log), each of its lines so.
+func printError(w io.Writer, err error) {
+	var ml interface{ Lines() []string }
+	if !errors.As(err, &ml) {
+		fmt.Fprintln(w, "lcl:", bounded.Line(err.Error()))
+		return
+	}
+	for i, l := range ml.Lines() {
+		if i == 0 {
+			l = "lcl: " + l
+		}
+		fmt.Fprintln(w, bounded.Line(l))
+	}
 }
 
 // NewRootCmd builds the command tree.
