@@ -68,7 +68,9 @@ if [ "$mode" = gpu ]; then
 	dev=${DEVICE:-cuda:0}
 	budget=${LCL_GPUCHECK_BUDGET:-450}
 	threads=0
-	train_data="synthetic?n=4096&test=1024&classes=10&shape=3,64,64"
+	# signal=1: the labels can be learnt, so the step shows training on the
+	# device learns (32 steps: test top-1 well above chance), not only runs.
+	train_data="synthetic?n=8192&test=1024&classes=10&shape=3,64,64&signal=1"
 	train_model=resnet18 train_batch=256
 	r50=(--model resnet50:stem=imagenet --input "3,224,224" --classes 1000 --batch 256 --steps 12 --warmup 5)
 	r50_ref=(--model resnet50 --stem imagenet --size 224 --classes 1000 --batch 256 --steps 12 --warmup 5)
@@ -216,15 +218,23 @@ else
 	step shim-build 420 env PYTHON="$py" TORCH_INCLUDE=/usr/include TORCH_LIB=/usr/lib/x86_64-linux-gnu \
 		sh "$root/trainer/torch/build-shim.sh" /usr "$work/shim"
 fi
-if grep -q "built without data parallelism" "$logs/shim-build.log" 2>/dev/null; then
-	result shim-dist "no (dist.cpp did not compile: logs/shim-dist-compile.log)"
-else
-	result shim-dist yes
-fi
 [ -e "$work/shim/libltshim-dist.log" ] && cp "$work/shim/libltshim-dist.log" "$logs/shim-dist-compile.log"
+[ -e "$work/shim/libltshim-nccl.log" ] && cp "$work/shim/libltshim-nccl.log" "$logs/shim-nccl-compile.log"
 
 step info 60 "${lclx[@]}" bench info
 result info "$(tail -n 1 "$logs/info.log")"
+# The data-parallel backends the shim was built with (build-shim.sh: Gloo
+# where the libtorch has its headers, NCCL where nccl.h is found).
+backends=$("$py" -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): print(",".join(json.loads(l).get("dist_backends") or []))' "$logs/info.log" 2>/dev/null | tail -n 1)
+if grep -q "built without data parallelism" "$logs/shim-build.log" 2>/dev/null; then
+	result shim-dist "none (dist.cpp did not compile: logs/shim-dist-compile.log)"
+elif [ -n "$backends" ]; then
+	result shim-dist "$backends"
+else
+	result shim-dist "none"
+fi
 
 # ---- 3. train on the device, evaluate on the CPU and the device ------------
 
@@ -232,6 +242,11 @@ step train 240 "${lclx[@]}" train --data "$train_data" --model "$train_model" --
 	--device "$dev" --precision bf16 --channels-last --out "$work/run" --no-store --json --quiet \
 	--eval-batch 256 "${thr[@]}"
 result train-top1 "$(pct "$(jget "$logs/train.log" final.test_top1)")"
+if [ "$mode" = gpu ]; then
+	result train-learns "$(awk -v a="$(jget "$logs/train.log" final.test_top1)" 'BEGIN { if (a == "n/a") print "n/a"; else print (a >= 0.5 ? "yes" : "NO") " (test top-1 >= 50 %, chance 10 %)" }')"
+else
+	result train-learns "not checked (--cpu: too few steps)"
+fi
 result train-imgs "$(num "$(jget "$logs/train.log" epochs.img_per_s)")"
 step eval-cpu 180 "${lclx[@]}" eval --checkpoint "$work/run" --device cpu --json --batch 256 "${thr[@]}"
 step eval-gpu 120 "${lclx[@]}" eval --checkpoint "$work/run" --device "$dev" --json --batch 256 "${thr[@]}"
@@ -293,8 +308,8 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 	echo
 	echo "| check | result |"
 	echo "|---|---|"
-	echo "| shim build against this PyTorch | $(get status:shim-build) in $(get time:shim-build); c10d part: $(get shim-dist) |"
-	echo "| lcl train on $dev (1 epoch, synthetic, bf16, channels-last) | $(get status:train): test top-1 $(get train-top1), $(get train-imgs) img/s |"
+	echo "| shim build against this PyTorch | $(get status:shim-build) in $(get time:shim-build); data-parallel backends: $(get shim-dist) |"
+	echo "| lcl train on $dev (1 epoch, learnable synthetic data, bf16, channels-last) | $(get status:train): test top-1 $(get train-top1), $(get train-imgs) img/s; learns: $(get train-learns) |"
 	echo "| lcl eval on cpu | $(get status:eval-cpu): top-1 $(pct "$(get eval-cpu-top1)"), loss $(get eval-cpu-loss) |"
 	echo "| lcl eval on $dev | $(get status:eval-gpu): top-1 $(pct "$(get eval-gpu-top1)"), loss $(get eval-gpu-loss) |"
 	echo "| same accuracy on CPU and GPU | $(get eval-same) |"

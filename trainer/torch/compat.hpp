@@ -25,3 +25,22 @@
 // set_cpu_enabled, set_autocast_gpu_dtype, ...) by device-generic ones
 // taking a DeviceType; the old ones were deprecated, then removed.
 #define LT_AUTOCAST_GENERIC LT_TORCH_AT_LEAST(2, 4)
+
+// c10d's TCPStore got a libuv server in PyTorch 2.2 (TCPStoreOptions::
+// useLibUV), the default from 2.4 on; builds without libuv (Debian's 2.6)
+// then refuse every store ("use_libuv was requested but PyTorch was build
+// without libuv support"). The shim asks for the classic server wherever
+// the option exists: it is in every build, and the one dist.cpp's bind()
+// rewrite and its tests know. Detected by the member, not a version number.
+namespace lts {
+template <class Options>
+auto classic_tcpstore(Options &o, int) -> decltype(o.useLibUV = false, void()) {
+	o.useLibUV = false;
+}
+template <class Options>
+void classic_tcpstore(Options &, long) {}
+template <class Options>
+void classic_tcpstore(Options &o) {
+	classic_tcpstore(o, 0);
+}
+} // namespace lts

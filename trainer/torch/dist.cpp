@@ -2,16 +2,38 @@
 
 // dist.cpp: c10d process groups for data-parallel training (see shim.h).
 // Rendezvous through a TCPStore hosted by rank 0, collectives through Gloo
-// (CPU; NCCL only in CUDA builds compiled with LT_NCCL, untested here).
+// (CPU tensors) or NCCL (CUDA tensors; builds compiled with LT_NCCL, which
+// build-shim.sh sets where it finds a CUDA libtorch and nccl.h).
+//
+// Gloo's headers are not part of every libtorch: Debian's come from
+// libgloo-dev, pip wheels ship none. Without them this file still compiles
+// (the TCPStore, NCCL and the rest need no Gloo), and asking for the gloo
+// backend fails with the reason; lt_has_dist tells which backends exist
+// (-DLT_NO_GLOO builds that form where the headers exist, for its test).
+#include "compat.hpp"
+
+#if !defined(LT_NO_GLOO) && __has_include(<gloo/algorithm.h>)
+#define LT_GLOO 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#else
+#define LT_GLOO 0
+#endif
 #ifdef LT_NCCL
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
+#endif
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#if LT_C10D_BACKEND
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -28,7 +50,6 @@
 #include <thread>
 #include <vector>
 
-#include "compat.hpp"
 #include "dist.hpp"
 #include "shim.h"
 
@@ -132,6 +153,7 @@ void heartbeat(lt_pg *g, std::string addr, int port, std::string prefix) {
 		so.isServer = false;
 		so.waitWorkers = false;
 		so.timeout = std::chrono::milliseconds(10000);
+		lts::classic_tcpstore(so);
 		auto tcp = c10::make_intrusive<c10d::TCPStore>(addr, so);
 		c10d::PrefixStore st(prefix + "/heartbeat", tcp);
 		std::vector<int64_t> last(g->size, -1);
@@ -333,12 +355,14 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		so.numWorkers = size;
 		so.waitWorkers = !agent_store;
 		so.timeout = g->timeout;
+		lts::classic_tcpstore(so);
 		auto tcp = so.isServer ? store_server(std::string(addr), bind ? bind : "", so)
 		                       : c10::make_intrusive<c10d::TCPStore>(std::string(addr), so);
 		std::string pre = prefix && *prefix ? prefix : "lcl";
 		g->store = c10::make_intrusive<c10d::PrefixStore>(pre, tcp);
 		std::string be = backend && *backend ? backend : "gloo";
 		if (be == "gloo") {
+#if LT_GLOO
 			auto o = c10d::ProcessGroupGloo::Options::create(g->timeout);
 			std::string ifc = iface ? iface : "";
 			if (!ifc.empty())
@@ -349,13 +373,20 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 				o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
 			o->threads = 2;
 			g->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(g->store, rank, size, o);
+#else
+			throw std::invalid_argument(
+			    "the gloo backend is not in this build: its libtorch has no Gloo headers (pip wheels ship none; "
+			    "Debian's libgloo-dev or a conda libtorch have them)" +
+			    std::string(lt_has_dist() & LT_DIST_NCCL ? "; use --dist-backend nccl on CUDA devices" : ""));
+#endif
 		} else if (be == "nccl") {
 #ifdef LT_NCCL
 			auto o = c10d::ProcessGroupNCCL::Options::create();
 			o->timeout = g->timeout;
 			g->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(g->store, rank, size, o);
 #else
-			throw std::invalid_argument("the nccl backend needs a CUDA build (-tags cuda) of lcl");
+			throw std::invalid_argument("the nccl backend is not in this build: it needs a CUDA libtorch and NCCL's "
+			                            "nccl.h when the shim is compiled (-tags cuda, or build-shim.sh)");
 #endif
 		} else {
 			throw std::invalid_argument("unknown backend " + be + " (want gloo or nccl)");
@@ -399,7 +430,16 @@ void lt_pg_free(lt_pg *g) noexcept {
 	delete g;
 }
 
-int32_t lt_has_dist(void) noexcept { return 1; }
+int32_t lt_has_dist(void) noexcept {
+	int32_t b = 0;
+#if LT_GLOO
+	b |= LT_DIST_GLOO;
+#endif
+#ifdef LT_NCCL
+	b |= LT_DIST_NCCL;
+#endif
+	return b;
+}
 
 int32_t lt_pg_abort(lt_pg *g, const char *why, char **err) {
 	try {

@@ -282,7 +282,10 @@ int32_t lt_synchronize(const char *device, char **err);
    build cannot tell (CPU, or a libtorch without the device-allocator API). */
 int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_allocated, int64_t *peak_reserved,
                          char **err);
-/* Build facts: 1 when the c10d part (dist.cpp) was compiled in. */
+/* Build facts: the data-parallel backends compiled in, LT_DIST_GLOO |
+   LT_DIST_NCCL (0: the c10d part is a stub, see build-shim.sh). */
+#define LT_DIST_GLOO 1
+#define LT_DIST_NCCL 2
 int32_t lt_has_dist(void) LT_NOEXCEPT;
 
 #ifdef __cplusplus
