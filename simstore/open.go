@@ -19,7 +19,7 @@ import (
 // store (ErrNotFound otherwise), that nobody else can write it
 // (ErrUntrusted), that its MANIFEST is there when tables or logs are, and
 // that every table's index reads (ErrDamaged). It writes nothing.
-func checkFolder(dir string) error {
+func checkFolder(dir string, exclusive bool) error {
 	st, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("simstore: no store in %s yet (nothing has been stored there): %w", bounded.Quote(dir), ErrNotFound)
@@ -33,6 +33,11 @@ func checkFolder(dir string) error {
 	if err := trust.Check(dir); err != nil {
 		return tagged(ErrUntrusted, "simstore: store %s refused: %s (someone else could change what lcl reads and writes there)", bounded.Quote(dir), err)
 	}
+	release, err := lockDir(dir, exclusive)
+	if err != nil {
+		return err
+	}
+	defer release()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("simstore: %w", err)
@@ -101,7 +106,7 @@ func tagged(tag error, format string, a ...any) error {
 // (every committed record is kept: commits are synced). It is what a
 // read-only Open that failed with ErrNeedsRecovery asks for.
 func Recover(dir string) error {
-	if err := checkFolder(dir); err != nil {
+	if err := checkFolder(dir, true); err != nil {
 		return err // no store to recover (nothing is created), or damaged
 	}
 	s, err := Open(dir)

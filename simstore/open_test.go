@@ -184,3 +184,23 @@ func TestKilledWriterRecovered(t *testing.T) {
 		}
 	}
 }
+
+// lcl reads a store's table files itself (VerifyTables, Open's checks)
+// only under Badger's folder lock: beside a writer, which rewrites tables
+// as it goes, it reports the store in use rather than damage.
+func TestTablesReadUnderTheLock(t *testing.T) {
+	dir := sample(t)
+	cmd, out, in := helper(t, "hold", dir)
+	waitLine(t, out, "ready")
+	if _, _, err := VerifyTables(dir); !errors.Is(err, ErrLocked) {
+		t.Errorf("VerifyTables beside a writer: %v, want ErrLocked", err)
+	}
+	in.Close()
+	cmd.Wait() // the writer has closed the store
+	_, out, in = helper(t, "holdro", dir)
+	waitLine(t, out, "ready")
+	defer in.Close()
+	if n, probs, err := VerifyTables(dir); err != nil || n != 1 || len(probs) != 0 {
+		t.Errorf("VerifyTables beside a reader: %d, %v, %v", n, probs, err)
+	}
+}

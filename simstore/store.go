@@ -152,7 +152,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 				return nil, fmt.Errorf("simstore: create %s: %w", bounded.Quote(dir), err)
 			}
 		}
-		err := checkFolder(dir)
+		err := checkFolder(dir, !o.readOnly)
 		if errors.Is(err, ErrNotFound) && o.readOnly && o.emptyOK {
 			// Nothing to read: an empty store that writes nothing anywhere.
 			o.inMemory, o.chunkSize = true, inMemoryChunkSize

@@ -44,6 +44,15 @@ func (p Problem) String() string {
 // listings or read wrong. A missing MANIFEST beside tables or logs is a
 // problem too (Badger would start an empty store over them).
 func VerifyTables(dir string) (tables int, problems []Problem, err error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return 0, nil, nil // no store: nothing to check
+	}
+	// A writer rewrites tables as it goes: check only while none can.
+	release, err := lockDir(dir, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer release()
 	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 	if err != nil {
 		return 0, nil, err
