@@ -33,15 +33,18 @@ const maxCrashOutput = 16 << 20
 //
 // Called first thing in main, it runs the program again as a child with
 // the same arguments and environment (plus what env adds, when given),
-// passing signals on, and returns the child's exit status with
-// supervised true: main exits with it. In that child (and where
-// supervision is off) it returns supervised false at once, after pointing
-// the runtime's crash output (debug.SetCrashOutput) at a pipe the parent
-// reads: on exit status 2 with crash output, the parent writes the
-// report. The child runs in its own process group, so a terminal's Ctrl-C
-// reaches it once (through the parent), and it dies with the parent
-// (Pdeathsig). Commands that must be the process their caller started (a
-// plugin serving its handshake) pass supervise false.
+// passing on the signals sent to it alone, and returns the child's exit
+// status with supervised true: main exits with it. In that child (and
+// where supervision is off) it returns supervised false at once, after
+// pointing the runtime's crash output (debug.SetCrashOutput) at a pipe the
+// parent reads: on exit status 2 with crash output, the parent writes the
+// report. The child stays in the parent's process group, so a terminal's
+// Ctrl-C, Ctrl-Z and window changes reach both as they would reach one
+// process; a signal sent to the whole group (Ctrl-C, Slurm's scancel)
+// then reaches the child twice, directly and passed on, a moment apart:
+// the child takes signals that close together as one (cli.Run). It dies
+// with the parent (Pdeathsig). Commands that must be the process their
+// caller started (a plugin serving its handshake) pass supervise false.
 func Supervise(supervise bool, env func([]string) []string) (code int, supervised bool) {
 	if fd := os.Getenv(childVar); fd != "" {
 		os.Unsetenv(childVar)
@@ -71,7 +74,7 @@ func Supervise(supervise bool, env func([]string) []string) (code int, supervise
 	cmd.Env = append(e, fmt.Sprintf("%s=%d", childVar, childFD))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{w}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Pdeathsig follows the thread that started the child: keep it.
 	runtime.LockOSThread()
 	sigs := make(chan os.Signal, 8)
@@ -96,16 +99,8 @@ func Supervise(supervise bool, env func([]string) []string) (code int, supervise
 		select {
 		case sig := <-sigs:
 			s := sig.(syscall.Signal)
-			switch s {
-			case syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU:
-				// Job control (Ctrl-Z): stop the child, then ourselves, as
-				// the shell expects of the job it started.
-				cmd.Process.Signal(syscall.SIGSTOP)
-				syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-			default:
-				quit = quit || s == syscall.SIGQUIT
-				cmd.Process.Signal(s)
-			}
+			quit = quit || s == syscall.SIGQUIT
+			cmd.Process.Signal(s)
 		case err := <-done:
 			signal.Stop(sigs)
 			return finish(err, <-out, quit), true
@@ -113,10 +108,10 @@ func Supervise(supervise bool, env func([]string) []string) (code int, supervise
 	}
 }
 
-// forwarded are the signals the parent passes on to the child (SIGCONT
-// too: `fg` continues the parent, which continues the child).
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
-	syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU}
+// forwarded are the signals the parent passes on to the child: those that
+// end a process (job control and window changes reach the whole process
+// group from the terminal, and keep their default actions).
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // finish turns the child's end into the parent's exit status: a crash
 // (status 2 with crash output, not asked for with SIGQUIT) is reported; a

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,14 +33,27 @@ func Run(ctx context.Context, args []string, io *IOStreams) int {
 	return run(ctx, args, io, NewRootCmd)
 }
 
+// sentAgainAfter is how far apart two signals must be to count as two.
+const sentAgainAfter = time.Second
+
 // run is Run with the command tree made by newRoot (tests give their own).
 func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factory) *cobra.Command) (code int) {
+	finished := make(chan struct{})
+	defer close(finished)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first Ctrl-C or SIGTERM cancels the command, which stops cleanly
-	// (a checkpoint, work kept); the second one kills lcl at once.
+	// (a checkpoint, work kept); a second one, sentAgainAfter or more
+	// later, kills lcl at once. Signals closer together are one: a signal
+	// sent to lcl's process group (Ctrl-C, Slurm's scancel) reaches this
+	// process directly and, a moment later, passed on by the parent that
+	// catches its crashes (crash.Supervise).
 	go func() {
 		<-ctx.Done()
+		select {
+		case <-time.After(sentAgainAfter):
+		case <-finished:
+		}
 		stop()
 	}()
 	defer plugins.Cleanup() // no plugin process outlives the command
@@ -144,7 +158,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
        lcl runs as a child of a small parent process that writes this report
        and passes signals on
   130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
-       Ctrl-C kills lcl at once`,
+       Ctrl-C, a second or more after the first, kills lcl at once`,
 	})
 	argErrorsAreUsage(root)
 	return root
