@@ -6,7 +6,7 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test test-torch2 test-torch2-cuda demo demo-full bench e2e deps bench-deps lint proto clean fuzz gpu-bundle libtorch-check
+.PHONY: all build build-deps test test-torch2 test-torch2-cuda demo demo-full bench e2e deps bench-deps lint proto clean fuzz gpu-bundle libtorch-check
 
 # LIBTORCH=DIR builds and tests against another libtorch than Debian's: a pip
 # or conda PyTorch's torch/ folder, an unpacked libtorch from pytorch.org
@@ -20,8 +20,12 @@ GOTAGS := $(if $(strip $(TAGS)),-tags '$(strip $(TAGS))')
 
 all: build
 
+# deps: what the tests need; build-deps: only what the build and the demo need.
 deps:
 	@scripts/deps.sh
+
+build-deps:
+	@scripts/deps.sh build
 
 bench-deps:
 	@scripts/deps.sh bench
@@ -29,8 +33,12 @@ bench-deps:
 libtorch-check:
 	@if [ -n "$(strip $(LIBTORCH))" ]; then scripts/libtorch-flags.sh check '$(LIBTORCH)'; fi
 
-build: deps libtorch-check
+# bin/plugins: the example plugins, built, beside lcl (LCL_PLUGIN_PATH=bin/plugins).
+build: build-deps libtorch-check
 	$(GO) build $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
+	$(GO) build -o bin/plugins/ ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
+	install -m 755 examples/lcl-similarity-py/lcl-similarity-bigram.py examples/lcl-strategy-py/lcl-strategy-pyannealls.py bin/plugins/
+	install -m 644 examples/lcl-strategy-py/lcl_pb2.py bin/plugins/
 
 test: deps libtorch-check
 	$(GO) vet $(GOTAGS) ./...

@@ -184,7 +184,9 @@ func slurmScript(g *Grid, runs []Run, opt EmitOptions) string {
 	if strings.HasPrefix(g.Device, "cuda") {
 		fmt.Fprintf(&b, "#SBATCH --gres=gpu:%d\n", max(g.NProc, 1))
 	}
-	b.WriteString("#SBATCH --requeue\n\n")
+	// A requeued task writes to the same log: append, so that the log
+	// keeps the attempt Slurm stopped (Slurm truncates it by default).
+	b.WriteString("#SBATCH --requeue\n#SBATCH --open-mode=append\n\n")
 	b.WriteString(taskScript(runs, "SLURM_ARRAY_TASK_ID", opt))
 	return b.String()
 }

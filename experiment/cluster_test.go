@@ -87,6 +87,9 @@ func TestEmitSlurm(t *testing.T) {
 	if !strings.Contains(string(raw), "#SBATCH --cpus-per-task=2\n") {
 		t.Error("threads not requested as cpus-per-task")
 	}
+	if !strings.Contains(string(raw), "#SBATCH --open-mode=append\n") {
+		t.Error("a requeued task would truncate its log (no --open-mode=append)")
+	}
 
 	fake := writeFake(t)
 	results := t.TempDir()

@@ -132,18 +132,19 @@ cuda_check() {
 	root=${LCL_TORCH2_CUDA_ROOT:-$cache/debian13-cuda}
 	components="main contrib non-free"
 	what="libtorch-cuda 2.6 and its CUDA libraries"
-	want=$(printf '%s\n' libtorch-cuda-dev g++ git ca-certificates /placeholder/nvidia-cudnn.deb | sort -u)
+	want=$(printf '%s\n' libtorch-cuda-dev libgloo-cuda-dev libjpeg62-turbo-dev g++ git ca-certificates /placeholder/nvidia-cudnn.deb | sort -u)
 	before_install=cuda_placeholder
 	make_root
 	go mod download
 	inside bash -euc "$(cat <<'INSIDE'
 lib=/usr/lib/x86_64-linux-gnu
-if [ ! -e $lib/libcudnn.so.9 ]; then
-	nm -D --undefined-only $lib/libtorch_cuda.so | awk '$2 ~ /^cudnn/ { sub(/@.*/, "", $2); print $2 }' | sort -u |
-		awk '{ printf "int %s(void) { return 1; }\n", $1 }' >/tmp/cudnn_stub.c
-	gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -o $lib/libcudnn.so.9 /tmp/cudnn_stub.c
-	echo "torch2: generated the libcudnn.so.9 stub ($(grep -c . /tmp/cudnn_stub.c) functions)" >&2
-fi
+# The stub: every cudnn* function libtorch_cuda imports, in the version node
+# its references name (libcudnn.so.9, as cuDNN's own version script has it).
+nm -D --undefined-only $lib/libtorch_cuda.so | awk '$2 ~ /^cudnn/ { sub(/@.*/, "", $2); print $2 }' | sort -u |
+	awk '{ printf "int %s(void) { return 1; }\n", $1 }' >/tmp/cudnn_stub.c
+printf 'libcudnn.so.9 { global: cudnn*; local: *; };\n' >/tmp/cudnn_stub.map
+gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -Wl,--version-script=/tmp/cudnn_stub.map -o $lib/libcudnn.so.9 /tmp/cudnn_stub.c
+echo "torch2: the libcudnn.so.9 stub: $(grep -c . /tmp/cudnn_stub.c) functions" >&2
 echo "torch2: go build -tags cuda ./cmd/lcl" >&2
 go build -tags cuda -o /tmp/lcl-cuda ./cmd/lcl
 ldd /tmp/lcl-cuda | grep -q libtorch_cuda || { echo "torch2: the binary does not link libtorch_cuda" >&2; exit 1; }
@@ -152,6 +153,7 @@ TORCH_INCLUDE=/usr/include TORCH_LIB=$lib PYTHON=python3 sh trainer/torch/build-
 info=$(/tmp/lcl-cuda bench info)
 echo "torch2: lcl bench info, no GPU here: $info" >&2
 case $info in *'"cuda_devices":0'*) ;; *) echo "torch2: expected cuda_devices 0" >&2; exit 1 ;; esac
+case $info in *'"dist_backends":["gloo"'*) ;; *) echo "torch2: expected the gloo backend (libgloo-cuda-dev)" >&2; exit 1 ;; esac
 data="synthetic?n=64&test=32&classes=4&shape=1,16,16"
 /tmp/lcl-cuda --quiet --json train --data "$data" --model cnn:channels=4x8 --epochs 1 --batch 16 --threads 2 \
 	--no-store --out /tmp/cuda-run >/tmp/cuda-train

@@ -1,10 +1,12 @@
 package trainer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -20,7 +22,10 @@ import (
 // directory. Its tensors are
 //
 //	peer<k>/<name>              parameters and buffers of peer k of the running stage
-//	optim<k>/<name>.momentum_buffer  its SGD momentum
+//	optim<k>/<name>.momentum_buffer  its optimizer's state (SGD's momentum;
+//	                            RMSProp's square_avg; Adam's exp_avg, exp_avg_sq, step)
+//	ema<k>/<name>               the moving average of its weights (Optim.EMADecay)
+//	best<k>/<name>              its best weights so far (model selection)
 //	stage/<stage>/<name>        the final model of each finished stage
 //
 // with torchvision names, and its "__metadata__" holds "lcl.checkpoint": the
@@ -39,6 +44,14 @@ type checkpointState struct {
 	Planner      []byte            `json:"planner,omitempty"`
 	History      []EpochMetrics    `json:"history"`
 	Scaler       *GradScaler       `json:"scaler,omitempty"` // fp16's loss scale
+	// StageEpochs are the stages' lengths the run had (checkpoints of older
+	// lcl versions lack them).
+	StageEpochs []int `json:"stage_epochs,omitempty"`
+	// Best is model selection's best epoch of each peer (their weights are
+	// the best<k>/ tensors), Stopped the epoch early stopping ended the last
+	// stage after.
+	Best    []best `json:"best,omitempty"`
+	Stopped int    `json:"stopped,omitempty"`
 }
 
 type checkpoint struct {
@@ -94,6 +107,12 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 	}
 	st := checkpointState{Format: checkpointFormat, Identity: r.id, Position: next, Peers: len(peers.models),
 		MetricsBytes: r.metricsOff, History: r.history, Scaler: r.scaler}
+	for _, s := range r.stages {
+		st.StageEpochs = append(st.StageEpochs, s.Epochs)
+	}
+	if r.sel != nil {
+		st.Best, st.Stopped = r.sel.best, r.sel.stopped
+	}
 	if r.metrics != nil {
 		if err := r.metrics.Sync(); err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
@@ -137,6 +156,18 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 			}
 			if err := add(fmt.Sprintf("optim%d/", k), peers.optims[k]); err != nil {
 				return err
+			}
+			if k < len(peers.emas) {
+				if err := add(fmt.Sprintf("ema%d/", k), peers.emas[k]); err != nil {
+					return err
+				}
+			}
+		}
+		for k, b := range st.Best {
+			if b.Epoch > 0 {
+				if err := add(fmt.Sprintf("best%d/", k), namedState(b.state)); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -188,17 +219,20 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if have := ck.State.Identity[k]; have != r.id[k] {
-			return nil, bad("written for %s %q, this run has %q", k, have, r.id[k])
+		have, want := ck.State.Identity[k], r.id[k]
+		if k == "optim" { // --epochs may grow: resumePosition
+			have, want = withoutEpochs(have), withoutEpochs(want)
+		}
+		if have != want {
+			return nil, bad("written for %s %q, this run has %q", k, ck.State.Identity[k], r.id[k])
 		}
 	}
+	if err := r.resumePosition(ck); err != nil {
+		return nil, bad("%v", err)
+	}
+	// The rest of the position against the run: what it says was done
+	// before (the epoch's own sums are checked when it resumes: epoch).
 	p := ck.State.Position
-	if p.Stage < 0 || p.Stage > len(r.stages) || (p.Stage < len(r.stages) && (p.Epoch < 0 || p.Epoch > r.stages[p.Stage].Epochs)) {
-		return nil, bad("position stage %d epoch %d outside the run's stages", p.Stage, p.Epoch)
-	}
-	if p.Stage == len(r.stages) {
-		return nil, bad("the run already finished")
-	}
 	done := p.Epoch
 	for _, st := range r.stages[:p.Stage] {
 		done += st.Epochs
@@ -216,6 +250,11 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	}
 	for _, t := range ts {
 		ck.tensors[t.Name] = t
+	}
+	if r.sel != nil {
+		if err := ck.restoreSelection(r.sel); err != nil {
+			return nil, err
+		}
 	}
 	if sp, ok := r.cfg.Planner.(StatefulPlanner); ok && ck.State.Planner != nil {
 		if err := sp.UnmarshalState(ck.State.Planner); err != nil {
@@ -294,6 +333,38 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 		if err := ck.load(fmt.Sprintf("optim%d/", k), ps.optims[k].LoadState); err != nil {
 			return err
 		}
+		if k < len(ps.emas) {
+			if err := ck.load(fmt.Sprintf("ema%d/", k), ps.emas[k].LoadState); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restoreSelection gives the selector the checkpoint's best epochs and
+// their weights.
+func (ck *checkpoint) restoreSelection(s *selector) error {
+	s.best, s.stopped = ck.State.Best, ck.State.Stopped
+	for k := range s.best {
+		if s.best[k].Epoch == 0 {
+			continue
+		}
+		prefix := fmt.Sprintf("best%d/", k)
+		err := ck.load(prefix, func(state map[string]torch.Named) error {
+			if len(state) == 0 {
+				return errors.New("no weights")
+			}
+			for _, n := range slices.Sorted(maps.Keys(state)) {
+				t := state[n]
+				t.Data = bytes.Clone(t.Data) // not the whole file's buffer
+				s.best[k].state = append(s.best[k].state, t)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -302,7 +373,7 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 // file torch's load_state_dict accepts after safetensors.torch.load_file.
 // Its metadata holds "format": "pt" and the run's identity as "lcl.<key>"
 // (lcl.model, lcl.data, ...).
-func writeWeights(path string, m *torch.Model, id map[string]string) error {
+func writeWeights(path string, m stateReader, id map[string]string) error {
 	var buf []byte
 	srcs, err := sources("", m, &buf)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -88,6 +89,28 @@ func (r *Registry) Lookup(name string) (Model, bool) {
 	return m, ok
 }
 
+// Check reports whether spec names a registered model (or a TorchScript
+// file, checked when it is read), without building it.
+func (r *Registry) Check(spec string) error {
+	if strings.HasPrefix(spec, ScriptPrefix) {
+		return nil
+	}
+	name, _, _ := strings.Cut(spec, ":")
+	if _, ok := r.models[name]; !ok {
+		return r.unknown(name)
+	}
+	return nil
+}
+
+// unknown is the error for a name no model has, with the nearest names.
+func (r *Registry) unknown(name string) error {
+	names := make([]string, 0, len(r.models))
+	for _, m := range r.List() {
+		names = append(names, m.Name)
+	}
+	return fmt.Errorf("models: unknown model %q%s (known: %s)", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
+}
+
 // Get resolves "name", "name:key=value,key=value" or "torchscript:PATH"
 // for an input.
 func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
@@ -114,11 +137,7 @@ func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
 	name, optStr, _ := strings.Cut(spec, ":")
 	m, ok := r.models[name]
 	if !ok {
-		names := make([]string, 0, len(r.models))
-		for _, m := range r.List() {
-			names = append(names, m.Name)
-		}
-		return torch.Spec{}, fmt.Errorf("models: unknown model %q (known: %s)", name, strings.Join(names, ", "))
+		return torch.Spec{}, r.unknown(name)
 	}
 	opt := Options{}
 	if optStr != "" {

@@ -29,8 +29,10 @@ func newEvalCmd(f *Factory) *cobra.Command {
 		Long: `Evaluate trained weights on the whole test split: top-1 and top-5 accuracy and
 the mean cross-entropy.
 
---checkpoint is a run directory (its model.safetensors), a weights file
-(model.safetensors) or a checkpoint (checkpoint.safetensors: peer 0). The
+--checkpoint is a run directory (its model.safetensors, or
+model-best.safetensors, the selected weights, after model selection), a
+weights file (model.safetensors, model-ema.safetensors, ...) or a checkpoint
+(checkpoint.safetensors: peer 0's last weights). The
 model and data set recorded in the file are used unless --model or --data
 name others.`,
 		Example: `  lcl eval --checkpoint runs/fm-cnn
@@ -62,7 +64,12 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	}
 	path := o.Checkpoint
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, "model.safetensors")
+		// The weights of the run's figures: after model selection the
+		// selected ones.
+		path = filepath.Join(o.Checkpoint, "model.safetensors")
+		if best := filepath.Join(o.Checkpoint, "model-best.safetensors"); fileExists(best) {
+			path = best
+		}
 	}
 	meta, err := trainer.WeightsMeta(path)
 	if err != nil {
@@ -138,7 +145,13 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if f.Emit("eval", res) {
 		return nil
 	}
-	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n",
-		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss)
+	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%s)\n",
+		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, path)
 	return nil
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
 }

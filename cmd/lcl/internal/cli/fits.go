@@ -6,9 +6,14 @@ import (
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/sysmem"
-	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/models"
 )
+
+// shaped is what checkFits needs of a data set.
+type shaped interface {
+	Shape() (c, h, w int)
+	NumClasses() int
+}
 
 // batchCheck is one batch size to check, and the flag that set it.
 type batchCheck struct {
@@ -23,7 +28,7 @@ type batchCheck struct {
 // anything: a model option or batch size far too large ended in Go's fatal
 // out-of-memory error or a bare std::bad_alloc.
 // source names where the model came from in messages ("--model NAME").
-func checkFits(source, model string, ds data.Dataset, batches ...batchCheck) error {
+func checkFits(source, model string, ds shaped, batches ...batchCheck) error {
 	c, h, w := ds.Shape()
 	z := models.Size{Input: int64(c) * int64(h) * int64(w)}
 	if !strings.HasPrefix(model, models.ScriptPrefix) { // only libtorch can count a TorchScript model

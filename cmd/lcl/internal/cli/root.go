@@ -119,7 +119,10 @@ Pipeline: label set → one document per class (lcl wiki) → doc2vec vectors
 strategy (lcl train) → tables and plots (lcl report).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// lcl --version prints what lcl version does.
+		Version: versionString(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&f.StoreDir, "store", "", "store folder (default $LCL_STORE, else $XDG_DATA_HOME/lcl/store)")
 	root.PersistentFlags().StringVar(&f.WordNetDir, "wordnet", "", "WordNet 3.0 dict folder (default $WNHOME, else /usr/share/wordnet)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "machine-readable output: one JSON object per line with a message_type field")
