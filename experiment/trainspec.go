@@ -79,6 +79,9 @@ type TrainExec struct {
 	DistBackend     string
 	DistBind        string
 	PluginTimeout   time.Duration
+	// TrustModel lets a TorchScript model call operators that reach the
+	// file system, the network or the terminal (--trust-model).
+	TrustModel bool
 }
 
 // NewTrainSpec is a TrainSpec holding lcl train's defaults.
@@ -309,8 +312,10 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Synsets) }},
 	{name: "data", own: true, usage: "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Data) }},
-	{name: "model", own: true, usage: "architecture NAME[:key=value,...] (lcl models)",
+	{name: "model", own: true, usage: "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Model) }},
+	{name: "trust-model", exec: true, usage: "let a TorchScript model call operators that reach the file system, the network or the terminal",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TrustModel) }},
 	{name: "strategy", own: true, usage: "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin (lcl plugins list)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
 	{name: "param", own: true, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",

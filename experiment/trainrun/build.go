@@ -108,6 +108,10 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		// TensorBoard event files and metrics.csv beside metrics.jsonl.
 		Sink: &runlog.Log{Dir: e.Out, Every: e.LogEvery},
 	}
+	if e.TrustModel {
+		cfg.Models = models.Builtin()
+		cfg.Models.TrustScripts = true
+	}
 	if vf, metric, patience, every := spec.Selection(); vf != 0 {
 		cfg.ValFraction, cfg.SelectMetric, cfg.Patience, cfg.TestEveryEpoch = vf, metric, patience, every
 	}

@@ -78,6 +78,10 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return fromRun(err)
 	}
+	c := r.Config
+	if err := checkFits("--model "+c.Model, c.Model, c.Train, batchCheck{"--batch", c.Optim.Batch, true}, batchCheck{"--eval-batch", c.EvalBatch, false}); err != nil {
+		return err
+	}
 	out := r.Config.Out
 	hasCheckpoint, err := trainer.CheckRunDir(out, spec.Exec.Resume, dist == nil || dist.Primary())
 	if err != nil {
