@@ -108,6 +108,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	cfg.Resume, cfg.Group = spec.Exec.Resume && hasCheckpoint, group
 	pr := &trainPrinter{f: f}
 	pr.begin(cfg, r.DataSpec, r.Preset, dist, spec.Exec.DistBackend)
+	if r.PrecisionNote != "" {
+		f.Logf("lcl train: %s", r.PrecisionNote)
+	}
 	cfg.Progress = pr.progress
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
 		r.Planner.Observe(ctx, m.Observation())
