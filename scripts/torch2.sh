@@ -159,6 +159,7 @@ echo "torch2: lcl bench info, no GPU here: $info" >&2
 case $info in *'"cuda_devices":0'*) ;; *) echo "torch2: expected cuda_devices 0" >&2; exit 1 ;; esac
 case $info in *'"dist_backends":["gloo"'*) ;; *) echo "torch2: expected the gloo backend (libgloo-cuda-dev)" >&2; exit 1 ;; esac
 data="synthetic?n=64&test=32&classes=4&shape=1,16,16"
+rm -rf /tmp/cuda-run /tmp/cuda-run2
 /tmp/lcl-cuda --quiet --json train --data "$data" --model cnn:channels=4x8 --epochs 1 --batch 16 --threads 2 \
 	--no-store --out /tmp/cuda-run >/tmp/cuda-train
 echo "torch2: lcl train on the CPU: $(tail -n 1 /tmp/cuda-train | cut -c1-160)..." >&2
