@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -33,13 +34,16 @@ func newGen() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeChunks stores val as chunks of a fresh generation, each in its own
-// transaction, after marking the generation pending. The caller commits the
-// manifest and deletes the pending mark in one transaction; until then
-// readers still see the old value.
-func (s *Store) writeChunks(ctx context.Context, val []byte) (manifest, error) {
-	m := manifest{total: uint64(len(val)), chunkSize: uint32(s.chunkSize), gen: newGen()}
-	m.chunks = uint32((len(val) + s.chunkSize - 1) / s.chunkSize)
+// writeChunks stores the value enc encodes as chunks of a fresh generation,
+// each in its own transaction, after marking the generation pending. The
+// caller commits the manifest and deletes the pending mark in one
+// transaction; until then readers still see the old value. A chunk is a
+// slice of the record's values where it can be (encoding.piece): a 1.9 GB
+// matrix is stored without a second copy of it.
+func (s *Store) writeChunks(ctx context.Context, enc *encoding) (manifest, error) {
+	total := enc.len()
+	m := manifest{total: uint64(total), chunkSize: uint32(s.chunkSize), gen: newGen()}
+	m.chunks = uint32((total + s.chunkSize - 1) / s.chunkSize)
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(pendingKey(m.gen), nil) }); err != nil {
 		return m, err
 	}
@@ -48,12 +52,76 @@ func (s *Store) writeChunks(ctx context.Context, val []byte) (manifest, error) {
 			return m, err
 		}
 		lo := int(i) * s.chunkSize
-		hi := min(lo+s.chunkSize, len(val))
-		if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(chunkKey(m.gen, i), val[lo:hi]) }); err != nil {
+		hi := min(lo+s.chunkSize, total)
+		if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(chunkKey(m.gen, i), enc.piece(lo, hi-lo)) }); err != nil {
 			return m, err
 		}
 	}
 	return m, nil
+}
+
+// streamValue feeds the stored value of an item to d piece by piece,
+// chunk after chunk from the same snapshot, without assembling it. The
+// chunks a manifest names must all be there and hold its total before d
+// sees a byte (d allocates the data from the sizes it reads).
+//
+// With metaOnly the stream stops once the meta is read (d can unmarshal it;
+// nothing past the header is checked then).
+func streamValue(txn *badger.Txn, item *badger.Item, kind string, metaOnly bool) (*decoder, error) {
+	key := item.KeyCopy(nil)
+	done := func(err error) error {
+		if metaOnly && errors.Is(err, errMetaRead) {
+			return nil
+		}
+		return err
+	}
+	if item.UserMeta() != userMetaChunked {
+		var d *decoder
+		err := item.Value(func(v []byte) error {
+			var err error
+			if d, err = newDecoder(key, kind, len(v)); err != nil {
+				return err
+			}
+			d.metaOnly = metaOnly
+			return d.write(v)
+		})
+		return d, done(err)
+	}
+	raw, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeManifest(key, raw)
+	if err != nil {
+		return nil, err
+	}
+	if m.total > MaxValueSize {
+		return nil, corrupt(key, "chunk manifest claims %d bytes", m.total)
+	}
+	items := make([]*badger.Item, m.chunks)
+	var held uint64
+	for i := range items {
+		ci, err := txn.Get(chunkKey(m.gen, uint32(i)))
+		if err != nil {
+			return nil, corrupt(key, "chunk %d of %d (generation %s): %v", i+1, m.chunks, m.gen, err)
+		}
+		items[i] = ci
+		held += uint64(ci.ValueSize())
+	}
+	if slack := 32 * uint64(m.chunks); held+slack < m.total || held > m.total+slack {
+		return nil, corrupt(key, "chunks hold %d bytes, manifest says %d", held, m.total)
+	}
+	d, err := newDecoder(key, kind, int(m.total))
+	if err != nil {
+		return nil, err
+	}
+	d.metaOnly = metaOnly
+	for _, ci := range items {
+		if err := ci.Value(d.write); err != nil {
+			return d, done(err)
+		}
+	}
+	return d, nil
 }
 
 // readValue returns the whole stored value of an item, reassembling chunks
