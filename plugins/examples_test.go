@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,7 +82,7 @@ func TestExamplePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.Targets.At(2, 2); math.Abs(got-want) > 1e-12 {
+			if got := float64(p.Targets.At(2, 2)); math.Abs(got-want) > 1e-7 {
 				t.Fatalf("epoch %d: true-class mass %g, want %g", epoch, got, want)
 			}
 		}
@@ -112,9 +113,25 @@ func TestExamplePlugins(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, w := range tt.want {
-				if math.Abs(m.Data[i]-w) > 1e-12 {
+				if m.Data[i] != float32(w) {
 					t.Fatalf("s = %v, want %v", m.Data, tt.want)
 				}
+			}
+			// The same matrix as a shared file (the Go SDK's CRC-32C, the
+			// Python example's SHA-256), read and removed by the host.
+			h.InlineLimit = 16
+			shared, err := h.Source(tt.name)
+			h.InlineLimit = 0
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer shared.Close()
+			m2, err := shared.Compute(ctx, sdk.SimilarityRequest{LabelSet: "pets", Classes: classes})
+			if err != nil || !slices.Equal(m2.Data, m.Data) {
+				t.Fatalf("shared: %v, %v; want %v", m2, err, m.Data)
+			}
+			if left, _ := filepath.Glob(filepath.Join(shared.c.share, "*")); len(left) != 0 {
+				t.Fatalf("files left in the matrix folder: %v", left)
 			}
 			_, err = src.Compute(ctx, sdk.SimilarityRequest{LabelSet: "pets", Classes: classes, Params: map[string]string{"x": "1"}})
 			if err == nil || !strings.HasPrefix(err.Error(), `similarity plugin "`+tt.name+`" (`) || !strings.Contains(err.Error(), "unknown parameter") {

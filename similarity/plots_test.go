@@ -8,7 +8,7 @@ import (
 )
 
 func TestWritePlots(t *testing.T) {
-	data := []float64{1, 0.8, 0.1, 0.8, 1, 0.2, 0.1, 0.2, 1}
+	data := []float32{1, 0.8, 0.1, 0.8, 1, 0.2, 0.1, 0.2, 1}
 	stored := &Matrix{Data: data, IDs: []string{"a", "b", "c"}, Names: []string{"cat", "dog", "car"}, LabelSet: "toy", Kind: "visual", Label: "toy/visual"}
 	file := &Matrix{Data: data, IDs: []string{"0", "1", "2"}, Names: []string{"0", "1", "2"}, Label: "/tmp/my sims.npy"}
 	eig, err := Eigenvalues(data, 3)

@@ -41,7 +41,7 @@ type Provenance struct {
 // Result is a computed matrix.
 type Result struct {
 	Classes []string  // class ids, in class order
-	Data    []float64 // C×C, row-major: Data[i*C+j] = s(i,j)
+	Data    []float32 // C×C, row-major: Data[i*C+j] = s(i,j)
 	Provenance
 	// Notes are facts worth telling the user (zero share, iterations,
 	// missing-value handling), as "key: value" lines.
@@ -52,7 +52,7 @@ type Result struct {
 func (r *Result) N() int { return len(r.Classes) }
 
 // At returns s(i,j).
-func (r *Result) At(i, j int) float64 { return r.Data[i*len(r.Classes)+j] }
+func (r *Result) At(i, j int) float64 { return float64(r.Data[i*len(r.Classes)+j]) }
 
 // Compute runs a source, checks the shape of its result against the set and
 // applies the normalisation policy (see Normalize). A result that breaks the

@@ -18,16 +18,17 @@ func ValidatePlan(p *Plan, c, n, models int) error {
 		return fmt.Errorf("empty plan")
 	}
 	if t := p.Targets; t != nil {
-		if t.Rows != c || t.Cols != c || len(t.Data) != c*c {
-			return fmt.Errorf("target matrix is %d×%d with %d values, want %d×%d", t.Rows, t.Cols, len(t.Data), c, c)
+		if err := checkShape(t, c, "target matrix"); err != nil {
+			return err
 		}
+		row := make([]float32, c)
 		for i := 0; i < c; i++ {
 			sum := 0.0
-			for j, v := range t.Row(i) {
-				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			for j, v := range t.RowInto(i, row) {
+				if x := float64(v); math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 					return fmt.Errorf("target[%d][%d] = %g, want a finite value ≥ 0", i, j, v)
 				}
-				sum += v
+				sum += float64(v)
 			}
 			if math.Abs(sum-1) > RowSumTolerance {
 				return fmt.Errorf("target row %d sums to %.9g, want 1", i, sum)
@@ -153,13 +154,28 @@ func ValidateSimilarity(m *Matrix, c int) error {
 	if m == nil {
 		return fmt.Errorf("no matrix")
 	}
-	if m.Rows != c || m.Cols != c || len(m.Data) != c*c {
-		return fmt.Errorf("matrix is %d×%d with %d values, want %d×%d", m.Rows, m.Cols, len(m.Data), c, c)
+	if err := checkShape(m, c, "matrix"); err != nil {
+		return err
 	}
-	for i, v := range m.Data {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("s[%d][%d] = %g, want a finite value", i/c, i%c, v)
+	row := make([]float32, c)
+	for i := 0; i < c; i++ {
+		for j, v := range m.RowInto(i, row) {
+			if v-v != 0 { // NaN or ±Inf
+				return fmt.Errorf("s[%d][%d] = %g, want a finite value", i, j, v)
+			}
 		}
+	}
+	return nil
+}
+
+// checkShape checks that m is c×c and holds (or fills) c² values.
+func checkShape(m *Matrix, c int, what string) error {
+	n := len(m.Data)
+	if m.Data == nil && m.Fill != nil {
+		n = m.Rows * m.Cols
+	}
+	if m.Rows != c || m.Cols != c || n != c*c {
+		return fmt.Errorf("%s is %d×%d with %d values, want %d×%d", what, m.Rows, m.Cols, n, c, c)
 	}
 	return nil
 }
