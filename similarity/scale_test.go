@@ -319,3 +319,31 @@ func TestNearestHeapEqualsSort(t *testing.T) {
 		}
 	}
 }
+
+// Compare ranks every pair up to its limit and a uniform sample beyond; the
+// sample's correlation estimates the whole one.
+func TestCompareSamplesLargeMatrices(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	const c = 400
+	a := &Matrix{Data: make([]float32, c*c), IDs: make([]string, c), Label: "a"}
+	b := &Matrix{Data: make([]float32, c*c), IDs: make([]string, c), Label: "b"}
+	for i := 0; i < c; i++ {
+		for j := i; j < c; j++ {
+			x := rng.Float64()
+			y := x + 0.5*rng.NormFloat64()
+			a.Data[i*c+j], a.Data[j*c+i] = float32(x), float32(x)
+			b.Data[i*c+j], b.Data[j*c+i] = float32(y), float32(y)
+		}
+	}
+	all, pairs, err := CompareSample(a, b, 0)
+	if err != nil || pairs != c*(c-1)/2 {
+		t.Fatalf("all pairs: %v, %d", err, pairs)
+	}
+	if full, n, _ := CompareSample(a, b, pairs); full != all || n != pairs {
+		t.Errorf("a limit of every pair: %v over %d, want %v", full, n, all)
+	}
+	sample, n, err := CompareSample(a, b, 20000)
+	if err != nil || n != 20000 || math.Abs(sample-all) > 0.03 {
+		t.Errorf("sample of 20000: %v over %d (%v), whole %v", sample, n, err, all)
+	}
+}
