@@ -63,9 +63,9 @@ type Bridge struct {
 	// observeErr is the first failed Observe (the trainer's epoch callback
 	// cannot fail); the next Plan returns it, so a crashed plugin stops the run.
 	observeErr error
-	// bigPlans: the last plan's targets were large (LargeTargets), so the
-	// next Plan first returns the memory of the ones the trainer is done
-	// with (21,843 classes: 1.9 GB an epoch).
+	// bigPlans: the last plan's targets (or, before the first plan, the
+	// similarity) were large (LargeTargets), so the next Plan first returns
+	// the memory of what the trainer is done with (21,843 classes: 1.9 GB).
 	bigPlans bool
 }
 
@@ -101,8 +101,10 @@ func New(ctx context.Context, st Strategy, run Run) (*Bridge, error) {
 	b := &Bridge{st: st, run: run, stages: stages, train: train, datasetLen: len(run.Labels), sent: map[int]bool{}}
 	if run.Similarity != nil {
 		// The strategy has the matrix now: keep its digest, not the matrix
-		// (1.9 GB at 21,843 classes).
+		// (1.9 GB at 21,843 classes), whose memory the first Plan returns
+		// once the caller has let go of it too.
 		b.simDigest = MatrixDigest(run.Similarity)
+		b.bigPlans = 4*run.Similarity.Rows*run.Similarity.Cols >= LargeTargets
 		b.run.Similarity = nil
 	}
 	for _, s := range stages {

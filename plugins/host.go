@@ -71,8 +71,9 @@ type Host struct {
 	RequirePinned bool
 	// MatrixDir is where each plugin gets a private folder for the large
 	// matrices it is sent or returns (similarity, targets: a 21,843-class
-	// matrix is 1.9 GB); "" means /dev/shm where it has 4 GiB free (the
-	// matrices then never touch a disk), else the temporary folder.
+	// matrix is 1.9 GB); "" means $LCL_PLUGIN_MATRIX_DIR, else /dev/shm
+	// where it has 4 GiB free (the matrices then never touch a disk), else
+	// the temporary folder.
 	MatrixDir string
 	// InlineLimit is the size in bytes above which a matrix travels as a
 	// file rather than inside a message; 0 means 64 MiB.
@@ -304,6 +305,9 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	}
 	if sh, ok := raw.(sharer); ok {
 		base := h.MatrixDir
+		if base == "" {
+			base = os.Getenv("LCL_PLUGIN_MATRIX_DIR")
+		}
 		if base == "" {
 			base = matrixBase()
 		}

@@ -198,7 +198,7 @@ func decodeMatrix(pm *pb.Matrix, dir string, fromPlugin bool) (*sdk.Matrix, erro
 		}
 		defer os.Remove(sh.GetPath())
 	}
-	data, err := readShared(sh, m.Rows, m.Cols)
+	data, err := readShared(sh, m.Rows, m.Cols, fromPlugin)
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +215,9 @@ func inDir(path, dir string) error {
 }
 
 // readShared reads a shared file of rows×cols float32, checking its size
-// and digest.
-func readShared(sh *pb.SharedMatrix, rows, cols int) ([]float32, error) {
+// and digest. With consume (a file the reader removes afterwards) each part
+// read is released at once (releaseRead).
+func readShared(sh *pb.SharedMatrix, rows, cols int, consume bool) ([]float32, error) {
 	path := sh.GetPath()
 	if rows < 0 || cols < 0 || int64(rows)*int64(cols) > maxSharedElements {
 		return nil, fmt.Errorf("shared matrix %s: shape %d×%d", path, rows, cols)
@@ -233,7 +234,11 @@ func readShared(sh *pb.SharedMatrix, rows, cols int) ([]float32, error) {
 	if !st.Mode().IsRegular() || st.Size() != size {
 		return nil, fmt.Errorf("shared matrix %s: %d bytes (%s), want %d for %d×%d float32", path, st.Size(), st.Mode().Type(), size, rows, cols)
 	}
-	f, err := os.Open(path)
+	flag := os.O_RDONLY
+	if consume {
+		flag = os.O_RDWR // to punch holes
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("shared matrix: %w", err)
 	}
@@ -243,6 +248,9 @@ func readShared(sh *pb.SharedMatrix, rows, cols int) ([]float32, error) {
 	for off := 0; off < len(raw); {
 		n, err := io.ReadFull(f, raw[off:min(off+4<<20, len(raw))])
 		check.Write(raw[off : off+n])
+		if consume {
+			releaseRead(f, int64(off), int64(n))
+		}
 		off += n
 		if err != nil {
 			return nil, fmt.Errorf("shared matrix %s: %w", path, err)
