@@ -37,10 +37,12 @@ func WritePlots(dir string, m *Matrix) (Plots, error) {
 		title = fmt.Sprintf("%s similarity of %s (%d classes)", m.Kind, m.LabelSet, m.N())
 	}
 	c := m.N()
-	data, names, spectrumTitle := make([]float64, c*c), m.Names, "Eigenvalue spectrum: "+title
+	var data []float64
+	names, spectrumTitle := m.Names, "Eigenvalue spectrum: "+title
 	var eig []float64
 	var err error
 	if c <= PlotExactClasses {
+		data = make([]float64, c*c)
 		for i, x := range m.Data {
 			data[i] = float64(x)
 		}

@@ -60,7 +60,7 @@ func (s Sharing) limit() int64 {
 
 // encodeMatrix is m as a message: inline when its values take at most the
 // limit (or there is no folder), else written to a fresh file in the
-// folder (rows computed one at a time for a Fill matrix).
+// folder (a Fill matrix's rows computed a block at a time, eachRowBlock).
 func encodeMatrix(m *sdk.Matrix, sh Sharing) (*pb.Matrix, error) {
 	if m == nil {
 		return nil, nil
