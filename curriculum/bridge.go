@@ -136,7 +136,10 @@ func (b *Bridge) Stages() []Stage { return b.planner }
 func (b *Bridge) StrategyStages() []sdk.Stage { return b.stages }
 
 // Plan is the strategy's plan for the trainer: targets, weights and
-// coefficients as float32, weights and subset in data-set indices.
+// coefficients as float32, weights and subset in data-set indices. Large
+// targets are the plugin's answer itself and share memory with the next
+// large plan's (plugins.Strategy.Plan): the trainer is done with an epoch's
+// targets once its tensor holds them.
 func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	if b.observeErr != nil {
 		return Plan{}, b.observeErr

@@ -10,10 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"time"
 
-	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -410,17 +408,10 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 		}
 	}
 	var targets *torch.Tensor
-	targetEntropy := meanRowEntropy(plan.Targets, r.cfg.Train.NumClasses())
 	if plan.Targets != nil {
 		C := int64(r.cfg.Train.NumClasses())
 		if targets, err = torch.NewTensor(plan.Targets, []int64{C, C}, r.cfg.Device); err != nil {
 			return fmt.Errorf("trainer: %w", err)
-		}
-		if 4*len(plan.Targets) >= curriculum.LargeTargets {
-			// The tensor holds them now: return the plan's copy (1.9 GB for
-			// ImageNet-21k) rather than hold both for the epoch.
-			plan.Targets = nil
-			debug.FreeOSMemory()
 		}
 	}
 	indices := plan.Subset
@@ -569,7 +560,7 @@ func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
 	}
 	lr = r.cfg.Optim.Schedule.At(e, float64(steps-1)/float64(steps), stage.Epochs) // at the last step
 	em := EpochMetrics{MessageType: "epoch", Stage: stage.Name, StageIndex: s, Epoch: e + 1, Epochs: stage.Epochs,
-		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: targetEntropy}
+		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: meanRowEntropy(plan.Targets, r.cfg.Train.NumClasses())}
 	if p.Seconds > 0 {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}

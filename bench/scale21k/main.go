@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lcl-project/lcl/plugins"
@@ -69,17 +71,20 @@ func run(lcl string, c, epochs int, limit float64) error {
 	worst := 0.0
 	for e := 0; e < epochs; e++ {
 		debug.FreeOSMemory() // the last plan's targets, as the trainer's bridge does
+		host0, plugin0 := cpuSeconds(os.Getpid()), childrenCPU()
 		t := time.Now()
 		p, err := st.Plan(ctx, sdk.PlanAt{Epoch: e})
 		if err != nil {
 			return err
 		}
 		secs := time.Since(t).Seconds()
+		host, plugin := cpuSeconds(os.Getpid())-host0, childrenCPU()-plugin0
 		worst = max(worst, secs)
 		if len(p.Targets.Data) != c*c {
 			return fmt.Errorf("epoch %d: %d target values", e, len(p.Targets.Data))
 		}
-		fmt.Printf("  %-44s %7.2f s  (true-class mass of class 0: %.4f)\n", fmt.Sprintf("Plan epoch %d (update + %d×%d targets back)", e, c, c), secs, p.Targets.Data[0])
+		fmt.Printf("  %-44s %7.2f s  (CPU: plugin %.2f s, host %.2f s; true-class mass of class 0: %.4f)\n",
+			fmt.Sprintf("Plan epoch %d (update + %d×%d targets back)", e, c, c), secs, plugin, host, p.Targets.Data[0])
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -87,9 +92,51 @@ func run(lcl string, c, epochs int, limit float64) error {
 	if worst > limit {
 		verdict = "FAIL"
 	}
-	fmt.Printf("  slowest plan %.2f s (bound %.0f s): %s; host heap at the end %.1f GB\n", worst, limit, verdict, float64(ms.HeapInuse)/1e9)
+	fmt.Printf("  slowest plan %.2f s (bound %.0f s), load average %s: %s; host heap at the end %.1f GB\n", worst, limit, loadAverage(), verdict, float64(ms.HeapInuse)/1e9)
 	if verdict == "FAIL" {
 		return fmt.Errorf("a plan took %.2f s", worst)
 	}
 	return nil
+}
+
+// cpuSeconds is a process's user + system CPU time so far (/proc/PID/stat).
+func cpuSeconds(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command: state is field 3, utime 14, stime 15.
+	rest := string(raw[strings.LastIndexByte(string(raw), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // clock ticks; 100 per second on Linux
+}
+
+// childrenCPU is the CPU time of this process's running children (the
+// plugin).
+func childrenCPU() float64 {
+	total := 0.0
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
+	for _, t := range tasks {
+		raw, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(raw)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				total += cpuSeconds(pid)
+			}
+		}
+	}
+	return total
+}
+
+func loadAverage() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

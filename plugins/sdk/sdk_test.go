@@ -65,3 +65,21 @@ func TestValidatePlan(t *testing.T) {
 		}
 	}
 }
+
+// A large plan is checked on every CPU, and still reports its first bad row.
+func TestValidatePlanLargeFirstBadRow(t *testing.T) {
+	const c = 2100 // 4.4 M values: checked in parts
+	m := sdk.NewMatrix(c, c)
+	for i := 0; i < c; i++ {
+		m.Set(i, i, 1)
+	}
+	if err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	m.Set(2000, 3, 0.5)
+	m.Set(50, 7, -1)
+	err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1)
+	if err == nil || err.Error() != "target[50][7] = -1, want a finite value ≥ 0" {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -115,8 +115,8 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 }
 
 // fromPlan is the host's view of a plan: shared targets are read from the
-// host's matrix folder dir (and removed).
-func fromPlan(p *pb.Plan, dir string) (*sdk.Plan, error) {
+// host's matrix folder dir (and removed), into reuse when it has room.
+func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 	out := &sdk.Plan{Weights: p.GetWeights()}
 	if len(out.Weights) == 0 {
 		out.Weights = nil
@@ -124,7 +124,7 @@ func fromPlan(p *pb.Plan, dir string) (*sdk.Plan, error) {
 	if !p.GetOneHot() {
 		// A missing matrix without the one-hot flag stays an error for the
 		// validator to report: keep it as a 0×0 matrix, not nil.
-		t, err := decodeMatrix(p.GetTargets(), dir, true)
+		t, err := decodeMatrixInto(p.GetTargets(), dir, true, reuse)
 		if err != nil {
 			return nil, fmt.Errorf("targets: %w", err)
 		}

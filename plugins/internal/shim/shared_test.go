@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 
@@ -129,5 +130,41 @@ func TestDecodeSharedRefuses(t *testing.T) {
 	}
 	if _, err := decodeMatrix(&pb.Matrix{Rows: 2, Cols: 2, Shared: &pb.SharedMatrix{Path: ok, Digest: sha}}, "", true); err == nil {
 		t.Fatal("a shared matrix without a host folder was accepted")
+	}
+}
+
+// A Fill matrix is written in row order however its blocks finish, and a
+// failed write stops it.
+func TestEachRowBlockKeepsOrder(t *testing.T) {
+	const rows, cols = 1000, 7
+	m := sdk.NewRowMatrix(rows, cols, func(i int, dst []float32) {
+		if i%(3*fillBlock) == 0 {
+			time.Sleep(2 * time.Millisecond) // some blocks finish late
+		}
+		for j := range dst {
+			dst[j] = float32(i*cols + j)
+		}
+	})
+	var got []float32
+	if err := eachRowBlock(m, func(b []float32) error { got = append(got, b...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != rows*cols {
+		t.Fatalf("%d values", len(got))
+	}
+	for k, x := range got {
+		if x != float32(k) {
+			t.Fatalf("value %d is %v", k, x)
+		}
+	}
+	n := 0
+	err := eachRowBlock(m, func([]float32) error {
+		if n++; n == 3 {
+			return os.ErrClosed
+		}
+		return nil
+	})
+	if err != os.ErrClosed || n != 3 {
+		t.Fatalf("after a failed write: %v, %d writes", err, n)
 	}
 }

@@ -40,6 +40,9 @@ func (p *StrategyPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *
 type StrategyClient struct {
 	c  pb.StrategyClient
 	sh Sharing
+	// last holds the last shared plan's targets, which the next shared
+	// plan of the same size overwrites (see Plan).
+	last []float32
 }
 
 // Share sets where large matrices go (the host's private folder for this
@@ -79,12 +82,21 @@ func (s *StrategyClient) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, e
 	return fromStages(r.GetStages()), nil
 }
 
+// Plan asks for a plan. Targets that came as a shared file (beyond the
+// inline limit: 64 MiB, 4,096 classes) are read into the memory of the
+// last such plan's, which the caller must be done with by then: a
+// 21,843-class run then reads each epoch's 1.9 GB into pages already
+// mapped. Clone them to keep them past the next Plan.
 func (s *StrategyClient) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	r, err := s.c.Plan(ctx, &pb.PlanRequest{Stage: int32(at.Stage), Epoch: int32(at.Epoch), Step: int32(at.Step)})
 	if err != nil {
 		return nil, err
 	}
-	return fromPlan(r, s.sh.Dir)
+	p, err := fromPlan(r, s.sh.Dir, s.last)
+	if err == nil && r.GetTargets().GetShared() != nil {
+		s.last = p.Targets.Data
+	}
+	return p, err
 }
 
 func (s *StrategyClient) Observe(ctx context.Context, m sdk.Metrics) error {
