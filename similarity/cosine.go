@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -20,10 +21,10 @@ func Cosine(x [][]float64, name func(i int) string) ([]float32, error) {
 }
 
 // cosine computes the upper triangle block row by block row, each block a
-// float64 matrix product (gonum BLAS) divided by the two norms and rounded
-// once to float32, and mirrors it: 21,843 doc2vec vectors take one float32
-// C×C matrix and a few block scratches. bar, when given, gets one unit per
-// block row.
+// float64 matrix product (gonum BLAS) of the rows scaled to unit length,
+// rounded once to float32, and mirrors it: 21,843 doc2vec vectors take one
+// float32 C×C matrix and a block scratch per CPU. bar, when given, gets one
+// unit per block row.
 func cosine(ctx context.Context, x [][]float64, name func(i int) string, bar Progress) ([]float32, error) {
 	c := len(x)
 	if c == 0 {
@@ -31,7 +32,6 @@ func cosine(ctx context.Context, x [][]float64, name func(i int) string, bar Pro
 	}
 	d := len(x[0])
 	a := make([]float64, c*d)
-	norm := make([]float64, c)
 	for i, r := range x {
 		if len(r) != d {
 			return nil, fmt.Errorf("row %d (%s) has %d values, the first row %d", i+1, name(i), len(r), d)
@@ -46,24 +46,32 @@ func cosine(ctx context.Context, x [][]float64, name func(i int) string, bar Pro
 		if s == 0 {
 			return nil, fmt.Errorf("row %d (%s) is all zeros: cosine similarity is undefined", i+1, name(i))
 		}
-		norm[i] = math.Sqrt(s)
-		copy(a[i*d:], r)
+		norm := math.Sqrt(s)
+		for k, v := range r {
+			a[i*d+k] = v / norm
+		}
 	}
 	out := make([]float32, c*c)
 	blocks := (c + cosineBlock - 1) / cosineBlock
+	scratch := make(chan []float64, runtime.GOMAXPROCS(0))
+	for range cap(scratch) {
+		scratch <- make([]float64, cosineBlock*c)
+	}
 	err := parallelDynamicCtx(ctx, blocks, func(bi int) {
 		i0, i1 := bi*cosineBlock, min(bi*cosineBlock+cosineBlock, c)
 		rows, cols := i1-i0, c-i0
-		g := blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float64, rows*cols)}
+		buf := <-scratch
+		defer func() { scratch <- buf }()
+		g := blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: buf[:rows*cols]}
 		blas64.Gemm(blas.NoTrans, blas.Trans, 1,
 			blas64.General{Rows: rows, Cols: d, Stride: d, Data: a[i0*d : i1*d]},
 			blas64.General{Rows: cols, Cols: d, Stride: d, Data: a[i0*d:]},
 			0, g)
 		for i := i0; i < i1; i++ {
-			gi := g.Data[(i-i0)*cols:]
-			row := out[i*c:]
-			for j := i; j < c; j++ {
-				row[j] = float32(gi[j-i0] / (norm[i] * norm[j]))
+			gi := g.Data[(i-i0)*cols+(i-i0) : (i-i0+1)*cols]
+			row := out[i*c+i : (i+1)*c]
+			for j, v := range gi {
+				row[j] = float32(v)
 			}
 		}
 		// The mirror image, written a row segment at a time.
