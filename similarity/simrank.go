@@ -510,7 +510,8 @@ func ZeroShare[T float32 | float64](m []T, c int) float64 {
 // The block is float64 (ImageNet-21k's WordNet closure has 6,293 internal
 // nodes: 317 MB), so the class matrix equals the dense float64 form to
 // float32 rounding. Memory: 8m² + 4C² bytes, and one float64 row of m per
-// CPU.
+// CPU. opt.Progress gets one unit per row computed (block rows, sweep after
+// sweep, then class rows).
 func simrankClasses(ctx context.Context, g *Graph, classes []int, opt SimRankOptions) ([]float32, SimRankStats, error) {
 	n := len(g.Nodes)
 	pos := make([]int, n) // node → index in the internal block, −1 for a leaf
@@ -614,13 +615,13 @@ func simrankClasses(ctx context.Context, g *Graph, classes []int, opt SimRankOpt
 			if err != nil {
 				return nil, st, err
 			}
+			if opt.Progress != nil {
+				opt.Progress.Add(len(rows))
+			}
 		}
 		st = SimRankStats{Iterations: it}
 		for _, d := range deltas {
 			st.Delta = max(st.Delta, d)
-		}
-		if opt.Progress != nil {
-			opt.Progress.Add(1)
 		}
 		if st.Delta <= opt.Tolerance {
 			break
@@ -651,6 +652,9 @@ func simrankClasses(ctx context.Context, g *Graph, classes []int, opt SimRankOpt
 			}
 		}
 		row[i] = 1
+		if opt.Progress != nil && i%64 == 0 {
+			opt.Progress.Add(64)
+		}
 	})
 	if err != nil {
 		return nil, st, err
