@@ -17,15 +17,15 @@ const cosineBlock = 256
 // Cosine returns the row-major matrix of cosines between the rows of x. A
 // zero row has no direction: that is an error naming the row via name(i).
 func Cosine(x [][]float64, name func(i int) string) ([]float32, error) {
-	return cosine(context.Background(), x, name, nil)
+	return cosine(context.Background(), x, name, nil, true)
 }
 
 // cosine computes the upper triangle block row by block row, each block a
 // float64 matrix product (gonum BLAS) of the rows scaled to unit length,
-// rounded once to float32, and mirrors it: 21,843 doc2vec vectors take one
-// float32 C×C matrix and a block scratch per CPU. bar, when given, gets one
-// unit per block row.
-func cosine(ctx context.Context, x [][]float64, name func(i int) string, bar Progress) ([]float32, error) {
+// rounded once to float32, and with mirror its mirror image: 21,843 doc2vec
+// vectors take one float32 C×C matrix and a block scratch per CPU. bar,
+// when given, gets one unit per block row.
+func cosine(ctx context.Context, x [][]float64, name func(i int) string, bar Progress, mirror bool) ([]float32, error) {
 	c := len(x)
 	if c == 0 {
 		return nil, nil
@@ -75,7 +75,7 @@ func cosine(ctx context.Context, x [][]float64, name func(i int) string, bar Pro
 			}
 		}
 		// The mirror image, written a row segment at a time.
-		for j := i0; j < c; j++ {
+		for j := i0; j < c && mirror; j++ {
 			seg := out[j*c+i0 : j*c+i1]
 			for i := range seg {
 				if i0+i < j {

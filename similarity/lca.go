@@ -93,7 +93,7 @@ func (l LCA) Compute(ctx context.Context, set *labels.Set, in map[string]string)
 	c := set.Len()
 	bar := l.Progress.start(int64(c), "lca "+form)
 	defer bar.Finish()
-	data, err := e.matrix(ctx, bar)
+	data, err := e.upperTriangle(ctx, bar)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +105,7 @@ func (l LCA) Compute(ctx context.Context, set *labels.Set, in map[string]string)
 			lg.note(),
 			fmt.Sprintf("zero pairs: %.1f%% of %d class pairs", 100*ZeroShare(data, c), c*(c-1)/2),
 		},
+		upper: true, // Compute mirrors it
 	}, nil
 }
 
@@ -349,9 +350,19 @@ func (e *lcaEngine) row(i int, row []float32, mark []int32) {
 	}
 }
 
-// matrix fills the C×C matrix: the upper triangle row by row on every CPU,
-// then its mirror image. bar gets one unit per row.
+// matrix fills the C×C matrix: the upper triangle, then its mirror image.
 func (e *lcaEngine) matrix(ctx context.Context, bar Progress) ([]float32, error) {
+	out, err := e.upperTriangle(ctx, bar)
+	if err != nil {
+		return nil, err
+	}
+	mirrorUpper(out, len(e.classes))
+	return out, nil
+}
+
+// upperTriangle fills the entries on and above the diagonal of the C×C
+// matrix, row by row on every CPU. bar gets one unit per row.
+func (e *lcaEngine) upperTriangle(ctx context.Context, bar Progress) ([]float32, error) {
 	c := len(e.classes)
 	out := make([]float32, c*c)
 	marks := make(chan []int32, runtime.GOMAXPROCS(0))
@@ -367,7 +378,6 @@ func (e *lcaEngine) matrix(ctx context.Context, bar Progress) ([]float32, error)
 	if err != nil {
 		return nil, err
 	}
-	mirrorUpper(out, c)
 	return out, nil
 }
 

@@ -120,3 +120,56 @@ func firstNonFinite(data []float32) int {
 	}
 	return -1
 }
+
+// normalizeUpper applies the policy to a matrix whose source filled only
+// its upper triangle (entries j > i; the rest is ignored and overwritten): a
+// symmetric matrix by construction, so step 2 is the mirror image. Checks,
+// clamping and notes are Normalize's, on the upper entries, in one pass of
+// tiles: sources that compute half a matrix (lca, semantic) leave the
+// mirroring to it.
+func normalizeUpper(data []float32, classes []string) (notes []string, err error) {
+	c := len(classes)
+	if len(data) != c*c {
+		return nil, fmt.Errorf("matrix has %d values, want %d×%d", len(data), c, c)
+	}
+	tiles := (c + normTile - 1) / normTile
+	bad := make([]int, tiles) // the first non-finite upper entry of each tile row, or −1
+	negative := make([]int, tiles)
+	parallelDynamic(tiles, func(ti int) {
+		bad[ti] = -1
+		i0, i1 := ti*normTile, min(ti*normTile+normTile, c)
+		// Rows of the tile row first (row-major order for the first bad entry).
+		for i := i0; i < i1 && bad[ti] < 0; i++ {
+			for j, x := range data[i*c+i+1 : (i+1)*c] {
+				if x-x != 0 {
+					bad[ti] = i*c + i + 1 + j
+					return
+				}
+				if x < 0 {
+					negative[ti]++
+					data[i*c+i+1+j] = 0
+				}
+			}
+		}
+		for j := i0; j < c; j++ {
+			for i := i0; i < min(i1, j); i++ {
+				data[j*c+i] = data[i*c+j]
+			}
+		}
+		for i := i0; i < i1; i++ {
+			data[i*c+i] = 1
+		}
+	})
+	total := 0
+	for ti := range bad {
+		if k := bad[ti]; k >= 0 {
+			i, j := k/c, k%c
+			return nil, fmt.Errorf("s(%s, %s) [row %d, column %d] is %v: similarities must be finite", classes[i], classes[j], i, j, data[k])
+		}
+		total += negative[ti]
+	}
+	if total > 0 {
+		notes = append(notes, fmt.Sprintf("negatives clamped: %d pairs set to 0", total))
+	}
+	return notes, nil
+}

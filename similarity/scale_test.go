@@ -2,6 +2,7 @@ package similarity
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -382,5 +383,47 @@ func TestLCAImageNet1kIsPerPairWuPalmer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for range 3000 {
 		check(rng.IntN(c), rng.IntN(c))
+	}
+}
+
+// normalizeUpper, given the upper triangle of a symmetric matrix and
+// garbage below it, gives what Normalize gives for the whole matrix: the
+// same values, notes and first-error message.
+func TestNormalizeUpperEqualsNormalize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	const c = 2*normTile + 9
+	names := make([]string, c)
+	for i := range names {
+		names[i] = fmt.Sprint("c", i)
+	}
+	whole := make([]float32, c*c)
+	for i := 0; i < c; i++ {
+		for j := i; j < c; j++ {
+			x := float32(rng.Float64()*1.2 - 0.1)
+			whole[i*c+j], whole[j*c+i] = x, x
+		}
+	}
+	upper := slices.Clone(whole)
+	for i := 0; i < c; i++ {
+		for j := 0; j <= i; j++ {
+			upper[i*c+j] = float32(math.NaN()) // never read
+		}
+	}
+	wantNotes, err := Normalize(whole, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := normalizeUpper(upper, names)
+	if err != nil || !slices.Equal(upper, whole) || !slices.Equal(notes, wantNotes) {
+		t.Fatalf("notes %q (%v), want %q; equal values: %v", notes, err, wantNotes, slices.Equal(upper, whole))
+	}
+	for _, k := range []int{3*c + 100, 130*c + 131} { // in the first and third tile rows
+		bad := slices.Clone(whole)
+		bad[k] = float32(math.Inf(-1))
+		_, want := Normalize(slices.Clone(bad), names)
+		_, got := normalizeUpper(bad, names)
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("entry %d: %v, Normalize: %v", k, got, want)
+		}
 	}
 }

@@ -119,7 +119,7 @@ func (s Semantic) Compute(ctx context.Context, set *labels.Set, in map[string]st
 	}
 	bar := s.Progress.start(int64((len(rows)+cosineBlock-1)/cosineBlock), "semantic cosines")
 	defer bar.Finish()
-	data, err := cosine(ctx, rows, func(i int) string { return set.Classes[i].ID }, bar)
+	data, err := cosine(ctx, rows, func(i int) string { return set.Classes[i].ID }, bar, false)
 	if err != nil {
 		return nil, fmt.Errorf("vectors %s: %w", v.Model, err)
 	}
@@ -127,6 +127,7 @@ func (s Semantic) Compute(ctx context.Context, set *labels.Set, in map[string]st
 		Classes:    ClassIDs(set),
 		Data:       data,
 		Provenance: Provenance{Params: p.effective, Inputs: map[string]string{"classes": ClassesDigest(set), "vectors": vectorsDigest(v)}},
+		upper:      true, // Compute mirrors it
 	}, nil
 }
 

@@ -40,12 +40,18 @@ type Provenance struct {
 
 // Result is a computed matrix.
 type Result struct {
-	Classes []string  // class ids, in class order
-	Data    []float32 // C×C, row-major: Data[i*C+j] = s(i,j)
+	Classes []string // class ids, in class order
+	// Data is C×C, row-major: Data[i*C+j] = s(i,j). A built-in source whose
+	// matrix is symmetric by construction may fill only the entries above
+	// the diagonal (upper); Compute completes it, so use Compute.
+	Data []float32
 	Provenance
 	// Notes are facts worth telling the user (zero share, iterations,
 	// missing-value handling), as "key: value" lines.
 	Notes []string
+	// upper says the source filled only the entries above the diagonal
+	// (symmetric by construction): Compute mirrors them while normalising.
+	upper bool
 }
 
 // N is the class count.
@@ -72,7 +78,11 @@ func Compute(ctx context.Context, src Source, set *labels.Set, params map[string
 	if len(res.Classes) != c {
 		return nil, fmt.Errorf("%s: returned %d class ids, want %d", src.Name(), len(res.Classes), c)
 	}
-	notes, err := Normalize(res.Data, res.Classes)
+	normalize := Normalize
+	if res.upper {
+		normalize = normalizeUpper
+	}
+	notes, err := normalize(res.Data, res.Classes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
 	}

@@ -94,7 +94,7 @@ func (v Visual) Compute(ctx context.Context, set *labels.Set, in map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	data, err := cosine(ctx, x, func(i int) string { return set.Classes[i].ID }, nil)
+	data, err := cosine(ctx, x, func(i int) string { return set.Classes[i].ID }, nil, true)
 	if err != nil {
 		return nil, err
 	}
