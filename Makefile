@@ -6,22 +6,53 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build test demo demo-full bench e2e deps bench-deps lint proto clean fuzz gpu-bundle
+.PHONY: all build build-deps test test-torch2 test-torch2-cuda demo demo-full bench e2e deps bench-deps lint proto clean fuzz gpu-bundle libtorch-check
+
+# LIBTORCH=DIR builds and tests against another libtorch than Debian's: a pip
+# or conda PyTorch's torch/ folder, an unpacked libtorch from pytorch.org
+# (CUDA builds get -tags cuda). scripts/libtorch-flags.sh derives the flags.
+ifneq ($(strip $(LIBTORCH)),)
+export CGO_CXXFLAGS := $(shell scripts/libtorch-flags.sh cxxflags '$(LIBTORCH)' 2>/dev/null) $(CGO_CXXFLAGS)
+export CGO_LDFLAGS := $(shell scripts/libtorch-flags.sh ldflags '$(LIBTORCH)' 2>/dev/null) $(CGO_LDFLAGS)
+TAGS += $(shell scripts/libtorch-flags.sh tags '$(LIBTORCH)' 2>/dev/null)
+endif
+GOTAGS := $(if $(strip $(TAGS)),-tags '$(strip $(TAGS))')
 
 all: build
 
+# deps: what the tests need; build-deps: only what the build and the demo need.
 deps:
 	@scripts/deps.sh
+
+build-deps:
+	@scripts/deps.sh build
 
 bench-deps:
 	@scripts/deps.sh bench
 
-build: deps
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
+libtorch-check:
+	@if [ -n "$(strip $(LIBTORCH))" ]; then scripts/libtorch-flags.sh check '$(LIBTORCH)'; fi
 
-test: deps
-	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+# bin/plugins: the example plugins, built, beside lcl (LCL_PLUGIN_PATH=bin/plugins).
+build: build-deps libtorch-check
+	$(GO) build $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
+	$(GO) build -o bin/plugins/ ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
+	install -m 755 examples/lcl-similarity-py/lcl-similarity-bigram.py examples/lcl-strategy-py/lcl-strategy-pyannealls.py bin/plugins/
+	install -m 644 examples/lcl-strategy-py/lcl_pb2.py bin/plugins/
+
+test: deps libtorch-check
+	$(GO) vet $(GOTAGS) ./...
+	$(GO) test $(GOTAGS) -count=1 ./...
+
+# The tests against PyTorch 2.6: go vet and go test inside a Debian 13 root
+# (made once with debootstrap, kept in ~/.cache/lcl/debian13; scripts/torch2.sh).
+test-torch2:
+	@scripts/torch2.sh test
+
+# The CUDA build against Debian 13's libtorch-cuda 2.6 (a root of its own, 1.3 GB
+# of CUDA libraries; not in CI): links, starts without a GPU, refuses --device cuda.
+test-torch2-cuda:
+	@scripts/torch2.sh cuda
 
 # Every fuzz target for FUZZTIME each (seed corpora also run in `make test`).
 FUZZTIME ?= 60s

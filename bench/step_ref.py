@@ -7,85 +7,19 @@ torch.optim.SGD (momentum 0.9, Nesterov, weight decay 5e-5; fp16 with a
 fixed loss scale of 65536 and the GradScaler skip rule). Prints one JSON
 line: img_per_s, step_ms, loss, peak_allocated, peak_reserved, skipped.
 
-Written by hand (no torchvision) so it runs wherever PyTorch does, 1.13 to 2.x.
+The architectures are bench/refnets.py's.
 """
 import argparse
 import json
+import os
+import sys
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-
-def conv(i, o, k, s):
-    return nn.Conv2d(i, o, k, stride=s, padding=k // 2, bias=False)
-
-
-class Basic(nn.Module):
-    expansion = 1
-
-    def __init__(self, inp, planes, stride):
-        super().__init__()
-        self.conv1, self.bn1 = conv(inp, planes, 3, stride), nn.BatchNorm2d(planes)
-        self.conv2, self.bn2 = conv(planes, planes, 3, 1), nn.BatchNorm2d(planes)
-        self.downsample = None
-        if stride != 1 or inp != planes:
-            self.downsample = nn.Sequential(conv(inp, planes, 1, stride), nn.BatchNorm2d(planes))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
-
-
-class Bottleneck(nn.Module):
-    expansion = 4
-
-    def __init__(self, inp, planes, stride):
-        super().__init__()
-        self.conv1, self.bn1 = conv(inp, planes, 1, 1), nn.BatchNorm2d(planes)
-        self.conv2, self.bn2 = conv(planes, planes, 3, stride), nn.BatchNorm2d(planes)
-        self.conv3, self.bn3 = conv(planes, planes * 4, 1, 1), nn.BatchNorm2d(planes * 4)
-        self.downsample = None
-        if stride != 1 or inp != planes * 4:
-            self.downsample = nn.Sequential(conv(inp, planes * 4, 1, stride), nn.BatchNorm2d(planes * 4))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = F.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
-
-
-class ResNet(nn.Module):
-    def __init__(self, block, layers, classes, cifar):
-        super().__init__()
-        self.cifar = cifar
-        self.conv1 = conv(3, 64, 3, 1) if cifar else conv(3, 64, 7, 2)
-        self.bn1 = nn.BatchNorm2d(64)
-        inp, stages = 64, []
-        for i, n in enumerate(layers):
-            planes, blocks = 64 << i, []
-            for b in range(n):
-                blocks.append(block(inp, planes, 2 if b == 0 and i > 0 else 1))
-                inp = planes * block.expansion
-            stages.append(nn.Sequential(*blocks))
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.fc = nn.Linear(inp, classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-
-    def forward(self, x):
-        x = F.relu(self.bn1(self.conv1(x)))
-        if not self.cifar:
-            x = F.max_pool2d(x, 3, 2, 1)
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
-
-
-ARCH = {"resnet18": (Basic, [2, 2, 2, 2]), "resnet34": (Basic, [3, 4, 6, 3]), "resnet50": (Bottleneck, [3, 4, 6, 3])}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import refnets  # noqa: E402 (after the path: python3 -I leaves this folder off it)
 
 
 def main():
@@ -112,8 +46,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = bool(a.tf32)
     torch.backends.cudnn.allow_tf32 = bool(a.tf32)
     torch.manual_seed(1)
-    block, layers = ARCH[a.model]
-    m = ResNet(block, layers, a.classes, a.stem == "cifar").to(dev)
+    m = refnets.resnet(a.model, a.classes, a.stem == "cifar").to(dev)
     mf = torch.channels_last if a.channels_last else torch.contiguous_format
     m = m.to(memory_format=mf)
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-5)

@@ -98,7 +98,12 @@ func (r Run) TrainArgs(runDir string, resume bool) []string {
 		args = append(args, "--source", c.Source)
 	}
 	for _, k := range sortedKeys(c.Params) {
-		args = append(args, "--"+k, c.Params[k])
+		if IsTrainFlag(k) {
+			args = append(args, "--"+k, c.Params[k])
+		} else {
+			// A strategy's own parameter (a plugin's, ls's alpha).
+			args = append(args, "--param", k+"="+c.Params[k])
+		}
 	}
 	args = append(args,
 		"--fraction", formatFloat(c.Fraction),

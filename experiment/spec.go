@@ -149,6 +149,13 @@ func Parse(raw []byte) (*Grid, error) {
 	if err := g.checkSize(); err != nil {
 		return nil, err
 	}
+	// Every run as lcl train would read it: a value it refuses fails the
+	// grid now, not each of its runs later.
+	for i, r := range g.Expand() {
+		if _, err := r.Spec(); err != nil {
+			return nil, fmt.Errorf("runs[%d]: %w (%s)", i, err, r.Describe())
+		}
+	}
 	return &g, nil
 }
 
@@ -233,9 +240,12 @@ func (g *Grid) validate() error {
 	if err := unique("seeds", g.Seeds); err != nil {
 		return err
 	}
-	for k := range g.Args {
+	for _, k := range sortedKeys(g.Args) {
 		if err := checkFlag("args", k); err != nil {
 			return err
+		}
+		if !IsTrainFlag(k) {
+			return fmt.Errorf("args.%s: lcl train has no flag --%s%s", k, k, suggestFlag(k))
 		}
 	}
 	for i, s := range g.Strategies {

@@ -26,12 +26,12 @@ func examplePluginDir(t *testing.T) string {
 			t.Fatalf("go build %s: %v\n%s", ex, err, out)
 		}
 	}
-	for _, f := range []string{"lcl-similarity-bigram.py", "lcl_pb2.py"} {
-		raw, err := os.ReadFile(filepath.Join("../examples/lcl-similarity-py", f))
+	for _, f := range []string{"lcl-similarity-py/lcl-similarity-bigram.py", "lcl-strategy-py/lcl-strategy-pyannealls.py", "lcl-strategy-py/lcl_pb2.py"} {
+		raw, err := os.ReadFile(filepath.Join("../examples", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), raw, 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), raw, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,6 +58,7 @@ func TestExamplePlugins(t *testing.T) {
 		{"strategy/annealls", "lcl-strategy-annealls", "0.1.0"},
 		{"similarity/lexical", "lcl-similarity-lexical", "0.1.0"},
 		{"similarity/bigram", "lcl-similarity-bigram.py", "0.1.0"},
+		{"strategy/pyannealls", "lcl-strategy-pyannealls.py", "0.1.0"},
 	} {
 		d, ok := found[want.key]
 		if !ok || d.Error != "" || d.Path != filepath.Join(dir, want.path) || d.Version != want.version {
@@ -89,6 +90,79 @@ func TestExamplePlugins(t *testing.T) {
 		run.Params = map[string]string{"alpah": "0.1"}
 		if _, err := st.Begin(ctx, run); err == nil || !strings.Contains(err.Error(), `unknown parameter "alpah"`) {
 			t.Fatalf("misspelt parameter: %v", err)
+		}
+	})
+
+	// The Python strategy is the Go one written again: the same plans.
+	t.Run("python strategy", func(t *testing.T) {
+		goSt, err := h.Strategy("annealls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer goSt.Close()
+		pySt, err := h.Strategy("pyannealls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pySt.Close()
+		run := testRun(5, 10)
+		run.Epochs = 4
+		run.Params = map[string]string{"alpha": "0.3"}
+		for _, st := range []interface {
+			Begin(context.Context, sdk.Run) ([]sdk.Stage, error)
+		}{goSt, pySt} {
+			if stages, err := st.Begin(ctx, run); err != nil || len(stages) != 1 || stages[0].Epochs != 4 || stages[0].Teacher != -1 {
+				t.Fatalf("Begin: %+v %v", stages, err)
+			}
+		}
+		for epoch := range 4 {
+			gp, err := goSt.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pp, err := pySt.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pp.Coef != gp.Coef || len(pp.Targets.Data) != 25 {
+				t.Fatalf("epoch %d: python plan %+v, go plan %+v", epoch, pp, gp)
+			}
+			for i, v := range gp.Targets.Data {
+				if pp.Targets.Data[i] != v {
+					t.Fatalf("epoch %d: python targets %v, go %v", epoch, pp.Targets.Data, gp.Targets.Data)
+				}
+			}
+		}
+		// Beyond the inline limit its plans come as shared files (SHA-256,
+		// written row by row), read and removed by the host: the same plans.
+		h.InlineLimit = 16
+		pyShared, err := h.Strategy("pyannealls")
+		h.InlineLimit = 0
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pyShared.Close()
+		if _, err := pyShared.Begin(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		for epoch := range 4 {
+			gp, err := goSt.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp, err := pyShared.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil || !slices.Equal(sp.Targets.Data, gp.Targets.Data) {
+				t.Fatalf("epoch %d: shared python plan %v (%v), go %v", epoch, sp, err, gp.Targets.Data)
+			}
+			if left, _ := filepath.Glob(filepath.Join(pyShared.c.share, "*")); len(left) != 0 {
+				t.Fatalf("files left in the matrix folder: %v", left)
+			}
+		}
+		for params, want := range map[string]string{"alpah": `unknown parameter 'alpah'`, "alpha": "alpha = 2, want a value in [0,1]"} {
+			run.Params = map[string]string{params: "2"}
+			if _, err := pySt.Begin(ctx, run); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("python strategy, %s=2: %v, want %q", params, err, want)
+			}
 		}
 	})
 

@@ -1,36 +1,43 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lcl needs, when they are missing.
-#   scripts/deps.sh          what the build and the tests need
+#   scripts/deps.sh build    what the build and `make demo` need (the demo runs on nothing else)
+#   scripts/deps.sh          also what the tests compare against (the default: `make test`)
 #   scripts/deps.sh bench    also the reference tools the benchmarks compare with
-#   scripts/deps.sh e2e      also chromium, which the end-to-end tests use to render the HTML report
+#   scripts/deps.sh e2e      also what the end-to-end tests use: chromium (to render the HTML report),
+#                            slurm-wlm and munge (a one-machine Slurm cluster), iproute2 (network namespaces)
 #   scripts/deps.sh --list [SET]   print a set's packages (internal/testdep's test reads it)
 set -euo pipefail
 
-# test: what the build and the tests need (every package a test declares
-# through internal/testdep; its TestDepsInstallsEveryDeclaredPackage checks).
-test=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev python3-pil
-  python3-numpy python3-networkx python3-scipy python3-torch python3-torchvision python3-grpcio python3-protobuf)
+# build: what `go build` links (libtorch, Gloo, libjpeg-turbo) and what
+# `make demo` reads (WordNet, Fashion-MNIST). No Python: the demo runs none.
+build=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev)
+# test: the independent references the tests compare against (every package
+# a test declares through internal/testdep; its
+# TestDepsInstallsEveryDeclaredPackage checks), on top of build.
+test=(python3-pil python3-numpy python3-networkx python3-scipy python3-torch python3-torchvision
+  python3-grpcio python3-protobuf)
 bench=(python3-gensim libjemalloc2 libtcmalloc-minimal4)
-e2e=(chromium)
+e2e=(chromium slurm-wlm munge iproute2)
 proto=(protobuf-compiler)
 
 kind=${1:-test}
 if [ "$kind" = --list ]; then
-  # scripts/deps.sh --list [test|bench|e2e|proto]: the packages, one per line.
   kind=${2:-test}
-  list=("${test[@]}")
-  case "$kind" in bench) list+=("${bench[@]}") ;; e2e) list+=("${e2e[@]}") ;; proto) list+=("${proto[@]}") ;; esac
+fi
+case "$kind" in
+  build) list=("${build[@]}") ;;
+  test) list=("${build[@]}" "${test[@]}") ;;
+  bench) list=("${build[@]}" "${test[@]}" "${bench[@]}") ;;
+  e2e) list=("${build[@]}" "${test[@]}" "${e2e[@]}") ;;
+  proto) list=("${build[@]}" "${test[@]}" "${proto[@]}") ;;
+  *) echo "deps: unknown set '$kind' (want build, test, bench, e2e or proto)" >&2; exit 2 ;;
+esac
+if [ "${1:-}" = --list ]; then
+  # scripts/deps.sh --list [build|test|bench|e2e|proto]: the packages, one per line.
   printf '%s\n' "${list[@]}"
   exit 0
 fi
-need=("${test[@]}")
-case "$kind" in
-  test) ;;
-  bench) need+=("${bench[@]}") ;;
-  e2e) need+=("${e2e[@]}") ;;
-  proto) need+=("${proto[@]}") ;;
-  *) echo "deps: unknown set '$kind' (want test, bench, e2e or proto)" >&2; exit 2 ;;
-esac
+need=("${list[@]}")
 
 missing=()
 for p in "${need[@]}"; do

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the plugin protocol code from plugins/proto/lcl.proto:
 #   Go:     plugins/proto/lcl.pb.go, plugins/proto/lcl_grpc.pb.go
-#   Python: examples/lcl-similarity-py/lcl_pb2.py (messages only; the Python
-#           example registers its gRPC handlers by hand, so no grpcio-tools)
+#   Python: examples/lcl-similarity-py/lcl_pb2.py and examples/lcl-strategy-py/lcl_pb2.py
+#           (messages only; the Python examples register their gRPC handlers
+#           by hand, so no grpcio-tools)
+# and the TensorBoard event messages from internal/tensorboard/tbpb/tensorboard.proto:
+#   Go:     internal/tensorboard/tbpb/tensorboard.pb.go
+#   Python: internal/tensorboard/testdata/tensorboard_pb2.py (the tests' independent reader)
 # Needs protoc (Debian: protobuf-compiler); installs the pinned Go generators.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +25,9 @@ PATH="$bin:$PATH" protoc -I plugins/proto \
   --go-grpc_out=plugins/proto --go-grpc_opt=paths=source_relative \
   --python_out=examples/lcl-similarity-py \
   plugins/proto/lcl.proto
-echo "proto: regenerated plugins/proto/*.pb.go and examples/lcl-similarity-py/lcl_pb2.py" >&2
+cp examples/lcl-similarity-py/lcl_pb2.py examples/lcl-strategy-py/lcl_pb2.py
+PATH="$bin:$PATH" protoc -I internal/tensorboard/tbpb \
+  --go_out=internal/tensorboard/tbpb --go_opt=paths=source_relative \
+  --python_out=internal/tensorboard/testdata \
+  internal/tensorboard/tbpb/tensorboard.proto
+echo "proto: regenerated plugins/proto/*.pb.go, the examples' lcl_pb2.py and internal/tensorboard/tbpb" >&2

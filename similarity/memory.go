@@ -1,30 +1,19 @@
 package similarity
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/sysmem"
 )
 
 // DefaultMaxMemory is the memory a computation may plan for when no limit
-// is given: the machine's physical memory (MemTotal), else 8 GiB where it
-// cannot be read.
+// is given: what this machine gives lcl (internal/sysmem: the physical
+// memory, or its control group's limit), else 8 GiB where it cannot be read.
 func DefaultMaxMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 8 << 30
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && len(f) == 2 && f[1] == "kB" {
-				return kb << 10
-			}
-		}
+	if total, ok := sysmem.Total(); ok {
+		return total
 	}
 	return 8 << 30
 }

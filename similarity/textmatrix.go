@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -67,7 +66,8 @@ func ReadTable(r io.Reader, name string) ([][]float64, error) {
 // store keeps them, and the side length. An .npy file is read straight into
 // the result (a 21,843² float32 matrix costs one copy of itself).
 func ReadMatrixFile(path string) ([]float32, int, error) {
-	f, err := os.Open(path)
+	// Only a regular file: a link to /dev/zero would be read for ever.
+	f, err := bounded.OpenRegular(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -77,18 +77,22 @@ func ReadMatrixFile(path string) ([]float32, int, error) {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, 0, err
 		}
-		rows, cols, data, err := npy.Read32(f)
+		rows, cols, data, err := npy.Read32(f) // sizes checked against the file's
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", path, err)
 		}
 		return square(data, rows, cols, path)
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := bounded.ReadFile(path, maxMatrixFileBytes, "matrix file")
 	if err != nil {
 		return nil, 0, err
 	}
 	return readMatrix(raw, path)
 }
+
+// maxMatrixFileBytes bounds a matrix file: more than a float64 matrix of
+// 65,536 classes takes.
+const maxMatrixFileBytes = 1 << 36
 
 // readMatrix is ReadMatrixFile on the file's bytes; path names it in errors.
 func readMatrix(raw []byte, path string) ([]float32, int, error) {

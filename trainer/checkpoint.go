@@ -1,17 +1,19 @@
 package trainer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/atomicfile"
-
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -20,7 +22,10 @@ import (
 // directory. Its tensors are
 //
 //	peer<k>/<name>              parameters and buffers of peer k of the running stage
-//	optim<k>/<name>.momentum_buffer  its SGD momentum
+//	optim<k>/<name>.momentum_buffer  its optimizer's state (SGD's momentum;
+//	                            RMSProp's square_avg; Adam's exp_avg, exp_avg_sq, step)
+//	ema<k>/<name>               the moving average of its weights (Optim.EMADecay)
+//	best<k>/<name>              its best weights so far (model selection)
 //	stage/<stage>/<name>        the final model of each finished stage
 //
 // with torchvision names, and its "__metadata__" holds "lcl.checkpoint": the
@@ -39,6 +44,14 @@ type checkpointState struct {
 	Planner      []byte            `json:"planner,omitempty"`
 	History      []EpochMetrics    `json:"history"`
 	Scaler       *GradScaler       `json:"scaler,omitempty"` // fp16's loss scale
+	// StageEpochs are the stages' lengths the run had (checkpoints of older
+	// lcl versions lack them).
+	StageEpochs []int `json:"stage_epochs,omitempty"`
+	// Best is model selection's best epoch of each peer (their weights are
+	// the best<k>/ tensors), Stopped the epoch early stopping ended the last
+	// stage after.
+	Best    []best `json:"best,omitempty"`
+	Stopped int    `json:"stopped,omitempty"`
 }
 
 type checkpoint struct {
@@ -94,6 +107,12 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 	}
 	st := checkpointState{Format: checkpointFormat, Identity: r.id, Position: next, Peers: len(peers.models),
 		MetricsBytes: r.metricsOff, History: r.history, Scaler: r.scaler}
+	for _, s := range r.stages {
+		st.StageEpochs = append(st.StageEpochs, s.Epochs)
+	}
+	if r.sel != nil {
+		st.Best, st.Stopped = r.sel.best, r.sel.stopped
+	}
 	if r.metrics != nil {
 		if err := r.metrics.Sync(); err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
@@ -138,6 +157,18 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 			if err := add(fmt.Sprintf("optim%d/", k), peers.optims[k]); err != nil {
 				return err
 			}
+			if k < len(peers.emas) {
+				if err := add(fmt.Sprintf("ema%d/", k), peers.emas[k]); err != nil {
+					return err
+				}
+			}
+		}
+		for k, b := range st.Best {
+			if b.Epoch > 0 {
+				if err := add(fmt.Sprintf("best%d/", k), namedState(b.state)); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	slices.Sort(st.Finished)
@@ -161,6 +192,9 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 		return fmt.Errorf("trainer: %w %s: %s", ErrCheckpoint, path, fmt.Sprintf(format, a...))
 	}
 	b, err := r.readCheckpoint(path)
+	if errors.Is(err, safetensors.ErrFormat) {
+		return nil, fmt.Errorf("trainer: %w: %w", ErrCheckpoint, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("trainer: resume: %w", err)
 	}
@@ -185,19 +219,42 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if have := ck.State.Identity[k]; have != r.id[k] {
-			return nil, bad("written for %s %q, this run has %q", k, have, r.id[k])
+		have, want := ck.State.Identity[k], r.id[k]
+		if k == "optim" { // --epochs may grow: resumePosition
+			have, want = withoutEpochs(have), withoutEpochs(want)
+		}
+		if have != want {
+			return nil, bad("written for %s %q, this run has %q", k, ck.State.Identity[k], r.id[k])
 		}
 	}
-	p := ck.State.Position
-	if p.Stage < 0 || p.Stage > len(r.stages) || (p.Stage < len(r.stages) && (p.Epoch < 0 || p.Epoch > r.stages[p.Stage].Epochs)) {
-		return nil, bad("position stage %d epoch %d outside the run's stages", p.Stage, p.Epoch)
+	if err := r.resumePosition(ck); err != nil {
+		return nil, bad("%v", err)
 	}
-	if p.Stage == len(r.stages) {
-		return nil, bad("the run already finished")
+	// The rest of the position against the run: what it says was done
+	// before (the epoch's own sums are checked when it resumes: epoch).
+	p := ck.State.Position
+	done := p.Epoch
+	for _, st := range r.stages[:p.Stage] {
+		done += st.Epochs
+	}
+	if len(ck.State.History) != done {
+		return nil, bad("history of %d epochs, but the position (stage %d epoch %d) follows %d", len(ck.State.History), p.Stage, p.Epoch, done)
+	}
+	for _, name := range ck.State.Finished {
+		if !slices.ContainsFunc(r.stages[:p.Stage], func(st Stage) bool { return st.Name == name }) {
+			return nil, bad("finished stage %q is not a stage before the position's (stage %d)", name, p.Stage)
+		}
+	}
+	if want := r.stages[p.Stage].Peers; len(p.Acc) != 0 && len(p.Acc) != want {
+		return nil, bad("position holds %d peers' sums, stage %q has %d", len(p.Acc), r.stages[p.Stage].Name, want)
 	}
 	for _, t := range ts {
 		ck.tensors[t.Name] = t
+	}
+	if r.sel != nil {
+		if err := ck.restoreSelection(r.sel); err != nil {
+			return nil, err
+		}
 	}
 	if sp, ok := r.cfg.Planner.(StatefulPlanner); ok && ck.State.Planner != nil {
 		if err := sp.UnmarshalState(ck.State.Planner); err != nil {
@@ -218,11 +275,36 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	return ck, nil
 }
 
+// check validates a position read from a checkpoint against the epoch it
+// resumes: steps in the epoch, batch size and ranks (a checkpoint claiming
+// step 10^9 "finished" the epoch early with another loss).
+func (p position) check(steps, batch, world int) error {
+	if p.Step < 0 || p.Step > steps {
+		return fmt.Errorf("position step %d outside the epoch's 0..%d steps", p.Step, steps)
+	}
+	most := int64(p.Step) * int64(batch) * int64(max(world, 1))
+	if p.Images < 0 || p.Images > most {
+		return fmt.Errorf("position counts %d images after %d steps of %d", p.Images, p.Step, batch)
+	}
+	if p.Seconds < 0 || math.IsNaN(p.Seconds) || math.IsInf(p.Seconds, 0) {
+		return fmt.Errorf("position time %v s", p.Seconds)
+	}
+	for q, a := range p.Acc {
+		if a.Seen < 0 || a.Seen > most || a.Correct < 0 || a.Correct > a.Seen || a.Loss < 0 || math.IsNaN(a.Loss) || math.IsInf(a.Loss, 0) {
+			return fmt.Errorf("position sums of peer %d (loss %v, %d correct of %d seen) impossible after %d steps of %d", q, a.Loss, a.Correct, a.Seen, p.Step, batch)
+		}
+	}
+	return nil
+}
+
 func (ck *checkpoint) load(prefix string, into func(map[string]torch.Named) error) error {
 	state := map[string]torch.Named{}
 	for name, t := range ck.tensors {
 		if !strings.HasPrefix(name, prefix) {
 			continue
+		}
+		if i, v := t.FirstNonFinite(); i >= 0 {
+			return fmt.Errorf("trainer: %w %s: tensor %q holds %v at index %d: weights must be finite", ErrCheckpoint, bounded.Quote(ck.path), name, v, i)
 		}
 		dt, err := torch.ParseDType(t.DType)
 		if err != nil {
@@ -251,6 +333,38 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 		if err := ck.load(fmt.Sprintf("optim%d/", k), ps.optims[k].LoadState); err != nil {
 			return err
 		}
+		if k < len(ps.emas) {
+			if err := ck.load(fmt.Sprintf("ema%d/", k), ps.emas[k].LoadState); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restoreSelection gives the selector the checkpoint's best epochs and
+// their weights.
+func (ck *checkpoint) restoreSelection(s *selector) error {
+	s.best, s.stopped = ck.State.Best, ck.State.Stopped
+	for k := range s.best {
+		if s.best[k].Epoch == 0 {
+			continue
+		}
+		prefix := fmt.Sprintf("best%d/", k)
+		err := ck.load(prefix, func(state map[string]torch.Named) error {
+			if len(state) == 0 {
+				return errors.New("no weights")
+			}
+			for _, n := range slices.Sorted(maps.Keys(state)) {
+				t := state[n]
+				t.Data = bytes.Clone(t.Data) // not the whole file's buffer
+				s.best[k].state = append(s.best[k].state, t)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -259,7 +373,7 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 // file torch's load_state_dict accepts after safetensors.torch.load_file.
 // Its metadata holds "format": "pt" and the run's identity as "lcl.<key>"
 // (lcl.model, lcl.data, ...).
-func writeWeights(path string, m *torch.Model, id map[string]string) error {
+func writeWeights(path string, m stateReader, id map[string]string) error {
 	var buf []byte
 	srcs, err := sources("", m, &buf)
 	if err != nil {
@@ -278,13 +392,12 @@ func writeWeights(path string, m *torch.Model, id map[string]string) error {
 // WeightsMeta returns the metadata of a weights file or checkpoint: for a
 // checkpoint, its identity as "lcl.<key>" like a weights file's.
 func WeightsMeta(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
+	meta, err := safetensors.ReadMeta(path) // the header alone
 	if err != nil {
 		return nil, err
 	}
-	_, meta, err := safetensors.Read(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if meta == nil {
+		meta = map[string]string{}
 	}
 	if raw, ok := meta["lcl.checkpoint"]; ok {
 		var st checkpointState
@@ -301,13 +414,13 @@ func WeightsMeta(path string) (map[string]string, error) {
 // LoadWeights loads a weights file (model.safetensors) or the final model
 // of a checkpoint into m.
 func LoadWeights(path string, m *torch.Model) (meta map[string]string, err error) {
-	b, err := os.ReadFile(path)
+	b, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	ts, meta, err := safetensors.Read(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", bounded.Quote(path), err)
 	}
 	prefix := ""
 	if _, ok := meta["lcl.checkpoint"]; ok {

@@ -66,6 +66,20 @@ type Config struct {
 	Progress func(Progress)
 	// OnEpoch, when set, is called with each epoch's metrics.
 	OnEpoch func(EpochMetrics)
+	// Sink, when set, receives the figures the run logs (TensorBoard
+	// event files, a CSV: trainer/runlog) on the process that writes Out.
+	Sink MetricsSink
+	// ValFraction > 0 holds out a class-stratified, seeded part of the
+	// training set (TrainIndices) as a validation split: every peer (and
+	// moving average) is evaluated on it every epoch, and in the last stage
+	// the weights with the best SelectMetric are kept (model-best.safetensors)
+	// and evaluated on the test set once, at the end; the test set is
+	// evaluated every epoch too only with TestEveryEpoch. Patience > 0 stops
+	// the last stage after that many epochs without a better value.
+	ValFraction    float64
+	SelectMetric   string // top1 (default), top5 or loss, on the validation split
+	Patience       int
+	TestEveryEpoch bool
 	// Group, when set, makes the run data-parallel over its ranks (one
 	// process each): every rank runs Run with the same Config, the models
 	// start from rank 0's weights, each rank loads and steps on its slice
@@ -135,6 +149,26 @@ func newRunner(cfg Config) (*runner, error) {
 	if len(cfg.TrainIndices) == 0 {
 		return nil, errors.New("trainer: empty training set")
 	}
+	var val []int
+	if cfg.ValFraction != 0 {
+		if !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
+			return nil, fmt.Errorf("trainer: validation fraction %v: want 0 < fraction < 1", cfg.ValFraction)
+		}
+		if cfg.SelectMetric == "" {
+			cfg.SelectMetric = "top1"
+		}
+		if _, ok := selectMetrics[cfg.SelectMetric]; !ok {
+			return nil, fmt.Errorf("trainer: selection metric %q: want top1, top5 or loss", cfg.SelectMetric)
+		}
+		if cfg.TrainIndices, val, err = splitVal(cfg.Train, cfg.TrainIndices, cfg.ValFraction, cfg.Seed); err != nil {
+			return nil, err
+		}
+	} else if cfg.SelectMetric != "" || cfg.Patience != 0 || cfg.TestEveryEpoch {
+		return nil, errors.New("trainer: model selection and early stopping need a validation split")
+	}
+	if cfg.Patience < 0 {
+		return nil, fmt.Errorf("trainer: patience %d: want ≥ 0 (0: no early stopping)", cfg.Patience)
+	}
 	stages := cfg.Planner.Stages()
 	if len(stages) == 0 {
 		return nil, errors.New("trainer: planner declares no stage")
@@ -168,7 +202,12 @@ func newRunner(cfg Config) (*runner, error) {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 	}
-	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now()}
+	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now(),
+		test: &evalSet{name: "test", ds: cfg.Test}}
+	if val != nil {
+		r.val = &evalSet{name: "validation", ds: cfg.Train, indices: val}
+		r.sel = &selector{metric: cfg.SelectMetric, ema: cfg.Optim.EMADecay > 0, patience: cfg.Patience}
+	}
 	r.user0, r.sys0 = processCPU()
 	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
 		return nil, errors.New("trainer: --init-skip without --init")
@@ -210,6 +249,19 @@ func (r *runner) identity() map[string]string {
 		// RMSProp existed.)
 		decay, eps := o.rms()
 		id["optim"] += fmt.Sprintf(" rmsprop decay=%g eps=%g", decay, eps)
+	}
+	if o.adam() { // (as RMSProp: what older checkpoints lack is appended)
+		a := o.adamOptions()
+		id["optim"] += fmt.Sprintf(" %s betas=%g,%g eps=%g", o.Optimizer, a.Beta1, a.Beta2, a.Eps)
+	}
+	if o.ClipNorm > 0 {
+		id["optim"] += fmt.Sprintf(" clip=%g", o.ClipNorm)
+	}
+	if o.EMADecay > 0 {
+		id["optim"] += fmt.Sprintf(" ema=%g", o.EMADecay)
+	}
+	if r.val != nil {
+		id["val"] = fmt.Sprintf("fraction=%g n=%d select=%s", r.cfg.ValFraction, len(r.val.indices), r.cfg.SelectMetric)
 	}
 	for k, v := range r.cfg.Identity {
 		id[k] = v

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
+	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -79,11 +79,11 @@ func (r *runner) plan(ctx context.Context, s, e, step int) (Plan, error) {
 func (r *runner) readCheckpoint(path string) ([]byte, error) {
 	g := r.cfg.Group
 	if g == nil {
-		return os.ReadFile(path)
+		return safetensors.ReadFile(path)
 	}
 	var msg []byte
 	if g.Rank() == 0 {
-		b, err := os.ReadFile(path)
+		b, err := safetensors.ReadFile(path)
 		if err != nil {
 			msg = append([]byte{0}, err.Error()...)
 		} else {
@@ -111,42 +111,4 @@ func globalBatch(n, bs, i, local int, g *torch.Group) int {
 		return local
 	}
 	return min(bs, n-i*bs)
-}
-
-// evaluateShards evaluates m on the test set with every rank taking a slice
-// of each evaluation batch, after taking rank 0's buffers (batch-norm
-// statistics, which the ranks updated from their own slices), and sums the
-// counts over the ranks.
-func (r *runner) evaluateShards(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
-	g := r.cfg.Group
-	if err := g.BroadcastModel(m, true); err != nil {
-		return PeerMetrics{}, fmt.Errorf("trainer: %w", err)
-	}
-	c, h, w := r.cfg.Test.Shape()
-	var sums [4]float64 // top-1, top-5, loss, n
-	lc := LoaderConfig{Batch: r.cfg.EvalBatch, Shard: g.Rank(), Shards: g.Size()}
-	err := r.each(ctx, r.cfg.Test, lc, func(b *Batch) error {
-		if b.N == 0 {
-			return nil
-		}
-		ev, err := m.Eval(b.X, b.N, c, h, w, b.Y, false, false)
-		if err != nil {
-			return fmt.Errorf("trainer: eval: %w", err)
-		}
-		sums[0] += float64(ev.Top1)
-		sums[1] += float64(ev.Top5)
-		sums[2] += ev.LossSum
-		sums[3] += float64(b.N)
-		return nil
-	})
-	if err != nil {
-		return PeerMetrics{}, err
-	}
-	if err := g.AllReduce(sums[:]); err != nil {
-		return PeerMetrics{}, fmt.Errorf("trainer: eval: %w", err)
-	}
-	if sums[3] == 0 {
-		return PeerMetrics{}, errors.New("trainer: empty test set")
-	}
-	return PeerMetrics{TestTop1: sums[0] / sums[3], TestTop5: sums[1] / sums[3], TestLoss: sums[2] / sums[3]}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -19,13 +20,27 @@ import (
 // goroutine per rank (each with its own process group, as processes would).
 func runGroup(t *testing.T, size int, cfg func(rank int) Config) ([]*Result, []error) {
 	t.Helper()
+	res := make([]*Result, size)
+	_, errs := runGroupFn(t, size, func(r int, g *torch.Group) error {
+		c := cfg(r)
+		c.Group = g
+		var err error
+		res[r], err = Run(context.Background(), c)
+		return err
+	})
+	return res, errs
+}
+
+// runGroupFn runs fn on every rank of a loopback group of size, one
+// goroutine per rank (each with its own process group).
+func runGroupFn(t *testing.T, size int, fn func(rank int, g *torch.Group) error) (int, []error) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	res := make([]*Result, size)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for r := range size {
@@ -36,13 +51,11 @@ func runGroup(t *testing.T, size int, cfg func(rank int) Config) ([]*Result, []e
 				return
 			}
 			defer g.Close()
-			c := cfg(r)
-			c.Group = g
-			res[r], errs[r] = Run(context.Background(), c)
+			errs[r] = fn(r, g)
 		})
 	}
 	wg.Wait()
-	return res, errs
+	return port, errs
 }
 
 func weightsOf(t *testing.T, path string) map[string][]float32 {
@@ -92,15 +105,38 @@ func (p *weightedSL) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: Coefs{Soft: 1}}, nil
 }
 
+// perStepSubset is a per-step strategy whose plans from step 1 on keep
+// half of the examples (a different half every step) and weigh them.
+type perStepSubset struct{}
+
+func (perStepSubset) Stages() []Stage { return []Stage{{Name: "train", PerStep: true}} }
+func (perStepSubset) Plan(_ context.Context, pc PlanContext) (Plan, error) {
+	if pc.Step == 0 {
+		return Plan{Coefs: Coefs{Hard: 1}}, nil
+	}
+	var sub []int
+	w := make([]float32, 240)
+	for _, i := range pc.Train {
+		if (i+pc.Step)%2 == 0 {
+			sub = append(sub, i)
+		}
+		w[i] = 1 + float32(i%3)
+	}
+	return Plan{Subset: sub, Weights: w, Coefs: Coefs{Hard: 1}}, nil
+}
+
 // TestDataParallelEqualsSingleProcess: two ranks over the same global
 // batches end with the single process's weights and metrics; only rank 0
 // writes the run directory and only rank 0 plans.
 func TestDataParallelEqualsSingleProcess(t *testing.T) {
-	for _, name := range []string{"sl", "weighted"} {
+	for _, name := range []string{"sl", "weighted", "per-step subset"} {
 		t.Run(name, func(t *testing.T) {
 			planner := func() Planner {
-				if name == "sl" {
+				switch name {
+				case "sl":
 					return SL{}
+				case "per-step subset":
+					return perStepSubset{}
 				}
 				return &weightedSL{}
 			}
@@ -230,6 +266,125 @@ func TestPresetForWorld(t *testing.T) {
 			fmt.Sprint(o.Schedule.Milestones) != fmt.Sprint(tt.wantMilestones) && tt.wantMilestones != nil {
 			t.Errorf("%s.For(%d, %v, %d, %v) = batch %d lr %v warm-up %d milestones %v", tt.p.Name, tt.world, tt.batchSet,
 				tt.batch, tt.lrSet, o.Batch, o.Schedule.LR, o.Schedule.Warmup, o.Schedule.Milestones)
+		}
+	}
+}
+
+// TestShardedEvaluationMatchesOneProcess: the test figures of two ranks,
+// each evaluating its slices of the batches, are those of one process, in
+// every precision and memory format (they go through the run's engine,
+// autocast included), and bf16's differ from fp32's (so the comparison sees
+// the precision).
+func TestShardedEvaluationMatchesOneProcess(t *testing.T) {
+	const model = "cnn:channels=4x8,fc=16"
+	test := blobs(60, 4, 8, 3)
+	spec, err := models.Builtin().Get(model, models.Input{C: 1, H: 8, W: 8, NumClasses: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newModel := func(cl bool) *torch.Model {
+		var m *torch.Model
+		err := torch.Seeded(5, func() (err error) {
+			m, err = torch.NewModel(spec, "cpu")
+			return err
+		})
+		if err == nil && cl {
+			err = m.ChannelsLast()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	losses := map[torch.Precision]float64{}
+	for _, tc := range []struct {
+		prec torch.Precision
+		cl   bool
+	}{{torch.FP32, false}, {torch.BF16, false}, {torch.FP32, true}, {torch.BF16, true}} {
+		name := fmt.Sprintf("%v channels-last=%v", tc.prec, tc.cl)
+		m := newModel(tc.cl)
+		one, err := EvaluateOn(context.Background(), m, test, memLoader, EvalOptions{Batch: 16, Precision: tc.prec, ChannelsLast: tc.cl})
+		m.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var two [2]PeerMetrics
+		_, errs := runGroupFn(t, 2, func(rank int, g *torch.Group) error {
+			cfg := testConfig(t, "")
+			cfg.Model, cfg.Train, cfg.Test, cfg.EvalBatch = model, test, test, 16
+			cfg.Precision, cfg.ChannelsLast, cfg.Group = tc.prec, tc.cl, g
+			r, err := newRunner(cfg)
+			if err != nil {
+				return err
+			}
+			defer r.close()
+			m := newModel(tc.cl)
+			defer m.Close()
+			two[rank], err = r.evaluate(context.Background(), m, r.test)
+			return err
+		})
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: rank %d: %v", name, r, err)
+			}
+		}
+		for r := range two {
+			if two[r].TestTop1 != one.TestTop1 || two[r].TestTop5 != one.TestTop5 ||
+				math.Abs(two[r].TestLoss-one.TestLoss) > 1e-6*math.Abs(one.TestLoss) {
+				t.Errorf("%s: rank %d of two %+v, one process %+v", name, r, two[r], one)
+			}
+		}
+		if !tc.cl {
+			losses[tc.prec] = one.TestLoss
+		}
+		t.Logf("%s: test loss %.9f (one process), %.9f (two ranks)", name, one.TestLoss, two[0].TestLoss)
+	}
+	// (Rounding errors of the logits mostly cancel in the mean loss: bf16
+	// moves it by about 3e-5 here, 20 times the tolerance above.)
+	if d := math.Abs(losses[torch.BF16] - losses[torch.FP32]); d < 1e-5*losses[torch.FP32] {
+		t.Errorf("bf16 and fp32 test losses differ by %g only: the test cannot tell them apart", d)
+	}
+}
+
+// TestDataParallelSelection: two ranks with AdamW, a moving average of the
+// weights and a validation split select the epochs one process selects and
+// report its figures.
+func TestDataParallelSelection(t *testing.T) {
+	config := func(dir string) Config {
+		c := testConfig(t, dir)
+		c.Model = "cnn:channels=4x8,fc=16,bn=0" // no batch norm: the ranks compute what one process does
+		c.Optim.Optimizer, c.Optim.Momentum, c.Optim.Nesterov = "adamw", 0, false
+		c.Optim.Schedule.LR, c.Optim.EMADecay, c.Optim.Epochs = 0.01, 0.5, 3
+		c.ValFraction, c.TestEveryEpoch = 0.25, true
+		return c
+	}
+	ref, err := Run(context.Background(), config(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	res, errs := runGroup(t, 2, func(r int) Config { return config(dirs[r]) })
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for r := range res {
+		got := res[r]
+		if got.Selection == nil || fmt.Sprint(got.Selection.Epochs) != fmt.Sprint(ref.Selection.Epochs) ||
+			got.Selection.ValExamples != ref.Selection.ValExamples {
+			t.Fatalf("rank %d: selection %+v, one process %+v", r, got.Selection, ref.Selection)
+		}
+		if math.Abs(got.Final[0].TestLoss-ref.Final[0].TestLoss) > 1e-5 || got.Final[0].TestTop1 != ref.Final[0].TestTop1 {
+			t.Errorf("rank %d: final %+v, one process %+v", r, got.Final[0], ref.Final[0])
+		}
+		for e := range ref.Epochs {
+			a, b := ref.Epochs[e], got.Epochs[e]
+			if math.Abs(a.Val[0].Loss-b.Val[0].Loss) > 1e-5 || math.Abs(a.EMA[0].Val.Loss-b.EMA[0].Val.Loss) > 1e-5 ||
+				math.Abs(a.EMA[0].Test.Loss-b.EMA[0].Test.Loss) > 1e-5 {
+				t.Errorf("rank %d epoch %d: validation %+v, moving average %+v %+v; one process %+v, %+v %+v", r, e+1,
+					b.Val[0], *b.EMA[0].Val, *b.EMA[0].Test, a.Val[0], *a.EMA[0].Val, *a.EMA[0].Test)
+			}
 		}
 	}
 }

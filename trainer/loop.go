@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,6 +39,13 @@ type runner struct {
 	engine *torch.Engine
 	u8     bool
 	scaler *GradScaler
+	// test is the test set and the engine evaluating on it; val the
+	// validation split (nil without one), and sel the model selection on it.
+	test, val *evalSet
+	sel       *selector
+	// final holds the test figures of the selected weights (model
+	// selection), per peer.
+	final []PeerMetrics
 }
 
 // openEngine creates the run's engine (after the checkpoint, whose loss
@@ -107,7 +114,12 @@ func (r *runner) close() {
 	if r.metrics != nil {
 		r.metrics.Close()
 	}
+	if s := r.sink(); s != nil {
+		s.Close()
+	}
 	r.engine.Close()
+	r.test.close()
+	r.val.close()
 }
 
 // mix derives a seed from the run's seed and a position (splitmix64).
@@ -124,10 +136,12 @@ func mix(vals ...int64) uint64 {
 	return x
 }
 
-// peerSet is the models of the running stage.
+// peerSet is the models of the running stage, and with Optim.EMADecay the
+// moving averages of their weights.
 type peerSet struct {
 	models []*torch.Model
 	optims []*torch.Optimizer
+	emas   []*torch.Model
 }
 
 func (p *peerSet) close() {
@@ -135,6 +149,9 @@ func (p *peerSet) close() {
 		o.Close()
 	}
 	for _, m := range p.models {
+		m.Close()
+	}
+	for _, m := range p.emas {
 		m.Close()
 	}
 }
@@ -186,19 +203,74 @@ func (r *runner) buildPeers(stage int) (*peerSet, error) {
 			}
 		}
 		var opt *torch.Optimizer
-		if o.Optimizer == "rmsprop" {
+		switch {
+		case o.Optimizer == "rmsprop":
 			decay, eps := o.rms()
 			opt, err = torch.NewRMSProp(m, decay, eps, o.Momentum, o.WeightDecay)
-		} else {
+		case o.adam():
+			opt, err = torch.NewAdam(m, o.adamOptions())
+		default:
 			opt, err = torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
 		}
+		if err == nil && o.ClipNorm > 0 {
+			err = opt.SetClipNorm(o.ClipNorm)
+		}
 		if err != nil {
+			opt.Close() // (nil when it was not created)
 			ps.close()
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
 		ps.optims = append(ps.optims, opt)
 	}
+	if o.EMADecay > 0 {
+		// After every peer (the generator's draws for the peers stay those
+		// of a run without averages): copies of the peers' weights.
+		for k, m := range ps.models {
+			ema, err := r.copyModel(stage, k, m)
+			if err != nil {
+				ps.close()
+				return nil, err
+			}
+			ps.emas = append(ps.emas, ema)
+		}
+	}
 	return ps, nil
+}
+
+// copyModel returns a new model of the stage's architecture (peer k's
+// spec) holding m's weights, in the run's memory format.
+func (r *runner) copyModel(stage, k int, m *torch.Model) (*torch.Model, error) {
+	st, err := m.State()
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	return r.modelWith(stage, k, st)
+}
+
+// modelWith returns a new model of the stage's architecture (peer k's
+// spec) holding the state st, in the run's memory format.
+func (r *runner) modelWith(stage, k int, st []torch.Named) (*torch.Model, error) {
+	spec := r.specs[stage]
+	spec.Reinit = spec.Script != "" && k > 0
+	c, err := torch.NewModel(spec, r.cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	byName := make(map[string]torch.Named, len(st))
+	for _, n := range st {
+		byName[n.Name] = n
+	}
+	if err := c.LoadState(byName); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if r.cfg.ChannelsLast {
+		if err := c.ChannelsLast(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // position is where a run stands; a checkpoint stores it.
@@ -229,50 +301,17 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.openMetrics(resumed); err != nil {
 		return nil, err
 	}
+	if err := r.startSink(pos); err != nil {
+		return nil, err
+	}
 	if err := r.openEngine(resumed); err != nil {
 		return nil, err
 	}
 	var peers *peerSet
 	for s := pos.Stage; s < len(r.stages); s++ {
 		var err error
-		if peers, err = r.newPeers(s); err != nil {
+		if peers, err = r.runStage(ctx, s, pos, resumed); err != nil {
 			return nil, err
-		}
-		if resumed != nil && s == pos.Stage {
-			if err := resumed.restorePeers(peers); err != nil {
-				peers.close()
-				return nil, err
-			}
-		}
-		if err := r.syncPeers(peers); err != nil {
-			peers.close()
-			return nil, err
-		}
-		start := 0
-		if s == pos.Stage {
-			start = pos.Epoch
-		}
-		for e := start; e < r.stages[s].Epochs; e++ {
-			p := position{Stage: s, Epoch: e}
-			if s == pos.Stage && e == pos.Epoch {
-				p = pos
-			}
-			if err := r.epoch(ctx, peers, p); err != nil {
-				peers.close()
-				return nil, err
-			}
-			last := e == r.stages[s].Epochs-1
-			every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
-			if last || every {
-				next := position{Stage: s, Epoch: e + 1}
-				if last {
-					next = position{Stage: s + 1}
-				}
-				if err := r.saveCheckpoint(peers, next, last); err != nil {
-					peers.close()
-					return nil, err
-				}
-			}
 		}
 		if s < len(r.stages)-1 {
 			// Keep peer 0 as the stage's final model (teacher, features).
@@ -283,6 +322,74 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	defer peers.close()
 	return r.finish(peers)
+}
+
+// runStage trains stage s, from pos when the run resumed inside it, and
+// returns its peers.
+func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *checkpoint) (_ *peerSet, err error) {
+	peers, err := r.newPeers(s)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			peers.close()
+		}
+	}()
+	if resumed != nil && s == pos.Stage {
+		if err := resumed.restorePeers(peers); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.syncPeers(peers); err != nil {
+		return nil, err
+	}
+	start := 0
+	if s == pos.Stage {
+		start = pos.Epoch
+	}
+	// With model selection the last stage ends with an evaluation of the
+	// selected weights: its last epoch's checkpoint is not yet the run's end.
+	selecting := r.sel != nil && s == len(r.stages)-1
+	for e := start; e < r.stages[s].Epochs && !(selecting && r.sel.stopped > 0); e++ {
+		p := position{Stage: s, Epoch: e}
+		if s == pos.Stage && e == pos.Epoch {
+			p = pos
+		}
+		if err := r.runEpoch(ctx, peers, p); err != nil {
+			return nil, err
+		}
+		if selecting && r.sel.stop(e+1) {
+			r.sel.stopped = e + 1
+		}
+		last := e == r.stages[s].Epochs-1 || (selecting && r.sel.stopped > 0)
+		every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
+		if last || every {
+			next := position{Stage: s, Epoch: e + 1}
+			done := last && !selecting
+			if done {
+				next = position{Stage: s + 1}
+			}
+			if err := r.saveCheckpoint(peers, next, done); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if selecting {
+		final, err := r.testSelected(ctx, s)
+		if err != nil && ctx.Err() != nil {
+			// The checkpoint of the last epoch resumes at this evaluation.
+			return nil, fmt.Errorf("%w at the test of the selected weights: %w", ErrCanceled, ctx.Err())
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.final = final
+		if err := r.saveCheckpoint(peers, position{Stage: s + 1}, true); err != nil {
+			return nil, err
+		}
+	}
+	return peers, nil
 }
 
 func (r *runner) finish(peers *peerSet) (*Result, error) {
@@ -296,21 +403,59 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 			res.Final = []PeerMetrics{last.PeerMetrics}
 		}
 		res.Top1, res.Top5 = last.Top1, last.Top5
+		if r.final == nil {
+			for _, e := range last.EMA {
+				if e.Test != nil {
+					res.EMA = append(res.EMA, *e.Test)
+				}
+			}
+		}
+	}
+	if r.final != nil {
+		res.Final, res.Top1, res.Top5 = r.final, nil, nil
+		for _, pm := range r.final {
+			res.Top1, res.Top5 = append(res.Top1, pm.TestTop1), append(res.Top5, pm.TestTop5)
+		}
+		res.Selection = r.selection()
 	}
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
-	for k, m := range peers.models {
-		name := "model.safetensors"
+	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
+	// further peers).
+	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
+		name := "model" + kind
 		if k > 0 {
-			name = fmt.Sprintf("model-peer%d.safetensors", k)
+			name += fmt.Sprintf("-peer%d", k)
 		}
-		path := filepath.Join(r.cfg.Out, name)
-		if err := writeWeights(path, m, r.id); err != nil {
+		path := filepath.Join(r.cfg.Out, name+".safetensors")
+		return path, writeWeights(path, s, id)
+	}
+	for k, m := range peers.models {
+		path, err := weights("", k, m, r.id)
+		if err != nil {
 			return nil, err
 		}
 		if k == 0 {
 			res.Weights = path
+		}
+	}
+	for k, m := range peers.emas {
+		if _, err := weights("-ema", k, m, r.id); err != nil {
+			return nil, err
+		}
+	}
+	if r.final != nil {
+		for k, b := range r.sel.best {
+			id := maps.Clone(r.id)
+			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
+			path, err := weights("-best", k, namedState(b.state), id)
+			if err != nil {
+				return nil, err
+			}
+			if k == 0 {
+				res.Weights = path
+			}
 		}
 	}
 	if !r.cfg.NoCheckpoint {
@@ -366,9 +511,14 @@ func (r *runner) features(ctx context.Context, stage string, indices []int) ([][
 
 // each runs fn over one pass of ds.
 func (r *runner) each(ctx context.Context, ds Dataset, lc LoaderConfig, fn func(*Batch) error) error {
+	return eachBatch(ctx, r.cfg.Loader, ds, lc, fn)
+}
+
+// eachBatch runs fn over one pass of ds through loader.
+func eachBatch(ctx context.Context, loader Loader, ds Dataset, lc LoaderConfig, fn func(*Batch) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	it, err := r.cfg.Loader(ctx, ds, lc)
+	it, err := loader(ctx, ds, lc)
 	if err != nil {
 		return fmt.Errorf("trainer: loader: %w", err)
 	}
@@ -387,295 +537,4 @@ func (r *runner) each(ctx context.Context, ds Dataset, lc LoaderConfig, fn func(
 			return err
 		}
 	}
-}
-
-var errStop = errors.New("stop")
-
-func (r *runner) epoch(ctx context.Context, peers *peerSet, p position) error {
-	s, e := p.Stage, p.Epoch
-	stage := r.stages[s]
-	plan, err := r.plan(ctx, s, e, 0)
-	if err != nil {
-		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
-	}
-	if err := validatePlan(&plan, r.cfg.Train.NumClasses(), r.cfg.Train.Len()); err != nil {
-		return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
-	}
-	var teacher *torch.Model
-	if plan.Coefs.KD != 0 {
-		if teacher = r.finished[stage.Teacher]; teacher == nil {
-			return fmt.Errorf("trainer: stage %q: distillation without a teacher stage", stage.Name)
-		}
-	}
-	var targets *torch.Tensor
-	if plan.Targets != nil {
-		C := int64(r.cfg.Train.NumClasses())
-		if targets, err = torch.NewTensor(plan.Targets, []int64{C, C}, r.cfg.Device); err != nil {
-			return fmt.Errorf("trainer: %w", err)
-		}
-	}
-	indices := plan.Subset
-	if indices == nil {
-		indices = r.cfg.TrainIndices
-	}
-	bs := r.cfg.Optim.Batch
-	steps := (len(indices) + bs - 1) / bs
-	if p.Acc == nil {
-		p.Acc = make([]accum, stage.Peers)
-	}
-	c, h, w := r.cfg.Train.Shape()
-	k := len(peers.models)
-	step := &torch.Step{Models: peers.models, Optims: peers.optims, Teacher: teacher, Targets: targets,
-		Coefs: torch.Coefs(plan.Coefs)}
-	defer func() { // the last targets in use (Stage.PerStep replaces them step by step)
-		if step.Targets != nil {
-			step.Targets.Close()
-		}
-	}()
-	var weights []float32
-	if plan.Weights != nil {
-		weights = make([]float32, bs)
-	}
-	t0 := time.Now()
-	done0 := p.Step
-	var lr float64
-	i := 0
-	lc := LoaderConfig{Indices: indices, Batch: bs, Shuffle: true, Seed: int64(mix(r.cfg.Seed, 2, int64(s), int64(e))), Train: true}
-	if g := r.cfg.Group; g != nil {
-		lc.Shard, lc.Shards = g.Rank(), g.Size()
-		step.Group = g
-	}
-	lc.U8 = r.u8
-	// The loss and hits accumulate on the device; read tells them apart
-	// once every MetricsEvery steps (each read waits for the device).
-	unread, first := 0, p.Step+1
-	read := func() error {
-		if unread == 0 {
-			return nil
-		}
-		mt, err := r.engine.Metrics(k)
-		if err != nil {
-			return fmt.Errorf("trainer: stage %q epoch %d: %w", stage.Name, e+1, err)
-		}
-		for q := range k {
-			p.Acc[q].Loss += mt.LossSum[q]
-			p.Acc[q].Correct += mt.Correct[q]
-			p.Acc[q].Seen += mt.N
-		}
-		unread = 0
-		if l := mt.LossSum[0]; math.IsNaN(l) || math.IsInf(l, 0) {
-			at := fmt.Sprintf("step %d", p.Step)
-			if first < p.Step {
-				at = fmt.Sprintf("steps %d-%d", first, p.Step)
-			}
-			return fmt.Errorf("trainer: stage %q epoch %d %s: loss is %v (learning rate %g too high?)",
-				stage.Name, e+1, at, l, lr)
-		}
-		first = p.Step + 1
-		if r.cfg.Progress != nil && p.Acc[0].Seen > 0 {
-			el := time.Since(t0).Seconds()
-			done := p.Step - done0
-			perStep := el / float64(max(done, 1))
-			left := float64(steps-p.Step) + float64(stage.Epochs-e-1)*float64(steps)
-			r.cfg.Progress(Progress{Stage: stage.Name, Epoch: e + 1, Epochs: stage.Epochs, Step: p.Step, Steps: steps,
-				Loss: p.Acc[0].Loss / float64(p.Acc[0].Seen), Acc: float64(p.Acc[0].Correct) / float64(p.Acc[0].Seen),
-				ImgPerSec: float64(p.Images) / (p.Seconds + el), ETA: time.Duration(perStep * left * float64(time.Second))})
-		}
-		return nil
-	}
-	err = r.each(ctx, r.cfg.Train, lc, func(b *Batch) error {
-		defer func() { i++ }()
-		if i < p.Step {
-			return nil // done before the checkpoint this run resumed from
-		}
-		if ctx.Err() != nil {
-			return errStop
-		}
-		// A batch of one cannot be batch-normalised in training mode (with a
-		// Group: a global batch of one, so every rank skips it).
-		if n := globalBatch(len(indices), bs, i, b.N, r.cfg.Group); n < 2 {
-			p.Step++
-			return nil
-		}
-		if stage.PerStep && i > 0 {
-			if err := r.stepTargets(ctx, s, e, i, step); err != nil {
-				return err
-			}
-		}
-		lr = r.cfg.Optim.Schedule.At(e, float64(i)/float64(steps), stage.Epochs)
-		step.LR = lr
-		in := torch.Input{N: b.N, C: c, H: h, W: w, X: b.X, X8: b.X8, Y: b.Y}
-		if weights != nil {
-			in.Weights = weights[:b.N]
-			for j, idx := range b.Index {
-				in.Weights[j] = plan.Weights[idx]
-			}
-		}
-		// Staged now, the batch travels to the device while the step
-		// queued before it still runs there.
-		if err := r.engine.Put(in); err != nil {
-			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)
-		}
-		// Seeding per step makes dropout independent of where a run resumed.
-		if err := torch.ManualSeed(mix(r.cfg.Seed, 3, int64(s), int64(e), int64(i))); err != nil {
-			return fmt.Errorf("trainer: %w", err)
-		}
-		scale := 0.0
-		if r.scaler != nil {
-			scale = float64(r.scaler.Scale)
-		}
-		skipped, err := r.engine.Train(step, scale)
-		if err != nil {
-			return fmt.Errorf("trainer: stage %q epoch %d step %d: %w", stage.Name, e+1, i+1, err)
-		}
-		if r.scaler != nil {
-			r.scaler.Update(skipped > 0)
-		}
-		p.Step++
-		p.Images += int64(globalBatch(len(indices), bs, i, b.N, r.cfg.Group))
-		if unread++; unread >= r.cfg.MetricsEvery || p.Step == steps {
-			return read()
-		}
-		return nil
-	})
-	if rerr := read(); err == nil && !errors.Is(err, errStop) {
-		err = rerr
-	}
-	p.Seconds += time.Since(t0).Seconds()
-	// canceled checkpoints the position so a resume continues at this step
-	// (or, once every step is done, at the evaluation).
-	canceled := func() error {
-		if !r.cfg.NoCheckpoint && r.cfg.Out != "" && r.writer() {
-			if cerr := r.saveCheckpoint(peers, p, false); cerr != nil {
-				return errors.Join(fmt.Errorf("%w: %w", ErrCanceled, ctx.Err()), cerr)
-			}
-		}
-		return fmt.Errorf("%w at stage %q epoch %d step %d: %w", ErrCanceled, stage.Name, e+1, p.Step, ctx.Err())
-	}
-	if errors.Is(err, errStop) || ctx.Err() != nil {
-		return canceled()
-	}
-	if err != nil {
-		return err
-	}
-	lr = r.cfg.Optim.Schedule.At(e, float64(steps-1)/float64(steps), stage.Epochs) // at the last step
-	em := EpochMetrics{MessageType: "epoch", Stage: stage.Name, StageIndex: s, Epoch: e + 1, Epochs: stage.Epochs,
-		LR: lr, Images: p.Images, Seconds: p.Seconds, TargetEntropy: meanRowEntropy(plan.Targets, r.cfg.Train.NumClasses())}
-	if p.Seconds > 0 {
-		em.ImgPerSec = float64(p.Images) / p.Seconds
-	}
-	te := time.Now()
-	for q, m := range peers.models {
-		pm, err := r.evaluate(ctx, m)
-		if err != nil && ctx.Err() != nil {
-			return canceled()
-		}
-		if err != nil {
-			return err
-		}
-		if a := p.Acc[q]; a.Seen > 0 {
-			pm.TrainLoss, pm.TrainTop1 = a.Loss/float64(a.Seen), float64(a.Correct)/float64(a.Seen)
-		}
-		if q == 0 {
-			em.PeerMetrics = pm
-		}
-		em.Top1, em.Top5 = append(em.Top1, pm.TestTop1), append(em.Top5, pm.TestTop5)
-		if k > 1 {
-			em.Peers = append(em.Peers, pm)
-		}
-	}
-	em.EvalSeconds = time.Since(te).Seconds()
-	if em.EvalSeconds > 0 {
-		em.EvalImgPerSec = float64(k*r.cfg.Test.Len()) / em.EvalSeconds
-	}
-	r.history = append(r.history, em)
-	if r.cfg.OnEpoch != nil {
-		r.cfg.OnEpoch(em)
-	}
-	return r.logEpoch(em)
-}
-
-func (r *runner) evaluate(ctx context.Context, m *torch.Model) (PeerMetrics, error) {
-	if r.cfg.Group != nil {
-		return r.evaluateShards(ctx, m)
-	}
-	return EvaluateOn(ctx, m, r.cfg.Test, r.cfg.Loader, EvalOptions{Batch: r.cfg.EvalBatch, Device: r.cfg.Device,
-		Precision: r.cfg.Precision, ChannelsLast: r.cfg.ChannelsLast})
-}
-
-// EvalOptions say how EvaluateOn runs: the batch size, the device the
-// model is on, the precision of the forward pass (autocast) and the input
-// memory format.
-type EvalOptions struct {
-	Batch        int
-	Device       string
-	Precision    torch.Precision
-	ChannelsLast bool
-}
-
-// EvaluateOn is Evaluate through an Engine on o.Device: batches of a
-// PixelDataset travel as bytes and are normalised there, and the forward
-// pass runs in o.Precision.
-func EvaluateOn(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, o EvalOptions) (PeerMetrics, error) {
-	if o.Device == "" {
-		o.Device = "cpu"
-	}
-	eo := torch.EngineOptions{Precision: o.Precision, ChannelsLast: o.ChannelsLast}
-	pd, u8 := ds.(PixelDataset)
-	if u8 {
-		eo.Mean, eo.Std = pd.Normalization()
-	}
-	eng, err := torch.NewEngine(o.Device, eo)
-	if err != nil {
-		return PeerMetrics{}, fmt.Errorf("trainer: eval: %w", err)
-	}
-	defer eng.Close()
-	var top1, top5, n int64
-	var loss float64
-	c, h, w := ds.Shape()
-	r := &runner{cfg: Config{Loader: loader}}
-	err = r.each(ctx, ds, LoaderConfig{Batch: max(o.Batch, 1), U8: u8}, func(b *Batch) error {
-		if err := eng.Put(torch.Input{N: b.N, C: c, H: h, W: w, X: b.X, X8: b.X8, Y: b.Y}); err != nil {
-			return fmt.Errorf("trainer: eval: %w", err)
-		}
-		ev, err := eng.Eval(m, false, false)
-		if err != nil {
-			return fmt.Errorf("trainer: eval: %w", err)
-		}
-		top1, top5, loss, n = top1+ev.Top1, top5+ev.Top5, loss+ev.LossSum, n+int64(b.N)
-		return nil
-	})
-	if err != nil {
-		return PeerMetrics{}, err
-	}
-	if n == 0 {
-		return PeerMetrics{}, errors.New("trainer: empty test set")
-	}
-	return PeerMetrics{TestTop1: float64(top1) / float64(n), TestTop5: float64(top5) / float64(n), TestLoss: loss / float64(n)}, nil
-}
-
-// stepTargets asks the planner for step i's targets (Stage.PerStep) and
-// swaps them into the step.
-func (r *runner) stepTargets(ctx context.Context, s, e, i int, step *torch.Step) error {
-	stage := r.stages[s]
-	where := fmt.Sprintf("trainer: stage %q epoch %d step %d", stage.Name, e+1, i+1) // 1-based, as TrainStep's errors
-	sp, err := r.plan(ctx, s, e, i)
-	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	if sp.Targets == nil {
-		return fmt.Errorf("%s: the per-step plan has no targets (a per-step stage replaces the targets every step)", where)
-	}
-	C := r.cfg.Train.NumClasses()
-	tp := Plan{Targets: sp.Targets}
-	if err := validatePlan(&tp, C, r.cfg.Train.Len()); err != nil {
-		return fmt.Errorf("%s: per-step %w", where, err)
-	}
-	t, err := torch.NewTensor(sp.Targets, []int64{int64(C), int64(C)}, r.cfg.Device)
-	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
-	}
-	step.Targets.Close()
-	step.Targets = t
-	return nil
 }

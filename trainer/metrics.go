@@ -31,8 +31,12 @@ type EpochMetrics struct {
 	Epochs      int     `json:"epochs"`
 	LR          float64 `json:"lr"`
 	Images      int64   `json:"images"`
-	Seconds     float64 `json:"seconds"`   // this epoch's training (its steps, also across a resume)
-	ImgPerSec   float64 `json:"img_per_s"` // training images per second
+	// Steps are the epoch's optimiser steps; GlobalStep is the run's
+	// steps at its end, every stage counted (TensorBoard's step).
+	Steps      int     `json:"steps"`
+	GlobalStep int64   `json:"global_step"`
+	Seconds    float64 `json:"seconds"`   // this epoch's training (its steps, also across a resume)
+	ImgPerSec  float64 `json:"img_per_s"` // training images per second
 	// EvalSeconds is this epoch's evaluation of every peer on the test set,
 	// EvalImgPerSec the test images (times peers) per second of it.
 	EvalSeconds   float64       `json:"eval_seconds"`
@@ -46,9 +50,73 @@ type EpochMetrics struct {
 	// TargetEntropy is the mean over classes of the entropy (nats) of the
 	// epoch's target rows: 0 for one-hot, falling over the epochs under LCL.
 	TargetEntropy float64 `json:"target_entropy"`
+	// Val holds every peer's figures on the validation split
+	// (Config.ValFraction), one entry per peer.
+	Val []HeldOut `json:"val,omitempty"`
+	// EMA holds the figures of every peer's moving average of the weights
+	// (Optim.EMADecay), one entry per peer.
+	EMA []EMAMetrics `json:"ema,omitempty"`
+	// Best is, per peer, the epoch (1-based, of this stage) whose weights
+	// model selection keeps so far (Config.ValFraction; the last stage only).
+	Best []int `json:"best_epoch,omitempty"`
 }
 
-// Result is the outcome of a run.
+// HeldOut are a model's figures on a held-out set: top-1 and top-5
+// accuracy and the mean cross-entropy.
+type HeldOut struct {
+	Top1 float64 `json:"top1"`
+	Top5 float64 `json:"top5"`
+	Loss float64 `json:"loss"`
+}
+
+// EMAMetrics are the figures of a moving average of a peer's weights: on
+// the test set (in the epochs the test set is evaluated) and on the
+// validation split.
+type EMAMetrics struct {
+	Test *HeldOut `json:"test,omitempty"`
+	Val  *HeldOut `json:"val,omitempty"`
+}
+
+// Tested reports whether the epoch's line holds test figures: every epoch
+// does, except with a validation split, which evaluates the test set once,
+// at the end, unless Config.TestEveryEpoch.
+func (m EpochMetrics) Tested() bool { return m.Top1 != nil }
+
+// MarshalJSON leaves the test figures out of an epoch that did not
+// evaluate the test set (rather than writing zeros).
+func (m EpochMetrics) MarshalJSON() ([]byte, error) {
+	type plain EpochMetrics
+	b, err := json.Marshal(plain(m))
+	if err != nil || m.Tested() {
+		return b, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"test_top1", "test_top5", "test_loss", "top1", "top5"} {
+		delete(obj, k)
+	}
+	if len(m.Peers) > 0 {
+		peers := make([]map[string]float64, len(m.Peers))
+		for i, p := range m.Peers {
+			peers[i] = map[string]float64{"train_loss": p.TrainLoss, "train_top1": p.TrainTop1}
+		}
+		if obj["peers"], err = json.Marshal(peers); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(obj)
+}
+
+// heldOut is the test part of pm.
+func heldOut(pm PeerMetrics) HeldOut {
+	return HeldOut{Top1: pm.TestTop1, Top5: pm.TestTop5, Loss: pm.TestLoss}
+}
+
+// Result is the outcome of a run. Final, Top1 and Top5 are the test
+// figures of the last epoch's weights, or with a validation split those of
+// the weights model selection kept (Selection says which).
 type Result struct {
 	Strategy string         `json:"strategy"`
 	Model    string         `json:"model"`
@@ -65,7 +133,32 @@ type Result struct {
 	UserSeconds   float64 `json:"user_seconds"`
 	SystemSeconds float64 `json:"system_seconds"`
 	Checkpoint    string  `json:"checkpoint,omitempty"`
-	Weights       string  `json:"weights,omitempty"`
+	// Weights is the file of peer 0's weights the figures are of
+	// (model.safetensors, or model-best.safetensors after selection).
+	Weights string `json:"weights,omitempty"`
+	// EMA holds the last epoch's test figures of each peer's moving average
+	// of the weights (Optim.EMADecay; without a validation split).
+	EMA []HeldOut `json:"ema,omitempty"`
+	// Selection says how the weights of the figures were chosen, when a
+	// validation split chose them.
+	Selection *Selection `json:"selection,omitempty"`
+}
+
+// Selection is the model selection of a run with a validation split: the
+// weights of each peer whose validation Metric was best, from its Epochs
+// (1-based, of the last stage) — of the moving average of the weights when
+// EMA — and whether early stopping ended the run after StoppedAt epochs.
+type Selection struct {
+	Metric      string    `json:"metric"` // val_top1, val_top5 or val_loss
+	EMA         bool      `json:"ema"`
+	Epochs      []int     `json:"epochs"`
+	Values      []float64 `json:"values"`
+	StoppedAt   int       `json:"stopped_at,omitempty"`
+	ValFraction float64   `json:"val_fraction"`
+	ValExamples int       `json:"val_examples"`
+	// TestedEveryEpoch says the test set was evaluated every epoch too (the
+	// epochs' figures); else only once, on the selected weights.
+	TestedEveryEpoch bool `json:"tested_every_epoch"`
 }
 
 func (r *runner) openMetrics(ck *checkpoint) error {
@@ -150,13 +243,19 @@ func meanRowEntropy(t []float32, c int) float64 {
 	return h / float64(c)
 }
 
-// logEpoch appends em to metrics.jsonl (when this process writes one).
+// logEpoch appends em to metrics.jsonl (when this process writes one) and
+// gives it to the run's sink.
 func (r *runner) logEpoch(em EpochMetrics) error {
 	if r.metrics != nil {
 		b, _ := json.Marshal(em)
 		n, err := r.metrics.Write(append(b, '\n'))
 		r.metricsOff += int64(n)
 		if err != nil {
+			return fmt.Errorf("trainer: metrics: %w", err)
+		}
+	}
+	if s := r.sink(); s != nil {
+		if err := s.Epoch(em); err != nil {
 			return fmt.Errorf("trainer: metrics: %w", err)
 		}
 	}

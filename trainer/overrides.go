@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Overrides replace settings of a preset (lcl train's --epochs, --lr, …);
@@ -12,8 +13,11 @@ type Overrides struct {
 	LR, Momentum, WeightDecay, Gamma *float64
 	Nesterov                         *bool
 	Schedule                         *string
-	Milestones                       []int   // nil keeps the preset's
-	Optimizer                        *string // sgd or rmsprop
+	Milestones                       []int     // nil keeps the preset's
+	Optimizer                        *string   // sgd, rmsprop, adam or adamw
+	Betas                            []float64 // adam, adamw: beta1, beta2
+	Eps                              *float64  // adam, adamw: epsilon
+	ClipGradNorm, EMADecay           *float64
 }
 
 // Apply returns the preset's optimisation for a run of world data-parallel
@@ -56,11 +60,30 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	set(&op.Schedule.Warmup, o.Warmup)
 	if o.Optimizer != nil {
 		op.Optimizer = *o.Optimizer
+		if op.adam() {
+			// The preset's momentum is SGD's: Adam has its betas instead
+			// (a --momentum or --nesterov given with adam is refused below).
+			if o.Momentum == nil {
+				op.Momentum = 0
+			}
+			if o.Nesterov == nil {
+				op.Nesterov = false
+			}
+		}
+	}
+	if o.Betas != nil {
+		op.Beta1, op.Beta2 = o.Betas[0], o.Betas[1]
+	}
+	setF(&op.AdamEps, o.Eps)
+	setF(&op.ClipNorm, o.ClipGradNorm)
+	setF(&op.EMADecay, o.EMADecay)
+	if (o.Betas != nil || o.Eps != nil) && !op.adam() {
+		return Optim{}, fmt.Errorf("--betas and --eps are settings of --optimizer adam or adamw")
 	}
 	if op.Epochs <= 0 || op.Batch <= 0 {
 		return Optim{}, fmt.Errorf("--epochs and --batch must be > 0")
 	}
-	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0) {
+	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0 && !op.adam()) {
 		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
 	}
 	if err := op.Validate(); err != nil {
@@ -72,7 +95,8 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 // OverrideFlags are the names Overrides are given by (lcl train's flags, a
 // grid's args), in the order lcl train documents them.
 func OverrideFlags() []string {
-	return []string{"epochs", "batch", "lr", "momentum", "nesterov", "weight-decay", "schedule", "milestones", "gamma", "step-size", "warmup", "optimizer"}
+	return []string{"epochs", "batch", "lr", "momentum", "nesterov", "weight-decay", "schedule", "milestones", "gamma", "step-size", "warmup", "optimizer",
+		"betas", "eps", "clip-grad-norm", "ema-decay"}
 }
 
 // ParseOverrides reads the overrides given by name (OverrideFlags) as
@@ -81,7 +105,8 @@ func OverrideFlags() []string {
 func ParseOverrides(given map[string]string) (Overrides, error) {
 	var o Overrides
 	ints := map[string]**int{"epochs": &o.Epochs, "batch": &o.Batch, "step-size": &o.StepSize, "warmup": &o.Warmup}
-	floats := map[string]**float64{"lr": &o.LR, "momentum": &o.Momentum, "weight-decay": &o.WeightDecay, "gamma": &o.Gamma}
+	floats := map[string]**float64{"lr": &o.LR, "momentum": &o.Momentum, "weight-decay": &o.WeightDecay, "gamma": &o.Gamma,
+		"eps": &o.Eps, "clip-grad-norm": &o.ClipGradNorm, "ema-decay": &o.EMADecay}
 	for name, v := range given {
 		var err error
 		switch {
@@ -103,6 +128,8 @@ func ParseOverrides(given map[string]string) (Overrides, error) {
 			o.Optimizer = &v
 		case name == "milestones":
 			o.Milestones, err = ParseMilestones(v)
+		case name == "betas":
+			o.Betas, err = parseBetas(v)
 		default:
 			return Overrides{}, fmt.Errorf("--%s: not a setting of a preset (those are: %v)", name, OverrideFlags())
 		}
@@ -114,4 +141,17 @@ func ParseOverrides(given map[string]string) (Overrides, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseBetas parses Adam's "0.9,0.999".
+func parseBetas(s string) ([]float64, error) {
+	f := strings.Split(s, ",")
+	if len(f) == 2 {
+		b1, err1 := strconv.ParseFloat(strings.TrimSpace(f[0]), 64)
+		b2, err2 := strconv.ParseFloat(strings.TrimSpace(f[1]), 64)
+		if err1 == nil && err2 == nil {
+			return []float64{b1, b2}, nil
+		}
+	}
+	return nil, fmt.Errorf("%q: want two numbers like 0.9,0.999", s)
 }

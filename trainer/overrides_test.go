@@ -1,8 +1,11 @@
 package trainer
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 func TestPresetApply(t *testing.T) {
@@ -44,10 +47,38 @@ func TestPresetApply(t *testing.T) {
 		{Overrides{Batch: pi(0)}, "--batch must be > 0"},
 		{Overrides{Momentum: pf(0), Nesterov: new(true)}, "--nesterov needs a momentum"},
 		{Overrides{Schedule: ps("poly")}, "unknown kind"},
+		{Overrides{Optimizer: ps("adamw"), Momentum: pf(0.9)}, "adamw has no momentum"},
+		{Overrides{Betas: []float64{0.9, 0.99}}, "--betas and --eps are settings of --optimizer adam or adamw"},
+		{Overrides{Optimizer: ps("adam"), Betas: []float64{0.9, 1}}, "want 0 ≤ beta < 1"},
+		{Overrides{ClipGradNorm: pf(-1)}, "clipping norm -1"},
+		{Overrides{EMADecay: pf(1)}, "EMA decay 1"},
 	} {
 		if _, err := fm.Apply(1, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v, want %q", tt.o, err, tt.want)
 		}
+	}
+}
+
+// Adam's settings: the preset's SGD momentum does not carry over, betas and
+// epsilon are set or default, clipping and the moving average are kept.
+func TestPresetApplyAdam(t *testing.T) {
+	fm, err := PresetByName("fmnist-cnn") // SGD, momentum 0.9, Nesterov
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := ParseOverrides(map[string]string{"optimizer": "adamw", "lr": "1e-3", "clip-grad-norm": "1", "ema-decay": "0.999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := fm.Apply(1, o)
+	if err != nil || op.Momentum != 0 || op.Nesterov || op.ClipNorm != 1 || op.EMADecay != 0.999 ||
+		op.adamOptions() != (torch.AdamOptions{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: fm.WeightDecay, Decoupled: true}) {
+		t.Fatalf("adamw: %+v %v", op, err)
+	}
+	o, _ = ParseOverrides(map[string]string{"optimizer": "adam", "betas": "0.8, 0.99", "eps": "1e-6"})
+	op, err = fm.Apply(1, o)
+	if err != nil || op.adamOptions() != (torch.AdamOptions{Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: fm.WeightDecay}) {
+		t.Fatalf("adam: %+v %v", op, err)
 	}
 }
 
@@ -63,7 +94,7 @@ func TestParseOverrides(t *testing.T) {
 		*o.Schedule != "multistep" || len(o.Milestones) != 2 || o.Milestones[1] != 4 || *o.Gamma != 0.5 || *o.StepSize != 7 || *o.Warmup != 1 || *o.Optimizer != "rmsprop" {
 		t.Fatalf("%+v", o)
 	}
-	if len(OverrideFlags()) != 12 {
+	if len(OverrideFlags()) != reflect.TypeFor[Overrides]().NumField() {
 		t.Errorf("OverrideFlags() = %v: every field of Overrides has one name", OverrideFlags())
 	}
 	o, err = ParseOverrides(map[string]string{"lr": "0.1"})
@@ -75,6 +106,7 @@ func TestParseOverrides(t *testing.T) {
 		{"epochs", "x", "--epochs: invalid syntax"},
 		{"nesterov", "maybe", "--nesterov: invalid syntax"},
 		{"device", "cpu", "--device: not a setting of a preset"},
+		{"betas", "0.9", `--betas: "0.9": want two numbers like 0.9,0.999`},
 	} {
 		if _, err := ParseOverrides(map[string]string{tt.name: tt.value}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%s=%s: %v, want %q", tt.name, tt.value, err, tt.want)

@@ -18,7 +18,7 @@ import (
 
 // TestWeightsLoadInPyTorch writes the weights of lcl's small CNN and
 // ResNet-18 (CIFAR stem) and loads them with strict load_state_dict into
-// PyTorch modules of the same architecture (bench/trainer_ref.py): the
+// PyTorch modules of the same architecture (bench/refnets.py): the
 // logits of both must agree on the same input. The safetensors file is
 // parsed by hand in Python (Debian ships no safetensors package).
 func TestWeightsLoadInPyTorch(t *testing.T) {
@@ -73,7 +73,7 @@ func TestWeightsLoadInPyTorch(t *testing.T) {
 		script := `
 import json, struct, sys
 sys.path.insert(0, sys.argv[1])
-import torch, trainer_ref
+import torch, refnets
 name, wpath, xpath, shape = sys.argv[2], sys.argv[3], sys.argv[4], [int(v) for v in sys.argv[5].split(",")]
 torch.set_num_threads(1)
 b = open(wpath, "rb").read()
@@ -85,7 +85,7 @@ for k, v in h.items():
     if k == "__metadata__": continue
     s, e = v["data_offsets"]
     sd[k] = torch.frombuffer(bytearray(data[s:e]), dtype=dt[v["dtype"]]).reshape(v["shape"])
-m = trainer_ref.CNN() if name == "cnn" else trainer_ref.ResNet18()
+m = refnets.CNN() if name == "cnn" else refnets.resnet("resnet18")
 m.load_state_dict(sd, strict=True)
 m.eval()
 x = torch.frombuffer(bytearray(open(xpath, "rb").read()), dtype=torch.float32).reshape(shape)
@@ -113,7 +113,7 @@ with torch.no_grad():
 // TestTrainingMatchesPyTorch trains lcl's small CNN for three steps (soft
 // targets, SGD with Nesterov momentum and weight decay, batch norm in
 // training mode) and PyTorch's module of the same architecture
-// (bench/trainer_ref.py) from the same weights on the same batches with
+// (bench/refnets.py) from the same weights on the same batches with
 // torch.optim.SGD: the weights and batch-norm statistics after the steps
 // must agree. It checks the loss's gradient, the backward pass and the fused
 // SGD update together against an implementation lcl shares nothing with.
@@ -188,7 +188,7 @@ func TestTrainingMatchesPyTorch(t *testing.T) {
 	out := py.Run(`
 import json, struct, sys
 sys.path.insert(0, sys.argv[1])
-import torch, torch.nn.functional as F, trainer_ref
+import torch, torch.nn.functional as F, refnets
 d, n, steps, lr = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 y = torch.tensor([int(v) for v in sys.argv[6].split(",")]).reshape(steps, n)
 torch.set_num_threads(1)
@@ -199,7 +199,7 @@ def load(path):
     dt = {"F32": torch.float32, "I64": torch.int64}
     return {name: torch.frombuffer(bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]]), dtype=dt[v["dtype"]]).reshape(v["shape"])
             for name, v in h.items() if name != "__metadata__"}
-m = trainer_ref.CNN()
+m = refnets.CNN()
 m.load_state_dict(load(d + "/w0.safetensors"), strict=True)
 m.train()
 x = torch.frombuffer(bytearray(open(d + "/x", "rb").read()), dtype=torch.float32).reshape(steps, n, 1, 28, 28)

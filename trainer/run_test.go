@@ -515,8 +515,8 @@ func TestPerStepStageAsksThePlannerBeforeEveryStep(t *testing.T) {
 	}
 }
 
-// TestPerStepPlanErrors: a per-step plan without targets, or with a target
-// matrix of the wrong size, ends the run with an error that says which step
+// TestPerStepPlanErrors: a per-step plan with weights or a target matrix
+// of the wrong size ends the run with an error that says which step
 // (1-based, like a failed step's) and what is wrong.
 func TestPerStepPlanErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -524,11 +524,11 @@ func TestPerStepPlanErrors(t *testing.T) {
 		bad  func(pc PlanContext, p *Plan)
 		want string
 	}{
-		{"no targets", func(pc PlanContext, p *Plan) {
+		{"weights", func(pc PlanContext, p *Plan) {
 			if pc.Step == 2 {
-				p.Targets = nil
+				p.Weights = make([]float32, 5)
 			}
-		}, `stage "train" epoch 1 step 3: the per-step plan has no targets`},
+		}, `stage "train" epoch 1 step 3: per-step plan: 5 weights for 240 training examples`},
 		{"wrong size", func(pc PlanContext, p *Plan) {
 			if pc.Step == 4 {
 				p.Targets = p.Targets[:7]

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 // Schedule is a learning-rate schedule over epochs with linear warm-up.
@@ -98,11 +100,40 @@ type Optim struct {
 	Nesterov    bool
 	WeightDecay float64
 	Schedule    Schedule
-	// Optimizer is "sgd" ("" too: torch.optim.SGD's update) or "rmsprop"
+	// Optimizer is "sgd" ("" too: torch.optim.SGD's update), "rmsprop"
 	// (TensorFlow's, the Inception papers': torch.NewRMSProp) with decay
-	// RMSDecay and epsilon RMSEps (0: 0.9 and 1.0).
+	// RMSDecay and epsilon RMSEps (0: 0.9 and 1.0), or "adam" or "adamw"
+	// (torch.optim.Adam and AdamW: torch.NewAdam) with Beta1, Beta2 and
+	// AdamEps (all 0: 0.9, 0.999 and 1e-8; WeightDecay is Adam's L2 term or
+	// AdamW's decoupled decay; Momentum and Nesterov do not apply).
 	Optimizer        string
 	RMSDecay, RMSEps float64
+	Beta1, Beta2     float64
+	AdamEps          float64
+	// ClipNorm > 0 scales each peer's gradients to an L2 norm of at most
+	// ClipNorm before every update (torch.nn.utils.clip_grad_norm_).
+	ClipNorm float64
+	// EMADecay > 0 keeps an exponential moving average of every peer's
+	// weights, updated after every step (timm's ModelEmaV2: e ← d·e +
+	// (1−d)·w over parameters and buffers), evaluated every epoch and saved
+	// beside the model.
+	EMADecay float64
+}
+
+// adam reports whether the optimizer is Adam or AdamW.
+func (o Optim) adam() bool { return o.Optimizer == "adam" || o.Optimizer == "adamw" }
+
+// adamOptions returns Adam's settings with their defaults.
+func (o Optim) adamOptions() torch.AdamOptions {
+	a := torch.AdamOptions{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.AdamEps, WeightDecay: o.WeightDecay,
+		Decoupled: o.Optimizer == "adamw"}
+	if a.Beta1 == 0 && a.Beta2 == 0 {
+		a.Beta1, a.Beta2 = 0.9, 0.999
+	}
+	if a.Eps == 0 {
+		a.Eps = 1e-8
+	}
+	return a
 }
 
 // Validate checks the optimizer's fields.
@@ -119,11 +150,25 @@ func (o Optim) Validate() error {
 		if o.RMSDecay < 0 || o.RMSDecay >= 1 || o.RMSEps < 0 {
 			return fmt.Errorf("rmsprop decay %v and epsilon %v: want 0 ≤ decay < 1, epsilon > 0", o.RMSDecay, o.RMSEps)
 		}
+	case "adam", "adamw":
+		if o.Momentum != 0 || o.Nesterov {
+			return fmt.Errorf("%s has no momentum or Nesterov momentum (its betas are %v, %v)", o.Optimizer, o.Beta1, o.Beta2)
+		}
+		a := o.adamOptions()
+		if !(a.Beta1 >= 0 && a.Beta1 < 1 && a.Beta2 >= 0 && a.Beta2 < 1) || !(a.Eps > 0) {
+			return fmt.Errorf("%s betas %v, %v and epsilon %v: want 0 ≤ beta < 1 and epsilon > 0", o.Optimizer, a.Beta1, a.Beta2, a.Eps)
+		}
 	default:
-		return fmt.Errorf("optimizer %q: want sgd or rmsprop", o.Optimizer)
+		return fmt.Errorf("optimizer %q: want sgd, rmsprop, adam or adamw", o.Optimizer)
 	}
 	if o.Momentum < 0 || o.WeightDecay < 0 {
 		return fmt.Errorf("momentum %v and weight decay %v: want ≥ 0", o.Momentum, o.WeightDecay)
+	}
+	if !(o.ClipNorm >= 0) {
+		return fmt.Errorf("gradient clipping norm %v: want ≥ 0 (0: none)", o.ClipNorm)
+	}
+	if !(o.EMADecay >= 0 && o.EMADecay < 1) {
+		return fmt.Errorf("EMA decay %v: want 0 ≤ decay < 1 (0: none)", o.EMADecay)
 	}
 	return o.Schedule.Validate()
 }

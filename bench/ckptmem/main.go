@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 // images is a data set of n random 3×32×32 images.
@@ -93,6 +94,14 @@ func status(field string) int64 {
 func main() {
 	model := flag.String("model", "resnet50:stem=cifar", "architecture (a models registry name)")
 	flag.Parse()
+	// Run as lcl does: its allocator, BLAS and OpenMP settings.
+	rt, err := torch.DefaultRuntime()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := torch.Init(rt); err != nil {
+		log.Fatal(err)
+	}
 	dir, err := os.MkdirTemp("", "ckptmem")
 	if err != nil {
 		log.Fatal(err)

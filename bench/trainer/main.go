@@ -28,6 +28,14 @@ func main() {
 	cl := flag.Bool("channels-last", false, "model and inputs in the channels-last memory format")
 	lock := flag.Bool("lock", true, "run the steps on one locked OS thread, as trainer.Run does")
 	flag.Parse()
+	// Run as lcl does: its allocator, BLAS and OpenMP settings.
+	rt, err := torch.DefaultRuntime()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := torch.Init(rt); err != nil {
+		log.Fatal(err)
+	}
 	if *lock {
 		runtime.LockOSThread()
 	}

@@ -10,10 +10,12 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -133,8 +135,14 @@ func Train(ctx context.Context, corpus Corpus, docs []Doc, o embed.Options, save
 			return nil, err
 		}
 	}
-	v := &Vectors{Data: make([][]float32, len(docs)), Model: ModelID(o) + "-" + corpus.Name, Stats: &st,
-		Meta: map[string]string{"corpus": corpus.About, "vocabulary": strconv.Itoa(m.Vocab.Len()), "documents": strconv.Itoa(len(m.Tags))}}
+	// The key names the document set trained on, not only the corpus: the
+	// same corpus with other class documents (WordNet's own synset
+	// documents, or stored articles under their class: tags) trains other
+	// vectors.
+	sum := DocumentsDigest(all)
+	v := &Vectors{Data: make([][]float32, len(docs)), Model: ModelID(o) + "-" + corpus.Name + "-docs-" + sum[:12], Stats: &st,
+		Meta: map[string]string{"corpus": corpus.About, "vocabulary": strconv.Itoa(m.Vocab.Len()), "documents": strconv.Itoa(len(m.Tags)),
+			"documents_sha256": sum, "workers": strconv.Itoa(workers(o)), "reproducible": reproducible(o)}}
 	for i, d := range docs {
 		vec, ok := m.DocVector(d.Tag)
 		if !ok {
@@ -143,6 +151,58 @@ func Train(ctx context.Context, corpus Corpus, docs []Doc, o embed.Options, save
 		v.Data[i] = append([]float32(nil), vec...)
 	}
 	return v, nil
+}
+
+// DocumentsDigest is the hex SHA-256 of a document set: every document's
+// tag and tokens, in order, each length-prefixed so that no two different
+// sets concatenate to the same bytes.
+func DocumentsDigest(docs []embed.Document) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	put := func(s string) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		io.WriteString(h, s)
+	}
+	for _, d := range docs {
+		put(d.Tag)
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(d.Words)))])
+		for _, w := range d.Words {
+			put(w)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// classDigest is DocumentsDigest of the class documents (title and text
+// tokens): what inferred and word-averaged vectors depend on.
+func classDigest(docs []Doc) string {
+	ds := make([]embed.Document, len(docs))
+	for i, d := range docs {
+		ds[i] = embed.Document{Tag: d.Tag + "\x00" + d.Title, Words: embed.Tokenize(d.Text)}
+	}
+	return DocumentsDigest(ds)[:12]
+}
+
+// workers is the number of training goroutines o asks for.
+func workers(o embed.Options) int {
+	if o.Workers > 0 {
+		return o.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// reproducible says whether training with o repeats bit for bit: with one
+// worker it does (the same seed, settings and documents give the same
+// vectors); with several the workers update the shared weights without
+// locks (Hogwild), so the order of their updates, and the last bits of
+// the vectors, depend on scheduling. Every job's random stream and
+// learning rate are fixed by its place in the corpus, so two such runs
+// differ only by those races.
+func reproducible(o embed.Options) string {
+	if workers(o) == 1 {
+		return "bit-identical (1 worker)"
+	}
+	return "no: several workers (Hogwild); use --workers 1"
 }
 
 // ModelID names a trained model by every setting that changes its vectors.
@@ -216,7 +276,8 @@ func FromModel(path string, docs []Doc, infer embed.InferOptions) (*Vectors, err
 	v.Meta = map[string]string{"model_file": path, "inferred": strconv.Itoa(inferred)}
 	v.Model = ModelID(m.Options) + "-model-" + sum
 	if inferred > 0 {
-		v.Model += fmt.Sprintf("-infer-e%d-seed%d", infer.Epochs, infer.Seed)
+		// Inferred vectors depend on the class documents' text.
+		v.Model += fmt.Sprintf("-infer-e%d-seed%d-docs-%s", infer.Epochs, infer.Seed, classDigest(docs))
 	}
 	return v, nil
 }
@@ -270,6 +331,6 @@ func FromWord2Vec(path string, docs []Doc) (*Vectors, error) {
 			path, len(empty), strings.Join(empty[:min(5, len(empty))], ", "))
 	}
 	v.Meta = map[string]string{"vectors_file": path, "direct_keys": strconv.Itoa(direct)}
-	v.Model = fmt.Sprintf("w2v-%s-d%d-mean", sum, w.Dim)
+	v.Model = fmt.Sprintf("w2v-%s-d%d-mean-docs-%s", sum, w.Dim, classDigest(docs))
 	return v, nil
 }

@@ -1,11 +1,16 @@
 package classvec
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 )
@@ -52,5 +57,69 @@ func TestReadCorpusAndWord2Vec(t *testing.T) {
 	docs[0].Text = "meows"
 	if _, err := FromWord2Vec(w2v, docs); err == nil || !strings.Contains(err.Error(), "1 classes have no key and no word") {
 		t.Errorf("a class with nothing to go on: %v", err)
+	}
+}
+
+func TestDocumentsDigestIsLengthPrefixed(t *testing.T) {
+	// The encoding by hand: uvarint length, then the bytes, for the tag,
+	// the word count and every word.
+	raw := []byte{1, 't', 2, 1, 'a', 2, 'b', 'c'}
+	want := sha256.Sum256(raw)
+	if got := DocumentsDigest([]embed.Document{{Tag: "t", Words: []string{"a", "bc"}}}); got != hex.EncodeToString(want[:]) {
+		t.Errorf("digest %s, want %x", got, want)
+	}
+	a := DocumentsDigest([]embed.Document{{Tag: "t", Words: []string{"ab", "c"}}})
+	b := DocumentsDigest([]embed.Document{{Tag: "t", Words: []string{"a", "bc"}}})
+	c := DocumentsDigest([]embed.Document{{Tag: "t", Words: []string{"a"}}, {Tag: "bc"}})
+	if a == b || b == c || a == c {
+		t.Errorf("different document sets share a digest: %s %s %s", a, b, c)
+	}
+}
+
+// Two document sets over the same corpus and settings: the WordNet
+// documents of the classes (already in the corpus under their wnids) and
+// the classes' stored articles (added as class:ID documents). They train
+// different vectors, so they must be stored under different keys; the
+// same set again gives the same key and, with one worker, the same vectors.
+func TestTrainKeyNamesTheDocumentSet(t *testing.T) {
+	corpus := Corpus{Name: "tiny", About: "test", Docs: []embed.Document{
+		{Tag: "n02121808", Words: strings.Fields("cat small furry feline pet that meows")},
+		{Tag: "n02084071", Words: strings.Fields("dog domestic canine pet that barks")},
+		{Tag: "x", Words: strings.Fields("a furry pet small canine feline domestic")},
+	}}
+	o := embed.DefaultOptions()
+	o.Dim, o.Epochs, o.Workers, o.MinCount = 8, 2, 1, 1
+	wordnetDocs := []Doc{{Class: pets.Classes[0], Tag: "n02121808"}, {Class: pets.Classes[1], Tag: "n02084071"}}
+	articleDocs := []Doc{{Class: pets.Classes[0], Tag: "class:cat", Text: "cat small furry feline pet that meows"},
+		{Class: pets.Classes[1], Tag: "class:dog", Text: "dog domestic canine pet that barks"}}
+	train := func(docs []Doc) *Vectors {
+		t.Helper()
+		v, err := Train(context.Background(), corpus, docs, o, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a, b, a2 := train(wordnetDocs), train(articleDocs), train(wordnetDocs)
+	ka, kb := a.Record(pets, "wordnet").Model, b.Record(pets, "wordnet").Model
+	if ka == kb {
+		t.Fatalf("two document sets (%s and %s documents) share the key %s", a.Meta["documents"], b.Meta["documents"], ka)
+	}
+	if a.Meta["documents"] != "3" || b.Meta["documents"] != "5" {
+		t.Errorf("documents trained on: %s and %s, want 3 and 5", a.Meta["documents"], b.Meta["documents"])
+	}
+	if !strings.Contains(ka, "-tiny-docs-") || !strings.HasSuffix(ka, "-src-wordnet") {
+		t.Errorf("key %q lacks the corpus, document digest or source", ka)
+	}
+	if a2.Record(pets, "wordnet").Model != ka {
+		t.Errorf("the same document set gave another key")
+	}
+	for i := range a.Data {
+		if !slices.Equal(a.Data[i], a2.Data[i]) {
+			t.Errorf("one worker, same seed: class %d's vectors differ", i)
+		}
+	}
+	if a.Meta["reproducible"] != "bit-identical (1 worker)" {
+		t.Errorf("reproducible = %q", a.Meta["reproducible"])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 func TestDepsInstallsEveryDeclaredPackage(t *testing.T) {
 	root := filepath.Join("..", "..")
 	lists := map[string]map[string]bool{}
-	for _, kind := range []string{"test", "bench", "e2e"} {
+	for _, kind := range []string{"build", "test", "bench", "e2e"} {
 		out, err := exec.Command("bash", filepath.Join(root, "scripts", "deps.sh"), "--list", kind).Output()
 		if err != nil {
 			t.Fatalf("scripts/deps.sh --list %s: %v", kind, err)
@@ -31,6 +32,26 @@ func TestDepsInstallsEveryDeclaredPackage(t *testing.T) {
 	}
 	if !lists["test"]["python3-torch"] {
 		t.Fatal("deps.sh --list test lacks python3-torch, which trainer's tests need")
+	}
+	// `make demo` installs the build set only: what lcl links and the demo
+	// reads, no test reference (the Python modules are hundreds of MB).
+	for p := range lists["build"] {
+		if !lists["test"][p] {
+			t.Errorf("deps.sh: %s is in the build set but not in the test set (the tests build lcl too)", p)
+		}
+		if isPythonPackage(p) {
+			t.Errorf("deps.sh: the build set (make demo) installs %s, a test reference", p)
+		}
+	}
+	for _, p := range []string{"wordnet-base", "dataset-fashion-mnist", "libtorch-dev"} {
+		if !lists["build"][p] {
+			t.Errorf("deps.sh --list build lacks %s, which make demo needs", p)
+		}
+	}
+	if demo, err := os.ReadFile(filepath.Join(root, "scripts", "demo.sh")); err != nil {
+		t.Fatal(err)
+	} else if strings.Contains(string(demo), "python") {
+		t.Error("scripts/demo.sh runs Python, which make demo does not install")
 	}
 
 	decls := 0
@@ -112,4 +133,15 @@ func TestDepsInstallsEveryDeclaredPackage(t *testing.T) {
 	if decls == 0 {
 		t.Fatal("found no declared dependency: the scan is broken")
 	}
+}
+
+// isPythonPackage reports whether p is the Debian package of a Python
+// module a test may declare.
+func isPythonPackage(p string) bool {
+	for _, pkg := range pythonModules {
+		if pkg == p {
+			return true
+		}
+	}
+	return strings.HasPrefix(p, "python3")
 }

@@ -44,6 +44,15 @@ var programs = map[string]string{
 	"chromium": "chromium",
 	"g++":      "g++",
 	"bash":     "bash",
+	// The scale-out end-to-end tests: a one-machine Slurm cluster, network
+	// namespaces, Debian's torchrun. slurm-wlm pulls in slurmctld, slurmd
+	// and slurm-client.
+	"munged":    "munge",
+	"slurmctld": "slurm-wlm",
+	"slurmd":    "slurm-wlm",
+	"sbatch":    "slurm-wlm",
+	"ip":        "iproute2",
+	"torchrun":  "python3-torch",
 }
 
 // Package returns the Debian package of a declared module or program.

@@ -2,6 +2,7 @@ package data
 
 import (
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
@@ -529,9 +530,68 @@ func TestSynthetic(t *testing.T) {
 	if train, _, err = Open("synthetic"); err != nil || train.Len() != 1024 {
 		t.Fatalf("defaults: %v", err)
 	}
-	for _, bad := range []string{"synthetic?n=0", "synthetic?shape=3,224", "synthetic?colour=1"} {
+	for _, bad := range []string{"synthetic?n=0", "synthetic?shape=3,224", "synthetic?colour=1", "synthetic?signal=-1", "synthetic?signal=NaN"} {
 		if _, _, err := Open(bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+}
+
+// With signal=S every pixel moves by ±S, the sign fixed per class and pixel
+// and the same in both splits: a nearest-class-mean classifier fitted on
+// the training split labels the test split; without signal it is at chance.
+func TestSyntheticSignal(t *testing.T) {
+	const q = "synthetic?n=200&test=100&classes=4&shape=1,8,8"
+	plain, _, err := Open(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := decodeAll(t, plain)
+	for _, tc := range []struct {
+		signal   float64
+		min, max float64 // accuracy bounds of the nearest-class-mean classifier
+	}{{0, 0, 0.45}, {0.5, 0.99, 1}} {
+		train, test, err := Open(fmt.Sprintf("%s&signal=%g", q, tc.signal))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := decodeAll(t, train)
+		for i := range tr { // each pixel is the noise plus or minus the signal
+			for j := range tr[i] {
+				if d := math.Abs(float64(tr[i][j] - noise[i][j])); math.Abs(d-tc.signal) > 1e-5 {
+					t.Fatalf("signal %g: example %d pixel %d moved by %g", tc.signal, i, j, d)
+				}
+			}
+		}
+		means := make([][]float64, 4)
+		for i, x := range tr {
+			k := train.Label(i)
+			if means[k] == nil {
+				means[k] = make([]float64, len(x))
+			}
+			for j, v := range x {
+				means[k][j] += float64(v)
+			}
+		}
+		right := 0
+		for i, x := range decodeAll(t, test) {
+			best, bk := math.Inf(1), -1
+			for k, m := range means {
+				d := 0.0
+				for j, v := range x {
+					e := float64(v) - m[j]/50
+					d += e * e
+				}
+				if d < best {
+					best, bk = d, k
+				}
+			}
+			if bk == test.Label(i) {
+				right++
+			}
+		}
+		if acc := float64(right) / 100; acc < tc.min || acc > tc.max {
+			t.Errorf("signal %g: nearest-class-mean accuracy %.2f, want %.2f to %.2f", tc.signal, acc, tc.min, tc.max)
 		}
 	}
 }

@@ -67,8 +67,12 @@ var (
 	imagenetMean, imagenetStd = []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
 )
 
-// Kinds lists the data set kinds a spec may name.
+// Kinds lists the data set kinds of the folders a spec may name.
 var kinds = []string{"fashion-mnist", "mnist", "cifar10", "cifar100", "folder", "cub", "nabirds"}
+
+// Kinds lists every data set kind a spec may name: the folders' kinds and
+// synthetic (generated, no folder).
+func Kinds() []string { return append(slices.Clone(kinds), "synthetic") }
 
 // Defaults returns the default options of a data set kind.
 func Defaults(kind string) (Options, error) {
@@ -86,7 +90,7 @@ func Defaults(kind string) (Options, error) {
 	case "folder", "cub", "nabirds":
 		o.Mean, o.Std, o.RandomResizedCrop, o.Flip = imagenetMean, imagenetStd, true, true
 	default:
-		return Options{}, fmt.Errorf("data: unknown data set kind %q (want one of %s)", kind, strings.Join(kinds, ", "))
+		return Options{}, fmt.Errorf("data: unknown data set kind %q (want one of %s)", kind, strings.Join(Kinds(), ", "))
 	}
 	// Copies, so a caller editing its options cannot change the defaults.
 	o.Mean, o.Std = slices.Clone(o.Mean), slices.Clone(o.Std)

@@ -1,7 +1,9 @@
 package data
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -37,12 +39,28 @@ func SpecFor(synsets, arg string) (string, error) {
 	if kind, _, _ := strings.Cut(arg, ":"); strings.ContainsRune(kind, os.PathSeparator) {
 		// Not a spec (a kind has no slash): a folder that is not there.
 		if err == nil {
-			err = fmt.Errorf("%s is not a folder", arg)
+			return "", fmt.Errorf("--data %s is not a folder", arg)
 		}
-		return "", err
+		return "", &missingData{arg, err}
 	}
 	return arg, nil
 }
+
+// missingData is a --data folder that cannot be read (it is an
+// fs.ErrNotExist when it is not there).
+type missingData struct {
+	arg string
+	err error // os.Stat's
+}
+
+func (e *missingData) Error() string {
+	if errors.Is(e.err, fs.ErrNotExist) {
+		return fmt.Sprintf("--data %s: no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of %s)", e.arg, strings.Join(Kinds(), ", "))
+	}
+	return fmt.Sprintf("--data %s: %v", e.arg, errors.Unwrap(e.err))
+}
+
+func (e *missingData) Unwrap() error { return e.err }
 
 // Kind is the data kind a spec names: "fashion-mnist" for
 // "fashion-mnist:DIR?scale=1", "synthetic" for "synthetic?n=96".

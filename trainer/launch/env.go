@@ -127,13 +127,20 @@ func (d *Env) Join(ctx context.Context, o JoinOptions) (*torch.Group, error) {
 		}
 	}
 	// The keys are named after the secret; under torchrun each restart of
-	// the group also gets fresh keys (the agent's store lives on).
-	prefix := "lcl/" + secretTag(d.Secret)
+	// the group also gets fresh keys (the agent's store lives on). Rank 0
+	// marks the run in the key next to them (lcl[/attempt_N]/rank0), so that
+	// a rank with another secret is refused at once (dist.cpp).
+	prefix := "lcl"
 	if n := os.Getenv("TORCHELASTIC_RESTART_COUNT"); n != "" {
 		prefix += "/attempt_" + n
 	}
+	prefix += "/" + secretTag(d.Secret)
+	ifc := os.Getenv("GLOO_SOCKET_IFNAME")
+	if ifc == "" {
+		ifc = routeInterface(d.Addr, d.Port)
+	}
 	cfg := torch.GroupConfig{Backend: o.Backend, Addr: d.Addr, Port: d.Port, Rank: d.Rank,
-		Size: d.World, Timeout: o.Timeout, Interface: os.Getenv("GLOO_SOCKET_IFNAME"),
+		Size: d.World, Timeout: o.Timeout, Interface: ifc,
 		AgentStore: agent, Prefix: prefix, Bind: bind}
 	type joined struct {
 		g   *torch.Group
@@ -200,6 +207,43 @@ func (d *Env) storeBind(bind string) (string, error) {
 		return ip.String(), nil
 	}
 	return "", fmt.Errorf("%s (%v) is not an address of this machine: rank 0 hosts the rendezvous store and runs where MASTER_ADDR points; name this machine's address with --dist-bind (in Kubernetes, the pod IP)", from, ips)
+}
+
+// routeInterface is the network interface whose address this machine uses
+// to reach addr:port (rank 0), which Gloo then binds: the peers reach this
+// rank on the network they reach rank 0 on. Gloo's own default, the
+// address of the host's name, is often a loopback address (Debian maps the
+// host name to 127.0.1.1) or one of another network (a container's or
+// network namespace's host name). "" (Gloo's default) when addr is a
+// loopback address, does not resolve, or no interface holds the address.
+func routeInterface(addr string, port int) string {
+	ips, err := net.LookupIP(strings.Trim(addr, "[]"))
+	if err != nil || len(ips) == 0 || ips[0].IsLoopback() {
+		return ""
+	}
+	// A UDP "connection" only asks the kernel for the route: nothing is sent.
+	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: ips[0], Port: port})
+	if err != nil {
+		return ""
+	}
+	local := c.LocalAddr().(*net.UDPAddr).IP
+	c.Close()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, ifc := range ifs {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(local) {
+				return ifc.Name
+			}
+		}
+	}
+	return ""
 }
 
 // localAddrs are the IP addresses of this machine's interfaces.

@@ -211,8 +211,22 @@ func failure(failed []*worker, nproc int) error {
 	} else if nproc > 1 {
 		msg += "; stopped the other ranks"
 	}
+	if st, ok := cause.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Exited() && st.ExitStatus() == ExitUsage {
+		// Its message (above) says what to fix; nothing was trained.
+		return &UsageError{errors.New(msg + "; it refused the command line: fix what it says and run it again")}
+	}
 	return errors.New(msg + "; continue with the same command and --resume")
 }
+
+// ExitUsage is the exit code of a worker that refused its command line.
+const ExitUsage = 2
+
+// UsageError is a group that failed because a worker refused its command
+// line (exit code ExitUsage): the launcher's own caller exits with it too.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
 
 // freePort asks the kernel for a free TCP port on loopback.
 func freePort() (int, error) {

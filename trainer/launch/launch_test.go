@@ -9,9 +9,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 const testSecret = "0123456789abcdef0123456789abcdef"
@@ -187,6 +188,22 @@ func TestRunWorkerDeathNamesRank(t *testing.T) {
 	}
 }
 
+// A worker that refuses its command line (exit 2) fails the group as a
+// usage error, without the advice to resume: nothing was trained.
+func TestRunWorkerUsageError(t *testing.T) {
+	script := `if [ "$RANK" = 0 ]; then echo "lcl: --fraction 2: want 0 < fraction ≤ 1" >&2; exit 2; fi; exec sleep 60`
+	err := Run(context.Background(), Options{Exe: "/bin/sh", Args: []string{"-c", script}, NProc: 2, Threads: 1, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+	var ue *UsageError
+	if !errors.As(err, &ue) || strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), "worker rank 0 of 2") {
+		t.Fatalf("error %v, want a usage error naming rank 0 and no --resume", err)
+	}
+	// Any other failure still says how to continue.
+	err = Run(context.Background(), Options{Exe: "/bin/sh", Args: []string{"-c", "exit 1"}, NProc: 2, Threads: 1, Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
+	if errors.As(err, &ue) || err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("a worker's failure: %v", err)
+	}
+}
+
 // Cancelling the context sends every worker SIGINT once; Run returns the
 // context's error after they exit.
 func TestRunCancelInterruptsWorkers(t *testing.T) {
@@ -217,34 +234,75 @@ func TestRunCancelInterruptsWorkers(t *testing.T) {
 }
 
 // Ranks join only with the same secret: the group's keys are named after
-// it, so a process without the run's secret finds none of them.
+// it, so a process without the run's secret finds none of them. It is
+// refused at once (not after the timeout), and the run it tried to join
+// goes on: the rank with the right secret joins it afterwards.
 func TestSecretSeparatesRuns(t *testing.T) {
-	join := func(secrets [2]string, timeout time.Duration) [2]error {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var errs [2]error
-		var wg sync.WaitGroup
-		for r := range 2 {
-			wg.Go(func() {
-				d := &Env{Rank: r, World: 2, LocalWorld: 2, Addr: "127.0.0.1", Port: port, Secret: secrets[r]}
-				g, err := d.Join(context.Background(), JoinOptions{Timeout: timeout})
-				if err == nil {
-					g.Close()
-				}
-				errs[r] = err
-			})
-		}
-		wg.Wait()
-		return errs
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if errs := join([2]string{testSecret, testSecret}, 30*time.Second); errs[0] != nil || errs[1] != nil {
-		t.Fatalf("same secret: %v", errs)
+	join := func(rank int, secret string) (*torch.Group, error) {
+		d := &Env{Rank: rank, World: 2, LocalWorld: 2, Addr: "127.0.0.1", Port: port, Secret: secret}
+		return d.Join(context.Background(), JoinOptions{Timeout: time.Minute})
 	}
-	errs := join([2]string{testSecret, "fedcba9876543210fedcba9876543210"}, 2*time.Second)
-	if errs[0] == nil || errs[1] == nil {
-		t.Fatalf("different secrets joined: %v", errs)
+	rank0 := make(chan error, 1)
+	go func() {
+		g, err := join(0, testSecret)
+		if err == nil {
+			err = g.AllReduce([]float64{1})
+			g.Close()
+		}
+		rank0 <- err
+	}()
+	start := time.Now()
+	_, err = join(1, "fedcba9876543210fedcba9876543210")
+	const refused = "rank 1: torch: process group: process group rendezvous at 127.0.0.1:"
+	if err == nil || !strings.HasPrefix(err.Error(), refused) || !strings.HasSuffix(err.Error(), "rank 0 there carries another $LCL_DIST_SECRET: every rank of a run must carry the same secret") {
+		t.Fatalf("another secret: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("another secret was refused after %v", d)
+	}
+	g, err := join(1, testSecret)
+	if err != nil {
+		t.Fatalf("the right secret after a wrong one: %v", err)
+	}
+	v := []float64{2}
+	if err := g.AllReduce(v); err != nil || v[0] != 3 {
+		t.Errorf("all-reduce: %v, %v", v, err)
+	}
+	g.Close()
+	if err := <-rank0; err != nil {
+		t.Errorf("rank 0: %v", err)
+	}
+}
+
+// The interface Gloo binds is the one whose address routes to rank 0: a
+// loopback rank 0 leaves Gloo's own choice (127.0.0.1), and each of this
+// machine's own addresses is reached through the interface holding it.
+func TestRouteInterface(t *testing.T) {
+	if got := routeInterface("127.0.0.1", 29500); got != "" {
+		t.Errorf("127.0.0.1: %q, want \"\"", got)
+	}
+	if got := routeInterface("no-such-host.invalid", 29500); got != "" {
+		t.Errorf("an unresolvable name: %q, want \"\"", got)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok || n.IP.IsLoopback() || n.IP.To4() == nil || ifc.Flags&net.FlagUp == 0 {
+				continue
+			}
+			if got := routeInterface(n.IP.String(), 29500); got != ifc.Name {
+				t.Errorf("%s (on %s): %q", n.IP, ifc.Name, got)
+			}
+		}
 	}
 }
 

@@ -13,13 +13,13 @@ import (
 func idx(i int) string { return strconv.Itoa(i) }
 
 // convRect is a bias-free convolution with a kh×kw kernel.
-func convRect(name string, in, out, kh, kw, stride, ph, pw int, init torch.Init) torch.Node {
+func convRect(name string, in, out, kh, kw, stride, ph, pw int, init torch.WeightInit) torch.Node {
 	return torch.Node{Op: torch.OpConv, Name: name, In: in, Out: out, Kernel: [2]int{kh, kw},
 		Stride: [2]int{stride, stride}, Pad: [2]int{ph, pw}, Init: init}
 }
 
 // convInit is torch.Conv with another initialisation.
-func convInit(name string, in, out, k, stride int, init torch.Init) torch.Node {
+func convInit(name string, in, out, k, stride int, init torch.WeightInit) torch.Node {
 	c := torch.Conv(name, in, out, k, stride)
 	c.Init = init
 	return c
@@ -45,7 +45,7 @@ func downsample(in, out, k, stride, pad int) *torch.Node {
 }
 
 // head is the usual classifier: optional dropout, then a linear layer.
-func head(name string, in, classes int, dropout float64, init torch.Init) torch.Node {
+func head(name string, in, classes int, dropout float64, init torch.WeightInit) torch.Node {
 	l := torch.Linear(name, in, classes)
 	l.Init = init
 	if dropout > 0 {

@@ -21,8 +21,9 @@
 // the cache; with only the peak, some blocks were released and re-allocated
 // every step); beyond that a freed block is released at once.
 //
-// LCL_CPU_ALLOCATOR=system leaves libtorch's own allocator in place (for
-// comparisons). Thread-safe: libtorch allocates from OpenMP worker threads.
+// Mode "system" leaves libtorch's own allocator in place (for comparisons;
+// LCL_CPU_ALLOCATOR=system through torch.DefaultRuntime). Thread-safe:
+// libtorch allocates from OpenMP worker threads.
 #pragma once
 
 #include <c10/core/Allocator.h>
@@ -150,8 +151,8 @@ private:
 	Stats stats_;
 };
 
-// install_cpu_allocator sets up CPU memory allocation for the process, by
-// LCL_CPU_ALLOCATOR:
+// install_cpu_allocator sets up CPU memory allocation for the process
+// (lt_runtime_init, from torch.Init), by mode:
 //   caching (default)  malloc tuned as below, and CachingCPUAllocator as
 //                      libtorch's CPU allocator;
 //   malloc             only malloc tuned: glibc keeps freed memory instead of
@@ -162,10 +163,11 @@ private:
 //                      (oneDNN's scratchpads, small blocks), all threads
 //                      share one arena (see below);
 //   system             neither (libtorch and glibc defaults, for comparisons).
-// It returns whether the caching allocator is in place.
-inline bool install_cpu_allocator() {
-	const char *v = std::getenv("LCL_CPU_ALLOCATOR");
-	std::string mode = v && *v ? v : "caching";
+// It returns whether the caching allocator is in place; an unknown mode is
+// an error.
+inline bool install_cpu_allocator(const std::string &mode) {
+	if (mode != "caching" && mode != "malloc" && mode != "system")
+		throw std::invalid_argument("unknown CPU allocator " + mode + " (want caching, malloc or system)");
 	if (mode == "system") return false;
 #ifdef __GLIBC__
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);

@@ -14,7 +14,7 @@ import (
 // hence no page faults), and what it keeps stays within twice the peak working
 // set.
 func TestCachingAllocatorReusesBlocks(t *testing.T) {
-	if os.Getenv("LCL_CPU_ALLOCATOR") == "system" {
+	if os.Getenv("LCL_CPU_ALLOCATOR") == "system" { // TestAllocatorCanBeDisabled runs this so
 		if _, ok, _ := CPUAllocStats(); ok {
 			t.Fatal("LCL_CPU_ALLOCATOR=system: the caching allocator is installed anyway")
 		}

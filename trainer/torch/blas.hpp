@@ -12,19 +12,18 @@
 //
 // OpenBLAS reads OPENBLAS_NUM_THREADS when it loads, before this code runs,
 // so the count is changed through its API (looked up at run time: another
-// BLAS may be linked). LCL_BLAS_THREADS=N sets N instead (0 leaves the BLAS
-// alone).
+// BLAS may be linked). lt_runtime_init (torch.Init) calls it with the
+// Runtime's BLASThreads: 1 by default, LCL_BLAS_THREADS=N through
+// torch.DefaultRuntime, 0 leaves the BLAS alone.
 #pragma once
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 
 namespace lts {
 
-inline int limit_blas_threads() {
-	int n = 1;
-	if (const char *v = std::getenv("LCL_BLAS_THREADS"); v && *v) n = std::atoi(v);
+// limit_blas_threads returns the count it set (0: none, or no OpenBLAS).
+inline int limit_blas_threads(int n) {
 	if (n <= 0) return 0;
 	using set_fn = void (*)(int);
 	if (auto set = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {

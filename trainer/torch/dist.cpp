@@ -2,21 +2,44 @@
 
 // dist.cpp: c10d process groups for data-parallel training (see shim.h).
 // Rendezvous through a TCPStore hosted by rank 0, collectives through Gloo
-// (CPU; NCCL only in CUDA builds compiled with LT_NCCL, untested here).
+// (CPU tensors) or NCCL (CUDA tensors; builds compiled with LT_NCCL, which
+// build-shim.sh sets where it finds a CUDA libtorch and nccl.h).
+//
+// Gloo's headers are not part of every libtorch: Debian's come from
+// libgloo-dev, pip wheels ship none. Without them this file still compiles
+// (the TCPStore, NCCL and the rest need no Gloo), and asking for the gloo
+// backend fails with the reason; lt_has_dist tells which backends exist
+// (-DLT_NO_GLOO builds that form where the headers exist, for its test).
+#include "compat.hpp"
+
+#if !defined(LT_NO_GLOO) && __has_include(<gloo/algorithm.h>)
+#define LT_GLOO 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#else
+#define LT_GLOO 0
+#endif
 #ifdef LT_NCCL
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
+#endif
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#if LT_C10D_BACKEND
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -28,7 +51,6 @@
 #include <thread>
 #include <vector>
 
-#include "compat.hpp"
 #include "dist.hpp"
 #include "shim.h"
 
@@ -59,6 +81,11 @@ struct lt_pg {
 	std::mutex hb_mu;
 	std::condition_variable hb_cv;
 	bool hb_stop = false;
+	bool hb_done = false; // the heartbeat thread has returned
+	// When the heartbeat thread last heard from the store (steady clock, ns).
+	// A store whose machine vanished (no reset, no answer) blocks the thread
+	// in a read, so the collectives' waits watch this instead.
+	std::atomic<int64_t> hb_ok{0};
 
 	void abort(const std::string &why) {
 		std::lock_guard<std::mutex> l(mu);
@@ -94,10 +121,24 @@ std::string clean(const char *what) {
 	                         std::to_string(g->timeout.count() / 1000) + " s timeout): " + why);
 }
 
+// Heartbeats: every rank adds 1 to its counter in the store every period,
+// through its own store connection, and watches the others' counters.
+constexpr auto kBeat = std::chrono::milliseconds(500);
+constexpr auto kDeadAfter = std::chrono::seconds(5);
+
+int64_t now_ns() {
+	return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+	    .count();
+}
+
 void wait(lt_pg *g, c10::intrusive_ptr<c10d::Work> w, const char *op) {
 	auto start = std::chrono::steady_clock::now();
 	auto nap = std::chrono::microseconds(20);
 	while (!w->isCompleted()) {
+		int64_t ok = g->hb_ok;
+		if (ok != 0 && now_ns() - ok > std::chrono::nanoseconds(kDeadAfter).count())
+			g->abort("no answer from the rendezvous store for " + std::to_string((now_ns() - ok) / 1000000000) +
+			         " s (the machine of rank 0 or of the launcher hosting it is down or unreachable?)");
 		if (g->is_aborted) {
 			g->broken = true;
 			fail(g, op, g->why());
@@ -120,20 +161,25 @@ void wait(lt_pg *g, c10::intrusive_ptr<c10d::Work> w, const char *op) {
 	}
 }
 
-// Heartbeats: every rank adds 1 to its counter in the store every period,
-// through its own store connection, and watches the others' counters.
-constexpr auto kBeat = std::chrono::milliseconds(500);
-constexpr auto kDeadAfter = std::chrono::seconds(5);
-
 void heartbeat(lt_pg *g, std::string addr, int port, std::string prefix) {
+	struct done_guard {
+		lt_pg *g;
+		~done_guard() {
+			std::lock_guard<std::mutex> l(g->hb_mu);
+			g->hb_done = true;
+			g->hb_cv.notify_all();
+		}
+	} done{g};
 	try {
 		c10d::TCPStoreOptions so;
 		so.port = (uint16_t)port;
 		so.isServer = false;
 		so.waitWorkers = false;
 		so.timeout = std::chrono::milliseconds(10000);
+		lts::classic_tcpstore(so);
 		auto tcp = c10::make_intrusive<c10d::TCPStore>(addr, so);
 		c10d::PrefixStore st(prefix + "/heartbeat", tcp);
+		g->hb_ok = now_ns();
 		std::vector<int64_t> last(g->size, -1);
 		std::vector<std::chrono::steady_clock::time_point> seen(g->size, std::chrono::steady_clock::now());
 		for (;;) {
@@ -143,6 +189,7 @@ void heartbeat(lt_pg *g, std::string addr, int port, std::string prefix) {
 			}
 			st.add(std::to_string(g->rank), 1);
 			auto now = std::chrono::steady_clock::now();
+			g->hb_ok = now_ns();
 			for (int r = 0; r < g->size; r++) {
 				if (r == g->rank) continue;
 				auto v = st.add(std::to_string(r), 0);
@@ -214,33 +261,59 @@ void collective(lt_pg *g, const std::vector<at::Tensor> &ts, Op op, const char *
 	}
 }
 
-// The address rank 0's TCPStore server listens on. libtorch 1.13's TCPStore
+// The address rank 0's TCPStore server listens on (--dist-bind). TCPStore
 // binds its server socket to the wildcard address (every interface) and
-// has no option to choose another; while bind_to is set, the bind() below
-// turns a wildcard bind into that address. It is set only while rank 0
-// constructs its store (under bind_mu); Gloo and Go bind specific
-// addresses or not through libc, so nothing else is rewritten.
+// has no option to name another. From PyTorch 2.1 on it takes over a socket
+// bound by its caller (TCPStoreOptions::masterListenFd), and the shim binds
+// one itself. libtorch 1.13 has no such option: there, while bind_to is
+// set, the bind() defined below turns TCPStore's wildcard bind into that
+// address. It is set only while rank 0 constructs its store (under
+// bind_mu), and every other bind() of the process (Gloo's, Go's) passes
+// straight through to libc's.
+#if !LT_TCPSTORE_LISTEN_FD
 std::mutex bind_mu;
 std::atomic<const sockaddr_storage *> bind_to{nullptr};
+#endif
 
 // store_server makes rank 0's TCPStore listening on bind (an IP address;
 // empty: every interface, libtorch's default).
+// It does not wait for the workers: the caller marks the run first
+// (check_secret), then calls waitForWorkers.
 c10::intrusive_ptr<c10d::TCPStore> store_server(const std::string &addr, const std::string &bind,
                                                 const c10d::TCPStoreOptions &so) {
-	if (bind.empty()) return c10::make_intrusive<c10d::TCPStore>(addr, so);
+	auto listen = so;
+	listen.waitWorkers = false;
+	if (bind.empty()) return c10::make_intrusive<c10d::TCPStore>(addr, listen);
 	sockaddr_storage ss{};
 	auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
 	auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-	if (inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1)
+	socklen_t len = 0;
+	if (inet_pton(AF_INET, bind.c_str(), &v4->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
-	else if (inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1)
+		v4->sin_port = htons(so.port);
+		len = sizeof *v4;
+	} else if (inet_pton(AF_INET6, bind.c_str(), &v6->sin6_addr) == 1) {
 		ss.ss_family = AF_INET6;
-	else
+		v6->sin6_port = htons(so.port);
+		len = sizeof *v6;
+	} else {
 		throw std::invalid_argument("store bind address " + bind + " is not an IP address");
-	// Listen under the lock, wait for the workers outside it.
-	auto listen = so;
-	listen.waitWorkers = false;
+	}
 	c10::intrusive_ptr<c10d::TCPStore> st;
+#if LT_TCPSTORE_LISTEN_FD
+	int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) throw std::runtime_error("store socket: " + std::string(std::strerror(errno)));
+	int one = 1;
+	::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (::bind(fd, reinterpret_cast<const sockaddr *>(&ss), len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+		std::string why = std::strerror(errno);
+		::close(fd);
+		throw std::runtime_error("store socket on " + bind + ":" + std::to_string(so.port) + ": " + why);
+	}
+	listen.masterListenFd = fd; // the store owns it from here
+	st = c10::make_intrusive<c10d::TCPStore>(addr, listen);
+#else
+	(void)len;
 	{
 		std::lock_guard<std::mutex> l(bind_mu);
 		bind_to = &ss;
@@ -252,8 +325,29 @@ c10::intrusive_ptr<c10d::TCPStore> store_server(const std::string &addr, const s
 		}
 		bind_to = nullptr;
 	}
-	if (so.waitWorkers) st->waitForWorkers();
+#endif
 	return st;
+}
+
+// check_secret refuses a rank whose secret differs from rank 0's. The
+// group's keys are under prefix, which is named after the secret
+// ("lcl[/attempt_N]/<digest>"): rank 0 marks the run there and then in the
+// public key next to it ("lcl[/attempt_N]/rank0"). A rank that finds the
+// public mark but not its own carries another secret: it fails now instead
+// of waiting out the timeout for peers it cannot see.
+void check_secret(lt_pg *g, c10d::Store &tcp, const std::string &prefix) {
+	auto slash = prefix.rfind('/');
+	std::string pub = (slash == std::string::npos ? std::string("lcl") : prefix.substr(0, slash)) + "/rank0";
+	std::string mine = prefix + "/rank0";
+	if (g->rank == 0) {
+		tcp.set(mine, std::vector<uint8_t>{1});
+		tcp.set(pub, std::vector<uint8_t>{1});
+		return;
+	}
+	tcp.wait({pub}, g->timeout);
+	if (!tcp.check({mine}))
+		throw std::invalid_argument("rank 0 there carries another $LCL_DIST_SECRET: every rank of a run must carry "
+		                            "the same secret");
 }
 
 bool loopback(const std::string &addr) {
@@ -277,8 +371,11 @@ void broadcast(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
 
 extern "C" {
 
-// bind: see store_server. Defined here, in the executable (or libltshim),
-// it comes before libc's in the symbol lookup of libtorch.
+#if !LT_TCPSTORE_LISTEN_FD
+// bind: libtorch 1.13 only, see store_server. Defined here, in the
+// executable (or libltshim), it comes before libc's in the symbol lookup of
+// libtorch; it changes nothing but TCPStore's wildcard bind while rank 0
+// starts its store with --dist-bind.
 int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	using bind_fn = int (*)(int, const struct sockaddr *, socklen_t);
 	static bind_fn real = reinterpret_cast<bind_fn>(dlsym(RTLD_NEXT, "bind"));
@@ -313,6 +410,7 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 	}
 	return real(fd, addr, len);
 }
+#endif
 
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size,
                  int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, const char *bind,
@@ -333,12 +431,16 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		so.numWorkers = size;
 		so.waitWorkers = !agent_store;
 		so.timeout = g->timeout;
+		lts::classic_tcpstore(so);
 		auto tcp = so.isServer ? store_server(std::string(addr), bind ? bind : "", so)
 		                       : c10::make_intrusive<c10d::TCPStore>(std::string(addr), so);
 		std::string pre = prefix && *prefix ? prefix : "lcl";
+		check_secret(g.get(), *tcp, pre);
+		if (so.isServer) tcp->waitForWorkers();
 		g->store = c10::make_intrusive<c10d::PrefixStore>(pre, tcp);
 		std::string be = backend && *backend ? backend : "gloo";
 		if (be == "gloo") {
+#if LT_GLOO
 			auto o = c10d::ProcessGroupGloo::Options::create(g->timeout);
 			std::string ifc = iface ? iface : "";
 			if (!ifc.empty())
@@ -349,13 +451,20 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 				o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
 			o->threads = 2;
 			g->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(g->store, rank, size, o);
+#else
+			throw std::invalid_argument(
+			    "the gloo backend is not in this build: its libtorch has no Gloo headers (pip wheels ship none; "
+			    "Debian's libgloo-dev or a conda libtorch have them)" +
+			    std::string(lt_has_dist() & LT_DIST_NCCL ? "; use --dist-backend nccl on CUDA devices" : ""));
+#endif
 		} else if (be == "nccl") {
 #ifdef LT_NCCL
 			auto o = c10d::ProcessGroupNCCL::Options::create();
 			o->timeout = g->timeout;
 			g->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(g->store, rank, size, o);
 #else
-			throw std::invalid_argument("the nccl backend needs a CUDA build (-tags cuda) of lcl");
+			throw std::invalid_argument("the nccl backend is not in this build: it needs a CUDA libtorch and NCCL's "
+			                            "nccl.h when the shim is compiled (-tags cuda, or build-shim.sh)");
 #endif
 		} else {
 			throw std::invalid_argument("unknown backend " + be + " (want gloo or nccl)");
@@ -376,16 +485,27 @@ void lt_pg_free(lt_pg *g) noexcept {
 	if (!g) return;
 	try {
 		if (g->heartbeat.joinable()) {
+			bool done;
 			{
-				std::lock_guard<std::mutex> l(g->hb_mu);
+				std::unique_lock<std::mutex> l(g->hb_mu);
 				g->hb_stop = true;
+				g->hb_cv.notify_all();
+				int64_t ok = g->hb_ok;
+				bool stuck = ok != 0 && now_ns() - ok > std::chrono::nanoseconds(kDeadAfter).count();
+				done = g->hb_done || (!stuck && g->hb_cv.wait_for(l, std::chrono::seconds(2), [g] { return g->hb_done; }));
 			}
-			g->hb_cv.notify_all();
+			if (!done) {
+				// Blocked reading from a store that does not answer (its
+				// machine vanished): it may never return.
+				g->heartbeat.detach();
+				throw std::runtime_error("heartbeat thread stuck");
+			}
 			g->heartbeat.join();
 		}
 	} catch (...) {
-		// join failed (std::system_error): the thread may still use g, so
-		// leak g rather than free it under the thread.
+		// join failed (std::system_error) or the heartbeat thread is stuck:
+		// the thread may still use g, so leak g rather than free it under
+		// the thread.
 		g->pg.release();
 		g->store.release();
 		return;
@@ -399,7 +519,16 @@ void lt_pg_free(lt_pg *g) noexcept {
 	delete g;
 }
 
-int32_t lt_has_dist(void) noexcept { return 1; }
+int32_t lt_has_dist(void) noexcept {
+	int32_t b = 0;
+#if LT_GLOO
+	b |= LT_DIST_GLOO;
+#endif
+#ifdef LT_NCCL
+	b |= LT_DIST_NCCL;
+#endif
+	return b;
+}
 
 int32_t lt_pg_abort(lt_pg *g, const char *why, char **err) {
 	try {

@@ -311,5 +311,24 @@ func DeviceMemory(device string, reset bool) (allocated, reserved int64, err err
 }
 
 // HasDist reports whether the shim was built with its c10d part (data
-// parallelism); build-shim.sh leaves it out when it does not compile.
-func HasDist() bool { return Check() == nil && C.lt_has_dist() != 0 }
+// parallelism) and at least one backend; build-shim.sh leaves the part out
+// when it does not compile.
+func HasDist() bool { return len(DistBackends()) > 0 }
+
+// DistBackends lists the data-parallel backends this build has: "gloo"
+// where its libtorch came with Gloo's headers (Debian's libgloo-dev; pip
+// wheels have none), "nccl" in CUDA builds compiled with NCCL's header.
+func DistBackends() []string {
+	if Check() != nil {
+		return nil
+	}
+	b := C.lt_has_dist()
+	var out []string
+	if b&C.LT_DIST_GLOO != 0 {
+		out = append(out, "gloo")
+	}
+	if b&C.LT_DIST_NCCL != 0 {
+		out = append(out, "nccl")
+	}
+	return out
+}

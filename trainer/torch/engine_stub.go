@@ -18,3 +18,4 @@ func SetCUDAFlags(cudnnBenchmark, tf32 bool) error                 { return ErrN
 func Synchronize(device string) error                              { return ErrNoLibtorch }
 func DeviceMemory(device string, reset bool) (int64, int64, error) { return 0, 0, ErrNoLibtorch }
 func HasDist() bool                                                { return false }
+func DistBackends() []string                                       { return nil }

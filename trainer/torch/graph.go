@@ -52,15 +52,15 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", int32(o))
 }
 
-// Init selects how a convolution or linear layer is initialised; batch norm
+// WeightInit selects how a convolution or linear layer is initialised; batch norm
 // always starts at weight 1, bias 0.
-type Init int32
+type WeightInit int32
 
 const (
-	InitDefault       Init = iota // PyTorch's reset_parameters (Kaiming-uniform, a = √5)
-	InitKaimingFanOut             // conv weight ~ N(0, 2/fan_out) (torchvision ResNet, timm SENet, MSR init)
-	InitKaimingFanIn              // conv weight ~ N(0, 2/fan_in) (torchvision DenseNet)
-	InitZeroBias                  // linear: default weight, bias 0 (torchvision DenseNet)
+	InitDefault       WeightInit = iota // PyTorch's reset_parameters (Kaiming-uniform, a = √5)
+	InitKaimingFanOut                   // conv weight ~ N(0, 2/fan_out) (torchvision ResNet, timm SENet, MSR init)
+	InitKaimingFanIn                    // conv weight ~ N(0, 2/fan_in) (torchvision DenseNet)
+	InitZeroBias                        // linear: default weight, bias 0 (torchvision DenseNet)
 )
 
 // Node is one operation of an architecture, or a container of others.
@@ -79,7 +79,7 @@ type Node struct {
 	Momentum float64 // batch norm; zero = 0.1
 	P        float64 // dropout probability
 	Scale    float64 // sum: factor of child 0; zero = 1
-	Init     Init
+	Init     WeightInit
 	Children []Node
 }
 

@@ -234,13 +234,30 @@ func TestGroupPeerExitFailsFast(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary play a peer rank in another process: with
-// LT_TEST_PEER=PORT it joins a group of 2 as rank 1, takes part in one
-// all-reduce, then hangs until killed.
+// TestMain sets the runtime lcl runs with (DefaultRuntime, no re-exec:
+// OMP_WAIT_POLICY stays as the test was started), and lets the test binary
+// play a peer rank in another process: with LT_TEST_PEER=PORT it joins a
+// group of 2 as rank 1 (as rank 0, hosting the store, with
+// LT_TEST_PEER_RANK=0), takes part in one all-reduce, then hangs until
+// killed.
 func TestMain(m *testing.M) {
+	rt, err := DefaultRuntime()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	rt.OMPWaitPolicy = ""
+	if err := Init(rt); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if p := os.Getenv("LT_TEST_PEER"); p != "" {
 		port, _ := strconv.Atoi(p)
-		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 1, Size: 2, Timeout: 10 * time.Minute})
+		rank := 1
+		if os.Getenv("LT_TEST_PEER_RANK") == "0" {
+			rank = 0
+		}
+		g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: rank, Size: 2, Timeout: 10 * time.Minute})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -254,28 +271,36 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestGroupPeerLostDuringCollective: rank 0 waits in an all-reduce when
-// the process of rank 1 is killed (its sockets close: Gloo fails the wait)
-// or stopped (SIGSTOP: its sockets stay open and only the heartbeat notices);
-// either way the wait ends long before the 10-minute timeout, the error
-// naming rank 0, and for the silent peer, rank 1.
+// TestGroupPeerLostDuringCollective: one rank waits in an all-reduce when
+// the process of its peer is killed (its sockets close: Gloo fails the wait)
+// or stopped (SIGSTOP: its sockets stay open and only the heartbeat
+// notices; a stopped rank 0 is a store that no longer answers, as when its
+// machine vanishes); either way the wait ends long before the 10-minute
+// timeout, the error naming the rank, and Close does not wait for the
+// heartbeat stuck on the silent store.
 func TestGroupPeerLostDuringCollective(t *testing.T) {
 	for _, tt := range []struct {
 		name string
+		me   int // this process's rank; the peer is the other
 		sig  syscall.Signal
 		want string
-	}{{"killed", syscall.SIGKILL, "rank 0 of 2"}, {"stopped", syscall.SIGSTOP, "rank 1 sent no heartbeat"}} {
+	}{
+		{"killed", 0, syscall.SIGKILL, "rank 0 of 2"},
+		{"stopped", 0, syscall.SIGSTOP, "rank 1 sent no heartbeat"},
+		{"store host killed", 1, syscall.SIGKILL, "rank 1 of 2"},
+		{"store host stopped", 1, syscall.SIGSTOP, "no answer from the rendezvous store for 5 s"},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			port := freePort(t)
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "LT_TEST_PEER="+strconv.Itoa(port))
+			cmd.Env = append(os.Environ(), "LT_TEST_PEER="+strconv.Itoa(port), "LT_TEST_PEER_RANK="+strconv.Itoa(1-tt.me))
 			cmd.Stderr = os.Stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			defer cmd.Wait()
 			defer cmd.Process.Kill()
-			g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: 0, Size: 2, Timeout: 10 * time.Minute})
+			g, err := NewGroup(GroupConfig{Addr: "127.0.0.1", Port: port, Rank: tt.me, Size: 2, Timeout: 10 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,11 +309,18 @@ func TestGroupPeerLostDuringCollective(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.AfterFunc(200*time.Millisecond, func() { cmd.Process.Signal(tt.sig) })
+			start := time.Now()
 			err = g.AllReduce([]float64{1})
-			if err == nil || !strings.Contains(err.Error(), "rank 0 of 2") || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("all-reduce with a %s peer: %v, want an error naming %q", tt.name, err, tt.want)
+			me := fmt.Sprintf("rank %d of 2", tt.me)
+			if err == nil || !strings.Contains(err.Error(), me) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("all-reduce with a %s peer: %v, want an error naming %q and %q", tt.name, err, me, tt.want)
 			}
-			t.Log(err)
+			t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			start = time.Now()
+			g.Close()
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("Close took %v", d)
+			}
 		})
 	}
 }

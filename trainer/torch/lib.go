@@ -37,7 +37,7 @@ func cstr(s string) (*C.char, func()) {
 
 // abiVersion is the LT_ABI_VERSION of the shim.h this binding was written
 // against.
-const abiVersion = 6
+const abiVersion = 8
 
 // shimABI asks the shim for its ABI version: lt_abi_version is one of the
 // two functions of shim.h that never change, so any shim answers it.
@@ -115,7 +115,7 @@ func CUDADevices() (int, error) {
 }
 
 // CPUAllocStats reports the caching CPU allocator's counters; ok is false
-// when LCL_CPU_ALLOCATOR left libtorch's own allocator in place.
+// when the Runtime (Init) left libtorch's own allocator in place.
 func CPUAllocStats() (s AllocStats, ok bool, err error) {
 	if err := Check(); err != nil {
 		return s, false, err
@@ -800,4 +800,22 @@ func CrossEntropy(logits []float32, n, c int, y []int64) (float32, error) {
 		return 0, errOf("cross entropy", cerr)
 	}
 	return float32(loss), nil
+}
+
+// initRuntime is Init's libtorch part (lt_runtime_init).
+func initRuntime(rt Runtime) error {
+	if err := Check(); err != nil {
+		return err
+	}
+	if rt.BLASThreads < 0 {
+		return fmt.Errorf("torch: runtime: BLASThreads %d: want 0 or more", rt.BLASThreads)
+	}
+	alloc, free := cstr(rt.CPUAllocator)
+	defer free()
+	var installed, blas C.int32_t
+	var cerr *C.char
+	if C.lt_runtime_init(alloc, C.int32_t(rt.BLASThreads), &installed, &blas, &cerr) != 0 {
+		return errOf("runtime", cerr)
+	}
+	return nil
 }

@@ -131,6 +131,16 @@ func TestUseAfterClose(t *testing.T) {
 			func() error { return lo.LoadState(byName(oState)) }},
 		{"NewSGD", "of a closed model", func() error { _, err := NewSGD(cm, 0, 0, false); return err },
 			func() error { o, err := NewSGD(lm, 0, 0, false); o.Close(); return err }},
+		{"NewAdam", "of a closed model", func() error { _, err := NewAdam(cm, AdamOptions{}); return err },
+			func() error {
+				o, err := NewAdam(lm, AdamOptions{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+				o.Close()
+				return err
+			}},
+		{"Optimizer.SetClipNorm", "", func() error { return co.SetClipNorm(1) }, func() error { return lo.SetClipNorm(0) }},
+		{"Model.UpdateEMA", "", func() error { return cm.UpdateEMA(lm, 0.9) },
+			func() error { m, o := newModel(); defer m.Close(); defer o.Close(); return m.UpdateEMA(lm, 0.9) }},
+		{"Model.UpdateEMA", "of a closed model", func() error { return lm.UpdateEMA(cm, 0.9) }, nil},
 		{"TrainStep", "closed model", step(cm, nil, lo, nil, nil), step(lm, nil, lo, nil, nil)},
 		{"TrainStep", "closed optimizer", step(lm, nil, co, nil, nil), nil},
 		{"TrainStep", "closed teacher", step(lm, cm, lo, nil, nil), step(lm, lm, lo, nil, nil)},
@@ -260,6 +270,11 @@ func TestShimOfAnotherABIVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checks, err := os.ReadFile("scriptcheck.h") // the TorchScript checks' part of the ABI
+	if err != nil {
+		t.Fatal(err)
+	}
+	header = append(header, checks...)
 	names := map[string]bool{}
 	for _, m := range regexp.MustCompile(`\b(lt_[a-z0-9_]+)\s*\(`).FindAllSubmatch(header, -1) {
 		names[string(m[1])] = true

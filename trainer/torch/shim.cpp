@@ -6,6 +6,9 @@
 // rebuilds every C++ file of the package when any file changes, so four
 // units would cost four parses on every edit. dist.cpp (c10d) is separate
 // because its headers are heavy and it rarely changes.
+#include <atomic>
+#include <mutex>
+
 #include "allocator.hpp"
 #include "blas.hpp"
 #include "common.hpp"
@@ -13,14 +16,18 @@
 #include "state.hpp"
 #include "step.hpp"
 #include "engine.hpp"
+#include "scriptcheck.hpp" // lt_script_check: scriptcheck.h
 
 // lts holds the shim's internals; nothing in it is part of the C ABI.
 using namespace lts;
 
 namespace {
-// Installed when the library loads, before any tensor of lcl's is made.
-const bool cpu_allocator_installed = install_cpu_allocator();
-const int blas_threads = limit_blas_threads();
+// The process-wide settings of lt_runtime_init (torch.Init): nothing is set
+// when the library loads, so a program that embeds the binding gets
+// libtorch's defaults unless it asks.
+std::mutex runtime_mu;
+bool runtime_done = false;
+std::atomic<bool> cpu_allocator_installed{false};
 } // namespace
 
 extern "C" {
@@ -48,6 +55,20 @@ int32_t lt_manual_seed(uint64_t seed, char **err) {
 int32_t lt_cuda_device_count(int32_t *out, char **err) {
 	LT_TRY
 	*out = (int32_t)torch::cuda::device_count();
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t *allocator_installed,
+                        int32_t *blas_set, char **err) {
+	LT_TRY
+	std::lock_guard<std::mutex> l(runtime_mu);
+	if (runtime_done) throw std::logic_error("the runtime is set once per process (torch.Init was called before)");
+	std::string mode = cpu_allocator && *cpu_allocator ? cpu_allocator : "system";
+	cpu_allocator_installed = install_cpu_allocator(mode);
+	*allocator_installed = cpu_allocator_installed ? 1 : 0;
+	*blas_set = limit_blas_threads(blas_threads);
+	runtime_done = true;
 	return 0;
 	LT_CATCH(err, -1)
 }
@@ -291,7 +312,11 @@ int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char 
 int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err) {
 	LT_TRY
 	std::vector<Tensor> ts;
-	for (auto &b : o->bufs) ts.push_back(b.t);
+	for (auto &b : o->bufs)
+		// Adam's step counts stay on the CPU, as torch.optim keeps them: with
+		// parameters elsewhere they are not broadcast (NCCL moves device
+		// memory only); every rank counts the same steps from the same start.
+		if (o->params.empty() || b.t.device() == o->params[0].t.device()) ts.push_back(b.t);
 	if (!ts.empty()) ltdist::broadcast(g, ts, "optimizer broadcast");
 	return 0;
 	LT_CATCH(err, -1)
@@ -348,6 +373,53 @@ int32_t lt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_
 	auto Z = blob(logits, {n, c});
 	auto Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64);
 	*loss_out = torch::nn::functional::cross_entropy(Z, Y).item<float>();
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+} // extern "C"
+
+// Adam, AdamW, gradient clipping and the weights' moving average (optim.hpp).
+extern "C" {
+
+lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
+                            int32_t decoupled, char **err) {
+	LT_TRY
+	if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps >= 0) || !(weight_decay >= 0))
+		throw std::invalid_argument("Adam needs 0 <= beta1, beta2 < 1, eps >= 0 and weight decay >= 0");
+	auto o = std::make_unique<lt_optim>();
+	o->adam = true;
+	o->adam_h.beta1 = beta1;
+	o->adam_h.beta2 = beta2;
+	o->adam_h.eps = eps;
+	o->adam_h.wd = weight_decay;
+	o->adam_h.decoupled = decoupled != 0;
+	o->momentum = 0;
+	o->wd = weight_decay;
+	o->nesterov = false;
+	auto named = m->net->named_parameters(true);
+	for (auto &p : named) o->params.push_back({p.key(), p.value()});
+	// zeros_like keeps a channels-last parameter's format, as torch.optim's
+	// torch.zeros_like(p, memory_format=torch.preserve_format).
+	for (auto &p : named) o->bufs.push_back({p.key() + ".exp_avg", torch::zeros_like(p.value()).detach()});
+	for (auto &p : named) o->bufs.push_back({p.key() + ".exp_avg_sq", torch::zeros_like(p.value()).detach()});
+	for (auto &p : named) o->bufs.push_back({p.key() + ".step", torch::zeros({}, torch::kFloat32)});
+	return o.release();
+	LT_CATCH(err, nullptr)
+}
+
+int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err) {
+	LT_TRY
+	if (std::isnan(max_norm)) throw std::invalid_argument("gradient clipping norm is NaN");
+	o->clip = max_norm > 0 ? max_norm : 0;
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err) {
+	LT_TRY
+	if (!(decay >= 0 && decay <= 1)) throw std::invalid_argument("EMA decay outside [0, 1]");
+	ema_update(ema->state, m->state, decay);
 	return 0;
 	LT_CATCH(err, -1)
 }

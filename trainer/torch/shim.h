@@ -29,7 +29,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 6
+#define LT_ABI_VERSION 8
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -96,6 +96,14 @@ int32_t lt_cuda_device_count(int32_t *out, char **err);
    is 0 (and out untouched) when LCL_CPU_ALLOCATOR=system or malloc left
    libtorch's own allocator in place. */
 int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err);
+/* The process-wide settings (torch.Init), once per process, before models
+   are built: cpu_allocator "caching" (lcl's caching allocator and malloc
+   tuning), "malloc" (the tuning only) or "system" (libtorch's and glibc's
+   defaults, also for NULL or ""); blas_threads > 0 caps a threaded BLAS's
+   pool (OpenBLAS), 0 leaves it. Reports whether the caching allocator is in
+   place and the BLAS thread count set (0: none). A second call fails. */
+int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t *allocator_installed,
+                        int32_t *blas_set, char **err);
 
 /* Tensors (float32 only: used for target matrices). */
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,
@@ -185,7 +193,7 @@ int32_t lt_pg_abort(lt_pg *g, const char *why, char **err);
 /* Overwrites the parameters and buffers (buffers_only: only the buffers)
    of m with rank 0's. */
 int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err);
-/* Overwrites the momentum buffers of o with rank 0's. */
+/* Overwrites the state of o (momentum buffers, moments) with rank 0's. */
 int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err);
 /* Sums v (n doubles) over the group, in place. */
 int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err);
@@ -282,8 +290,30 @@ int32_t lt_synchronize(const char *device, char **err);
    build cannot tell (CPU, or a libtorch without the device-allocator API). */
 int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_allocated, int64_t *peak_reserved,
                          char **err);
-/* Build facts: 1 when the c10d part (dist.cpp) was compiled in. */
+/* Build facts: the data-parallel backends compiled in, LT_DIST_GLOO |
+   LT_DIST_NCCL (0: the c10d part is a stub, see build-shim.sh). */
+#define LT_DIST_GLOO 1
+#define LT_DIST_NCCL 2
 int32_t lt_has_dist(void) LT_NOEXCEPT;
+
+/* ---- Adam, AdamW, gradient clipping, the weights' moving average
+   (optim.hpp): PyTorch 1.13's Python code op for op, bit-identical on the
+   same libtorch. */
+/* Adam (decoupled == 0: weight_decay*p added to the gradient) or AdamW
+   (decoupled != 0: p <- p*(1 - lr*weight_decay) first) over all parameters
+   of m: torch.optim.Adam/AdamW with amsgrad off. State: every parameter's
+   <param>.exp_avg, then every <param>.exp_avg_sq, then every <param>.step (a
+   float32 scalar on the CPU, as torch.optim keeps it, also for parameters
+   on a GPU; lt_pg_broadcast_optim leaves such CPU tensors out). */
+lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
+                            int32_t decoupled, char **err);
+/* Gradient clipping by norm before each update of o (max_norm <= 0: none):
+   torch.nn.utils.clip_grad_norm_(parameters, max_norm), after the fp16 loss
+   scale is undone and (data-parallel) the gradients are summed. */
+int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err);
+/* ema <- decay*ema + (1-decay)*m over every parameter and buffer: timm's
+   ModelEmaV2.update. Both models have the same state (names and shapes). */
+int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err);
 
 #ifdef __cplusplus
 }

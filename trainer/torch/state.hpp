@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common.hpp"
+#include "optim.hpp"
 
 #include <cmath>
 
@@ -119,6 +120,13 @@ struct lt_optim {
 	bool nesterov;
 	bool rmsprop = false;
 	double rho = 0.9, eps = 1.0;
+	// Adam/AdamW (optim.hpp): bufs are every parameter's exp_avg, then
+	// every exp_avg_sq, then every step count.
+	bool adam = false;
+	lts::AdamHyper adam_h;
+	// clip > 0 scales the gradients to an L2 norm of at most clip before
+	// each update (optim.hpp).
+	double clip = 0;
 	void zero_grad() {
 		for (auto &p : params) {
 			auto &g = p.t.mutable_grad();
@@ -127,6 +135,13 @@ struct lt_optim {
 	}
 	void step(double lr) {
 		torch::NoGradGuard ng;
+		if (clip > 0) {
+			std::vector<Tensor> grads;
+			for (auto &p : params)
+				if (p.t.grad().defined()) grads.push_back(p.t.grad());
+			lts::clip_grad_norm(grads, clip);
+		}
+		if (adam) return step_adam(lr);
 		if (!rmsprop && !params.empty() && params[0].t.is_cuda()) return step_foreach(lr);
 		size_t n = params.size();
 		for (size_t i = 0; i < n; i++) {
@@ -161,6 +176,15 @@ struct lt_optim {
 				d = nesterov ? d.add(*buf, momentum) : *buf;
 			}
 			p.add_(d, -lr);
+		}
+	}
+	void step_adam(double lr) {
+		size_t n = params.size();
+		for (size_t i = 0; i < n; i++) {
+			auto &p = params[i].t;
+			auto g = p.grad();
+			if (!g.defined()) continue; // as torch.optim: no step counted either
+			lts::adam_update(p, g, bufs[i].t, bufs[n + i].t, bufs[2 * n + i].t, lr, adam_h);
 		}
 	}
 	// step_foreach is the update on CUDA with multi-tensor kernels

@@ -21,6 +21,7 @@ func Threads() (int, error)                    { return 0, ErrNoLibtorch }
 func ManualSeed(uint64) error                  { return ErrNoLibtorch }
 func CUDADevices() (int, error)                { return 0, ErrNoLibtorch }
 func CPUAllocStats() (AllocStats, bool, error) { return AllocStats{}, false, ErrNoLibtorch }
+func initRuntime(Runtime) error                { return ErrNoLibtorch }
 func (t *Tensor) Close()                       {}
 func (m *Model) Close()                        {}
 func (o *Optimizer) Close()                    {}

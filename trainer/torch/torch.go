@@ -247,7 +247,11 @@ type GroupConfig struct {
 	// (torchrun sets TORCHELASTIC_USE_AGENT_STORE=True): rank 0 connects to
 	// it instead of hosting one.
 	AgentStore bool
-	// Prefix namespaces the group's keys in the store ("" = "lcl").
+	// Prefix namespaces the group's keys in the store ("" = "lcl"). Rank 0
+	// marks the run under it and then in the key next to it (Prefix up to
+	// its last '/', + "/rank0"); a rank that finds that mark but not its
+	// own Prefix's is refused at once (launch names Prefix after the run's
+	// secret).
 	Prefix string
 	// Bind is the IP address rank 0's store listens on; "" means every
 	// interface (libtorch's own choice). Only rank 0 hosting the store

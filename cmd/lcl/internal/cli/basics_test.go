@@ -97,6 +97,7 @@ func TestExitCodesAndVersion(t *testing.T) {
 		errLine string // substring of stderr
 	}{
 		{[]string{"version"}, ExitOK, "lcl " + Version, ""},
+		{[]string{"--version"}, ExitOK, "lcl " + Version + " ", ""},
 		{[]string{"--json", "version"}, ExitOK, `"message_type":"version"`, ""},
 		{[]string{"version", "extra"}, ExitUsage, "", "takes no arguments"},
 		{[]string{"--no-such-flag"}, ExitUsage, "", "unknown flag: --no-such-flag"},

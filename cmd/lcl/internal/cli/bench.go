@@ -41,7 +41,7 @@ func newBenchInfoCmd(f *Factory) *cobra.Command {
 		Args:  noArgsOrUsage,
 		RunE: func(*cobra.Command, []string) error {
 			info := map[string]any{"libtorch": torch.Version(), "available": torch.Available(),
-				"dist": torch.HasDist(), "jpeg": data.JPEGDecoder(), "cpus": runtime.NumCPU()}
+				"dist": torch.HasDist(), "dist_backends": torch.DistBackends(), "jpeg": data.JPEGDecoder(), "cpus": runtime.NumCPU()}
 			if err := torch.Check(); err != nil {
 				info["error"] = err.Error()
 				return printJSON(f, info)

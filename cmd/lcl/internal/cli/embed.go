@@ -57,8 +57,11 @@ Vectors come from one of:
 The defaults are the settings that measured best against WordNet Wu-Palmer
 similarity on ImageNet-1k (docs/embed.md): PV-DBOW with skip-gram word
 training, d=100, window 5, 5 negatives, min count 2, sample 1e-3, 15 epochs.
-One worker and a fixed --seed give bit-identical vectors. Ctrl-C stops
-training cleanly; nothing is stored then.`,
+One worker and a fixed --seed give bit-identical vectors; several workers
+share the weights without locks (Hogwild) and differ by the last bits from
+run to run. The store key names every setting and a digest of the document
+set trained on (docs-HASH). Ctrl-C stops training cleanly; nothing is stored
+then.`,
 		Example: `  lcl embed --synsets imagenet
   lcl embed --synsets cifar100 --source api --epochs 40
   lcl embed --synsets imagenet --workers 1 --seed 7 --save-model imagenet.d2v

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/models"
@@ -16,7 +18,7 @@ import (
 type evalOptions struct {
 	Checkpoint, Data, Model, Device, Precision string
 	Threads, Batch, Workers                    int
-	TF32, ChannelsLast                         bool
+	TF32, ChannelsLast, TrustModel             bool
 }
 
 func newEvalCmd(f *Factory) *cobra.Command {
@@ -27,8 +29,10 @@ func newEvalCmd(f *Factory) *cobra.Command {
 		Long: `Evaluate trained weights on the whole test split: top-1 and top-5 accuracy and
 the mean cross-entropy.
 
---checkpoint is a run directory (its model.safetensors), a weights file
-(model.safetensors) or a checkpoint (checkpoint.safetensors: peer 0). The
+--checkpoint is a run directory (its model.safetensors, or
+model-best.safetensors, the selected weights, after model selection), a
+weights file (model.safetensors, model-ema.safetensors, ...) or a checkpoint
+(checkpoint.safetensors: peer 0's last weights). The
 model and data set recorded in the file are used unless --model or --data
 name others.`,
 		Example: `  lcl eval --checkpoint runs/fm-cnn
@@ -40,6 +44,7 @@ name others.`,
 	fl.StringVar(&o.Checkpoint, "checkpoint", "", "run directory, weights file or checkpoint (required)")
 	fl.StringVar(&o.Data, "data", "", "data set spec (default: the one the weights were trained on)")
 	fl.StringVar(&o.Model, "model", "", "architecture (default: the one recorded in the file)")
+	fl.BoolVar(&o.TrustModel, "trust-model", false, "let a TorchScript model call operators that reach the file system, the network or the terminal (see lcl train --help)")
 	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
 	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	fl.IntVar(&o.Batch, "batch", 256, "evaluation batch size")
@@ -59,7 +64,12 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	}
 	path := o.Checkpoint
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, "model.safetensors")
+		// The weights of the run's figures: after model selection the
+		// selected ones.
+		path = filepath.Join(o.Checkpoint, "model.safetensors")
+		if best := filepath.Join(o.Checkpoint, "model-best.safetensors"); fileExists(best) {
+			path = best
+		}
 	}
 	meta, err := trainer.WeightsMeta(path)
 	if err != nil {
@@ -93,8 +103,17 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 			return err
 		}
 	}
+	source := "--model " + model
+	if o.Model == "" {
+		source = fmt.Sprintf("%s: its lcl.model %q", bounded.Quote(path), model)
+	}
+	if err := checkFits(source, model, test, batchCheck{"--batch", o.Batch, false}); err != nil {
+		return err
+	}
 	c, h, w := test.Shape()
-	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
+	reg := models.Builtin()
+	reg.TrustScripts = o.TrustModel
+	ms, err := reg.Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
 	if err != nil {
 		return err
 	}
@@ -116,12 +135,23 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if err != nil {
 		return err
 	}
+	if math.IsNaN(pm.TestLoss) || math.IsInf(pm.TestLoss, 0) {
+		// Not a result: broken weights or data (NaN compares false, so the
+		// accuracies mean nothing either).
+		return fmt.Errorf("%s on %s: the evaluation loss is %v: the weights or the data are not finite, so there is no result", bounded.Quote(path), spec, pm.TestLoss)
+	}
 	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device,
 		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}
 	if f.Emit("eval", res) {
 		return nil
 	}
-	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n",
-		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss)
+	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%s)\n",
+		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, path)
 	return nil
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
 }

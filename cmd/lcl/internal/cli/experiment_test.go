@@ -88,7 +88,7 @@ func TestExperimentErrors(t *testing.T) {
 	}{
 		{"unknown field", []string{"experiment", "run", bad, "--dry-run"}, 1, "line 7: field seed not found"},
 		{"no grid", []string{"experiment", "run"}, 2, "needs GRID.yaml"},
-		{"missing data", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "data: .", "data: /nonexistent/fm", 1))}, 1, "data: stat /nonexistent/fm: no such file"},
+		{"missing data", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "data: .", "data: /nonexistent/fm", 1))}, 1, "data: --data /nonexistent/fm: no such folder"},
 		{"unknown label set", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "labels: fashion-mnist", "labels: no-such-set", 1))}, 1, "labels: "},
 		{"bad target", []string{"experiment", "emit", "--to", "pbs", "--out", t.TempDir(), bad}, 2, "--to must be slurm or kubernetes"},
 		{"no out", []string{"experiment", "emit", "--to", "slurm", bad}, 2, "--out DIR is required"},

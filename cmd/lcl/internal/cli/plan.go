@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/curriculum"
+	"github.com/lcl-project/lcl/experiment/trainrun"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/similarity"
@@ -88,12 +89,17 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 			classes = append(classes, sdk.Class{Index: i, ID: strconv.Itoa(i), Name: "class " + strconv.Itoa(i)})
 		}
 	}
-	host := newHost(f, o.Timeout)
-	defer host.Close()
-	opened, err := openStrategy(ctx, f, host, &o.strategyOptions, cmd.Flags(), set, classes)
+	sel, err := o.selection(cmd.Flags())
 	if err != nil {
 		return err
 	}
+	host := newHost(f, o.Timeout)
+	defer host.Close()
+	opened, err := trainrun.OpenStrategy(ctx, f.runEnv(), host, sel, set, classes, o.Epochs)
+	if err != nil {
+		return fromRun(err)
+	}
+	defer opened.Close()
 	if opened.From != "" {
 		f.Logf("lcl plan: similarity from %s", opened.From)
 	}
@@ -102,7 +108,7 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 	for i := range nominal {
 		nominal[i] = i
 	}
-	b, err := curriculum.New(ctx, opened.Strategy, opened.run(classes, nominal, nil, o.Epochs, 0, ""))
+	b, err := curriculum.New(ctx, opened.Strategy, opened.Run(classes, nominal, nil, o.Epochs, 0, ""))
 	if err != nil {
 		return err
 	}

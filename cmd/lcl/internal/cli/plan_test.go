@@ -173,8 +173,11 @@ func TestPlanErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"misspelt param", []string{"--param", "epsilom=0.9"}, 1, `strategy plugin "lcl" (built-in): Begin: unknown parameter "epsilom"`},
-		{"bad epsilon", []string{"--epsilon", "1.5"}, 1, `Begin: epsilon = 1.5, want a value in (0,1]`},
+		// Parameters are usage errors, found before the similarity.
+		{"misspelt param", []string{"--param", "epsilom=0.9"}, 2, `strategy lcl: unknown parameter "epsilom" (known: epsilon, per-step, clip-negative)`},
+		{"bad epsilon", []string{"--epsilon", "1.5"}, 2, `strategy lcl refuses its parameters (epsilon=1.5): strategy plugin "lcl" (built-in): Begin: epsilon = 1.5, want a value in (0,1]`},
+		{"bad epsilon, no similarity yet", []string{"--epsilon", "1.5", "--matrix", "", "--synsets", "fashion-mnist", "--source", "nothing-stored"}, 2,
+			`Begin: epsilon = 1.5, want a value in (0,1]`},
 		{"unknown strategy", []string{"--strategy", "nope"}, 2, `unknown strategy plugin "nope"`},
 		{"bad param syntax", []string{"--param", "epsilon"}, 2, `want NAME=VALUE`},
 	}
@@ -194,6 +197,12 @@ func TestPlanErrors(t *testing.T) {
 	r := cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "semantic", "--out", t.TempDir())
 	if r.code != 1 || !strings.Contains(r.err, `similarity plugin "semantic" (built-in): Compute: semantic: no vectors for label set fashion-mnist in the store; run `+"`lcl embed --synsets fashion-mnist`") {
 		t.Fatalf("missing matrix: exit %d: %s", r.code, r.err)
+	}
+	// Visual similarity of a set without attributes: lcl similarity makes it
+	// from a file (a flag plan and train do not have).
+	r = cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "visual", "--out", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.err, "label set fashion-mnist has no built-in attributes: make its visual similarity with `lcl similarity --synsets fashion-mnist --source visual --attributes FILE` first") {
+		t.Fatalf("visual without attributes: exit %d: %s", r.code, r.err)
 	}
 }
 

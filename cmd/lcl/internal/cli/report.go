@@ -3,20 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"github.com/lcl-project/lcl/internal/atomicfile"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/report"
-	"github.com/lcl-project/lcl/simstore"
 )
 
 type reportOptions struct {
@@ -72,7 +66,7 @@ func runReport(ctx context.Context, f *Factory, opts reportOptions) error {
 	if err != nil {
 		return err
 	}
-	runs, title, missing, err := selectRuns(ctx, st, opts)
+	runs, title, missing, err := report.Select(ctx, st, report.Selection{Grids: opts.Grids, IDs: opts.Runs})
 	if err != nil {
 		return err
 	}
@@ -91,7 +85,7 @@ func runReport(ctx context.Context, f *Factory, opts reportOptions) error {
 		return err
 	}
 	if opts.Out != "" {
-		if err := writeReportDir(rep, opts.Out); err != nil {
+		if err := rep.WriteDir(opts.Out); err != nil {
 			return err
 		}
 	}
@@ -117,85 +111,4 @@ func runReport(ctx context.Context, f *Factory, opts reportOptions) error {
 		fmt.Fprintf(f.IO.Out, "\nHTML report: %s\n", abs)
 	}
 	return nil
-}
-
-// selectRuns picks the stored runs of the grids, the listed ids, or all.
-func selectRuns(ctx context.Context, st *simstore.Store, opts reportOptions) (runs []simstore.Run, title string, missing int, err error) {
-	switch {
-	case len(opts.Grids) > 0:
-		var names []string
-		seen := map[string]bool{}
-		for _, path := range opts.Grids {
-			g, err := experiment.Load(path)
-			if err != nil {
-				return nil, "", 0, err
-			}
-			names = append(names, g.Name)
-			for _, r := range g.Expand() {
-				if seen[r.ID] {
-					continue
-				}
-				seen[r.ID] = true
-				rec, err := st.GetRun(ctx, r.ID)
-				if errors.Is(err, simstore.ErrNotFound) {
-					missing++
-					continue
-				}
-				if err != nil {
-					return nil, "", 0, err
-				}
-				runs = append(runs, *rec)
-			}
-		}
-		return runs, "Grid " + strings.Join(names, ", "), missing, nil
-	case len(opts.Runs) > 0:
-		for _, id := range opts.Runs {
-			rec, err := st.GetRun(ctx, id)
-			if err != nil {
-				return nil, "", 0, fmt.Errorf("run %s: %w", id, err)
-			}
-			runs = append(runs, *rec)
-		}
-		return runs, "lcl report", 0, nil
-	}
-	runs, err = st.ListRuns(ctx)
-	return runs, "lcl report", 0, err
-}
-
-// writeReportDir writes every table format, the plots and the HTML report.
-func writeReportDir(rep *report.Report, dir string) error {
-	if err := rep.AddPlots(); err != nil {
-		return fmt.Errorf("report: plots: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "plots"), 0o755); err != nil {
-		return err
-	}
-	files := map[string]func(io.Writer) error{
-		"tables.md":   func(w io.Writer) error { return rep.Write(w, "md") },
-		"tables.tex":  func(w io.Writer) error { return rep.Write(w, "latex") },
-		"tables.csv":  func(w io.Writer) error { return rep.Write(w, "csv") },
-		"ranks.csv":   rep.WriteRanksCSV,
-		"paired.csv":  rep.WritePairedCSV,
-		"report.html": rep.WriteHTML,
-	}
-	for name, write := range files {
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			return fmt.Errorf("report: %s: %w", name, err)
-		}
-		if err := writeAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
-			return err
-		}
-	}
-	for _, p := range rep.Plots {
-		if err := writeAtomic(filepath.Join(dir, "plots", p.Name), p.PNG); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeAtomic writes data to path so a crash leaves the old or the new file.
-func writeAtomic(path string, data []byte) error {
-	return atomicfile.WriteFile(path, data, 0o644)
 }

@@ -66,10 +66,30 @@ func (p *trainPrinter) epoch(m trainer.EpochMetrics) {
 	if f.Emit("epoch", m) {
 		return
 	}
-	f.Logf("%s epoch %d/%d  lr %.4g  train loss %.4f acc %.2f%%  test top-1 %.2f%% top-5 %.2f%% loss %.4f  %.0f img/s",
-		m.Stage, m.Epoch, m.Epochs, m.LR, m.TrainLoss, 100*m.TrainTop1, 100*m.TestTop1, 100*m.TestTop5, m.TestLoss, m.ImgPerSec)
+	line := fmt.Sprintf("%s epoch %d/%d  lr %.4g  train loss %.4f acc %.2f%%", m.Stage, m.Epoch, m.Epochs, m.LR, m.TrainLoss, 100*m.TrainTop1)
+	if m.Tested() {
+		line += fmt.Sprintf("  test top-1 %.2f%% top-5 %.2f%% loss %.4f", 100*m.TestTop1, 100*m.TestTop5, m.TestLoss)
+	}
+	if len(m.Val) > 0 {
+		line += fmt.Sprintf("  val top-1 %.2f%% loss %.4f", 100*m.Val[0].Top1, m.Val[0].Loss)
+	}
+	if len(m.EMA) > 0 {
+		if e := m.EMA[0]; e.Test != nil {
+			line += fmt.Sprintf("  ema test top-1 %.2f%%", 100*e.Test.Top1)
+		} else if e.Val != nil {
+			line += fmt.Sprintf("  ema val top-1 %.2f%%", 100*e.Val.Top1)
+		}
+	}
+	if len(m.Best) > 0 {
+		line += fmt.Sprintf("  best epoch %d", m.Best[0])
+	}
+	f.Logf("%s  %.0f img/s", line, m.ImgPerSec)
 	for k, pm := range m.Peers {
-		f.Logf("  peer %d: test top-1 %.2f%% top-5 %.2f%%", k, 100*pm.TestTop1, 100*pm.TestTop5)
+		if m.Tested() {
+			f.Logf("  peer %d: test top-1 %.2f%% top-5 %.2f%%", k, 100*pm.TestTop1, 100*pm.TestTop5)
+		} else if k < len(m.Val) {
+			f.Logf("  peer %d: val top-1 %.2f%% top-5 %.2f%%", k, 100*m.Val[k].Top1, 100*m.Val[k].Top5)
+		}
 	}
 }
 
@@ -84,7 +104,22 @@ func (p *trainPrinter) summary(res *trainer.Result, out string) {
 		if len(res.Final) > 1 {
 			name = fmt.Sprintf("peer %d", k)
 		}
-		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name, 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss)
+		of := ""
+		if s := res.Selection; s != nil {
+			weights := "weights"
+			if s.EMA {
+				weights = "moving average of the weights"
+			}
+			of = fmt.Sprintf(" (the %s of epoch %d, best %s %.4g)", weights, s.Epochs[k], s.Metric, s.Values[k])
+		}
+		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f%s\n", name, 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, of)
+		if k < len(res.EMA) {
+			fmt.Fprintf(f.IO.Out, "%s, moving average of the weights: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name,
+				100*res.EMA[k].Top1, 100*res.EMA[k].Top5, res.EMA[k].Loss)
+		}
+	}
+	if s := res.Selection; s != nil && s.StoppedAt > 0 {
+		fmt.Fprintf(f.IO.Out, "early stopping ended the run after epoch %d\n", s.StoppedAt)
 	}
 	fmt.Fprintf(f.IO.Out, "run %s (%.0f s; CPU %.0f s user, %.0f s system = %.1f%%): %s\n", out, res.Seconds,
 		res.UserSeconds, res.SystemSeconds, 100*res.SystemSeconds/max(res.UserSeconds+res.SystemSeconds, 1e-9), res.Weights)

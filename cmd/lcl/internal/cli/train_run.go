@@ -5,23 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/experiment/trainrun"
+	"github.com/lcl-project/lcl/plugins"
+	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/trainer"
-	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/launch"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 // runTrain trains one run in this process: alone, as a worker of a
 // data-parallel group (torchrun), or, with --nproc N, as the launcher of N
-// workers on this machine.
+// workers on this machine. The run is the TrainSpec the flags (or
+// --config) give; trainrun assembles it.
 func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptions) error {
+	spec, err := o.resolve(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	// What needs no data or plugin is checked before anything starts (a
+	// launcher's workers would each fail on it).
+	if _, err := trainrun.Check(&spec); err != nil {
+		return fromRun(err)
+	}
 	if err := torch.Check(); err != nil {
 		return err
 	}
@@ -29,67 +39,57 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if err != nil {
 		return err
 	}
-	role, err := launch.RoleOf(dist, o.NProc, launch.Launched())
+	role, err := launch.RoleOf(dist, spec.Exec.NProc, launch.Launched())
 	if err != nil {
 		return usagef("%v", err)
 	}
-	o.world = 1
+	world := 1
 	switch role {
 	case launch.Launcher:
-		th := launch.Threads(o.Threads, o.NProc)
+		th := launch.Threads(spec.Exec.Threads, spec.Exec.NProc)
 		args := commandLine(cmd)
 		if !cmd.Flags().Changed("threads") {
 			args = append(args, "--threads="+strconv.Itoa(th))
 		}
-		return launch.Run(ctx, launch.Options{Args: args, NProc: o.NProc, Threads: th,
+		err := launch.Run(ctx, launch.Options{Args: args, NProc: spec.Exec.NProc, Threads: th,
 			Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
+		var ue *launch.UsageError
+		if errors.As(err, &ue) {
+			return &usageError{err}
+		}
+		return err
 	case launch.Worker:
-		o.world, o.Threads, o.Device = dist.World, dist.Threads(o.Threads), dist.Device(o.Device)
+		world = dist.World
+		spec.Exec.Threads, spec.Exec.Device = dist.Threads(spec.Exec.Threads), dist.Device(spec.Exec.Device)
 		if !dist.Primary() {
 			// Rank 0 reports, writes the run directory and the store.
-			f.Quiet, o.NoStore = true, true
+			f.Quiet, spec.Exec.NoStore = true, true
 			f.IO.Out = io.Discard
 		}
 	}
-	spec, err := data.SpecFor(o.Synsets, o.Data)
-	var se *data.SpecError
-	if errors.As(err, &se) {
-		return usagef("%v", err)
-	} else if err != nil {
-		return err
-	}
-	prec, err := torch.ParsePrecision(o.Precision)
-	if err != nil {
-		return usagef("--precision: %v", err)
-	}
-	if !(o.Fraction > 0 && o.Fraction <= 1) {
-		return usagef("--fraction %v: want 0 < fraction ≤ 1", o.Fraction)
-	}
 	if n, err := torch.CUDADevices(); err != nil {
 		return err
-	} else if o.Device != "cpu" && n == 0 {
-		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", o.Device)
+	} else if spec.Exec.Device != "cpu" && n == 0 {
+		// Either a CPU-only libtorch, or a CUDA one on a machine whose GPU
+		// the driver does not show: the line names both.
+		return fmt.Errorf("--device %s: libtorch %s sees no CUDA device (a CPU-only build of it, or no GPU visible here: nvidia-smi, CUDA_VISIBLE_DEVICES; docs/trainer.md)", spec.Exec.Device, torch.Version())
 	}
-	d, err := data.OpenRun(spec, o.Synsets, o.Fraction, o.Seed)
+	r, err := trainrun.Open(spec, world)
 	if err != nil {
+		return fromRun(err)
+	}
+	c := r.Config
+	if err := checkFits("--model "+c.Model, c.Model, c.Train, batchCheck{"--batch", c.Optim.Batch, true}, batchCheck{"--eval-batch", c.EvalBatch, false}); err != nil {
 		return err
 	}
-	_, h, _ := d.Train.Shape()
-	op, preset, err := o.optim(cmd.Flags(), h)
-	if err != nil {
-		return err
-	}
-	out := o.Out
-	if out == "" {
-		out = trainer.DefaultRunDir(data.Kind(spec), o.Model, o.Strategy, o.Seed)
-	}
-	hasCheckpoint, err := trainer.CheckRunDir(out, o.Resume, dist == nil || dist.Primary())
+	out := r.Config.Out
+	hasCheckpoint, err := trainer.CheckRunDir(out, spec.Exec.Resume, dist == nil || dist.Primary())
 	if err != nil {
 		return usagef("%v", err)
 	}
 	var group *torch.Group
 	if dist != nil {
-		if group, err = dist.Join(ctx, launch.JoinOptions{Backend: o.DistBackend, Timeout: o.DistTimeout, Bind: o.DistBind}); err != nil {
+		if group, err = dist.Join(ctx, launch.JoinOptions{Backend: spec.Exec.DistBackend, Timeout: spec.Exec.DistTimeout, Bind: spec.Exec.DistBind}); err != nil {
 			return err
 		}
 		defer group.Close()
@@ -97,32 +97,20 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 			return err
 		}
 	}
-	if o.Resume && !hasCheckpoint {
+	if spec.Exec.Resume && !hasCheckpoint {
 		f.Logf("lcl train: %s has no checkpoint: starting from scratch", out)
 	}
-	so := o.strat
-	so.Strategy = o.Strategy
-	pl, closePlanner, err := openPlanner(ctx, f, &so, cmd.Flags(), d.Set, d.Train, d.Indices, op.Epochs, op.Batch, o.Model)
-	if err != nil {
-		return err
+	if err := r.Plan(ctx, f.runEnv()); err != nil {
+		return fromRun(err)
 	}
-	defer closePlanner()
-	identity := map[string]string{"data": spec, "fraction": fmt.Sprint(o.Fraction)}
-	maps.Copy(identity, pl.Identity())
-	cfg := trainer.Config{
-		Out: out, Model: o.Model, Train: d.Train, Test: d.Test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}), TrainIndices: d.Indices,
-		Planner: pl, Strategy: o.Strategy, Optim: op, Seed: o.Seed, Threads: o.Threads, Device: o.Device,
-		EvalBatch: o.EvalBatch, CheckpointEvery: o.CheckpointEvery, Resume: o.Resume && hasCheckpoint, Identity: identity,
-		Init: o.Init, InitSkip: o.InitSkip,
-		Precision: prec, ChannelsLast: o.ChannelsLast, TF32: o.TF32, CUDNNBenchmark: o.CUDNNBenchmark,
-		MetricsEvery: o.MetricsEvery,
-		Group:        group,
-	}
+	defer r.Close()
+	cfg := r.Config
+	cfg.Resume, cfg.Group = spec.Exec.Resume && hasCheckpoint, group
 	pr := &trainPrinter{f: f}
-	pr.begin(cfg, spec, preset, dist, o.DistBackend)
+	pr.begin(cfg, r.DataSpec, r.Preset, dist, spec.Exec.DistBackend)
 	cfg.Progress = pr.progress
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
-		pl.Observe(ctx, m.Observation())
+		r.Planner.Observe(ctx, m.Observation())
 		pr.epoch(m)
 	}
 	res, err := trainer.Run(ctx, cfg)
@@ -133,8 +121,12 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		}
 		return err
 	}
-	if !o.NoStore {
-		if err := o.record(ctx, f, cmd.Flags(), pl.Identity(), out); err != nil {
+	if !spec.Exec.NoStore {
+		st, err := f.Store()
+		if err == nil {
+			err = r.Record(ctx, st)
+		}
+		if err != nil {
 			f.Logf("warning: run not recorded in the store: %v", err)
 		}
 	}
@@ -142,26 +134,29 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	return nil
 }
 
-// record stores the finished run in out under the configuration its flags
-// give (experiment.TrainConfig), read back from the folder as a grid's run is.
-func (o *trainOptions) record(ctx context.Context, f *Factory, fs *pflag.FlagSet, planID map[string]string, out string) error {
-	var flags []experiment.TrainFlag
-	fs.VisitAll(func(fl *pflag.Flag) {
-		flags = append(flags, experiment.TrainFlag{Name: fl.Name, Value: fl.Value.String(), Set: fl.Changed})
-	})
-	params, _ := o.strat.params(fs)
-	_, similarity := planID["similarity"]
-	c, err := experiment.TrainConfig(flags, params, similarity)
-	if err != nil {
-		return err
+// fromRun makes trainrun's usage errors lcl's (exit code 2).
+func fromRun(err error) error {
+	var ue *trainrun.UsageError
+	if errors.As(err, &ue) {
+		return &usageError{err}
 	}
-	run, err := experiment.ReadResult(c, out)
-	if err != nil {
-		return err
+	return err
+}
+
+// runEnv is what trainrun needs from the factory: the store (for
+// matrices), the plugin host, and the log.
+func (f *Factory) runEnv() trainrun.Env {
+	return trainrun.Env{
+		Store: func() (similarity.MatrixStore, error) {
+			s, err := f.ReadStore()
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		StoreDir: f.storeDir(),
+		Release:  f.Close,
+		Host:     func(timeout time.Duration) *plugins.Host { return newHost(f, timeout) },
+		Logf:     f.Logf,
 	}
-	st, err := f.Store()
-	if err != nil {
-		return err
-	}
-	return st.PutRun(ctx, run)
 }

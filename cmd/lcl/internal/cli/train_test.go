@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
@@ -78,15 +79,110 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--preset", "nope"}, "unknown preset"},
 		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
 		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
-		{[]string{"train", "--data", synth, "--optimizer", "adam"}, "want sgd or rmsprop"},
+		{[]string{"train", "--data", synth, "--optimizer", "lamb"}, "want sgd, rmsprop, adam or adamw"},
+		{[]string{"train", "--data", synth, "--optimizer", "adamw", "--momentum", "0.9"}, "adamw has no momentum"},
+		{[]string{"train", "--data", synth, "--betas", "0.9"}, "--betas"},
+		{[]string{"train", "--data", synth, "--betas", "0.9,0.99"}, "settings of --optimizer adam or adamw"},
+		{[]string{"train", "--data", synth, "--patience", "3"}, "need --val-fraction"},
+		{[]string{"train", "--data", synth, "--val-fraction", "1"}, "--val-fraction 1"},
+		{[]string{"train", "--data", synth, "--val-fraction", "0.1", "--select", "auc"}, "--select"},
 		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "no Nesterov"},
 		{[]string{"eval"}, "--checkpoint"},
+		{[]string{"train", "--data", synth, "--model", "resnet5"}, `unknown model "resnet5"; did you mean resnet50`},
+		// Strategy parameters are checked before any similarity is looked for.
+		{[]string{"train", "--data", synth, "--strategy", "lcl", "--epsilon", "1.5", "--source", "nothing-here"}, "epsilon = 1.5, want a value in (0,1]"},
+		{[]string{"train", "--data", synth, "--strategy", "lcl", "--source", "matrix"}, "give it as --matrix FILE.npy"},
+		// Checked before a launcher starts its workers: no advice to resume.
+		{[]string{"train", "--data", synth, "--nproc", "2", "--fraction", "2"}, "--fraction 2: want 0 < fraction ≤ 1"},
+		{[]string{"train", "--config", "/nonexistent.yaml"}, "--config: open /nonexistent.yaml"},
 	}
 	for _, tc := range cases {
 		code, _, errs := runLCL(context.Background(), t, tc.args...)
-		if code != 2 || !strings.Contains(errs, tc.want) {
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "--resume") {
 			t.Errorf("%v: exit %d, %q; want usage error with %q", tc.args, code, errs, tc.want)
 		}
+	}
+	// A folder that is not there is named, with the kinds a spec may name.
+	if code, _, errs := runLCL(context.Background(), t, "train", "--data", "/nonexistent"); code != 1 ||
+		errs != "lcl: --data /nonexistent: no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, cifar10, cifar100, folder, cub, nabirds, synthetic)\n" {
+		t.Errorf("--data /nonexistent: exit %d, %q", code, errs)
+	}
+}
+
+// lcl train --config reads a grid's cell; flags given too override it. The
+// run is stored under the key of the grid run of the same settings, and
+// its directory holds the TensorBoard events and metrics.csv beside
+// metrics.jsonl.
+func TestTrainConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	store, run := filepath.Join(dir, "store"), filepath.Join(dir, "run")
+	cfg := filepath.Join(dir, "run.yaml")
+	os.WriteFile(cfg, []byte("data: \""+synth+"\"\nmodel: mlp:hidden=16\nepochs: 1\nseed: 3\nargs: {batch: \"16\", lr: \"0.1\"}\nthreads: 1\n"), 0o644)
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "train", "--config", cfg, "--epochs", "2", "--log-every", "2", "--out", run)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	var res trainer.Result
+	b, _ := os.ReadFile(filepath.Join(run, "result.json"))
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Epochs) != 2 || res.Seed != 3 || res.Epochs[0].Steps != 6 {
+		t.Fatalf("result.json: %v %+v", err, res)
+	}
+	two := 2
+	want := experiment.Cell{Data: synth, Model: "mlp:hidden=16", Epochs: two, Seed: &[]int{3}[0], Args: map[string]string{"batch": "16", "lr": "0.1"}}.Run()
+	st, err := simstore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.GetRun(context.Background(), want.ID)
+	st.Close()
+	if err != nil || rec.Status != "done" {
+		t.Errorf("the run is not stored under its cell's key %s (%+v): %v", want.ID, want.Config, err)
+	}
+	if rows, err := os.ReadFile(filepath.Join(run, "metrics.csv")); err != nil || strings.Count(string(rows), "\n") != 3 {
+		t.Errorf("metrics.csv: %v\n%s", err, rows)
+	}
+	if events, _ := filepath.Glob(filepath.Join(run, "events.out.tfevents.*")); len(events) != 1 {
+		t.Errorf("event files %v", events)
+	}
+	// A key a cell does not have is a usage error naming its line.
+	os.WriteFile(cfg, []byte("data: x\nmodels: [cnn]\n"), 0o644)
+	if code, _, errs := runLCL(context.Background(), t, "train", "--config", cfg); code != 2 || !strings.Contains(errs, "line 2: field models not found") {
+		t.Errorf("bad config: exit %d, %s", code, errs)
+	}
+}
+
+// AdamW with clipping, a moving average and model selection runs end to
+// end: the summary and result.json say which epoch's weights were tested,
+// and the best and averaged weights are written.
+func TestTrainAdamWSelection(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	code, out, errs := runLCL(context.Background(), t, "--store", filepath.Join(dir, "store"), "train", "--data", synth,
+		"--model", "mlp:hidden=16", "--optimizer", "adamw", "--lr", "0.01", "--clip-grad-norm", "1", "--ema-decay", "0.9",
+		"--val-fraction", "0.25", "--select", "loss", "--epochs", "3", "--batch", "16", "--threads", "1", "--out", run)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	var res trainer.Result
+	if b, err := os.ReadFile(filepath.Join(run, "result.json")); err != nil || json.Unmarshal(b, &res) != nil || res.Selection == nil ||
+		res.Selection.Metric != "val_loss" || !res.Selection.EMA || res.Selection.ValExamples != 24 {
+		t.Fatalf("result.json: %v %+v", err, res.Selection)
+	}
+	if want := "(the moving average of the weights of epoch"; !strings.Contains(out, want) || !strings.Contains(errs, "val top-1") {
+		t.Errorf("output lacks %q or the validation figures:\n%s\n%s", want, out, errs)
+	}
+	for _, f := range []string{"model.safetensors", "model-ema.safetensors", "model-best.safetensors"} {
+		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// lcl eval of the run directory evaluates the selected weights: the
+	// figures the run reported.
+	code, out, errs = runLCL(context.Background(), t, "--json", "eval", "--checkpoint", run, "--threads", "1")
+	var ev map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ev) != nil || ev["test_top1"] != res.Final[0].TestTop1 ||
+		ev["checkpoint"] != filepath.Join(run, "model-best.safetensors") {
+		t.Errorf("eval: exit %d %s %s; the run reported %v", code, out, errs, res.Final[0].TestTop1)
 	}
 }
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# bench/torch2.sh: lcl against PyTorch, on libtorch 1.13 (Debian 12, this
+# machine) and 2.6 (Debian 13, the root of scripts/torch2.sh), end to end.
+#
+# One run is a whole training run as a user starts it: process start, load
+# Fashion-MNIST, keep 10 % of the training set, train EPOCHS epochs with
+# soft targets (LS), evaluate the 10,000 test images after every epoch, exit.
+# lcl runs `lcl train`; PyTorch runs bench/e2e_ref.py (the same model from
+# bench/refnets.py, the same optimiser and schedule, data in one tensor and
+# batches index_select'ed from it, evaluation under inference_mode). Modes:
+# fp32, channels-last, bf16 autocast, bf16 + channels-last; PyTorch 2.6 also
+# under torch.compile (inductor) in each mode, its compile time included
+# (and printed apart). The small CNN is the demo's (cnn:channels=16x32).
+#
+# Every side runs at its best: PyTorch's allocator setting (glibc, the malloc
+# tunables lcl applies in-process, jemalloc) is picked per libtorch by a
+# first fp32 run of each; lcl runs as it ships. The sides alternate for
+# ROUNDS rounds and each keeps its best round (a burst of load from
+# elsewhere must not decide a ratio). Prints seconds per run, the ratios and
+# the load average; a whole run takes 20-30 minutes on 2 cores.
+#   usage: bench/torch2.sh [epochs] [rounds] [models]
+#   env: LCL_TORCH2_ROOT (scripts/torch2.sh), BENCH_COMPILE=0 skips torch.compile
+set -euo pipefail
+cd "$(dirname "$0")/.."
+epochs=${1:-5}
+rounds=${2:-2}
+models=${3:-"cnn:channels=16x32 resnet18:stem=cifar"}
+threads=2
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+tmp=$(mktemp -d "$PWD/bin/torch2bench.XXXXXX" 2>/dev/null || { mkdir -p bin && mktemp -d "$PWD/bin/torch2bench.XXXXXX"; })
+trap 'rm -rf "$tmp"' EXIT
+rel=${tmp#"$PWD"/} # the same folder inside the root (/src/lcl/...)
+
+echo "== building lcl against libtorch 1.13 (here) and 2.6 (Debian 13 root)" >&2
+go build -o "$tmp/lcl-113" ./cmd/lcl
+scripts/torch2.sh run go build -o "$rel/lcl-26" ./cmd/lcl
+
+# timed WHERE CMD...: the wall-clock seconds of CMD (its output to $tmp/out);
+# WHERE is here or root. A failure ends the benchmark (a marker file, since
+# this runs in a command substitution's subshell).
+timed() {
+	local where=$1 s
+	shift
+	rm -rf "$tmp/run" "$tmp/out" "$tmp/out.time"
+	# Prints "EXIT SECONDS"; $rel/out is the same file on both sides.
+	local t=(bash -c 'TIMEFORMAT=%R; { time "$@" >"$0" 2>&1; } 2>"$0.time"; echo "$? $(tail -n 1 "$0.time")"' "$rel/out")
+	if [ "$where" = root ]; then
+		s=$(scripts/torch2.sh run "${t[@]}" "$@" 2>/dev/null | tail -n 1)
+	else
+		s=$("${t[@]}" "$@" | tail -n 1)
+	fi
+	if [ "${s%% *}" != 0 ] || ! awk -v s="${s#* }" 'BEGIN { exit !(s ~ /^[0-9]+([.][0-9]+)?$/) }'; then
+		{ echo "bench/torch2.sh: failed ($where): $*"; cat "$tmp/out"; } >&2
+		touch "$tmp/failed"
+		echo 0
+		return 1
+	fi
+	echo "${s#* }"
+}
+check() { [ ! -e "$tmp/failed" ] || exit 1; }
+tun=GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=2147483647
+jem=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+# data MODEL: lcl's --data and bench/e2e_ref.py's for the model (the CNN on
+# Fashion-MNIST 10 %; ResNet-18 on 2 % of it: a 10 % epoch of ResNet-18
+# takes minutes on 2 cores).
+frac() { case $1 in resnet*) echo 0.02 ;; *) echo 0.1 ;; esac; }
+lclrun() { # WHERE BIN MODEL MODE
+	local f=() p=fp32
+	case $4 in *cl*) f+=(--channels-last) ;; esac
+	case $4 in bf16*) p=bf16 ;; esac
+	timed "$1" "$2" --quiet train --synsets fashion-mnist --model "$3" --strategy ls --fraction "$(frac "$3")" \
+		--epochs "$epochs" --threads "$threads" --no-store --out "$rel/run" --precision "$p" "${f[@]}" --eval-batch 256
+}
+torchrun_() { # WHERE ENV MODEL MODE [COMPILE]
+	local f=() p=fp32
+	case $4 in *cl*) f+=(--channels-last) ;; esac
+	case $4 in bf16*) p=bf16 ;; esac
+	[ -n "${5:-}" ] && f+=(--compile "$5")
+	# shellcheck disable=SC2086 # ENV is a word list
+	timed "$1" env $2 /usr/bin/python3 -I bench/e2e_ref.py --model "$3" --fraction "$(frac "$3")" --epochs "$epochs" \
+		--threads "$threads" --precision "$p" "${f[@]}"
+}
+best_env() { # WHERE: PyTorch's fastest allocator setting on the CNN, fp32
+	local b="" bt=1e9 s e
+	for e in "OMP_WAIT_POLICY=$OMP_WAIT_POLICY" "$tun" "$jem"; do
+		if [ "$e" = "$jem" ] && ! { [ "$1" = root ] && [ -e "$(scripts/torch2.sh root)/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" ] || { [ "$1" = here ] && [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]; }; }; then
+			continue
+		fi
+		s=$(torchrun_ "$1" "$e" "cnn:channels=16x32" fp32)
+		if awk -v a="$s" -v b="$bt" 'BEGIN{exit !(a<b)}'; then bt=$s b=$e; fi
+	done
+	echo "$b"
+}
+echo "== picking PyTorch's allocator setting on each libtorch" >&2
+env113=$(best_env here)
+check
+env26=$(best_env root)
+check
+echo "PyTorch 1.13: $env113; PyTorch 2.6: $env26" >&2
+
+min() { awk -v a="$1" -v b="$2" 'BEGIN{print (b == "" || a + 0 < b + 0) ? a : b}'; }
+printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
+	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113"
+for m in $models; do
+	for mode in fp32 cl bf16 bf16-cl; do
+		a="" b="" c="" d="" e=""
+		for _ in $(seq "$rounds"); do
+			a=$(min "$(lclrun here "$tmp/lcl-113" "$m" "$mode")" "$a")
+			check
+			b=$(min "$(torchrun_ here "$env113" "$m" "$mode")" "$b")
+			check
+			c=$(min "$(lclrun root "$rel/lcl-26" "$m" "$mode")" "$c")
+			check
+			d=$(min "$(torchrun_ root "$env26" "$m" "$mode")" "$d")
+			check
+			if [ "${BENCH_COMPILE:-1}" = 1 ]; then
+				e=$(min "$(torchrun_ root "$env26" "$m" "$mode" default)" "$e")
+				check
+				cs=$(grep -o '"compile_s": [0-9.]*' "$tmp/out" | awk '{printf "%.1f", $2}' || true)
+			fi
+		done
+		r() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a > 0 && b > 0) printf "%.3f", b / a; else print "n/a" }'; }
+		# Ratios are speed ratios (time of the other / time of lcl): > 1 means lcl is faster.
+		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
+			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")"
+	done
+done
+echo "seconds per whole run (best of $rounds), $epochs epochs, $threads threads; ratios are speed ratios (> 1: lcl faster)"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); bf16 units: $(grep -o -m1 -w 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,231 @@
+package trainrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/lcl-project/lcl/curriculum"
+	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/runlog"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// Run is an assembled training run: what trainer.Run needs and what made it.
+type Run struct {
+	Spec experiment.TrainSpec
+	// DataSpec is the data set spec (--data, or the kind --synsets names).
+	DataSpec string
+	Data     *data.RunData
+	// Preset names the optimisation preset applied (given, or the model's).
+	Preset string
+	// Config is the trainer's run; Plan fills its Planner. Progress,
+	// OnEpoch, Group and Resume are the caller's to set.
+	Config  trainer.Config
+	Planner *curriculum.Bridge
+	close   func()
+}
+
+// Check validates spec without reading data or starting plugins (what a
+// launcher checks before it starts workers): ranges, names, the data
+// spec and its folders, the preset and the settings given over it. It
+// returns the data set spec.
+func Check(spec *experiment.TrainSpec) (string, error) {
+	if err := spec.Validate(); err != nil {
+		return "", &UsageError{err}
+	}
+	ds, err := data.SpecFor(spec.Synsets, spec.Data)
+	var se *data.SpecError
+	if errors.As(err, &se) {
+		return "", &UsageError{err}
+	} else if err != nil {
+		return "", err
+	}
+	if err := data.Check(ds); err != nil {
+		return "", fmt.Errorf("--data %s: %w", ds, err)
+	}
+	if err := models.Builtin().Check(spec.Model); err != nil {
+		return "", usagef("--model: %v", err)
+	}
+	if p := spec.PresetName(); p != "" {
+		if _, err := trainer.PresetByName(p); err != nil {
+			return "", usagef("--preset: %v", err)
+		}
+	}
+	return ds, nil
+}
+
+// Open checks spec, opens its data and resolves its optimisation for a
+// run of world data-parallel processes (1 alone). The run directory
+// defaults to trainer.DefaultRunDir.
+func Open(spec experiment.TrainSpec, world int) (*Run, error) {
+	ds, err := Check(&spec)
+	if err != nil {
+		return nil, err
+	}
+	prec, err := torch.ParsePrecision(spec.PrecisionName())
+	if err != nil {
+		return nil, usagef("--precision: %v", err)
+	}
+	d, err := data.OpenRun(ds, spec.Synsets, spec.Fraction, spec.Seed)
+	if err != nil {
+		return nil, err
+	}
+	_, h, _ := d.Train.Shape()
+	preset := spec.PresetName()
+	if preset == "" {
+		preset = trainer.DefaultPreset(spec.Model, h)
+	}
+	p, err := trainer.PresetByName(preset)
+	if err != nil {
+		return nil, usagef("--preset: %v", err)
+	}
+	op, err := p.Apply(world, spec.Optim)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	e := spec.Exec
+	if e.Out == "" {
+		e.Out = trainer.DefaultRunDir(data.Kind(ds), spec.Model, spec.Strategy, spec.Seed)
+		spec.Exec.Out = e.Out
+	}
+	cfg := trainer.Config{
+		Out: e.Out, Model: spec.Model, Train: d.Train, Test: d.Test, TrainIndices: d.Indices,
+		Loader:   data.TrainerLoader(data.LoaderConfig{Workers: e.Workers}),
+		Strategy: spec.Strategy, Optim: op, Seed: spec.Seed, Threads: e.Threads, Device: e.Device,
+		EvalBatch: e.EvalBatch, CheckpointEvery: e.CheckpointEvery,
+		Init: spec.InitFile(), InitSkip: spec.InitSkip,
+		Precision: prec, ChannelsLast: e.ChannelsLast, TF32: e.TF32, CUDNNBenchmark: e.CUDNNBenchmark,
+		MetricsEvery: e.MetricsEvery,
+		// TensorBoard event files and metrics.csv beside metrics.jsonl.
+		Sink: &runlog.Log{Dir: e.Out, Every: e.LogEvery},
+	}
+	if e.TrustModel {
+		cfg.Models = models.Builtin()
+		cfg.Models.TrustScripts = true
+	}
+	if vf, metric, patience, every := spec.Selection(); vf != 0 {
+		cfg.ValFraction, cfg.SelectMetric, cfg.Patience, cfg.TestEveryEpoch = vf, metric, patience, every
+	}
+	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, Config: cfg}, nil
+}
+
+// Plan starts the run's strategy as its planner (Config.Planner) and adds
+// the run's identity: the data, the fraction and the strategy's. Close
+// stops it.
+func (r *Run) Plan(ctx context.Context, env Env) error {
+	params, err := r.Spec.StrategyParams()
+	if err != nil {
+		return &UsageError{err}
+	}
+	sel := Selection{Strategy: r.Spec.Strategy, Params: params, Source: r.Spec.Source, File: r.Spec.Matrix, Key: r.Spec.SimilarityKey}
+	pl, closePlanner, err := OpenPlanner(ctx, env, sel, r.Spec.Exec.PluginTimeout, r.Data.Set, r.Data.Train, r.Data.Indices,
+		r.Config.Optim.Epochs, r.Config.Optim.Batch, r.Spec.Model)
+	if err != nil {
+		return err
+	}
+	r.Planner, r.close = pl, closePlanner
+	r.Config.Planner = pl
+	id := map[string]string{"data": r.DataSpec, "fraction": fmt.Sprint(r.Spec.Fraction)}
+	maps.Copy(id, pl.Identity())
+	r.Config.Identity = id
+	return nil
+}
+
+// Close stops the run's strategy.
+func (r *Run) Close() {
+	if r.close != nil {
+		r.close()
+		r.close = nil
+	}
+}
+
+// UsesSimilarity says whether the run's strategy was given a similarity.
+func (r *Run) UsesSimilarity() bool {
+	if r.Planner == nil {
+		return false
+	}
+	_, ok := r.Planner.Identity()["similarity"]
+	return ok
+}
+
+// OpenPlanner starts the strategy sel names for a training run over the
+// examples trainIdx of train (nil = all) and returns it as the trainer's
+// Planner, and a close function that stops the plugins.
+func OpenPlanner(ctx context.Context, env Env, sel Selection, timeout time.Duration, set *labels.Set,
+	train trainer.Dataset, trainIdx []int, epochs, batch int, model string) (*curriculum.Bridge, func(), error) {
+	host := env.Host(timeout)
+	fail := func(err error) (*curriculum.Bridge, func(), error) {
+		host.Close()
+		return nil, nil, err
+	}
+	var classes []sdk.Class
+	if set != nil {
+		classes = curriculum.Classes(set)
+	} else {
+		classes = curriculum.NumberedClasses(train.NumClasses(), datasetClasses(train))
+	}
+	if len(classes) != train.NumClasses() {
+		return fail(fmt.Errorf("label set has %d classes, the data %d", len(classes), train.NumClasses()))
+	}
+	opened, err := OpenStrategy(ctx, env, host, sel, set, classes, epochs)
+	if err != nil {
+		return fail(err)
+	}
+	if opened.From != "" {
+		env.logf("lcl train: %s similarity from %s", opened.Info.Name, opened.From)
+	}
+	labels := make([]int, train.Len())
+	for i := range labels {
+		labels[i] = train.Label(i)
+	}
+	n := len(trainIdx)
+	if trainIdx == nil {
+		n = train.Len()
+	}
+	b, err := curriculum.New(ctx, opened.Strategy, opened.Run(classes, labels, trainIdx, epochs, (n+batch-1)/max(batch, 1), model))
+	if err != nil {
+		return fail(err)
+	}
+	if err := b.Trainable(); err != nil {
+		return fail(err)
+	}
+	return b, host.Close, nil
+}
+
+// datasetClasses returns the dataset's class names when it knows them.
+func datasetClasses(ds trainer.Dataset) []string {
+	if c, ok := ds.(interface{ Classes() []string }); ok {
+		return c.Classes()
+	}
+	return nil
+}
+
+// Runs is where finished runs are recorded (*simstore.Store).
+type Runs interface {
+	PutRun(ctx context.Context, r simstore.Run) error
+}
+
+// Record stores the finished run in its directory under the configuration
+// its spec gives (TrainSpec.Config), read back from the folder as a
+// grid's run is: a grid's cell and the same lcl train command line are
+// one run.
+func (r *Run) Record(ctx context.Context, st Runs) error {
+	c, err := r.Spec.Config(r.UsesSimilarity())
+	if err != nil {
+		return err
+	}
+	run, err := experiment.ReadResult(c, r.Config.Out)
+	if err != nil {
+		return err
+	}
+	return st.PutRun(ctx, run)
+}

@@ -1,0 +1,124 @@
+package trainrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lcl-project/lcl/internal/npy"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
+	"github.com/lcl-project/lcl/similarity"
+	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/data"
+)
+
+// Built-in plugins are served by re-executing lcl as `lcl plugins serve
+// KIND NAME`; in these tests that executable is this test binary, which
+// then serves instead of testing.
+func init() {
+	if os.Getenv("LCL_PLUGIN_MAGIC_COOKIE") != "" && len(os.Args) == 5 && os.Args[1] == "plugins" && os.Args[2] == "serve" {
+		if err := plugins.ServeBuiltin(os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// testEnv has the built-in plugins and no store.
+func testEnv(t *testing.T) Env {
+	return Env{
+		Store: func() (similarity.MatrixStore, error) { return nil, errors.New("no store in this test") },
+		Host:  func(timeout time.Duration) *plugins.Host { return &plugins.Host{Timeout: timeout} },
+	}
+}
+
+// writeWorkedExample writes the similarity of plugins/strategy's worked example.
+func writeWorkedExample(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sim.npy")
+	if err := npy.WriteFile(path, 3, 3, []float64{1, 0.5, 0.5, 0.2, 1, 0.6, 0, 0.25, 1}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// OpenPlanner turns the lcl strategy into a trainer.Planner over the
+// training subset, with float32 targets equal to the reference math.
+func TestOpenPlannerLCL(t *testing.T) {
+	ctx := context.Background()
+	train, _, err := data.Open("synthetic?n=40&test=8&classes=3&shape=1,4,4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := Selection{Strategy: "lcl", Params: map[string]string{"epsilon": "0.5"}, File: writeWorkedExample(t)}
+	pl, closeFn, err := OpenPlanner(ctx, testEnv(t), sel, 0, nil, train, []int{0, 1, 2, 5, 7}, 3, 2, "mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if st := pl.Stages(); len(st) != 1 || st[0].Epochs != 3 || st[0].Peers != 1 || st[0].Teacher != "" {
+		t.Fatalf("stages %+v", st)
+	}
+	if id := pl.Identity(); id["param epsilon"] != "0.5" || id["param per-step"] != "false" || !strings.HasPrefix(id["similarity"], "3×3:") {
+		t.Fatalf("identity %v", pl.Identity())
+	}
+	p, err := pl.Plan(ctx, trainer.PlanContext{StageIndex: 0, Epoch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Worked example, epoch 2, row 1: [1/48, 11/12, 1/16].
+	for j, w := range []float64{1. / 48, 11. / 12, 1. / 16} {
+		if math.Abs(float64(p.Targets[3+j])-w) > 1e-7 {
+			t.Fatalf("targets row 1 = %v", p.Targets[3:6])
+		}
+	}
+	if p.Coefs.Soft != 1 || p.Weights != nil || p.Subset != nil {
+		t.Fatalf("plan %+v", p)
+	}
+}
+
+// What the run asked for is refused as a usage error before any matrix is
+// looked for: ε out of range (the store, which would be asked next, fails
+// this test if it is opened), an unknown parameter, --source matrix
+// without its file.
+func TestStrategyUsageErrorsFirst(t *testing.T) {
+	ctx := context.Background()
+	train, _, err := data.Open("synthetic?n=12&test=4&classes=3&shape=1,4,4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t)
+	env.Store = func() (similarity.MatrixStore, error) {
+		t.Error("the store was opened before the parameters were checked")
+		return nil, errors.New("no store")
+	}
+	for _, tc := range []struct {
+		sel  Selection
+		want string
+	}{
+		{Selection{Strategy: "lcl", Params: map[string]string{"epsilon": "1.5"}, Source: "semantic"}, "epsilon = 1.5, want a value in (0,1]"},
+		{Selection{Strategy: "lcl", Params: map[string]string{"epsilom": "0.9"}, Source: "semantic"}, `unknown parameter "epsilom"`},
+		{Selection{Strategy: "lcl", Source: "matrix"}, "--source matrix reads a matrix file: give it as --matrix FILE.npy"},
+		{Selection{Strategy: "lcll"}, "--strategy"},
+	} {
+		set := labelsOf(t)
+		_, _, err := OpenPlanner(ctx, env, tc.sel, 0, set, train, nil, 2, 4, "mlp")
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want a usage error with %q", tc.sel, err, tc.want)
+		}
+	}
+}
+
+func labelsOf(t *testing.T) *labels.Set {
+	t.Helper()
+	return &labels.Set{Name: "three", Classes: []labels.Class{{Index: 0, ID: "a", Name: "a"}, {Index: 1, ID: "b", Name: "b"}, {Index: 2, ID: "c", Name: "c"}}}
+}

@@ -1,0 +1,231 @@
+// Package trainrun assembles a training run from its experiment.TrainSpec:
+// the data (spec, label set, class-stratified fraction), the optimisation
+// (a preset and the settings given over it), the strategy as the trainer's
+// planner with its similarity matrix (found in a fixed order), the
+// trainer's Config, and the run's record in the store. lcl train (alone,
+// as a grid's run or as a data-parallel worker) and lcl plan build their
+// runs with it; the caller owns processes, printing and the store handle
+// (Env).
+package trainrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lcl-project/lcl/curriculum"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
+	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/similarity"
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// UsageError is an error in what the run was asked for (a flag's value,
+// a missing flag), as opposed to a failure while running it: lcl exits
+// with its usage code.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+
+// Env is what assembling a run needs from its caller, opened on demand.
+type Env struct {
+	// Store opens the store for reading (similarity matrices).
+	Store func() (similarity.MatrixStore, error)
+	// StoreDir names the store in messages.
+	StoreDir string
+	// Release closes the caller's store handle: a similarity plugin runs
+	// in a process of its own, which opens the store itself.
+	Release func() error
+	// Host makes the plugin host (the caller closes it); timeout bounds
+	// one plugin call (0: the host's default).
+	Host func(timeout time.Duration) *plugins.Host
+	// Logf, when set, receives one line per note ("similarity from ...").
+	Logf func(format string, a ...any)
+}
+
+func (e Env) logf(format string, a ...any) {
+	if e.Logf != nil {
+		e.Logf(format, a...)
+	}
+}
+
+// Selection chooses a strategy and, for one that needs it, its similarity
+// matrix: File (a C×C .npy), else Key (a store key), else the latest
+// store matrix of kind Source for the label set, else what the similarity
+// plugin named Source computes.
+type Selection struct {
+	Strategy string
+	Params   map[string]string
+	Source   string
+	File     string
+	Key      string
+}
+
+// Strategy is a started strategy with what its Begin needs.
+type Strategy struct {
+	*plugins.Strategy
+	Info   sdk.StrategyInfo
+	Params map[string]string
+	Sim    *sdk.Matrix
+	From   string // where the similarity came from, "" when none
+}
+
+// Run describes a run of the strategy for curriculum.New.
+func (s *Strategy) Run(classes []sdk.Class, labels, train []int, epochs, steps int, model string) curriculum.Run {
+	return curriculum.Run{Info: s.Info, Params: s.Params, Classes: classes, Similarity: s.Sim, Labels: labels,
+		Train: train, Epochs: epochs, StepsPerEpoch: steps, Model: model}
+}
+
+// OpenStrategy starts the strategy sel names on host and finds its
+// similarity matrix when it needs one. Its parameters are checked first:
+// their names and types against what the strategy declares, and, when
+// the strategy needs a similarity, by a trial Begin on the identity
+// matrix, so that a bad value (ε = 1.5) is a usage error before any
+// matrix is looked for or computed. The caller closes the host.
+func OpenStrategy(ctx context.Context, env Env, host *plugins.Host, sel Selection, set *labels.Set, classes []sdk.Class, epochs int) (*Strategy, error) {
+	if _, err := host.Resolve(plugins.KindStrategy, sel.Strategy); err != nil {
+		return nil, usagef("--strategy: %v", err)
+	}
+	st, err := host.Strategy(sel.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Describe(ctx)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if _, err := sdk.ParseParams(info.Params, sel.Params); err != nil {
+		st.Close()
+		return nil, usagef("strategy %s: %v", info.Name, err)
+	}
+	out := &Strategy{Strategy: st, Info: info, Params: sel.Params}
+	if !info.NeedsSimilarity {
+		return out, nil
+	}
+	if len(sel.Params) > 0 {
+		if err := trialBegin(ctx, host, sel, info, classes, epochs); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	if out.Sim, out.From, err = Similarity(ctx, env, host, sel, set, len(classes)); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return out, nil
+}
+
+// trialBegin begins a second instance of the strategy on the identity
+// similarity (one example per class) and stops it: what the strategy
+// refuses then, it refuses because of its parameters.
+func trialBegin(ctx context.Context, host *plugins.Host, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
+	probe, err := host.Strategy(sel.Strategy)
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	c := len(classes)
+	// Rows made as they are sent: 21,843 classes' identity is 1.9 GB.
+	id := sdk.NewRowMatrix(c, c, func(i int, row []float32) {
+		clear(row)
+		row[i] = 1
+	})
+	nominal := make([]int, c)
+	for i := range c {
+		nominal[i] = i
+	}
+	_, err = probe.Begin(ctx, sdk.Run{Classes: classes, Similarity: id, NumExamples: c, Labels: nominal,
+		Epochs: max(epochs, 1), StepsPerEpoch: 1, Params: sel.Params})
+	if err != nil && ctx.Err() == nil {
+		var given []string
+		for _, k := range slices.Sorted(maps.Keys(sel.Params)) {
+			given = append(given, k+"="+sel.Params[k])
+		}
+		return usagef("strategy %s refuses its parameters (%s): %v", info.Name, strings.Join(given, ", "), err)
+	}
+	return err
+}
+
+// Similarity finds the C×C matrix of sel for the label set (nil with a
+// file): File, else Key, else the latest stored matrix of kind Source,
+// else what the similarity plugin Source computes (checked and normalised
+// as lcl similarity does; not stored). It returns the matrix in the run's
+// class order and where it came from.
+func Similarity(ctx context.Context, env Env, host *plugins.Host, sel Selection, set *labels.Set, classes int) (*sdk.Matrix, string, error) {
+	ref := similarity.Ref{File: sel.File, Key: sel.Key, Source: sel.Source, Set: set}
+	var st similarity.MatrixStore
+	switch {
+	case sel.File != "":
+		ref.Key, ref.Source = "", ""
+	case sel.Key == "" && sel.Source == "matrix":
+		// The matrix source reads a file: lcl train and plan name it --matrix.
+		return nil, "", usagef("--source matrix reads a matrix file: give it as --matrix FILE.npy (or CSV/text)")
+	case set == nil:
+		return nil, "", usagef("give --synsets (with --source) or --matrix FILE.npy")
+	default:
+		if sel.Key != "" {
+			ref.Source = ""
+		}
+		s, err := env.Store()
+		if err != nil {
+			return nil, "", err
+		}
+		st = s
+	}
+	m, err := similarity.Resolve(ctx, st, ref)
+	if ref.Source != "" && errors.Is(err, simstore.ErrNotFound) {
+		return pluginSimilarity(ctx, env, host, sel.Source, set)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if st != nil && env.Release != nil {
+		// The matrix is read: release the store, and with it the value-log
+		// pages the read mapped (1.9 GB for ImageNet-21k), for the run.
+		if err := env.Release(); err != nil {
+			return nil, "", err
+		}
+	}
+	if m.N() != classes {
+		return nil, "", fmt.Errorf("%s is %d×%d, the run has %d classes", m.Label, m.N(), m.N(), classes)
+	}
+	return &sdk.Matrix{Rows: m.N(), Cols: m.N(), Data: m.Data}, m.From, nil
+}
+
+// pluginSimilarity computes the matrix with the similarity plugin source.
+func pluginSimilarity(ctx context.Context, env Env, host *plugins.Host, source string, set *labels.Set) (*sdk.Matrix, string, error) {
+	if _, err := host.Resolve(plugins.KindSimilarity, source); err != nil {
+		return nil, "", fmt.Errorf("no %q similarity matrix for %s in the store (%s), and no similarity plugin of that name: make one with `lcl similarity`, or pass --matrix FILE.npy",
+			source, set.Name, env.StoreDir)
+	}
+	if source == "visual" && len(set.Attributes) == 0 {
+		// lcl similarity takes the attributes of other sets as a flag;
+		// a run finds the matrix that made.
+		return nil, "", fmt.Errorf("label set %s has no built-in attributes: make its visual similarity with `lcl similarity --synsets %s --source visual --attributes FILE` first (a run then finds it in the store), or pass --matrix FILE.npy",
+			set.Name, set.Name)
+	}
+	if env.Release != nil {
+		if err := env.Release(); err != nil {
+			return nil, "", err
+		}
+	}
+	src, err := host.SimilaritySource(ctx, source)
+	if err != nil {
+		return nil, "", err
+	}
+	defer src.Close()
+	res, err := similarity.Compute(ctx, src, set, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	return &sdk.Matrix{Rows: res.N(), Cols: res.N(), Data: res.Data}, src.Label(), nil
+}

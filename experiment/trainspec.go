@@ -1,0 +1,631 @@
+package experiment
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lcl-project/lcl/internal/suggest"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
+)
+
+// TrainSpec is one training run, typed: what `lcl train`'s flags bind to
+// (BindTrainFlags), what a grid's cell expands to (Run.Spec) and what
+// `lcl train --config FILE` reads (LoadTrainSpec). Its configuration
+// (Config) keys the run in the store; Exec says where and how it runs.
+//
+// Fields that override a default only when given are pointers (nil: not
+// given), so that a run's configuration names what was asked for, as
+// spelt: `--precision fp32` given is part of a run's key, absent is not.
+type TrainSpec struct {
+	Synsets  string // label set (--synsets)
+	Data     string // data set spec or folder (--data)
+	Model    string // architecture (--model)
+	Strategy string // --strategy
+	// Params are the strategy's parameters (--param NAME=VALUE, repeatable);
+	// Epsilon is --epsilon, shorthand for Params["epsilon"] (StrategyParams
+	// merges them).
+	Params  map[string]string
+	Epsilon *float64
+	// The similarity matrix of a strategy that needs one: the latest store
+	// matrix of kind Source (or the similarity plugin of that name), else a
+	// C×C .npy file (Matrix), else a store key (SimilarityKey).
+	Source, Matrix, SimilarityKey string
+	Fraction                      float64 // part of the training set, class-stratified
+	Seed                          int64
+	Preset                        *string           // nil: the model's default preset
+	Optim                         trainer.Overrides // nil fields keep the preset's
+	Init                          *string           // weights to start from (safetensors)
+	InitSkip                      []string          // with Init: module prefixes kept at their initialisation
+	Precision                     *string           // fp32 (nil), bf16 or fp16
+	// Model selection (docs/trainer.md): a class-stratified validation
+	// split of the training set, the metric that picks the best epoch,
+	// early stopping, and whether the test set is evaluated every epoch
+	// (nil: none, top1, no early stopping, only once). A new setting of
+	// the trainer is a field here and a line in trainFlags.
+	ValFraction    *float64
+	Select         *string
+	Patience       *int
+	TestEveryEpoch *bool
+
+	Exec TrainExec
+}
+
+// TrainExec are the settings of a run that say where and how it executes,
+// not what it computes: no part of its configuration, so moving a run to
+// a GPU or another folder does not make it another run.
+type TrainExec struct {
+	Out             string // run directory (default runs/DATA-MODEL-STRATEGY-sSEED)
+	Resume          bool
+	NoStore         bool
+	Device          string
+	Threads         int // libtorch threads, 0: its default
+	Workers         int // data decoding goroutines, 0: the CPUs
+	EvalBatch       int
+	CheckpointEvery int
+	MetricsEvery    int
+	LogEvery        int // TensorBoard step scalars every N steps (0: each epoch only)
+	ChannelsLast    bool
+	TF32            bool
+	CUDNNBenchmark  bool
+	NProc           int
+	DistTimeout     time.Duration
+	DistBackend     string
+	DistBind        string
+	PluginTimeout   time.Duration
+	// TrustModel lets a TorchScript model call operators that reach the
+	// file system, the network or the terminal (--trust-model).
+	TrustModel bool
+}
+
+// NewTrainSpec is a TrainSpec holding lcl train's defaults.
+func NewTrainSpec() TrainSpec {
+	return TrainSpec{Model: "cnn", Strategy: "sl", Source: "semantic", Fraction: 1, Seed: 1,
+		Exec: TrainExec{Device: "cpu", EvalBatch: 256, CheckpointEvery: 1, LogEvery: 10, TF32: true, CUDNNBenchmark: true,
+			NProc: 1, DistTimeout: 10 * time.Minute, DistBackend: "gloo"}}
+}
+
+// StrategyParams merges Params and Epsilon (--param and --epsilon).
+func (s *TrainSpec) StrategyParams() (map[string]string, error) {
+	out := maps.Clone(s.Params)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if s.Epsilon != nil {
+		e := formatFloat(*s.Epsilon)
+		if v, ok := out["epsilon"]; ok && v != e {
+			return nil, fmt.Errorf("--epsilon %s and --param epsilon=%s disagree", e, v)
+		}
+		out["epsilon"] = e
+	}
+	return out, nil
+}
+
+// PrecisionName is the forward passes' precision (fp32 unless given).
+func (s *TrainSpec) PrecisionName() string {
+	if s.Precision == nil {
+		return "fp32"
+	}
+	return *s.Precision
+}
+
+// InitFile is the weights file the run starts from ("" for none).
+func (s *TrainSpec) InitFile() string {
+	if s.Init == nil {
+		return ""
+	}
+	return *s.Init
+}
+
+// Selection is the model selection asked for: the validation fraction (0:
+// none), the metric, the patience (0: none) and whether the test set is
+// evaluated every epoch.
+func (s *TrainSpec) Selection() (valFraction float64, metric string, patience int, testEveryEpoch bool) {
+	metric = "top1"
+	if s.ValFraction != nil {
+		valFraction = *s.ValFraction
+	}
+	if s.Select != nil {
+		metric = *s.Select
+	}
+	if s.Patience != nil {
+		patience = *s.Patience
+	}
+	if s.TestEveryEpoch != nil {
+		testEveryEpoch = *s.TestEveryEpoch
+	}
+	return valFraction, metric, patience, testEveryEpoch
+}
+
+// PresetName is the preset given, "" for the model's default.
+func (s *TrainSpec) PresetName() string {
+	if s.Preset == nil {
+		return ""
+	}
+	return *s.Preset
+}
+
+// OverridesGiven are the flags of the optimisation overrides that were
+// given, by name (trainer.OverrideFlags' order).
+func (s *TrainSpec) OverridesGiven() []string {
+	var given []string
+	for _, f := range trainFlags {
+		if slices.Contains(trainer.OverrideFlags(), f.name) && isGiven(f.bind(s)) {
+			given = append(given, f.name)
+		}
+	}
+	return given
+}
+
+// Config is the run's configuration, keyed as a grid's run of the same
+// settings is: the settings that change the result, as given. similarity
+// says whether the strategy used a similarity matrix: only then do
+// --source, --matrix and --similarity-key belong to the run.
+func (s *TrainSpec) Config(similarity bool) (simstore.RunConfig, error) {
+	params, err := s.StrategyParams()
+	if err != nil {
+		return simstore.RunConfig{}, err
+	}
+	c := simstore.RunConfig{Labels: s.Synsets, Data: s.Data, Model: s.Model, Strategy: s.Strategy,
+		Fraction: s.Fraction, Seed: int(s.Seed), Params: params, Preset: s.PresetName()}
+	if s.Optim.Epochs != nil {
+		c.Epochs = *s.Optim.Epochs
+	}
+	if similarity && s.Matrix == "" && s.SimilarityKey == "" {
+		c.Source = s.Source
+	}
+	for _, f := range trainFlags {
+		switch {
+		case f.exec || f.own:
+			continue
+		case f.name == "matrix" || f.name == "similarity-key":
+			if v := f.bind(s).String(); similarity && v != "" {
+				c.Args = setArg(c.Args, f.name, v)
+			}
+		case isGiven(f.bind(s)):
+			c.Args = setArg(c.Args, f.name, f.bind(s).String())
+		}
+	}
+	return c, nil
+}
+
+func setArg(args map[string]string, k, v string) map[string]string {
+	if args == nil {
+		args = map[string]string{}
+	}
+	args[k] = v
+	return args
+}
+
+// Validate checks what needs no file: ranges and the names of the
+// precision and optimisation settings (the data, model, strategy and
+// similarity are checked when the run is assembled). It names the flag.
+func (s *TrainSpec) Validate() error {
+	switch {
+	case !(s.Fraction > 0 && s.Fraction <= 1):
+		return fmt.Errorf("--fraction %v: want 0 < fraction ≤ 1", s.Fraction)
+	case s.Exec.NProc < 1:
+		return fmt.Errorf("--nproc %d: want ≥ 1", s.Exec.NProc)
+	case s.Exec.Threads < 0:
+		return fmt.Errorf("--threads %d: want ≥ 0", s.Exec.Threads)
+	case s.Exec.Workers < 0:
+		return fmt.Errorf("--workers %d: want ≥ 0", s.Exec.Workers)
+	case s.Exec.LogEvery < 0:
+		return fmt.Errorf("--log-every %d: want ≥ 0", s.Exec.LogEvery)
+	}
+	vf, metric, patience, every := s.Selection()
+	switch {
+	case !(vf >= 0 && vf < 1):
+		return fmt.Errorf("--val-fraction %v: want 0 ≤ fraction < 1 (0: no validation split)", vf)
+	case vf == 0 && (s.Select != nil || s.Patience != nil || every):
+		return fmt.Errorf("--select, --patience and --test-every-epoch need --val-fraction")
+	case metric != "top1" && metric != "top5" && metric != "loss":
+		return fmt.Errorf("--select %q: want top1, top5 or loss", metric)
+	case patience < 0:
+		return fmt.Errorf("--patience %d: want ≥ 0 (0: no early stopping)", patience)
+	}
+	switch p := s.PrecisionName(); p {
+	case "fp32", "bf16", "fp16":
+	default:
+		return fmt.Errorf("--precision %q: want fp32, bf16 or fp16", p)
+	}
+	if _, err := s.StrategyParams(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// BindTrainFlags adds lcl train's flags to fs, bound to the fields of s:
+// parsing a command line fills s. s's current values are the defaults
+// the help shows (NewTrainSpec's for lcl train).
+func BindTrainFlags(fs *pflag.FlagSet, s *TrainSpec) {
+	for _, f := range trainFlags {
+		fl := fs.VarPF(f.bind(s), f.name, "", f.usage)
+		if f.bind(s).Type() == "bool" {
+			fl.NoOptDefVal = "true"
+		}
+	}
+}
+
+// SetTrainFlag sets the flag name of s as the command line --name value
+// would, e.g. a grid's args entry; an unknown name is an error. A list
+// flag (--init-skip) takes values as its whole list, --param adds each
+// NAME=VALUE, any other flag takes the last value.
+func (s *TrainSpec) SetTrainFlag(name string, values ...string) error {
+	for _, f := range trainFlags {
+		if f.name != name {
+			continue
+		}
+		v := f.bind(s)
+		if l, ok := v.(stringList); ok {
+			return l.Replace(values)
+		}
+		for _, x := range values {
+			if err := v.Set(x); err != nil {
+				return fmt.Errorf("--%s %q: %w", name, x, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("lcl train has no flag --%s%s", name, suggestFlag(name))
+}
+
+// IsTrainFlag reports whether lcl train has the flag name (without dashes).
+func IsTrainFlag(name string) bool {
+	for _, f := range trainFlags {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// suggestFlag is "; did you mean --X?" for the train flags close to name.
+func suggestFlag(name string) string {
+	names := make([]string, len(trainFlags))
+	for i, f := range trainFlags {
+		names[i] = "--" + f.name
+	}
+	return suggest.DidYouMean("--"+name, names)
+}
+
+// trainFlag is one flag of lcl train, bound to a field of a TrainSpec.
+type trainFlag struct {
+	name, usage string
+	// exec: how or where the run executes, no part of its configuration.
+	exec bool
+	// own: a field of the configuration of its own (synsets, model, ...),
+	// not an entry of its Args.
+	own  bool
+	bind func(s *TrainSpec) pflag.Value
+}
+
+// trainFlags are lcl train's flags in the order its help lists them.
+var trainFlags = []trainFlag{
+	{name: "synsets", own: true, usage: "label set of the data (fashion-mnist, cifar100, ...): the data kind when --data is a directory",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Synsets) }},
+	{name: "data", own: true, usage: "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Data) }},
+	{name: "model", own: true, usage: "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Model) }},
+	{name: "trust-model", exec: true, usage: "let a TorchScript model call operators that reach the file system, the network or the terminal",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TrustModel) }},
+	{name: "strategy", own: true, usage: "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin (lcl plugins list)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
+	{name: "param", own: true, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",
+		bind: func(s *TrainSpec) pflag.Value { return paramsValue{&s.Params} }},
+	{name: "epsilon", own: true, usage: "lcl's decay ε (shorthand for --param epsilon=ε; paper: 0.9, 0.99, 0.999)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Epsilon, "0") }},
+	{name: "source", own: true, usage: "similarity matrix: the latest matrix of this kind in the store, else a similarity plugin of this name",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Source) }},
+	{name: "matrix", usage: "similarity matrix from a C×C .npy file (class order), instead of --source",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Matrix) }},
+	{name: "similarity-key", usage: "similarity matrix by its store key (lcl store ls), instead of --source",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.SimilarityKey) }},
+	{name: "plugin-timeout", exec: true, usage: "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)",
+		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.PluginTimeout) }},
+	{name: "fraction", own: true, usage: "part of the training set to use, class-stratified (0 < f ≤ 1)",
+		bind: func(s *TrainSpec) pflag.Value { return float(&s.Fraction) }},
+	{name: "seed", own: true, usage: "seed of the subset, initialisation, order, augmentation and dropout",
+		bind: func(s *TrainSpec) pflag.Value { return int64v(&s.Seed) }},
+	{name: "threads", exec: true, usage: "libtorch threads (0 = libtorch's default)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
+	{name: "device", exec: true, usage: "cpu, cuda or cuda:N",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Device) }},
+	{name: "out", exec: true, usage: "run directory (default runs/DATA-MODEL-STRATEGY-sSEED)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Out) }},
+	{name: "preset", own: true, usage: "optimisation preset (default by model: fmnist-cnn, cifar-resnet, imagenet-resnet, wrn-cifar)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Preset, "") }},
+	{name: "epochs", own: true, usage: "epochs (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Epochs) }},
+	{name: "batch", usage: "batch size (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Batch) }},
+	{name: "lr", usage: "base learning rate (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.LR, "0") }},
+	{name: "momentum", usage: "SGD momentum (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Momentum, "0") }},
+	{name: "nesterov", usage: "Nesterov momentum (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.Optim.Nesterov) }},
+	{name: "weight-decay", usage: "L2 weight decay (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.WeightDecay, "0") }},
+	{name: "schedule", usage: "learning-rate schedule: constant, cosine, step or multistep (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Optim.Schedule, "") }},
+	{name: "milestones", usage: "multistep epochs, e.g. 60,120,160",
+		bind: func(s *TrainSpec) pflag.Value { return milestones{&s.Optim.Milestones} }},
+	{name: "gamma", usage: "step/multistep decay factor",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Gamma, "0") }},
+	{name: "step-size", usage: "step schedule: decay every N epochs",
+		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.StepSize) }},
+	{name: "warmup", usage: "epochs of linear learning-rate warm-up",
+		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Warmup) }},
+	{name: "optimizer", usage: "sgd, rmsprop (TensorFlow's, decay 0.9, ε 1), adam or adamw (torch.optim's; --weight-decay is AdamW's decoupled decay; the preset's momentum does not apply) (overrides the preset)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Optim.Optimizer, "") }},
+	{name: "betas", usage: "adam/adamw: the moments' decay rates B1,B2 (default 0.9,0.999)",
+		bind: func(s *TrainSpec) pflag.Value { return betas{&s.Optim.Betas} }},
+	{name: "eps", usage: "adam/adamw: epsilon of the denominator (default 1e-8)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Eps, "0") }},
+	{name: "clip-grad-norm", usage: "scale each model's gradients to an L2 norm of at most this before every update (0: no clipping)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.ClipGradNorm, "0") }},
+	{name: "ema-decay", usage: "keep a moving average of the weights, e ← d·e + (1−d)·w after every step (timm's model EMA, e.g. 0.9998), evaluated every epoch and saved as model-ema.safetensors (0: none)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.EMADecay, "0") }},
+	{name: "val-fraction", usage: "hold out this class-stratified, seeded part of the training set for validation: evaluated every epoch, the best epoch's weights kept (model-best.safetensors) and tested once at the end (0: none)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.ValFraction, "0") }},
+	{name: "select", usage: "with --val-fraction: the validation metric that picks the best epoch: top1, top5 or loss (of the moving average with --ema-decay)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Select, "top1") }},
+	{name: "patience", usage: "with --val-fraction: stop after this many epochs without a better validation metric (0: train every epoch)",
+		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Patience) }},
+	{name: "test-every-epoch", usage: "with --val-fraction: evaluate the test set every epoch too (else only once, on the selected weights)",
+		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.TestEveryEpoch) }},
+	{name: "checkpoint-every", exec: true, usage: "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.CheckpointEvery) }},
+	{name: "resume", exec: true, usage: "continue the run in --out from its checkpoint",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.Resume) }},
+	{name: "init", usage: "start from the weights of a safetensors file (lcl's model.safetensors, or a torchvision/timm state dict: docs/trainer.md), loaded strictly",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Init, "") }},
+	{name: "init-skip", usage: "with --init: module prefixes to keep at their initialisation, e.g. fc (a classifier for other classes)",
+		bind: func(s *TrainSpec) pflag.Value { return stringList{&s.InitSkip} }},
+	{name: "workers", exec: true, usage: "data decoding goroutines (0 = number of CPUs)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Workers) }},
+	{name: "eval-batch", exec: true, usage: "evaluation batch size",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.EvalBatch) }},
+	{name: "no-store", exec: true, usage: "do not record the run in the store",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.NoStore) }},
+	{name: "nproc", exec: true, usage: "data-parallel worker processes on this machine (Gloo over loopback); --batch is the global batch",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.NProc) }},
+	{name: "dist-timeout", exec: true, usage: "data-parallel: how long a rank waits for a stalled peer before failing",
+		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.DistTimeout) }},
+	{name: "dist-backend", exec: true, usage: "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBackend) }},
+	{name: "dist-bind", exec: true, usage: "data-parallel, rank 0: the address its rendezvous store listens on (default MASTER_ADDR; \"any\": every interface; also $LCL_DIST_BIND)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBind) }},
+	{name: "precision", usage: "forward passes in fp32, bf16 or fp16 (autocast; fp16 with dynamic loss scaling, CUDA only); weights, optimizer and checkpoints stay fp32",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Precision, "fp32") }},
+	{name: "channels-last", exec: true, usage: "channels-last (NHWC) memory format for models and inputs (CPU too: the small CNN trains 1.3x faster)",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.ChannelsLast) }},
+	{name: "tf32", exec: true, usage: "allow TF32 in float32 matmuls and convolutions (CUDA)",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TF32) }},
+	{name: "cudnn-benchmark", exec: true, usage: "cuDNN autotuning of convolution algorithms (CUDA)",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.CUDNNBenchmark) }},
+	{name: "metrics-every", exec: true, usage: "read the training loss and accuracy from the device every N steps (0: every step on the CPU, 50 on CUDA)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.MetricsEvery) }},
+	{name: "log-every", exec: true, usage: "TensorBoard: the training scalars every N optimiser steps (0: once per epoch)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.LogEvery) }},
+}
+
+// isGiven reports whether an optional value was given.
+func isGiven(v pflag.Value) bool {
+	g, ok := v.(interface{ Given() bool })
+	return ok && g.Given()
+}
+
+// value is a flag bound to a field of type T.
+type value[T any] struct {
+	p      *T
+	parse  func(string) (T, error)
+	format func(T) string
+	typ    string
+}
+
+func (v value[T]) String() string { return v.format(*v.p) }
+func (v value[T]) Type() string   { return v.typ }
+func (v value[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = x
+	return nil
+}
+
+// optional is a flag bound to a field of type *T: nil until given.
+type optional[T any] struct {
+	p      **T
+	parse  func(string) (T, error)
+	format func(T) string
+	typ    string
+	def    string // what the help shows while not given
+}
+
+func (v optional[T]) Given() bool  { return *v.p != nil }
+func (v optional[T]) Type() string { return v.typ }
+func (v optional[T]) String() string {
+	if *v.p == nil {
+		return v.def
+	}
+	return v.format(**v.p)
+}
+func (v optional[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = &x
+	return nil
+}
+
+func parseString(s string) (string, error) { return s, nil }
+func parseFloat(s string) (float64, error) { return numErr(strconv.ParseFloat(s, 64)) }
+func parseInt(s string) (int, error)       { return numErr(strconv.Atoi(s)) }
+func parseInt64(s string) (int64, error)   { return numErr(strconv.ParseInt(s, 10, 64)) }
+func parseBool(s string) (bool, error)     { return numErr(strconv.ParseBool(s)) }
+
+// numErr drops strconv's repetition of the input from its errors.
+func numErr[T any](x T, err error) (T, error) {
+	if ne, ok := err.(*strconv.NumError); ok {
+		err = ne.Err
+	}
+	return x, err
+}
+
+func str(p *string) value[string] {
+	return value[string]{p, parseString, func(s string) string { return s }, "string"}
+}
+func float(p *float64) value[float64] { return value[float64]{p, parseFloat, formatFloat, "float"} }
+func intv(p *int) value[int]          { return value[int]{p, parseInt, strconv.Itoa, "int"} }
+func int64v(p *int64) value[int64] {
+	return value[int64]{p, parseInt64, func(n int64) string { return strconv.FormatInt(n, 10) }, "int"}
+}
+func boolv(p *bool) value[bool] { return value[bool]{p, parseBool, strconv.FormatBool, "bool"} }
+func duration(p *time.Duration) value[time.Duration] {
+	format := func(d time.Duration) string {
+		if d == 0 {
+			return "0" // the help shows no default then
+		}
+		return d.String()
+	}
+	return value[time.Duration]{p, time.ParseDuration, format, "duration"}
+}
+func optString(p **string, def string) optional[string] {
+	return optional[string]{p, parseString, func(s string) string { return s }, "string", def}
+}
+func optFloat(p **float64, def string) optional[float64] {
+	return optional[float64]{p, parseFloat, formatFloat, "float", def}
+}
+func optInt(p **int) optional[int] { return optional[int]{p, parseInt, strconv.Itoa, "int", "0"} }
+func optBool(p **bool) optional[bool] {
+	return optional[bool]{p, parseBool, strconv.FormatBool, "bool", "false"}
+}
+
+// milestones is --milestones 60,120,160 (nil until given).
+type milestones struct{ p *[]int }
+
+func (m milestones) Given() bool  { return *m.p != nil }
+func (m milestones) Type() string { return "string" }
+func (m milestones) String() string {
+	parts := make([]string, len(*m.p))
+	for i, n := range *m.p {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+func (m milestones) Set(s string) error {
+	ms, err := trainer.ParseMilestones(s)
+	if err == nil {
+		*m.p = ms
+	}
+	return err
+}
+
+// betas is --betas B1,B2 (nil until given), parsed as the trainer parses
+// a preset's override.
+type betas struct{ p *[]float64 }
+
+func (b betas) Given() bool  { return *b.p != nil }
+func (b betas) Type() string { return "string" }
+func (b betas) String() string {
+	if *b.p == nil {
+		return ""
+	}
+	parts := make([]string, len(*b.p))
+	for i, x := range *b.p {
+		parts[i] = formatFloat(x)
+	}
+	return strings.Join(parts, ",")
+}
+func (b betas) Set(s string) error {
+	o, err := trainer.ParseOverrides(map[string]string{"betas": s})
+	if err == nil {
+		*b.p = o.Betas
+	}
+	return err
+}
+
+// stringList is a comma-separated, repeatable list (nil until given), as
+// pflag's StringSlice.
+type stringList struct{ p *[]string }
+
+func (l stringList) Given() bool  { return *l.p != nil }
+func (l stringList) Type() string { return "strings" }
+func (l stringList) String() string {
+	if *l.p == nil {
+		return "" // not given: the help shows no default
+	}
+	return "[" + strings.Join(*l.p, ",") + "]"
+}
+func (l stringList) GetSlice() []string { return slices.Clone(*l.p) }
+func (l stringList) Replace(vs []string) error {
+	*l.p = []string{}
+	for _, v := range vs {
+		if err := l.Set(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (l stringList) Append(v string) error { return l.Set(v) }
+func (l stringList) Set(s string) error {
+	if *l.p == nil {
+		*l.p = []string{}
+	}
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l.p = append(*l.p, v)
+		}
+	}
+	return nil
+}
+
+// paramsValue is --param NAME=VALUE, repeatable, into a map.
+type paramsValue struct{ p *map[string]string }
+
+func (v paramsValue) Type() string { return "stringArray" }
+func (v paramsValue) String() string {
+	if len(*v.p) == 0 {
+		return "" // the help shows no default
+	}
+	return "[" + strings.Join(v.GetSlice(), ",") + "]"
+}
+func (v paramsValue) GetSlice() []string {
+	var out []string
+	for _, k := range sortedKeys(*v.p) {
+		out = append(out, k+"="+(*v.p)[k])
+	}
+	return out
+}
+func (v paramsValue) Append(s string) error { return v.Set(s) }
+func (v paramsValue) Replace(vs []string) error {
+	*v.p = nil
+	for _, s := range vs {
+		if err := v.Set(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (v paramsValue) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want NAME=VALUE")
+	}
+	if *v.p == nil {
+		*v.p = map[string]string{}
+	}
+	(*v.p)[k] = val
+	return nil
+}

@@ -1,0 +1,268 @@
+package experiment
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lcl-project/lcl/simstore"
+)
+
+// parseTrain is what lcl train's flags make of a command line (without
+// the leading "train").
+func parseTrain(t *testing.T, args ...string) TrainSpec {
+	t.Helper()
+	s := NewTrainSpec()
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	BindTrainFlags(fs, &s)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return s
+}
+
+// The run an lcl train command line trains is the grid's run it came from:
+// same configuration, same key; and the grid's run read as a spec directly
+// (Run.Spec) is the same spec.
+func TestSpecConfigInvertsTrainArgs(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range g.Expand() {
+		r.Exec.NProc = 2
+		s := parseTrain(t, r.TrainArgs("runs/"+r.ID, true)[1:]...)
+		c, err := s.Config(r.Config.Strategy == "lcl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r.Config
+		if want.Params == nil {
+			want.Params = map[string]string{}
+		}
+		if !reflect.DeepEqual(c, want) || c.ID() != r.ID {
+			t.Errorf("%s: Config(TrainArgs) = %+v (%s), want %+v", r.Describe(), c, c.ID(), want)
+		}
+		if s.Exec.NProc != 2 || s.Exec.Threads != 2 || s.Exec.Device != "cpu" || !s.Exec.Resume || !s.Exec.NoStore || s.Exec.Out != "runs/"+r.ID {
+			t.Errorf("%s: execution settings %+v", r.Describe(), s.Exec)
+		}
+		direct, err := r.Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct.Exec.Out, direct.Exec.Resume, direct.Exec.NoStore = s.Exec.Out, true, true
+		if !reflect.DeepEqual(direct, s) {
+			t.Errorf("%s: Run.Spec = %+v, the command line gives %+v", r.Describe(), direct, s)
+		}
+	}
+}
+
+func TestTrainSpecConfig(t *testing.T) {
+	base := []string{"--synsets", "fashion-mnist", "--strategy", "lcl", "--fraction", "0.02", "--epsilon", "0.9"}
+	want := simstore.RunConfig{Labels: "fashion-mnist", Model: "cnn", Strategy: "lcl", Fraction: 0.02, Seed: 1, Source: "semantic",
+		Params: map[string]string{"epsilon": "0.9"}}
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		similarity bool
+		edit       func(*simstore.RunConfig)
+	}{
+		{"defaults", nil, true, nil},
+		{"no similarity: no source", nil, false, func(c *simstore.RunConfig) { c.Source = "" }},
+		{"execution flags left out",
+			[]string{"--device", "cuda", "--threads", "4", "--out", "runs/x", "--resume", "--nproc", "2", "--workers", "3",
+				"--dist-bind", "any", "--plugin-timeout", "1m", "--channels-last", "--log-every", "5", "--metrics-every", "7"},
+			true, nil},
+		{"result flags kept", []string{"--batch", "16", "--lr", "0.10", "--precision", "bf16", "--nesterov", "--milestones", "3,6"}, true,
+			func(c *simstore.RunConfig) {
+				c.Args = map[string]string{"batch": "16", "lr": "0.1", "precision": "bf16", "nesterov": "true", "milestones": "3,6"}
+			}},
+		{"a default given is kept", []string{"--precision", "fp32", "--momentum", "0"}, true,
+			func(c *simstore.RunConfig) { c.Args = map[string]string{"precision": "fp32", "momentum": "0"} }},
+		{"epochs and preset when given", []string{"--epochs", "3", "--preset", "goyal"}, true,
+			func(c *simstore.RunConfig) { c.Epochs, c.Preset = 3, "goyal" }},
+		{"a matrix file replaces the source", []string{"--matrix", "s.npy"}, true,
+			func(c *simstore.RunConfig) { c.Source, c.Args = "", map[string]string{"matrix": "s.npy"} }},
+		{"a store key replaces the source", []string{"--similarity-key", "sim/x"}, true,
+			func(c *simstore.RunConfig) { c.Source, c.Args = "", map[string]string{"similarity-key": "sim/x"} }},
+		{"a matrix a strategy does not use is no setting", []string{"--matrix", "s.npy"}, false,
+			func(c *simstore.RunConfig) { c.Source = "" }},
+		{"optimiser and model selection", []string{"--optimizer", "adamw", "--betas", "0.9,0.99", "--eps", "1e-7", "--clip-grad-norm", "1",
+			"--ema-decay", "0.999", "--val-fraction", "0.1", "--select", "loss", "--patience", "3", "--test-every-epoch"}, true,
+			func(c *simstore.RunConfig) {
+				c.Args = map[string]string{"optimizer": "adamw", "betas": "0.9,0.99", "eps": "1e-07", "clip-grad-norm": "1", "ema-decay": "0.999",
+					"val-fraction": "0.1", "select": "loss", "patience": "3", "test-every-epoch": "true"}
+			}},
+		{"params merge", []string{"--param", "epsilon=0.9", "--param", "per-step=true"}, true,
+			func(c *simstore.RunConfig) { c.Params["per-step"] = "true" }},
+		{"init and its skips", []string{"--init", "w.safetensors", "--init-skip", "fc,head", "--init-skip", "aux"}, true,
+			func(c *simstore.RunConfig) {
+				c.Args = map[string]string{"init": "w.safetensors", "init-skip": "[fc,head,aux]"}
+			}},
+	} {
+		w := want
+		w.Params = map[string]string{"epsilon": "0.9"}
+		if tc.edit != nil {
+			tc.edit(&w)
+		}
+		s := parseTrain(t, append(append([]string(nil), base...), tc.args...)...)
+		got, err := s.Config(tc.similarity)
+		if err != nil || !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, w)
+		}
+	}
+	s := parseTrain(t, "--epsilon", "0.9", "--param", "epsilon=0.99")
+	if _, err := s.Config(true); err == nil || !strings.Contains(err.Error(), "--epsilon 0.9 and --param epsilon=0.99 disagree") {
+		t.Errorf("disagreeing epsilons: %v", err)
+	}
+}
+
+// The flags fill typed fields; a value that does not parse names its flag.
+func TestBindTrainFlags(t *testing.T) {
+	s := parseTrain(t, "--epochs", "3", "--lr", "0.5", "--nesterov=false", "--schedule", "cosine", "--dist-timeout", "30s",
+		"--seed", "7", "--init-skip", "fc")
+	o := s.Optim
+	if *o.Epochs != 3 || *o.LR != 0.5 || *o.Nesterov || *o.Schedule != "cosine" || o.Batch != nil || o.Momentum != nil ||
+		s.Exec.DistTimeout != 30*time.Second || s.Seed != 7 || !reflect.DeepEqual(s.InitSkip, []string{"fc"}) {
+		t.Errorf("spec %+v, optim %+v", s, o)
+	}
+	if got := s.OverridesGiven(); !reflect.DeepEqual(got, []string{"epochs", "lr", "nesterov", "schedule"}) {
+		t.Errorf("OverridesGiven = %v", got)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--seed x", `invalid argument "x" for "--seed" flag: invalid syntax`},
+		{"--milestones 3,-1", "want positive epochs"},
+		{"--param noequals", "want NAME=VALUE"},
+		{"--betas 0.9", "want two numbers like 0.9,0.999"},
+	} {
+		s := NewTrainSpec()
+		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		fs.SetOutput(new(strings.Builder))
+		BindTrainFlags(fs, &s)
+		if err := fs.Parse(strings.Fields(tc.args)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fraction", "1.5"}, "--fraction 1.5: want 0 < fraction ≤ 1"},
+		{[]string{"--precision", "fp8"}, `--precision "fp8": want fp32, bf16 or fp16`},
+		{[]string{"--nproc", "0"}, "--nproc 0: want ≥ 1"},
+		{[]string{"--log-every", "-1"}, "--log-every -1"},
+		{[]string{"--val-fraction", "1"}, "--val-fraction 1: want 0 ≤ fraction < 1"},
+		{[]string{"--patience", "3"}, "--select, --patience and --test-every-epoch need --val-fraction"},
+		{[]string{"--val-fraction", "0.1", "--select", "top3"}, `--select "top3": want top1, top5 or loss`},
+	} {
+		s := parseTrain(t, tc.args...)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: Validate = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// lcl train --config reads a grid's cell; its args and params are lcl
+// train's flags, checked; what it leaves out keeps lcl train's defaults.
+func TestLoadTrainSpec(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s, err := LoadTrainSpec(write("ok.yaml", `labels: fashion-mnist
+model: "cnn:channels=16x32"
+fraction: 0.1
+strategy: lcl
+source: semantic
+params: {epsilon: 0.99, per-step: "false"}
+seed: 0
+epochs: 2
+args: {lr: "0.05", precision: bf16}
+threads: 2
+channels-last: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Synsets != "fashion-mnist" || s.Model != "cnn:channels=16x32" || s.Fraction != 0.1 || s.Seed != 0 || *s.Epsilon != 0.99 ||
+		s.Params["per-step"] != "false" || *s.Optim.Epochs != 2 || *s.Optim.LR != 0.05 || s.PrecisionName() != "bf16" ||
+		s.Exec.Threads != 2 || !s.Exec.ChannelsLast || s.Exec.Device != "cpu" || s.Exec.EvalBatch != 256 {
+		t.Errorf("spec %+v", s)
+	}
+	c, _ := s.Config(true)
+	want := simstore.RunConfig{Labels: "fashion-mnist", Model: "cnn:channels=16x32", Fraction: 0.1, Strategy: "lcl", Source: "semantic",
+		Params: map[string]string{"epsilon": "0.99", "per-step": "false"}, Seed: 0, Epochs: 2,
+		Args: map[string]string{"lr": "0.05", "precision": "bf16"}}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Config = %+v, want %+v", c, want)
+	}
+	// Defaults: fraction 1, seed 1, the cnn, sl.
+	s, err = LoadTrainSpec(write("min.yaml", "labels: mnist\n"))
+	if err != nil || s.Fraction != 1 || s.Seed != 1 || s.Model != "cnn" || s.Strategy != "sl" {
+		t.Errorf("defaults: %+v %v", s, err)
+	}
+	for name, tc := range map[string]struct{ text, want string }{
+		"unknown key":  {"labels: x\nmodels: [cnn]\n", "line 2: field models not found"},
+		"unknown flag": {"labels: x\nargs: {learning-rate: 0.1}\n", "args.learning-rate: lcl train has no flag --learning-rate"},
+		"bad value":    {"labels: x\nargs: {batch: many}\n", `args.batch: --batch "many": invalid syntax`},
+		"bad fraction": {"labels: x\nfraction: 2\n", "--fraction 2: want 0 < fraction ≤ 1"},
+		"two runs":     {"labels: x\n---\nlabels: y\n", "line 2: the file holds one run"},
+		"empty":        {"", "empty file"},
+	} {
+		p := write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.text)
+		if _, err := LoadTrainSpec(p); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want %q naming the file", name, err, tc.want)
+		}
+	}
+}
+
+// A run directory's lcl-run.json (the runner's) is a cell too: the run it
+// gives has the grid run's key.
+func TestLoadTrainSpecOfARunDirectory(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range g.Expand() {
+		path := filepath.Join(t.TempDir(), ConfigFile)
+		raw, _ := json.MarshalIndent(r.Config, "", "  ")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := LoadTrainSpec(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := s.Config(r.Config.Strategy == "lcl"); c.ID() != r.ID {
+			t.Errorf("%s: %+v, want %+v", r.Describe(), c, r.Config)
+		}
+	}
+}
+
+// A grid's params that are no flag of lcl train are the strategy's own
+// (--param NAME=VALUE), both in the command line and in the spec.
+func TestStrategyParamsOfAGrid(t *testing.T) {
+	r := Cell{Labels: "fashion-mnist", Strategy: "ls", Params: map[string]string{"alpha": "0.2"}}.Run()
+	args := strings.Join(r.TrainArgs("d", false), " ")
+	if !strings.Contains(args, "--param alpha=0.2") {
+		t.Errorf("TrainArgs %s", args)
+	}
+	s, err := r.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.Config(false)
+	if c.ID() != r.ID {
+		t.Errorf("Spec().Config() = %+v, want %+v", c, r.Config)
+	}
+}

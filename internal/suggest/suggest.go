@@ -1,0 +1,70 @@
+// Package suggest finds the names closest to a misspelt one, for the
+// "did you mean" of an error message.
+package suggest
+
+import (
+	"slices"
+	"strings"
+)
+
+// Closest returns the names within a small edit distance of name (a third
+// of its length, at least 1, at most 3; case ignored), nearest first, or
+// those that start with it. It returns nil when none is close.
+func Closest(name string, names []string) []string {
+	name = strings.ToLower(name)
+	limit := min(max(len(name)/3, 1), 3)
+	type cand struct {
+		name string
+		d    int
+	}
+	var out []cand
+	for _, n := range names {
+		l := strings.ToLower(n)
+		if d := Distance(name, l); d <= limit || (len(name) >= 3 && strings.HasPrefix(l, name)) {
+			out = append(out, cand{n, d})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b cand) int { return a.d - b.d })
+	res := make([]string, 0, len(out))
+	for _, c := range out {
+		res = append(res, c.name)
+	}
+	if len(res) == 0 {
+		return nil
+	}
+	return res
+}
+
+// DidYouMean is "; did you mean X?" (or "X or Y", the nearest three) for
+// the names close to name, "" when none is.
+func DidYouMean(name string, names []string) string {
+	c := Closest(name, names)
+	if len(c) == 0 {
+		return ""
+	}
+	c = c[:min(len(c), 3)]
+	return "; did you mean " + strings.Join(c, " or ") + "?"
+}
+
+// Distance is the Levenshtein distance of a and b (insertions, deletions
+// and substitutions of runes).
+func Distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

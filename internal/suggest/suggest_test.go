@@ -1,0 +1,45 @@
+package suggest
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestDistance(t *testing.T) {
+	// Hand-counted edits.
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"resnet50", "resnet18", 2},
+		{"flaw", "lawn", 2}, {"ε", "e", 1}, {"densenet", "densenet", 0},
+	} {
+		if got := Distance(tc.a, tc.b); got != tc.d {
+			t.Errorf("Distance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	names := []string{"resnet18", "resnet50", "resnext50-32x4d", "cnn", "mlp", "densenet"}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"resnet5", []string{"resnet50", "resnet18"}},
+		{"Resnet-50", []string{"resnet50", "resnet18"}}, // 1 and 3 edits
+		{"cnm", []string{"cnn"}},
+		{"vgg16", nil},
+		{"resnext", []string{"resnext50-32x4d"}},
+	} {
+		if got := Closest(tc.name, names); !slices.Equal(got, tc.want) {
+			t.Errorf("Closest(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := DidYouMean("cnm", names); got != "; did you mean cnn?" {
+		t.Errorf("DidYouMean = %q", got)
+	}
+	if got := DidYouMean("vgg16", names); got != "" {
+		t.Errorf("DidYouMean of nothing close = %q", got)
+	}
+}
