@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/lcl-project/lcl/labels"
@@ -53,6 +54,7 @@ type Run struct {
 type Bridge struct {
 	st         Strategy
 	run        Run
+	simDigest  string // MatrixDigest of the run's similarity, "" without one
 	stages     []sdk.Stage
 	planner    []Stage
 	train      []int // strategy example k = data-set index train[k]
@@ -61,7 +63,15 @@ type Bridge struct {
 	// observeErr is the first failed Observe (the trainer's epoch callback
 	// cannot fail); the next Plan returns it, so a crashed plugin stops the run.
 	observeErr error
+	// bigPlans: the last plan's targets (or, before the first plan, the
+	// similarity) were large (LargeTargets), so the next Plan first returns
+	// the memory of what the trainer is done with (21,843 classes: 1.9 GB).
+	bigPlans bool
 }
+
+// LargeTargets is the size in bytes from which the Bridge hands the memory
+// of a finished plan's targets back to the system before the next plan.
+const LargeTargets = 256 << 20
 
 var _ Planner = (*Bridge)(nil)
 
@@ -89,6 +99,14 @@ func New(ctx context.Context, st Strategy, run Run) (*Bridge, error) {
 		return nil, err
 	}
 	b := &Bridge{st: st, run: run, stages: stages, train: train, datasetLen: len(run.Labels), sent: map[int]bool{}}
+	if run.Similarity != nil {
+		// The strategy has the matrix now: keep its digest, not the matrix
+		// (1.9 GB at 21,843 classes), whose memory the first Plan returns
+		// once the caller has let go of it too.
+		b.simDigest = MatrixDigest(run.Similarity)
+		b.bigPlans = 4*run.Similarity.Rows*run.Similarity.Cols >= LargeTargets
+		b.run.Similarity = nil
+	}
 	for _, s := range stages {
 		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models, Model: s.Model, PerStep: s.PerStep}
 		if s.Teacher >= 0 {
@@ -118,10 +136,19 @@ func (b *Bridge) Stages() []Stage { return b.planner }
 func (b *Bridge) StrategyStages() []sdk.Stage { return b.stages }
 
 // Plan is the strategy's plan for the trainer: targets, weights and
-// coefficients as float32, weights and subset in data-set indices.
+// coefficients as float32, weights and subset in data-set indices. Large
+// targets are the plugin's answer itself and share memory with the next
+// large plan's (plugins.Strategy.Plan): the trainer is done with an epoch's
+// targets once its tensor holds them.
 func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	if b.observeErr != nil {
 		return Plan{}, b.observeErr
+	}
+	if b.bigPlans {
+		// The trainer asks for a plan once it is done with the last one (but
+		// the epoch's, which a per-step plan leaves in use): return what is
+		// free before the next C×C matrix arrives.
+		debug.FreeOSMemory()
 	}
 	sp, err := b.StrategyPlan(ctx, pc.StageIndex, pc.Epoch, pc.Step, pc.Features)
 	if err != nil {
@@ -130,8 +157,10 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	c := sp.Coef
 	out := Plan{Subset: sp.Subset, Coefs: Coefs{Soft: float32(c.SoftCE), Hard: float32(c.HardCE),
 		KD: float32(c.KD), KDTemp: float32(c.Temperature), Mutual: float32(c.Mutual)}}
+	b.bigPlans = false
 	if sp.Targets != nil {
-		out.Targets = toFloat32(sp.Targets.Data)
+		out.Targets = sp.Targets.Dense().Data // the plugin's answer itself: not copied
+		b.bigPlans = 4*len(out.Targets) >= LargeTargets
 	}
 	if sp.Weights != nil {
 		out.Weights = toFloat32(sp.Weights)
@@ -205,21 +234,29 @@ func (b *Bridge) Identity() map[string]string {
 	for k, v := range b.run.Params {
 		id["param "+k] = v
 	}
-	if b.run.Similarity != nil {
-		id["similarity"] = MatrixDigest(b.run.Similarity)
+	if b.simDigest != "" {
+		id["similarity"] = b.simDigest
 	}
 	return id
 }
 
 // MatrixDigest is a short digest of a similarity matrix: its shape and the
-// first 8 bytes of the SHA-256 of its float64 values.
+// first 8 bytes of the SHA-256 of its values as float64 (so runs recorded
+// when matrices travelled as float64 keep their identity).
 func MatrixDigest(m *sdk.Matrix) string {
 	h := sha256.New()
-	var buf [8]byte
-	for _, v := range m.Data {
-		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-		h.Write(buf[:])
+	buf := make([]byte, 0, 64<<10)
+	row := make([]float32, m.Cols)
+	for i := 0; i < m.Rows; i++ {
+		for _, v := range m.RowInto(i, row) {
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(float64(v)))
+			if len(buf) == cap(buf) {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
 	}
+	h.Write(buf)
 	return fmt.Sprintf("%d×%d:%x", m.Rows, m.Cols, h.Sum(nil)[:8])
 }
 
@@ -276,7 +313,7 @@ func (f *featureSource) Next() (*sdk.FeatureChunk, error) {
 	return c, nil
 }
 
-func toFloat32(x []float64) []float32 {
+func toFloat32[T float32 | float64](x []T) []float32 {
 	out := make([]float32, len(x))
 	for i, v := range x {
 		out[i] = float32(v)

@@ -88,7 +88,8 @@ stages:
 			if t == nil {
 				t = strategy.OneHot(c)
 			}
-			if err := npy.WriteFile(filepath.Join(out, fmt.Sprintf("epoch-%03d.npy", e)), c, c, t.Data); err != nil {
+			t = t.Dense()
+			if err := npy.WriteFileFloat32(filepath.Join(out, fmt.Sprintf("epoch-%03d.npy", e)), c, c, t.Data); err != nil {
 				return nil, err
 			}
 			p.Files++

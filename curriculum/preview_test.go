@@ -43,14 +43,14 @@ func TestWritePreviewLCL(t *testing.T) {
 		if err != nil || r != 3 || c != 3 {
 			t.Fatalf("%s: %d×%d %v", file, r, c, err)
 		}
-		for j, w := range row0 {
-			if math.Abs(data[j]-w) > 1e-12 {
+		for j, w := range row0 { // targets are float32
+			if math.Abs(data[j]-w) > 1e-7 {
 				t.Errorf("%s row 0 = %v, want %v", file, data[:3], row0)
 			}
 		}
 	}
 	_, _, last, err := npy.ReadFile(filepath.Join(dir, "epoch-002.npy"))
-	if err != nil || math.Abs(last[3]-1./48) > 1e-12 || math.Abs(last[4]-11./12) > 1e-12 || math.Abs(last[5]-1./16) > 1e-12 {
+	if err != nil || math.Abs(last[3]-1./48) > 1e-7 || math.Abs(last[4]-11./12) > 1e-7 || math.Abs(last[5]-1./16) > 1e-7 {
 		t.Errorf("epoch 2 row 1 = %v, %v", last[3:6], err)
 	}
 	f, err := os.Open(filepath.Join(dir, "curriculum.csv"))
@@ -63,7 +63,7 @@ func TestWritePreviewLCL(t *testing.T) {
 		t.Fatalf("curriculum.csv: %v %v", rows, err)
 	}
 	// Epoch 0's true-class mass is the mean diagonal of the normalised rows.
-	if m, _ := strconv.ParseFloat(rows[1][4], 64); math.Abs(m-(0.5+5./9+0.8)/3) > 1e-9 || math.Abs(m-p.Epochs[0].TrueMass) > 1e-9 {
+	if m, _ := strconv.ParseFloat(rows[1][4], 64); math.Abs(m-(0.5+5./9+0.8)/3) > 1e-7 || math.Abs(m-p.Epochs[0].TrueMass) > 1e-9 {
 		t.Errorf("epoch 0 mean true mass %v (preview %v)", m, p.Epochs[0].TrueMass)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "classes.txt")); err != nil || string(b) != "0\ta\ta\n1\tb\tb\n2\tc\tc\n" {

@@ -57,6 +57,10 @@ type Set struct {
 	Coarse     *Coarse
 	Attributes map[string]*Attributes // e.g. "continuous", "binary"
 	Hierarchy  []Node                 // every node of the label tree, classes are its leaves
+
+	// wordnetNames marks a set whose class names come from WordNet
+	// (imagenet21k ships only wnids): Check names its classes.
+	wordnetNames bool
 }
 
 // Len is the number of classes.
@@ -74,6 +78,7 @@ func (s *Set) WNIDs() []string {
 // builtins maps each built-in name to its loader.
 var builtins = map[string]func() (*Set, error){
 	"imagenet":      loadImageNet,
+	"imagenet21k":   loadImageNet21k,
 	"cifar100":      loadCIFAR100,
 	"awa2":          loadAwA2,
 	"cub200":        loadCUB200,
@@ -187,15 +192,35 @@ type SynsetChecker interface {
 	HasSynset(wnid string) bool
 }
 
+// SynsetNamer is what Check needs of a WordNet database to name the classes
+// of a set that ships only wnids: a synset's first lemma as stored
+// ("kit_fox"); false when wnid names no synset.
+type SynsetNamer interface {
+	FirstLemma(wnid string) (string, bool)
+}
+
 // Check verifies that every mapped wnid names a WordNet noun synset. For a
 // user file the error names the line (lines are counted from the class
 // index, so blank and comment lines shift them; the message says so).
+// A built-in set that ships only wnids (imagenet21k) is named from WordNet
+// when wn is also a SynsetNamer: each class's Lemma becomes its synset's
+// first lemma and its Name that lemma with spaces for underscores (until
+// then both are the wnid and "").
 func (s *Set) Check(wn SynsetChecker) error {
 	for _, c := range s.Classes {
 		if c.WNID == "" || wn.HasSynset(c.WNID) {
 			continue
 		}
 		return fmt.Errorf("%s: class %d (%s): wnid %s is not a WordNet 3.0 noun synset (no synset at offset %s of data.noun)", s.locate(c), c.Index, c.Name, c.WNID, c.WNID[1:])
+	}
+	if namer, ok := wn.(SynsetNamer); ok && s.wordnetNames {
+		for i := range s.Classes {
+			c := &s.Classes[i]
+			if lemma, ok := namer.FirstLemma(c.WNID); ok {
+				c.Lemma, c.Name = lemma, strings.ReplaceAll(lemma, "_", " ")
+			}
+		}
+		s.wordnetNames = false
 	}
 	return nil
 }
@@ -254,6 +279,31 @@ func loadImageNet() (*Set, error) {
 		}
 		first, _, _ := strings.Cut(names, ",")
 		s.Classes = append(s.Classes, Class{Index: i, ID: wnid, Name: strings.TrimSpace(first), WNID: wnid, Lemma: strings.TrimSpace(first)})
+	}
+	return s, nil
+}
+
+// loadImageNet21k reads the 21,843 wnids of the ImageNet-21k release
+// (fall 2011, as Google and timm use it) in its class-index order. The list
+// has no names: a class is named by its wnid until Check names it from
+// WordNet.
+func loadImageNet21k() (*Set, error) {
+	lines, err := readLines("data/imagenet21k/imagenet21k_goog_synsets.txt")
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{Name: "imagenet21k", Classes: make([]Class, 0, len(lines)), wordnetNames: true}
+	seen := make(map[string]int, len(lines))
+	for i, l := range lines {
+		wnid := strings.TrimSpace(l)
+		if !validWNID(wnid) {
+			return nil, fmt.Errorf("imagenet21k_goog_synsets.txt:%d: %q is not a wnid", i+1, wnid)
+		}
+		if prev, dup := seen[wnid]; dup {
+			return nil, fmt.Errorf("imagenet21k_goog_synsets.txt:%d: wnid %s repeats line %d", i+1, wnid, prev)
+		}
+		seen[wnid] = i + 1
+		s.Classes = append(s.Classes, Class{Index: i, ID: wnid, Name: wnid, WNID: wnid})
 	}
 	return s, nil
 }

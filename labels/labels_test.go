@@ -23,6 +23,7 @@ func TestBuiltinSets(t *testing.T) {
 		coarseN int
 	}{
 		{name: "imagenet", n: 1000, first: "n01440764", last: "n15075141", mapped: true},
+		{name: "imagenet21k", n: 21843, first: "n00004475", last: "n15102894", mapped: true},
 		{name: "cifar100", n: 100, first: "apple", last: "worm", mapped: true, coarseN: 20},
 		{name: "awa2", n: 50, first: "antelope", last: "dolphin", mapped: true, attrs: map[string][2]int{"continuous": {50, 85}, "binary": {50, 85}}},
 		{name: "cub200", n: 200, first: "001.Black_footed_Albatross", last: "200.Common_Yellowthroat", attrs: map[string][2]int{"continuous": {200, 312}}},
@@ -137,6 +138,68 @@ func TestMappedWNIDsResolve(t *testing.T) {
 				t.Errorf("%s class %q: lemma %q is not one of %v", name, c.ID, c.Lemma, syn.Lemmas)
 			}
 		}
+	}
+}
+
+// TestImageNet21kNamedFromWordNet checks the 21k list against the shared
+// copy line by line and the names Check gives it against WordNet.
+func TestImageNet21kNamedFromWordNet(t *testing.T) {
+	wn, err := wordnet.Open("")
+	if err != nil {
+		t.Fatalf("needs WordNet 3.0 (make deps): %v", err)
+	}
+	s, err := Builtin("imagenet21k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("data/imagenet21k/imagenet21k_goog_synsets.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(raw))
+	if len(lines) != s.Len() {
+		t.Fatalf("%d lines, %d classes", len(lines), s.Len())
+	}
+	for i, c := range s.Classes {
+		if c.ID != lines[i] || c.WNID != lines[i] || c.Name != lines[i] || c.Lemma != "" {
+			t.Fatalf("class %d before Check = %+v, want the wnid %s unnamed", i, c, lines[i])
+		}
+	}
+	// imagenet (1k) classes are a subset: where both name a class, the
+	// reviewed 1k name is one of the synset's words.
+	if err := s.Check(wn); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Class{}
+	for _, c := range s.Classes {
+		syn, err := wn.Synset(c.WNID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Lemma != syn.Lemmas[0] || c.Name != syn.Name() {
+			t.Fatalf("class %d (%s): name %q lemma %q, want %q %q", c.Index, c.WNID, c.Name, c.Lemma, syn.Name(), syn.Lemmas[0])
+		}
+		byID[c.ID] = c
+	}
+	if got := byID["n02119789"]; got.Name != "kit fox" || got.Lemma != "kit_fox" {
+		t.Errorf("n02119789 = %q/%q, want kit fox/kit_fox", got.Name, got.Lemma)
+	}
+	in1k, err := Builtin("imagenet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, c := range in1k.Classes {
+		if d, ok := byID[c.WNID]; ok {
+			shared++
+			syn, _ := wn.Synset(d.WNID)
+			if !hasLemma(syn, c.Lemma) {
+				t.Errorf("%s: the 1k name %q is not a word of the synset %v", c.WNID, c.Lemma, syn.Lemmas)
+			}
+		}
+	}
+	if shared < 990 {
+		t.Errorf("only %d of ImageNet-1k's classes are in the 21k list", shared)
 	}
 }
 

@@ -16,7 +16,7 @@ func benchmarkPlan(b *testing.B, c int, remote bool) {
 	r := rand.New(rand.NewPCG(1, 1))
 	sim := sdk.NewMatrix(c, c)
 	for i := range sim.Data {
-		sim.Data[i] = r.Float64()
+		sim.Data[i] = r.Float32()
 	}
 	for i := 0; i < c; i++ {
 		sim.Set(i, i, 1)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,7 +83,7 @@ func TestExamplePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.Targets.At(2, 2); math.Abs(got-want) > 1e-12 {
+			if got := float64(p.Targets.At(2, 2)); math.Abs(got-want) > 1e-7 {
 				t.Fatalf("epoch %d: true-class mass %g, want %g", epoch, got, want)
 			}
 		}
@@ -127,9 +128,34 @@ func TestExamplePlugins(t *testing.T) {
 				t.Fatalf("epoch %d: python plan %+v, go plan %+v", epoch, pp, gp)
 			}
 			for i, v := range gp.Targets.Data {
-				if math.Abs(pp.Targets.Data[i]-v) > 1e-12 {
+				if pp.Targets.Data[i] != v {
 					t.Fatalf("epoch %d: python targets %v, go %v", epoch, pp.Targets.Data, gp.Targets.Data)
 				}
+			}
+		}
+		// Beyond the inline limit its plans come as shared files (SHA-256,
+		// written row by row), read and removed by the host: the same plans.
+		h.InlineLimit = 16
+		pyShared, err := h.Strategy("pyannealls")
+		h.InlineLimit = 0
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pyShared.Close()
+		if _, err := pyShared.Begin(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		for epoch := range 4 {
+			gp, err := goSt.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp, err := pyShared.Plan(ctx, sdk.PlanAt{Epoch: epoch})
+			if err != nil || !slices.Equal(sp.Targets.Data, gp.Targets.Data) {
+				t.Fatalf("epoch %d: shared python plan %v (%v), go %v", epoch, sp, err, gp.Targets.Data)
+			}
+			if left, _ := filepath.Glob(filepath.Join(pyShared.c.share, "*")); len(left) != 0 {
+				t.Fatalf("files left in the matrix folder: %v", left)
 			}
 		}
 		for params, want := range map[string]string{"alpah": `unknown parameter 'alpah'`, "alpha": "alpha = 2, want a value in [0,1]"} {
@@ -161,9 +187,25 @@ func TestExamplePlugins(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, w := range tt.want {
-				if math.Abs(m.Data[i]-w) > 1e-12 {
+				if m.Data[i] != float32(w) {
 					t.Fatalf("s = %v, want %v", m.Data, tt.want)
 				}
+			}
+			// The same matrix as a shared file (the Go SDK's CRC-32C, the
+			// Python example's SHA-256), read and removed by the host.
+			h.InlineLimit = 16
+			shared, err := h.Source(tt.name)
+			h.InlineLimit = 0
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer shared.Close()
+			m2, err := shared.Compute(ctx, sdk.SimilarityRequest{LabelSet: "pets", Classes: classes})
+			if err != nil || !slices.Equal(m2.Data, m.Data) {
+				t.Fatalf("shared: %v, %v; want %v", m2, err, m.Data)
+			}
+			if left, _ := filepath.Glob(filepath.Join(shared.c.share, "*")); len(left) != 0 {
+				t.Fatalf("files left in the matrix folder: %v", left)
 			}
 			_, err = src.Compute(ctx, sdk.SimilarityRequest{LabelSet: "pets", Classes: classes, Params: map[string]string{"x": "1"}})
 			if err == nil || !strings.HasPrefix(err.Error(), `similarity plugin "`+tt.name+`" (`) || !strings.Contains(err.Error(), "unknown parameter") {

@@ -72,6 +72,15 @@ type Host struct {
 	// RequirePinned refuses every plugin that is not built in and has no
 	// pin in Lock.
 	RequirePinned bool
+	// MatrixDir is where each plugin gets a private folder for the large
+	// matrices it is sent or returns (similarity, targets: a 21,843-class
+	// matrix is 1.9 GB); "" means $LCL_PLUGIN_MATRIX_DIR, else /dev/shm
+	// where it has 4 GiB free (the matrices then never touch a disk), else
+	// the temporary folder.
+	MatrixDir string
+	// InlineLimit is the size in bytes above which a matrix travels as a
+	// file rather than inside a message; 0 means 64 MiB.
+	InlineLimit int64
 
 	mu    sync.Mutex
 	conns []*conn
@@ -170,9 +179,11 @@ type conn struct {
 	pid    int           // of the plugin process, the leader of its own process group
 	done   chan struct{} // closed by kill: releases the thread that started the process
 	once   sync.Once
+	share  string // the plugin's private matrix folder, removed with it
 }
 
-// kill stops the plugin and everything it started (its process group).
+// kill stops the plugin and everything it started (its process group), and
+// removes its matrix folder.
 func (c *conn) kill() {
 	c.once.Do(func() {
 		if c.pid > 0 && !c.client.Exited() {
@@ -180,8 +191,15 @@ func (c *conn) kill() {
 		}
 		c.client.Kill()
 		close(c.done)
+		if c.share != "" {
+			os.RemoveAll(c.share)
+		}
 	})
 }
+
+// sharer is a dispensed client that sends and takes large matrices as
+// files.
+type sharer interface{ Share(shim.Sharing) }
 
 // admit decides whether the plugin executable at path may run: it must
 // pass CheckTrusted, match its pin in the lock file if it has one, and
@@ -323,6 +341,20 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	if err != nil {
 		c.kill()
 		return nil, nil, fmt.Errorf("%s: %s", label, oneLine(err.Error()))
+	}
+	if sh, ok := raw.(sharer); ok {
+		base := h.MatrixDir
+		if base == "" {
+			base = os.Getenv("LCL_PLUGIN_MATRIX_DIR")
+		}
+		if base == "" {
+			base = matrixBase()
+		}
+		if c.share, err = os.MkdirTemp(base, "lcl-plugin-"); err != nil {
+			c.kill()
+			return nil, nil, fmt.Errorf("%s: a folder for its matrices: %w", label, err)
+		}
+		sh.Share(shim.Sharing{Dir: c.share, Limit: h.InlineLimit})
 	}
 	return c, raw, nil
 }

@@ -99,7 +99,7 @@ func (s *SimilaritySource) Prepare(_ context.Context, set *labels.Set, params ma
 	for _, a := range req.Attributes {
 		fmt.Fprintf(h, "attributes %s %q\n", a.Name, a.Names)
 		for _, x := range a.Values.Data {
-			h.Write([]byte(strconv.FormatFloat(x, 'g', -1, 64) + " "))
+			h.Write([]byte(strconv.FormatFloat(float64(x), 'g', -1, 32) + " "))
 		}
 		h.Write([]byte("\n"))
 	}
@@ -143,7 +143,9 @@ func SimilarityRequest(set *labels.Set, params map[string]string) sdk.Similarity
 		a := set.Attributes[n]
 		m := sdk.NewMatrix(len(a.Values), len(a.Names))
 		for i, row := range a.Values {
-			copy(m.Row(i), row)
+			for j, x := range row {
+				m.Set(i, j, float32(x))
+			}
 		}
 		req.Attributes = append(req.Attributes, sdk.Attributes{Name: n, Names: a.Names, Values: m})
 	}

@@ -79,6 +79,10 @@ func (s *Strategy) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) 
 	return stages, nil
 }
 
+// Plan asks for the plan of a stage's epoch (or step) and checks it. Large
+// targets (beyond Host.InlineLimit, 64 MiB by default) are read into the
+// memory of the previous large plan's: use them before the next Plan, or
+// Clone them.
 func (s *Strategy) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	op := fmt.Sprintf("Plan(stage %d, epoch %d)", at.Stage, at.Epoch)
 	if at.Step > 0 {

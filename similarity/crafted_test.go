@@ -15,8 +15,10 @@ import (
 )
 
 // The audit's SimRank input: an edge list of 40,000 nodes would need 38 GB
-// of dense matrices. It is refused before computing, with the numbers and
-// the file in the message.
+// of dense matrices. Plain SimRank now computes only the classes' block from
+// the one internal node (bounded allocation, the right values); the star
+// variant, which needs the dense form, is refused before computing, with the
+// estimate, the limit and the flags in the message.
 func TestSimRankRefusesLargeGraphs(t *testing.T) {
 	var b strings.Builder
 	for i := range 40000 {
@@ -27,11 +29,19 @@ func TestSimRankRefusesLargeGraphs(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := &labels.Set{Name: "t", Classes: []labels.Class{{Index: 0, ID: "c0", Name: "c0"}, {Index: 1, ID: "c1", Name: "c1"}}}
+	var res *Result
 	var err error
-	boundedtest.MaxAlloc(t, 64<<20, "refusing a 40,000-node graph", func() {
-		_, err = SimRankSource{}.Compute(context.Background(), set, map[string]string{"graph": path})
+	boundedtest.MaxAlloc(t, 64<<20, "plain SimRank on a 40,000-node graph", func() {
+		res, err = SimRankSource{}.Compute(context.Background(), set, map[string]string{"graph": path})
 	})
-	want := "graph " + path + ": the graph has 40001 nodes; SimRank keeps 3 dense 40001×40001 float64 matrices (38.4 GB), the limit is 10000 nodes (2.4 GB)"
+	// Siblings under the root: s(c0,c1) = C·s(root,root) = 0.8.
+	if err != nil || res.At(0, 1) != float64(float32(0.8)) || res.At(1, 0) != res.At(0, 1) || res.At(0, 0) != 1 {
+		t.Fatalf("plain SimRank: %v, %v", res, err)
+	}
+	boundedtest.MaxAlloc(t, 64<<20, "refusing SimRank* on a 40,000-node graph", func() {
+		_, err = SimRankSource{MaxMemory: 8e9}.Compute(context.Background(), set, map[string]string{"graph": path, "variant": "star"})
+	})
+	want := "graph " + path + ": SimRank variant star on 40001 nodes (3 dense 40001×40001 float64 matrices; --variant jeh-widom computes only the classes' block) needs about 38.4 GB, over the memory limit of 8.0 GB (--max-memory; default: this machine's memory)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}

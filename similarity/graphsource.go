@@ -108,9 +108,18 @@ func (lg *labelGraph) note() string {
 // hierarchy where the set has one, else wordnet), "decay" (C, default 0.8),
 // "iterations" (maximum, default 1000), "tolerance" (default 1e-6: stop when
 // no score changes by more), "variant" (jeh-widom, star, undirected).
+//
+// Graphs of up to MaxSimRankNodes nodes are iterated densely in float64
+// (SimRank). Beyond, plain SimRank computes only the classes' block from
+// the internal nodes (simrankClasses: ImageNet-21k's 23,547-node WordNet
+// closure in 2.2 GB), and the star and undirected variants, which need the
+// dense form, run while their three n×n float64 matrices fit MaxMemory.
 type SimRankSource struct {
 	WordNet  WordNetFunc
 	Progress ProgressFunc // optional, one unit per iteration
+	// MaxMemory bounds what a computation may plan to hold, in bytes
+	// (0: DefaultMaxMemory); a larger one is refused up front.
+	MaxMemory int64
 }
 
 // Name implements Source.
@@ -144,10 +153,48 @@ func (s SimRankSource) resolve(set *labels.Set, in map[string]string) (*params, 
 	if err != nil {
 		return nil, nil, opt, err
 	}
-	if err := checkSimRankSize(len(lg.g.Nodes)); err != nil {
+	if err := s.checkSize(lg, set.Len(), opt.Variant); err != nil {
 		return nil, nil, opt, fmt.Errorf("graph %s: %w", lg.name, err)
 	}
 	return p, lg, opt, nil
+}
+
+// dense reports whether SimRank runs in the dense float64 form on a graph
+// of n nodes: always up to MaxSimRankNodes, and beyond for the variants
+// that have no other form.
+func dense(n int, variant string) bool {
+	return n <= MaxSimRankNodes || variant != VariantJehWidom
+}
+
+// checkSize refuses a graph whose SimRank would not fit MaxMemory, with the
+// estimate and what would make it fit.
+func (s SimRankSource) checkSize(lg *labelGraph, c int, variant string) error {
+	n := int64(len(lg.g.Nodes))
+	if !dense(int(n), variant) {
+		m := int64(internalNodes(lg.g))
+		what := fmt.Sprintf("SimRank of %d classes (%d nodes, %d of them internal: a %d×%d float64 block and the %d×%d float32 class matrix)", c, n, m, m, m, c, c)
+		return checkMemory(what, 8*m*m+MatrixBytes(c), s.MaxMemory)
+	}
+	if n <= MaxSimRankNodes {
+		return nil
+	}
+	what := fmt.Sprintf("SimRank variant %s on %d nodes (3 dense %d×%d float64 matrices; --variant %s computes only the classes' block)", variant, n, n, n, VariantJehWidom)
+	return checkMemory(what, 24*n*n, s.MaxMemory)
+}
+
+// internalNodes counts the nodes that are some node's parent.
+func internalNodes(g *Graph) int {
+	seen := make([]bool, len(g.Nodes))
+	m := 0
+	for _, ps := range g.Parents {
+		for _, p := range ps {
+			if !seen[p] {
+				seen[p] = true
+				m++
+			}
+		}
+	}
+	return m
 }
 
 // Prepare implements Preparer.
@@ -168,11 +215,27 @@ func (s SimRankSource) Compute(ctx context.Context, set *labels.Set, in map[stri
 	bar := s.Progress.start(-1, "simrank "+opt.Variant)
 	defer bar.Finish()
 	opt.Progress = bar
-	full, st, err := SimRank(ctx, lg.g, opt)
-	if err != nil {
-		return nil, err
+	var data []float32
+	var st SimRankStats
+	n := len(lg.g.Nodes)
+	if dense(n, opt.Variant) {
+		var full []float64
+		var err error
+		if n <= MaxSimRankNodes {
+			full, st, err = SimRank(ctx, lg.g, opt)
+		} else {
+			full, st, err = simrankDense(ctx, lg.g, opt)
+		}
+		if err != nil {
+			return nil, err
+		}
+		data = submatrix32(full, n, lg.classes)
+	} else {
+		var err error
+		if data, st, err = simrankClasses(ctx, lg.g, lg.classes, opt); err != nil {
+			return nil, err
+		}
 	}
-	data := Submatrix(full, len(lg.g.Nodes), lg.classes)
 	c := set.Len()
 	return &Result{
 		Classes:    ClassIDs(set),

@@ -7,10 +7,10 @@ import (
 
 func TestCompare(t *testing.T) {
 	// Upper triangles (0.9, 0.5, 0.1) and (0.2, 0.4, 0.6): ranks reversed.
-	a := &Matrix{Data: []float64{1, 0.9, 0.5, 0.9, 1, 0.1, 0.5, 0.1, 1}, IDs: []string{"x", "y", "z"}, LabelSet: "toy", Label: "toy/visual"}
-	b := &Matrix{Data: []float64{1, 0.2, 0.4, 0.2, 1, 0.6, 0.4, 0.6, 1}, IDs: []string{"x", "y", "z"}, Label: "b.npy"}
+	a := &Matrix{Data: []float32{1, 0.9, 0.5, 0.9, 1, 0.1, 0.5, 0.1, 1}, IDs: []string{"x", "y", "z"}, LabelSet: "toy", Label: "toy/visual"}
+	b := &Matrix{Data: []float32{1, 0.2, 0.4, 0.2, 1, 0.6, 0.4, 0.6, 1}, IDs: []string{"x", "y", "z"}, Label: "b.npy"}
 	other := &Matrix{Data: a.Data, IDs: a.IDs, LabelSet: "zoo", Label: "zoo/lca"}
-	small := &Matrix{Data: []float64{1, 0, 0, 1}, IDs: []string{"x", "y"}, Label: "s.csv"}
+	small := &Matrix{Data: []float32{1, 0, 0, 1}, IDs: []string{"x", "y"}, Label: "s.csv"}
 	for _, c := range []struct {
 		a, b  *Matrix
 		rho   float64

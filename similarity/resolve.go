@@ -3,7 +3,6 @@ package similarity
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -58,7 +57,7 @@ func ParseRef(s string) (Ref, error) {
 
 // Matrix is a resolved C×C similarity matrix.
 type Matrix struct {
-	Data  []float64 // row-major
+	Data  []float32 // row-major
 	IDs   []string  // class ids in row order
 	Names []string  // class names in row order (ids, or indices for a bare file)
 	// LabelSet and Kind are a stored matrix's; "" for a file.
@@ -140,10 +139,8 @@ func resolveFile(ref Ref) (*Matrix, error) {
 		}
 		return m, nil
 	}
-	for k, x := range m.Data {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%s: s(%s, %s) [row %d, column %d] is %v: similarities must be finite", ref.File, m.Names[k/n], m.Names[k%n], k/n, k%n, x)
-		}
+	if k := firstNonFinite(m.Data); k >= 0 {
+		return nil, fmt.Errorf("%s: s(%s, %s) [row %d, column %d] is %v: similarities must be finite", ref.File, m.Names[k/n], m.Names[k%n], k/n, k%n, m.Data[k])
 	}
 	return m, nil
 }
@@ -159,10 +156,7 @@ func fromStore(sm *simstore.Matrix, ref Ref) (*Matrix, error) {
 		if s, err := labels.Load(sm.LabelSet); err == nil && s.Len() == sm.N() {
 			m.Names = classNames(s)
 		}
-		m.Data = make([]float64, len(sm.Data))
-		for i, x := range sm.Data {
-			m.Data[i] = float64(x)
-		}
+		m.Data = sm.Data // shared: a stored matrix is not copied
 		return m, nil
 	}
 	if ref.Key != "" && sm.LabelSet != set.Name {
@@ -174,18 +168,27 @@ func fromStore(sm *simstore.Matrix, ref Ref) (*Matrix, error) {
 		pos[id] = i
 	}
 	c := set.Len()
-	m.IDs, m.Names, m.Data = ClassIDs(set), classNames(set), make([]float64, c*c)
+	m.IDs, m.Names = ClassIDs(set), classNames(set)
+	from := make([]int, c)
+	same := c == sm.N()
 	for i, a := range set.Classes {
 		pa, ok := pos[a.ID]
 		if !ok {
 			return nil, fmt.Errorf("stored %s matrix of %s has no class %q; recompute it", sm.Kind, sm.LabelSet, a.ID)
 		}
-		for j, b := range set.Classes {
-			pb, ok := pos[b.ID]
-			if !ok {
-				return nil, fmt.Errorf("stored %s matrix of %s has no class %q; recompute it", sm.Kind, sm.LabelSet, b.ID)
-			}
-			m.Data[i*c+j] = float64(sm.At(pa, pb))
+		from[i] = pa
+		same = same && pa == i
+	}
+	if same { // already in class order: shared, not copied
+		m.Data = sm.Data
+		return m, nil
+	}
+	m.Data = make([]float32, c*c)
+	for i, pa := range from {
+		row := m.Data[i*c : (i+1)*c]
+		src := sm.Data[pa*sm.N() : (pa+1)*sm.N()]
+		for j, pb := range from {
+			row[j] = src[pb]
 		}
 	}
 	return m, nil

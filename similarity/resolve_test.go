@@ -3,7 +3,6 @@ package similarity
 import (
 	"context"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -99,7 +98,7 @@ func TestResolveFile(t *testing.T) {
 	}
 	// As given (a strategy's --matrix), named after the set.
 	m, err := Resolve(ctx, nil, Ref{File: asym, Set: set})
-	if err != nil || m.N() != 2 || math.Abs(m.Data[1]-0.2) > 1e-7 || math.Abs(m.Data[2]-0.6) > 1e-7 || m.Names[1] != "Bee" || m.From != asym {
+	if err != nil || m.N() != 2 || m.Data[1] != 0.2 || m.Data[2] != 0.6 || m.Names[1] != "Bee" || m.From != asym {
 		t.Fatalf("%+v %v", m, err)
 	}
 	// Normalised (lcl similarity show/plot/compare).
@@ -139,7 +138,7 @@ func TestResolveStored(t *testing.T) {
 		}
 		want := []float64{1, 0.2, 0.3, 0.2, 1, 0.4, 0.3, 0.4, 1} // in the set's order a, b, c
 		for i := range want {
-			if m.Data[i] != float64(float32(want[i])) {
+			if m.Data[i] != float32(want[i]) {
 				t.Fatalf("%+v: data %v, want %v", ref, m.Data, want)
 			}
 		}

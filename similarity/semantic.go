@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"strings"
 
 	"github.com/lcl-project/lcl/labels"
@@ -29,7 +30,11 @@ type VectorStore interface {
 // several rows for one class id (several articles), their mean is the class
 // vector.
 type Semantic struct {
-	Store VectorStore
+	Store    VectorStore
+	Progress ProgressFunc // optional, one unit per block of 256 rows
+	// MaxMemory bounds the matrix it may plan to hold, in bytes (0:
+	// DefaultMaxMemory).
+	MaxMemory int64
 }
 
 // Name implements Source.
@@ -103,11 +108,18 @@ func (s Semantic) Compute(ctx context.Context, set *labels.Set, in map[string]st
 	if err != nil {
 		return nil, err
 	}
+	c := int64(set.Len())
+	need := MatrixBytes(set.Len()) + 8*c*int64(v.Dim)*2 + 8*cosineBlock*c*int64(runtime.GOMAXPROCS(0))
+	if err := checkMemory(fmt.Sprintf("semantic of %d classes (a %d×%d float32 matrix)", c, c, c), need, s.MaxMemory); err != nil {
+		return nil, err
+	}
 	rows, err := ClassVectors(set, v)
 	if err != nil {
 		return nil, err
 	}
-	data, err := Cosine(rows, func(i int) string { return set.Classes[i].ID })
+	bar := s.Progress.start(int64((len(rows)+cosineBlock-1)/cosineBlock), "semantic cosines")
+	defer bar.Finish()
+	data, err := cosine(ctx, rows, func(i int) string { return set.Classes[i].ID }, bar, false)
 	if err != nil {
 		return nil, fmt.Errorf("vectors %s: %w", v.Model, err)
 	}
@@ -115,6 +127,7 @@ func (s Semantic) Compute(ctx context.Context, set *labels.Set, in map[string]st
 		Classes:    ClassIDs(set),
 		Data:       data,
 		Provenance: Provenance{Params: p.effective, Inputs: map[string]string{"classes": ClassesDigest(set), "vectors": vectorsDigest(v)}},
+		upper:      true, // Compute mirrors it
 	}, nil
 }
 

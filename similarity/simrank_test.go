@@ -268,7 +268,7 @@ func TestSimRankEqualsNetworkx(t *testing.T) {
 	}
 	worst, wi := 0.0, 0
 	for i := range ref {
-		if d := math.Abs(ref[i] - ours[i]); d > worst {
+		if d := math.Abs(float64(ref[i]) - ours[i]); d > worst {
 			worst, wi = d, i
 		}
 	}

@@ -40,19 +40,25 @@ type Provenance struct {
 
 // Result is a computed matrix.
 type Result struct {
-	Classes []string  // class ids, in class order
-	Data    []float64 // C×C, row-major: Data[i*C+j] = s(i,j)
+	Classes []string // class ids, in class order
+	// Data is C×C, row-major: Data[i*C+j] = s(i,j). A built-in source whose
+	// matrix is symmetric by construction may fill only the entries above
+	// the diagonal (upper); Compute completes it, so use Compute.
+	Data []float32
 	Provenance
 	// Notes are facts worth telling the user (zero share, iterations,
 	// missing-value handling), as "key: value" lines.
 	Notes []string
+	// upper says the source filled only the entries above the diagonal
+	// (symmetric by construction): Compute mirrors them while normalising.
+	upper bool
 }
 
 // N is the class count.
 func (r *Result) N() int { return len(r.Classes) }
 
 // At returns s(i,j).
-func (r *Result) At(i, j int) float64 { return r.Data[i*len(r.Classes)+j] }
+func (r *Result) At(i, j int) float64 { return float64(r.Data[i*len(r.Classes)+j]) }
 
 // Compute runs a source, checks the shape of its result against the set and
 // applies the normalisation policy (see Normalize). A result that breaks the
@@ -72,7 +78,11 @@ func Compute(ctx context.Context, src Source, set *labels.Set, params map[string
 	if len(res.Classes) != c {
 		return nil, fmt.Errorf("%s: returned %d class ids, want %d", src.Name(), len(res.Classes), c)
 	}
-	notes, err := Normalize(res.Data, res.Classes)
+	normalize := Normalize
+	if res.upper {
+		normalize = normalizeUpper
+	}
+	notes, err := normalize(res.Data, res.Classes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
 	}

@@ -11,6 +11,9 @@ type Deps struct {
 	WordNet  WordNetFunc  // for graph wordnet
 	Vectors  VectorStore  // for semantic
 	Progress ProgressFunc // optional: progress of long computations
+	// MaxMemory bounds what a source may plan to hold, in bytes (0:
+	// DefaultMaxMemory); a larger computation is refused up front.
+	MaxMemory int64
 }
 
 // Progress receives units of finished work; Finish ends the report.
@@ -37,10 +40,10 @@ func (noProgress) Finish() error { return nil }
 // Builtin returns the built-in sources by name.
 func Builtin(d Deps) map[string]Source {
 	return map[string]Source{
-		"semantic": Semantic{Store: d.Vectors},
+		"semantic": Semantic{Store: d.Vectors, Progress: d.Progress, MaxMemory: d.MaxMemory},
 		"visual":   Visual{},
-		"simrank":  SimRankSource{WordNet: d.WordNet, Progress: d.Progress},
-		"lca":      LCA{WordNet: d.WordNet, Progress: d.Progress},
+		"simrank":  SimRankSource{WordNet: d.WordNet, Progress: d.Progress, MaxMemory: d.MaxMemory},
+		"lca":      LCA{WordNet: d.WordNet, Progress: d.Progress, MaxMemory: d.MaxMemory},
 		"matrix":   MatrixFile{},
 	}
 }

@@ -118,7 +118,7 @@ func TestVisualMissingHandling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := res.At(0, 1); math.Abs(got-tc.want) > 1e-12 {
+		if got := res.At(0, 1); got != float64(float32(tc.want)) {
 			t.Errorf("missing=%s: s(a,b) = %v, want %v", tc.missing, got, tc.want)
 		}
 		if len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "1 filled") {
@@ -155,16 +155,16 @@ func TestNormalize(t *testing.T) {
 	names := []string{"a", "b"}
 	for _, tc := range []struct {
 		name   string
-		in     []float64
-		want   []float64
+		in     []float32
+		want   []float32
 		errHas string
 		note   string
 	}{
-		{"symmetric", []float64{5, 0.5, 0.5, 1}, []float64{1, 0.5, 0.5, 1}, "", ""},
-		{"asymmetric averaged", []float64{1, 0.2, 0.6, 1}, []float64{1, 0.4, 0.4, 1}, "", "asymmetry"},
-		{"negative clamped", []float64{1, -0.3, -0.3, 1}, []float64{1, 0, 0, 1}, "", "negatives clamped: 1"},
-		{"nan", []float64{1, math.NaN(), 0, 1}, nil, "s(a, b) [row 0, column 1] is NaN", ""},
-		{"inf", []float64{1, 0, math.Inf(1), 1}, nil, "s(b, a) [row 1, column 0] is +Inf", ""},
+		{"symmetric", []float32{5, 0.5, 0.5, 1}, []float32{1, 0.5, 0.5, 1}, "", ""},
+		{"asymmetric averaged", []float32{1, 0.2, 0.6, 1}, []float32{1, 0.4, 0.4, 1}, "", "asymmetry"},
+		{"negative clamped", []float32{1, -0.3, -0.3, 1}, []float32{1, 0, 0, 1}, "", "negatives clamped: 1"},
+		{"nan", []float32{1, float32(math.NaN()), 0, 1}, nil, "s(a, b) [row 0, column 1] is NaN", ""},
+		{"inf", []float32{1, 0, float32(math.Inf(1)), 1}, nil, "s(b, a) [row 1, column 0] is +Inf", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			notes, err := Normalize(tc.in, names)
@@ -178,7 +178,7 @@ func TestNormalize(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range tc.want {
-				if math.Abs(tc.in[i]-tc.want[i]) > 1e-12 {
+				if tc.in[i] != tc.want[i] {
 					t.Fatalf("got %v, want %v", tc.in, tc.want)
 				}
 			}
@@ -216,7 +216,7 @@ func TestMatrixFileImport(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		checkPolicy(t, res)
-		if res.At(0, 2) != 0.3 || res.At(1, 2) != 0 {
+		if res.At(0, 2) != float64(float32(0.3)) || res.At(1, 2) != 0 {
 			t.Errorf("%s: s(a,c) = %v, s(b,c) = %v; want 0.3 and 0 (clamped)", f, res.At(0, 2), res.At(1, 2))
 		}
 		if res.Inputs["file"] == "" {
@@ -303,8 +303,10 @@ func TestLCAOnTreeByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wup := newGraphWuPalmer(g, idx)
-	height := newLCAHeight(g, idx)
+	wupE, _ := newLCAEngine(g, idx, lcaGraphWuPalmer, nil)
+	heightE, _ := newLCAEngine(g, idx, lcaHeight, nil)
+	wup := func(i, j int) (float64, error) { return wupE.pair(i, j), nil }
+	height := func(i, j int) (float64, error) { return heightE.pair(i, j), nil }
 	// depths: r 1, a 2, a1 3, b11 4, c 2. Heights: a1 0, a 1, b 2, r 3 (H = 3).
 	for _, tc := range []struct {
 		i, j       int
@@ -338,7 +340,7 @@ func TestLCAWordNetIsNLTKWuPalmer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := res.At(p[0], p[1]); got != want {
+		if got := res.At(p[0], p[1]); got != float64(float32(want)) {
 			t.Errorf("lca(%s,%s) = %v, want WuPalmer %v", set.Classes[p[0]].Name, set.Classes[p[1]].Name, got, want)
 		}
 	}

@@ -61,10 +61,28 @@ func ReadTable(r io.Reader, name string) ([][]float64, error) {
 }
 
 // ReadMatrixFile reads a square matrix from a .npy file (2-D, float32 or
-// float64, little-endian, C or Fortran order) or a text table (see
-// ReadTable). It returns the row-major values and the side length.
-func ReadMatrixFile(path string) ([]float64, int, error) {
+// float64, either byte order, C or Fortran order) or a text table (see
+// ReadTable). It returns the row-major values, rounded to float32 as the
+// store keeps them, and the side length. An .npy file is read straight into
+// the result (a 21,843² float32 matrix costs one copy of itself).
+func ReadMatrixFile(path string) ([]float32, int, error) {
 	// Only a regular file: a link to /dev/zero would be read for ever.
+	f, err := bounded.OpenRegular(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	var pre [6]byte
+	if n, _ := io.ReadFull(f, pre[:]); n == len(pre) && bytes.Equal(pre[:], []byte("\x93NUMPY")) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, 0, err
+		}
+		rows, cols, data, err := npy.Read32(f) // sizes checked against the file's
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		return square(data, rows, cols, path)
+	}
 	raw, err := bounded.ReadFile(path, maxMatrixFileBytes, "matrix file")
 	if err != nil {
 		return nil, 0, err
@@ -77,29 +95,29 @@ func ReadMatrixFile(path string) ([]float64, int, error) {
 const maxMatrixFileBytes = 1 << 36
 
 // readMatrix is ReadMatrixFile on the file's bytes; path names it in errors.
-func readMatrix(raw []byte, path string) ([]float64, int, error) {
-	var rows, cols int
-	var err error
-	var data []float64
+func readMatrix(raw []byte, path string) ([]float32, int, error) {
 	if bytes.HasPrefix(raw, []byte("\x93NUMPY")) {
-		rows, cols, data, err = npy.Read(bytes.NewReader(raw))
+		rows, cols, data, err := npy.Read32(bytes.NewReader(raw))
 		if err != nil {
-			err = fmt.Errorf("%s: %w", path, err)
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
 		}
-		if err != nil {
-			return nil, 0, err
-		}
-	} else {
-		t, err := ReadTable(bytes.NewReader(raw), path)
-		if err != nil {
-			return nil, 0, err
-		}
-		rows, cols = len(t), len(t[0])
-		data = make([]float64, 0, rows*cols)
-		for _, r := range t {
-			data = append(data, r...)
+		return square(data, rows, cols, path)
+	}
+	t, err := ReadTable(bytes.NewReader(raw), path)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, cols := len(t), len(t[0])
+	data := make([]float32, 0, rows*cols)
+	for _, r := range t {
+		for _, x := range r {
+			data = append(data, float32(x))
 		}
 	}
+	return square(data, rows, cols, path)
+}
+
+func square(data []float32, rows, cols int, path string) ([]float32, int, error) {
 	if rows != cols {
 		return nil, 0, fmt.Errorf("%s: matrix is %d×%d, not square", path, rows, cols)
 	}

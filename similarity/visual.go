@@ -94,7 +94,7 @@ func (v Visual) Compute(ctx context.Context, set *labels.Set, in map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	data, err := Cosine(x, func(i int) string { return set.Classes[i].ID })
+	data, err := cosine(ctx, x, func(i int) string { return set.Classes[i].ID }, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -144,36 +144,4 @@ func fillMissing(rows [][]float64, mode string, set *labels.Set) ([][]float64, i
 		}
 	}
 	return out, filled, nil
-}
-
-// Cosine returns the row-major matrix of cosines between the rows of x. A
-// zero row has no direction: that is an error naming the row via name(i).
-func Cosine(x [][]float64, name func(i int) string) ([]float64, error) {
-	c := len(x)
-	norm := make([]float64, c)
-	for i, r := range x {
-		s := 0.0
-		for _, v := range r {
-			if math.IsInf(v, 0) || math.IsNaN(v) {
-				return nil, fmt.Errorf("row %d (%s) has a non-finite value", i+1, name(i))
-			}
-			s += v * v
-		}
-		if s == 0 {
-			return nil, fmt.Errorf("row %d (%s) is all zeros: cosine similarity is undefined", i+1, name(i))
-		}
-		norm[i] = math.Sqrt(s)
-	}
-	out := make([]float64, c*c)
-	for i := 0; i < c; i++ {
-		for j := i; j < c; j++ {
-			d := 0.0
-			for k, v := range x[i] {
-				d += v * x[j][k]
-			}
-			d /= norm[i] * norm[j]
-			out[i*c+j], out[j*c+i] = d, d
-		}
-	}
-	return out, nil
 }

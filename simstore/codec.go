@@ -2,11 +2,9 @@ package simstore
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 )
 
 // A stored value is
@@ -49,68 +47,24 @@ func corrupt(key []byte, format string, a ...any) error {
 }
 
 func encode(kind string, meta any, data []float32) ([]byte, error) {
-	mj, err := json.Marshal(meta)
+	e, err := newEncoding(kind, meta, data)
 	if err != nil {
-		return nil, fmt.Errorf("simstore: encode %s: %w", kind, err)
+		return nil, err
 	}
-	buf := make([]byte, headerLen+4+len(mj)+8+4*len(data))
-	copy(buf, magic)
-	binary.LittleEndian.PutUint16(buf[4:], formatVersion)
-	buf[6] = kindCode[kind]
-	p := buf[headerLen:]
-	binary.LittleEndian.PutUint32(p, uint32(len(mj)))
-	copy(p[4:], mj)
-	q := p[4+len(mj):]
-	binary.LittleEndian.PutUint64(q, uint64(len(data)))
-	q = q[8:]
-	for i, f := range data {
-		binary.LittleEndian.PutUint32(q[4*i:], math.Float32bits(f))
-	}
-	binary.LittleEndian.PutUint32(buf[8:], crc32.Checksum(buf[headerLen:], castagnoli))
-	return buf, nil
+	return e.bytes(), nil
 }
 
 // decode checks the header and checksum and unmarshals the meta JSON into
 // meta; it returns the float32 payload.
 func decode(key []byte, kind string, raw []byte, meta any) ([]float32, error) {
-	if len(raw) == 0 {
-		// Badger logs, and hides, a value-log entry that fails its checksum.
-		return nil, corrupt(key, "the value cannot be read (its value-log entry is damaged)")
+	d, err := newDecoder(key, kind, len(raw))
+	if err != nil {
+		return nil, err
 	}
-	if len(raw) < headerLen+12 {
-		return nil, corrupt(key, "%d bytes, shorter than a header", len(raw))
+	if err := d.write(raw); err != nil {
+		return nil, err
 	}
-	if string(raw[:4]) != magic {
-		return nil, corrupt(key, "bad magic %q", raw[:4])
-	}
-	if v := binary.LittleEndian.Uint16(raw[4:]); v != formatVersion {
-		return nil, corrupt(key, "format version %d, this lcl reads version %d (upgrade lcl)", v, formatVersion)
-	}
-	if raw[6] != kindCode[kind] {
-		return nil, corrupt(key, "holds record kind %d, expected %s", raw[6], kind)
-	}
-	if got, want := crc32.Checksum(raw[headerLen:], castagnoli), binary.LittleEndian.Uint32(raw[8:]); got != want {
-		return nil, corrupt(key, "checksum mismatch (stored %08x, computed %08x)", want, got)
-	}
-	p := raw[headerLen:]
-	ml := int(binary.LittleEndian.Uint32(p))
-	if 4+ml+8 > len(p) {
-		return nil, corrupt(key, "meta length %d exceeds value", ml)
-	}
-	if err := json.Unmarshal(p[4:4+ml], meta); err != nil {
-		return nil, corrupt(key, "meta: %v", err)
-	}
-	q := p[4+ml:]
-	n := binary.LittleEndian.Uint64(q)
-	q = q[8:]
-	if uint64(len(q)) != 4*n {
-		return nil, corrupt(key, "%d float32 declared, %d bytes present", n, len(q))
-	}
-	data := make([]float32, n)
-	for i := range data {
-		data[i] = math.Float32frombits(binary.LittleEndian.Uint32(q[4*i:]))
-	}
-	return data, nil
+	return d.finish(meta)
 }
 
 // A chunk manifest stands in for a value split across chunk keys:

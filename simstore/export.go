@@ -106,15 +106,34 @@ func Export(w io.Writer, key string, rec any, format string) error {
 				Key string `json:"key"`
 				*Matrix
 				Data json.RawMessage `json:"data"`
-			}{key, r, t.jsonRows()}
+			}{key, r, dataPlaceholder}
 		case *Vectors:
 			v = struct {
 				Key string `json:"key"`
 				*Vectors
 				Data json.RawMessage `json:"data"`
-			}{key, r, t.jsonRows()}
+			}{key, r, dataPlaceholder}
+		default:
+			return json.NewEncoder(w).Encode(v)
 		}
-		return json.NewEncoder(w).Encode(v)
+		// The record's fields, then its data streamed row by row in place of
+		// the placeholder: a 21,843² matrix is 5 GB of JSON text.
+		var head bytes.Buffer
+		if err := json.NewEncoder(&head).Encode(v); err != nil {
+			return err
+		}
+		before, after, ok := bytes.Cut(head.Bytes(), dataPlaceholder)
+		if !ok {
+			return fmt.Errorf("simstore: export %s: no place for the data", key)
+		}
+		if _, err := w.Write(before); err != nil {
+			return err
+		}
+		if err := t.writeJSONRows(w); err != nil {
+			return err
+		}
+		_, err := w.Write(after)
+		return err
 	}
 	return fmt.Errorf("simstore: export format %q: want one of %s", format, strings.Join(ExportFormats(), ", "))
 }
@@ -163,29 +182,34 @@ func (t Table) writeCSV(w io.Writer) error {
 	return err
 }
 
-// jsonRows renders the data as a JSON array of rows; NaN and ±Inf become null.
-func (t Table) jsonRows() json.RawMessage {
-	var b bytes.Buffer
-	b.Grow(t.Rows * t.Cols * 10)
-	b.WriteByte('[')
-	num := make([]byte, 0, 32)
+// dataPlaceholder marks where Export streams a record's data into its JSON.
+var dataPlaceholder = json.RawMessage(`"\u0000lcl-data\u0000"`)
+
+// writeJSONRows writes the data as a JSON array of rows, a row at a time;
+// NaN and ±Inf become null.
+func (t Table) writeJSONRows(w io.Writer) error {
+	b := []byte{'['}
 	for i := range t.Rows {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteByte('[')
+		b = append(b, '[')
 		for j, v := range t.Data[i*t.Cols : (i+1)*t.Cols] {
 			if j > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				b.WriteString("null")
+				b = append(b, "null"...)
 				continue
 			}
-			b.Write(appendFloat(num[:0], v))
+			b = appendFloat(b, v)
 		}
-		b.WriteByte(']')
+		b = append(b, ']')
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		b = b[:0]
 	}
-	b.WriteByte(']')
-	return b.Bytes()
+	_, err := w.Write(append(b, ']'))
+	return err
 }

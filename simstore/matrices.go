@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
 )
 
 // Provenance says how a similarity matrix was made.
@@ -115,20 +118,58 @@ func (s *Store) LatestMatrix(ctx context.Context, labelSet, kind string) (*Matri
 		return nil, err
 	}
 	var best *Matrix
+	bestKey := ""
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Key, prefix) {
 			continue
 		}
-		m, err := s.GetMatrixByKey(ctx, e.Key)
+		// Only the meta: a 21,843-class matrix is not read to learn its date.
+		m, err := s.MatrixInfo(ctx, e.Key)
 		if err != nil {
 			return nil, err
 		}
 		if best == nil || m.Provenance.CreatedAt.After(best.Provenance.CreatedAt) {
-			best = m
+			best, bestKey = m, e.Key
 		}
 	}
 	if best == nil {
 		return nil, fmt.Errorf("simstore: no %s matrix for label set %s: %w", kind, labelSet, ErrNotFound)
 	}
-	return best, nil
+	return s.GetMatrixByKey(ctx, bestKey)
+}
+
+// MatrixInfo returns the matrix at key without its values (Data is nil):
+// its label set, kind, classes and provenance, read from the start of the
+// record. The checksum, which covers the values, is not checked: read the
+// matrix (GetMatrixByKey) before trusting it.
+func (s *Store) MatrixInfo(ctx context.Context, key string) (*Matrix, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var m Matrix
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		d, err := streamValue(txn, item, KindMatrix, true)
+		if err != nil {
+			return err
+		}
+		if d.dataOff == 0 || len(d.head) < d.dataOff {
+			return corrupt([]byte(key), "the record ends before its meta")
+		}
+		return d.unmarshalMeta(&m)
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("simstore: %s %s: %w", KindMatrix, key, ErrNotFound)
+	}
+	if err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("simstore: read %s: %w", key, err)
+	}
+	return &m, nil
 }

@@ -345,11 +345,11 @@ func (s *Store) get(ctx context.Context, key []byte, kind string, meta any) ([]f
 		if err != nil {
 			return err
 		}
-		val, err := readValue(txn, item)
+		d, err := streamValue(txn, item, kind, false)
 		if err != nil {
 			return err
 		}
-		data, err = decode(key, kind, val, meta)
+		data, err = d.finish(meta)
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {

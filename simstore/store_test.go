@@ -388,7 +388,11 @@ func TestOpenDropsUnfinishedChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A crash between writing chunks and committing the manifest.
-	if _, err := s.writeChunks(context.Background(), make([]byte, 5000)); err != nil {
+	enc, err := newEncoding(KindMatrix, map[string]string{}, make([]float32, 1243)) // 4998 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writeChunks(context.Background(), enc); err != nil {
 		t.Fatal(err)
 	}
 	if n := countPrefix(t, s, prefixChunk+"/"); n != 5 {

@@ -103,26 +103,27 @@ func (tx *Tx) put(key []byte, kind string, meta any, data []float32) error {
 	if err := tx.ctx.Err(); err != nil {
 		return err
 	}
-	val, err := encode(kind, meta, data)
+	enc, err := newEncoding(kind, meta, data)
 	if err != nil {
 		return err
 	}
-	if len(val) > MaxValueSize {
-		return fmt.Errorf("simstore: %s is %d bytes, over the store's limit of %d bytes per record", key, len(val), MaxValueSize)
+	size := enc.len()
+	if size > MaxValueSize {
+		return fmt.Errorf("simstore: %s is %d bytes, over the store's limit of %d bytes per record", key, size, MaxValueSize)
 	}
-	if err := tx.s.checkSpace(int64(len(val))); err != nil {
+	if err := tx.s.checkSpace(int64(size)); err != nil {
 		return err
 	}
 	if err := tx.dropChunksOf(key); err != nil {
 		return err
 	}
-	if len(val) <= tx.s.chunkSize {
-		if err := tx.txn.Set(key, val); err != nil {
+	if size <= tx.s.chunkSize {
+		if err := tx.txn.Set(key, enc.bytes()); err != nil {
 			return fmt.Errorf("simstore: write %s: %w", key, err)
 		}
 		return nil
 	}
-	m, err := tx.s.writeChunks(tx.ctx, val)
+	m, err := tx.s.writeChunks(tx.ctx, enc)
 	tx.gens = append(tx.gens, m.gen)
 	if err != nil {
 		return fmt.Errorf("simstore: write %s: %w", key, err)

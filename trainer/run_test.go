@@ -453,6 +453,15 @@ func TestMeanRowEntropy(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
+	// Large enough to be summed in parts: 2100 rows of (0.5, 0.25, 0.25, 0…).
+	const c = 2100
+	big := make([]float32, c*c)
+	for i := 0; i < c; i++ {
+		big[i*c+i], big[i*c+(i+1)%c], big[i*c+(i+2)%c] = 0.5, 0.25, 0.25
+	}
+	if got, want := meanRowEntropy(big, c), 1.5*math.Log(2); math.Abs(got-want) > 1e-9 {
+		t.Errorf("large: %v, want %v", got, want)
+	}
 }
 
 // stepPlanner records when it is asked and answers soft targets that differ

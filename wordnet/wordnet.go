@@ -346,3 +346,14 @@ func (wn *DB) Get(wnid string) (*Synset, bool) {
 	s, ok := wn.synsets[wnid]
 	return s, ok
 }
+
+// FirstLemma returns the first lemma of wnid's synset as stored
+// ("kit_fox"), or false when there is no such synset. Label sets that ship
+// only wnids take their class names from it (labels.SynsetNamer).
+func (wn *DB) FirstLemma(wnid string) (string, bool) {
+	s, ok := wn.synsets[wnid]
+	if !ok || len(s.Lemmas) == 0 {
+		return "", false
+	}
+	return s.Lemmas[0], true
+}

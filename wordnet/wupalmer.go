@@ -77,6 +77,18 @@ func (wn *DB) hypernymDistances(wnid string) (map[string]int, error) {
 	return dist, nil
 }
 
+// NLTKName is the name nltk gives wnid's synset ("crane.n.05"): its first
+// lemma in lower case and the synset's sense number for that lemma. nltk
+// breaks ties between equally deep common hypernyms by this name, so a fast
+// Wu–Palmer that orders ancestors once must order them by it too.
+func (wn *DB) NLTKName(wnid string) (string, error) {
+	s, err := wn.Synset(wnid)
+	if err != nil {
+		return "", err
+	}
+	return wn.nltkName(s)
+}
+
 // nltkName is the synset's name as nltk spells it ("crane.n.05"); nltk breaks
 // ties between equally deep common hypernyms by this name.
 // A malformed index.noun is an error, not a silently different tie-break.

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/wordnet"
@@ -97,7 +98,7 @@ func run(runs int, python, script string, quality bool) error {
 	for _, m := range regexp.MustCompile(`(\w+) seconds=([0-9.]+)`).FindAllStringSubmatch(string(raw), -1) {
 		secs[m[1]], _ = strconv.ParseFloat(m[2], 64)
 	}
-	ref, _, err := similarity.ReadMatrixFile(out)
+	_, _, ref, err := npy.ReadFile(out) // float64: the reference unrounded
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (lexical) Compute(_ context.Context, req sdk.SimilarityRequest) (*sdk.Matri
 		for j, b := range req.Classes {
 			x, y := []rune(strings.ToLower(a.Name)), []rune(strings.ToLower(b.Name))
 			if n := max(len(x), len(y)); n > 0 {
-				m.Set(i, j, 1-float64(edit(x, y))/float64(n))
+				m.Set(i, j, float32(1-float64(edit(x, y))/float64(n)))
 			} else {
 				m.Set(i, j, 1)
 			}

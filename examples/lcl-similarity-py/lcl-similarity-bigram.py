@@ -10,8 +10,11 @@ protoc --python_out) next to this file is enough.
 Install: copy this file and lcl_pb2.py into $LCL_PLUGIN_PATH or
 ~/.lcl/plugins (the name must start with lcl-similarity-).
 """
+import array
+import hashlib
 import os
 import sys
+import tempfile
 import threading
 from concurrent import futures
 
@@ -24,7 +27,7 @@ import lcl_pb2  # noqa: E402
 COOKIE_KEY = "LCL_PLUGIN_MAGIC_COOKIE"
 COOKIE_VALUE = "9f1c0b7e-lcl-label-similarity-curriculum"
 CORE_PROTOCOL = 1  # go-plugin's own protocol
-APP_PROTOCOL = 1   # lcl's ProtocolVersion
+APP_PROTOCOL = 2   # lcl's ProtocolVersion
 MAX_MESSAGE = 256 << 20
 
 
@@ -50,7 +53,25 @@ def compute(request, context):
         for b in grams:
             union = a | b
             data.append(len(a & b) / len(union) if union else 1.0)
-    return lcl_pb2.Matrix(rows=n, cols=n, data=data)
+    return matrix(n, data, request)
+
+
+def matrix(n, data, request):
+    """The n×n matrix as lcl wants it back: inside the message while it is
+    small, else as a file of little-endian float32 in the request's
+    matrix_dir, named with its SHA-256 (lcl reads, checks and removes it)."""
+    limit = request.inline_limit or 64 << 20
+    if not request.matrix_dir or 4 * n * n <= limit:
+        return lcl_pb2.Matrix(rows=n, cols=n, data=data)
+    values = array.array("f", data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    raw = values.tobytes()
+    fd, path = tempfile.mkstemp(prefix="matrix-", suffix=".f32", dir=request.matrix_dir)
+    with os.fdopen(fd, "wb") as f:
+        f.write(raw)
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    return lcl_pb2.Matrix(rows=n, cols=n, shared=lcl_pb2.SharedMatrix(path=path, digest=digest))
 
 
 def main():

@@ -45,13 +45,15 @@ func (s *annealLS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		a *= 1 - float64(at.Epoch)/float64(s.epochs-1)
 	}
 	c := s.classes
-	t := sdk.NewMatrix(c, c)
-	for i := 0; i < c; i++ {
-		for j := 0; j < c; j++ {
-			t.Set(i, j, a/float64(c))
+	// Rows computed as the SDK sends them: with 21,843 classes the 1.9 GB
+	// matrix is never held whole (sdk.NewMatrix and Set work as well).
+	off, diag := float32(a/float64(c)), float32(1-a+a/float64(c))
+	t := sdk.NewRowMatrix(c, c, func(i int, row []float32) {
+		for j := range row {
+			row[j] = off
 		}
-		t.Set(i, i, 1-a+a/float64(c))
-	}
+		row[i] = diag
+	})
 	return &sdk.Plan{Targets: t, Coef: sdk.Coefficients{SoftCE: 1}}, nil
 }
 

@@ -15,8 +15,11 @@ Install: copy this file and lcl_pb2.py into $LCL_PLUGIN_PATH or
     lcl plugins list
     lcl train --synsets fashion-mnist --strategy pyannealls --param alpha=0.3 ...
 """
+import array
+import hashlib
 import os
 import sys
+import tempfile
 import threading
 from concurrent import futures
 
@@ -29,7 +32,7 @@ import lcl_pb2  # noqa: E402
 COOKIE_KEY = "LCL_PLUGIN_MAGIC_COOKIE"
 COOKIE_VALUE = "9f1c0b7e-lcl-label-similarity-curriculum"
 CORE_PROTOCOL = 1  # go-plugin's own protocol
-APP_PROTOCOL = 1   # lcl's ProtocolVersion
+APP_PROTOCOL = 2   # lcl's ProtocolVersion
 MAX_MESSAGE = 256 << 20
 
 PARAMS = [lcl_pb2.Param(name="alpha", type="float", default="0.2", help="smoothing at the first epoch")]
@@ -42,6 +45,8 @@ class AnnealLS:
         self.classes = 0
         self.epochs = 0
         self.alpha = 0.2
+        self.matrix_dir = ""   # where large plans go (BeginRequest.matrix_dir)
+        self.inline_limit = 0
 
     def describe(self, _request, _context):
         return lcl_pb2.StrategyInfo(
@@ -62,6 +67,7 @@ class AnnealLS:
         if not 0 <= alpha <= 1:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "alpha = %g, want a value in [0,1]" % alpha)
         self.alpha, self.classes, self.epochs = alpha, len(request.classes), request.epochs
+        self.matrix_dir, self.inline_limit = request.matrix_dir, request.inline_limit
         return lcl_pb2.BeginResponse(stages=[lcl_pb2.Stage(
             name="train", epochs=request.epochs, models=1, teacher=-1, fresh=True)])
 
@@ -70,12 +76,35 @@ class AnnealLS:
         if self.epochs > 1:
             a *= 1 - request.epoch / (self.epochs - 1)
         c = self.classes
-        data = []
-        for i in range(c):
-            for j in range(c):
-                data.append(1 - a + a / c if i == j else a / c)
-        return lcl_pb2.Plan(targets=lcl_pb2.Matrix(rows=c, cols=c, data=data),
-                            coefficients=lcl_pb2.Coefficients(soft_ce=1))
+
+        def row(i):
+            r = [a / c] * c
+            r[i] = 1 - a + a / c
+            return r
+
+        return lcl_pb2.Plan(targets=self.matrix(c, row), coefficients=lcl_pb2.Coefficients(soft_ce=1))
+
+    def matrix(self, c, row):
+        """The c×c matrix whose row i is row(i), as lcl wants it back: inside
+        the message while it is small, else written row by row as
+        little-endian float32 into a file of the matrix folder Begin named,
+        with its SHA-256 (lcl reads, checks and removes it). 21,843 classes
+        are then never one list of 477 M numbers."""
+        limit = self.inline_limit or 64 << 20
+        if not self.matrix_dir or 4 * c * c <= limit:
+            return lcl_pb2.Matrix(rows=c, cols=c, data=[x for i in range(c) for x in row(i)])
+        digest = hashlib.sha256()
+        fd, path = tempfile.mkstemp(prefix="matrix-", suffix=".f32", dir=self.matrix_dir)
+        with os.fdopen(fd, "wb") as f:
+            for i in range(c):
+                values = array.array("f", row(i))
+                if sys.byteorder == "big":
+                    values.byteswap()
+                raw = values.tobytes()
+                digest.update(raw)
+                f.write(raw)
+        return lcl_pb2.Matrix(rows=c, cols=c, shared=lcl_pb2.SharedMatrix(
+            path=path, digest="sha256:" + digest.hexdigest()))
 
     def observe(self, _request, _context):
         return lcl_pb2.Empty()  # this strategy does not adapt to the metrics

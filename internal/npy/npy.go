@@ -45,14 +45,91 @@ func shapeString(shape []int) string {
 // in-memory reader holds is refused at once (a stream is read as the data
 // arrives), so a 128-byte file claiming a 2³²×2³² shape costs nothing.
 func Read(r io.Reader) (rows, cols int, data []float64, err error) {
+	h, br, err := readHeader(r)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	raw, err := bounded.ReadFull(br, int64(h.bytes))
+	if err != nil {
+		return 0, 0, nil, h.short(len(raw), err)
+	}
+	data = make([]float64, h.bytes/h.size)
+	for k := range data {
+		var x float64
+		if h.size == 4 {
+			x = float64(math.Float32frombits(h.order.Uint32(raw[k*4:])))
+		} else {
+			x = math.Float64frombits(h.order.Uint64(raw[k*8:]))
+		}
+		data[h.at(k)] = x
+	}
+	return h.rows, h.cols, data, nil
+}
+
+// Read32 is Read into float32 (float64 data is rounded), reading the data
+// in blocks into the result: a 21,843² '<f4' matrix (1.9 GB) costs one copy
+// of itself, not its float64 form.
+func Read32(r io.Reader) (rows, cols int, data []float32, err error) {
+	h, br, err := readHeader(r)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	data = make([]float32, h.bytes/h.size)
+	buf := make([]byte, 1<<20-(1<<20)%h.size)
+	read := 0
+	for k := 0; read < h.bytes; {
+		n, err := io.ReadFull(br, buf[:min(len(buf), h.bytes-read)])
+		read += n
+		if err != nil {
+			return 0, 0, nil, h.short(read, err)
+		}
+		for o := 0; o < n; o, k = o+h.size, k+1 {
+			var x float32
+			if h.size == 4 {
+				x = math.Float32frombits(h.order.Uint32(buf[o:]))
+			} else {
+				x = float32(math.Float64frombits(h.order.Uint64(buf[o:])))
+			}
+			data[h.at(k)] = x
+		}
+	}
+	return h.rows, h.cols, data, nil
+}
+
+// arrayHeader is what an .npy header says about the data that follows.
+type arrayHeader struct {
+	rows, cols int
+	descr      string
+	shape      []int
+	fortran    bool
+	order      binary.ByteOrder
+	size       int // bytes per element
+	bytes      int // of data
+}
+
+// at is the row-major position of the k-th element in file order.
+func (h *arrayHeader) at(k int) int {
+	if h.fortran { // column-major: element k is (k%rows, k/rows)
+		return (k%h.rows)*h.cols + k/h.rows
+	}
+	return k
+}
+
+func (h *arrayHeader) short(got int, err error) error {
+	return fmt.Errorf("npy: shape %s of %s needs %d bytes of data, the file holds %d: %w", shapeString(h.shape), h.descr, h.bytes, got, err)
+}
+
+// readHeader reads the magic and header of r and checks the sizes it
+// announces before anything is allocated for the data.
+func readHeader(r io.Reader) (*arrayHeader, *bufio.Reader, error) {
 	avail, known := bounded.Remaining(r)
 	br := bufio.NewReader(r)
 	pre := make([]byte, 8)
 	if _, err := io.ReadFull(br, pre); err != nil {
-		return 0, 0, nil, fmt.Errorf("npy: reading magic: %w", err)
+		return nil, nil, fmt.Errorf("npy: reading magic: %w", err)
 	}
 	if !bytes.Equal(pre[:6], magic) {
-		return 0, 0, nil, fmt.Errorf("npy: not an .npy file (bad magic)")
+		return nil, nil, fmt.Errorf("npy: not an .npy file (bad magic)")
 	}
 	var hlen, lenField int
 	switch pre[6] {
@@ -60,73 +137,55 @@ func Read(r io.Reader) (rows, cols int, data []float64, err error) {
 		lenField = 2
 		var b [2]byte
 		if _, err := io.ReadFull(br, b[:]); err != nil {
-			return 0, 0, nil, fmt.Errorf("npy: reading header length: %w", err)
+			return nil, nil, fmt.Errorf("npy: reading header length: %w", err)
 		}
 		hlen = int(binary.LittleEndian.Uint16(b[:]))
 	case 2, 3:
 		lenField = 4
 		var b [4]byte
 		if _, err := io.ReadFull(br, b[:]); err != nil {
-			return 0, 0, nil, fmt.Errorf("npy: reading header length: %w", err)
+			return nil, nil, fmt.Errorf("npy: reading header length: %w", err)
 		}
 		hlen = int(binary.LittleEndian.Uint32(b[:]))
 	default:
-		return 0, 0, nil, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
+		return nil, nil, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
 	}
 	if hlen > 1<<20 || known && int64(8+lenField+hlen) > avail {
-		return 0, 0, nil, fmt.Errorf("npy: header of %d bytes is longer than the file or the 1 MiB limit", hlen)
+		return nil, nil, fmt.Errorf("npy: header of %d bytes is longer than the file or the 1 MiB limit", hlen)
 	}
-	h := make([]byte, hlen)
-	if _, err := io.ReadFull(br, h); err != nil {
-		return 0, 0, nil, fmt.Errorf("npy: reading header: %w", err)
+	hb := make([]byte, hlen)
+	if _, err := io.ReadFull(br, hb); err != nil {
+		return nil, nil, fmt.Errorf("npy: reading header: %w", err)
 	}
-	descr, fortran, shape, err := parseHeader(string(h))
+	descr, fortran, shape, err := parseHeader(string(hb))
 	if err != nil {
-		return 0, 0, nil, err
+		return nil, nil, err
 	}
+	h := &arrayHeader{descr: descr, fortran: fortran, shape: shape, order: binary.LittleEndian}
 	switch len(shape) {
 	case 1:
-		rows, cols = 1, shape[0]
+		h.rows, h.cols = 1, shape[0]
 	case 2:
-		rows, cols = shape[0], shape[1]
+		h.rows, h.cols = shape[0], shape[1]
 	default:
-		return 0, 0, nil, fmt.Errorf("npy: %d-D array, want a 2-D matrix", len(shape))
+		return nil, nil, fmt.Errorf("npy: %d-D array, want a 2-D matrix", len(shape))
 	}
-	var order binary.ByteOrder = binary.LittleEndian
 	if strings.HasPrefix(descr, ">") {
-		order = binary.BigEndian
+		h.order = binary.BigEndian
 	}
-	size := map[string]int{"f4": 4, "f8": 8}[strings.TrimLeft(descr, "<>|=")]
-	if size == 0 {
-		return 0, 0, nil, fmt.Errorf("npy: dtype %q, want float32 or float64 ('<f4', '<f8')", descr)
+	h.size = map[string]int{"f4": 4, "f8": 8}[strings.TrimLeft(descr, "<>|=")]
+	if h.size == 0 {
+		return nil, nil, fmt.Errorf("npy: dtype %q, want float32 or float64 ('<f4', '<f8')", descr)
 	}
-	n, ok := bounded.Product(rows, cols, size)
-	if !ok || n/size > MaxElements {
-		return 0, 0, nil, fmt.Errorf("npy: shape %s has more than %d elements (the limit)", shapeString(shape), MaxElements)
+	n, ok := bounded.Product(h.rows, h.cols, h.size)
+	if !ok || n/h.size > MaxElements {
+		return nil, nil, fmt.Errorf("npy: shape %s has more than %d elements (the limit)", shapeString(shape), MaxElements)
 	}
 	if left := avail - int64(len(pre)+lenField+hlen); known && left < int64(n) {
-		return 0, 0, nil, fmt.Errorf("npy: shape %s of %s needs %d bytes of data, the file holds %d", shapeString(shape), descr, n, max(left, 0))
+		return nil, nil, fmt.Errorf("npy: shape %s of %s needs %d bytes of data, the file holds %d", shapeString(shape), descr, n, max(left, 0))
 	}
-	raw, err := bounded.ReadFull(br, int64(n))
-	if err != nil {
-		return 0, 0, nil, fmt.Errorf("npy: shape %s of %s needs %d bytes of data, the file holds %d: %w", shapeString(shape), descr, n, len(raw), err)
-	}
-	n /= size
-	data = make([]float64, n)
-	for k := range data {
-		var x float64
-		if size == 4 {
-			x = float64(math.Float32frombits(order.Uint32(raw[k*4:])))
-		} else {
-			x = math.Float64frombits(order.Uint64(raw[k*8:]))
-		}
-		if fortran { // column-major: element k is (k%rows, k/rows)
-			data[(k%rows)*cols+k/rows] = x
-		} else {
-			data[k] = x
-		}
-	}
-	return rows, cols, data, nil
+	h.bytes = n
+	return h, br, nil
 }
 
 var (
@@ -224,5 +283,12 @@ func WriteFloat32(w io.Writer, rows, cols int, data []float32) error {
 // WriteFile writes a float64 matrix so a crash leaves the old or the new file.
 func WriteFile(path string, rows, cols int, data []float64) error {
 	_, err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Write(w, rows, cols, data) })
+	return err
+}
+
+// WriteFileFloat32 writes a float32 matrix ('<f4') so a crash leaves the
+// old or the new file.
+func WriteFileFloat32(path string, rows, cols int, data []float32) error {
+	_, err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return WriteFloat32(w, rows, cols, data) })
 	return err
 }

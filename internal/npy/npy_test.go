@@ -144,3 +144,47 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// Read32 must give what Read gives, rounded to float32, for every layout
+// NumPy writes (C and Fortran order, both byte orders, f4 and f8), and
+// refuse short data as Read does.
+func TestRead32MatchesRead(t *testing.T) {
+	py := testdep.PythonModules(t, "numpy")
+	dir := t.TempDir()
+	script := `import numpy as np, sys
+rng = np.random.default_rng(3)
+a = rng.standard_normal((300, 700))
+d = sys.argv[1]
+np.save(d + "/c4.npy", a.astype("<f4"))
+np.save(d + "/c8.npy", a.astype("<f8"))
+np.save(d + "/f8.npy", np.asfortranarray(a.astype(">f8")))
+np.save(d + "/f4.npy", np.asfortranarray(a.astype(">f4")))`
+	if out, err := py.Command("-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v: %s", err, out)
+	}
+	for _, name := range []string{"c4", "c8", "f8", "f4"} {
+		path := filepath.Join(dir, name+".npy")
+		r, c, want, err := ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r32, c32, got, err := Read32(f)
+		f.Close()
+		if err != nil || r32 != r || c32 != c || len(got) != len(want) || r != 300 || c != 700 {
+			t.Fatalf("%s: Read32 %d×%d (%v), Read %d×%d", name, r32, c32, err, r, c)
+		}
+		for k := range want {
+			if got[k] != float32(want[k]) {
+				t.Fatalf("%s: value %d: %g, want %g", name, k, got[k], float32(want[k]))
+			}
+		}
+	}
+	short := append(npyHeader("<f4", "(100, 100)"), make([]byte, 80)...)
+	if _, _, _, err := Read32(iotest.OneByteReader(bytes.NewReader(short))); err == nil || !strings.Contains(err.Error(), "needs 40000 bytes of data, the file holds 80") {
+		t.Errorf("Read32 of short data: %v", err)
+	}
+}

@@ -131,12 +131,16 @@ func (x *Param) GetHelp() string {
 	return ""
 }
 
-// Matrix is a rows×cols matrix of float64, row-major.
+// Matrix is a rows×cols matrix of float32, row-major. A small matrix
+// travels in the message (data); a large one (beyond the request's
+// inline_limit) in a file named by shared, so a 21,843-class matrix (1.9 GB)
+// is never one gRPC message.
 type Matrix struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rows          int32                  `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
 	Cols          int32                  `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
-	Data          []float64              `protobuf:"fixed64,3,rep,packed,name=data,proto3" json:"data,omitempty"`
+	Data          []float32              `protobuf:"fixed32,3,rep,packed,name=data,proto3" json:"data,omitempty"` // rows×cols values, row-major; empty when shared is set
+	Shared        *SharedMatrix          `protobuf:"bytes,4,opt,name=shared,proto3" json:"shared,omitempty"`      // set instead of data
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -185,11 +189,79 @@ func (x *Matrix) GetCols() int32 {
 	return 0
 }
 
-func (x *Matrix) GetData() []float64 {
+func (x *Matrix) GetData() []float32 {
 	if x != nil {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *Matrix) GetShared() *SharedMatrix {
+	if x != nil {
+		return x.Shared
+	}
+	return nil
+}
+
+// SharedMatrix is a file holding a matrix's values: rows×cols little-endian
+// float32, row-major, nothing else (NumPy: numpy.fromfile(path, "<f4")). The
+// sender writes it whole before sending and never changes it; the receiver
+// checks its size and digest and reads (or maps) it during the call. A file
+// the host sends (Begin's similarity) is the host's to remove after the
+// call; a file a plugin returns (targets, a similarity matrix) must lie in
+// the request's matrix_dir, and the host removes it once read.
+type SharedMatrix struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// "crc32c:" + 8 hex digits (CRC-32C, Castagnoli) or "sha256:" + 64 hex
+	// digits, of the file's bytes.
+	Digest        string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedMatrix) Reset() {
+	*x = SharedMatrix{}
+	mi := &file_lcl_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedMatrix) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedMatrix) ProtoMessage() {}
+
+func (x *SharedMatrix) ProtoReflect() protoreflect.Message {
+	mi := &file_lcl_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedMatrix.ProtoReflect.Descriptor instead.
+func (*SharedMatrix) Descriptor() ([]byte, []int) {
+	return file_lcl_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SharedMatrix) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SharedMatrix) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
 }
 
 // Class is one class of a label set, in class-index order.
@@ -205,7 +277,7 @@ type Class struct {
 
 func (x *Class) Reset() {
 	*x = Class{}
-	mi := &file_lcl_proto_msgTypes[3]
+	mi := &file_lcl_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -217,7 +289,7 @@ func (x *Class) String() string {
 func (*Class) ProtoMessage() {}
 
 func (x *Class) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[3]
+	mi := &file_lcl_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -230,7 +302,7 @@ func (x *Class) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Class.ProtoReflect.Descriptor instead.
 func (*Class) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{3}
+	return file_lcl_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Class) GetIndex() int32 {
@@ -273,7 +345,7 @@ type Attributes struct {
 
 func (x *Attributes) Reset() {
 	*x = Attributes{}
-	mi := &file_lcl_proto_msgTypes[4]
+	mi := &file_lcl_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +357,7 @@ func (x *Attributes) String() string {
 func (*Attributes) ProtoMessage() {}
 
 func (x *Attributes) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[4]
+	mi := &file_lcl_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +370,7 @@ func (x *Attributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attributes.ProtoReflect.Descriptor instead.
 func (*Attributes) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{4}
+	return file_lcl_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Attributes) GetName() string {
@@ -337,7 +409,7 @@ type StrategyInfo struct {
 
 func (x *StrategyInfo) Reset() {
 	*x = StrategyInfo{}
-	mi := &file_lcl_proto_msgTypes[5]
+	mi := &file_lcl_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +421,7 @@ func (x *StrategyInfo) String() string {
 func (*StrategyInfo) ProtoMessage() {}
 
 func (x *StrategyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[5]
+	mi := &file_lcl_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +434,7 @@ func (x *StrategyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StrategyInfo.ProtoReflect.Descriptor instead.
 func (*StrategyInfo) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{5}
+	return file_lcl_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StrategyInfo) GetName() string {
@@ -424,13 +496,18 @@ type BeginRequest struct {
 	Params        map[string]string      `protobuf:"bytes,6,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	StepsPerEpoch int32                  `protobuf:"varint,7,opt,name=steps_per_epoch,json=stepsPerEpoch,proto3" json:"steps_per_epoch,omitempty"` // optimiser steps per epoch (0 = unknown)
 	Model         string                 `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`                                         // the run's architecture
+	// Where the plugin writes the shared matrices it returns (a private
+	// folder the host removes when the plugin stops), and the size in bytes
+	// above which a returned matrix should be shared rather than inline.
+	MatrixDir     string `protobuf:"bytes,9,opt,name=matrix_dir,json=matrixDir,proto3" json:"matrix_dir,omitempty"`
+	InlineLimit   int64  `protobuf:"varint,10,opt,name=inline_limit,json=inlineLimit,proto3" json:"inline_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BeginRequest) Reset() {
 	*x = BeginRequest{}
-	mi := &file_lcl_proto_msgTypes[6]
+	mi := &file_lcl_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +519,7 @@ func (x *BeginRequest) String() string {
 func (*BeginRequest) ProtoMessage() {}
 
 func (x *BeginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[6]
+	mi := &file_lcl_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +532,7 @@ func (x *BeginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginRequest.ProtoReflect.Descriptor instead.
 func (*BeginRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{6}
+	return file_lcl_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BeginRequest) GetClasses() []*Class {
@@ -514,6 +591,20 @@ func (x *BeginRequest) GetModel() string {
 	return ""
 }
 
+func (x *BeginRequest) GetMatrixDir() string {
+	if x != nil {
+		return x.MatrixDir
+	}
+	return ""
+}
+
+func (x *BeginRequest) GetInlineLimit() int64 {
+	if x != nil {
+		return x.InlineLimit
+	}
+	return 0
+}
+
 type Stage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -530,7 +621,7 @@ type Stage struct {
 
 func (x *Stage) Reset() {
 	*x = Stage{}
-	mi := &file_lcl_proto_msgTypes[7]
+	mi := &file_lcl_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +633,7 @@ func (x *Stage) String() string {
 func (*Stage) ProtoMessage() {}
 
 func (x *Stage) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[7]
+	mi := &file_lcl_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +646,7 @@ func (x *Stage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stage.ProtoReflect.Descriptor instead.
 func (*Stage) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{7}
+	return file_lcl_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Stage) GetName() string {
@@ -623,7 +714,7 @@ type BeginResponse struct {
 
 func (x *BeginResponse) Reset() {
 	*x = BeginResponse{}
-	mi := &file_lcl_proto_msgTypes[8]
+	mi := &file_lcl_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +726,7 @@ func (x *BeginResponse) String() string {
 func (*BeginResponse) ProtoMessage() {}
 
 func (x *BeginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[8]
+	mi := &file_lcl_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +739,7 @@ func (x *BeginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginResponse.ProtoReflect.Descriptor instead.
 func (*BeginResponse) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{8}
+	return file_lcl_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BeginResponse) GetStages() []*Stage {
@@ -669,7 +760,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_lcl_proto_msgTypes[9]
+	mi := &file_lcl_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +772,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[9]
+	mi := &file_lcl_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +785,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{9}
+	return file_lcl_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlanRequest) GetStage() int32 {
@@ -739,7 +830,7 @@ type Coefficients struct {
 
 func (x *Coefficients) Reset() {
 	*x = Coefficients{}
-	mi := &file_lcl_proto_msgTypes[10]
+	mi := &file_lcl_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +842,7 @@ func (x *Coefficients) String() string {
 func (*Coefficients) ProtoMessage() {}
 
 func (x *Coefficients) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[10]
+	mi := &file_lcl_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +855,7 @@ func (x *Coefficients) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coefficients.ProtoReflect.Descriptor instead.
 func (*Coefficients) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{10}
+	return file_lcl_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Coefficients) GetSoftCe() float64 {
@@ -816,7 +907,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_lcl_proto_msgTypes[11]
+	mi := &file_lcl_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +919,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[11]
+	mi := &file_lcl_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +932,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{11}
+	return file_lcl_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Plan) GetOneHot() bool {
@@ -898,7 +989,7 @@ type Metrics struct {
 
 func (x *Metrics) Reset() {
 	*x = Metrics{}
-	mi := &file_lcl_proto_msgTypes[12]
+	mi := &file_lcl_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1001,7 @@ func (x *Metrics) String() string {
 func (*Metrics) ProtoMessage() {}
 
 func (x *Metrics) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[12]
+	mi := &file_lcl_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1014,7 @@ func (x *Metrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Metrics.ProtoReflect.Descriptor instead.
 func (*Metrics) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{12}
+	return file_lcl_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Metrics) GetStage() int32 {
@@ -969,7 +1060,7 @@ type FeatureChunk struct {
 
 func (x *FeatureChunk) Reset() {
 	*x = FeatureChunk{}
-	mi := &file_lcl_proto_msgTypes[13]
+	mi := &file_lcl_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1072,7 @@ func (x *FeatureChunk) String() string {
 func (*FeatureChunk) ProtoMessage() {}
 
 func (x *FeatureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[13]
+	mi := &file_lcl_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1085,7 @@ func (x *FeatureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureChunk.ProtoReflect.Descriptor instead.
 func (*FeatureChunk) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{13}
+	return file_lcl_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FeatureChunk) GetStage() int32 {
@@ -1045,7 +1136,7 @@ type SourceInfo struct {
 
 func (x *SourceInfo) Reset() {
 	*x = SourceInfo{}
-	mi := &file_lcl_proto_msgTypes[14]
+	mi := &file_lcl_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1148,7 @@ func (x *SourceInfo) String() string {
 func (*SourceInfo) ProtoMessage() {}
 
 func (x *SourceInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[14]
+	mi := &file_lcl_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1161,7 @@ func (x *SourceInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceInfo.ProtoReflect.Descriptor instead.
 func (*SourceInfo) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{14}
+	return file_lcl_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SourceInfo) GetName() string {
@@ -1120,7 +1211,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1223,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1236,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{15}
+	return file_lcl_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Node) GetId() string {
@@ -1175,14 +1266,16 @@ type SimilarityRequest struct {
 	Classes       []*Class               `protobuf:"bytes,2,rep,name=classes,proto3" json:"classes,omitempty"`
 	Attributes    []*Attributes          `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty"`
 	Params        map[string]string      `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Hierarchy     []*Node                `protobuf:"bytes,5,rep,name=hierarchy,proto3" json:"hierarchy,omitempty"` // empty when the label set has none
+	Hierarchy     []*Node                `protobuf:"bytes,5,rep,name=hierarchy,proto3" json:"hierarchy,omitempty"`                  // empty when the label set has none
+	MatrixDir     string                 `protobuf:"bytes,6,opt,name=matrix_dir,json=matrixDir,proto3" json:"matrix_dir,omitempty"` // as BeginRequest's
+	InlineLimit   int64                  `protobuf:"varint,7,opt,name=inline_limit,json=inlineLimit,proto3" json:"inline_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SimilarityRequest) Reset() {
 	*x = SimilarityRequest{}
-	mi := &file_lcl_proto_msgTypes[16]
+	mi := &file_lcl_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1287,7 @@ func (x *SimilarityRequest) String() string {
 func (*SimilarityRequest) ProtoMessage() {}
 
 func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[16]
+	mi := &file_lcl_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1300,7 @@ func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilarityRequest.ProtoReflect.Descriptor instead.
 func (*SimilarityRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{16}
+	return file_lcl_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SimilarityRequest) GetLabelSet() string {
@@ -1245,6 +1338,20 @@ func (x *SimilarityRequest) GetHierarchy() []*Node {
 	return nil
 }
 
+func (x *SimilarityRequest) GetMatrixDir() string {
+	if x != nil {
+		return x.MatrixDir
+	}
+	return ""
+}
+
+func (x *SimilarityRequest) GetInlineLimit() int64 {
+	if x != nil {
+		return x.InlineLimit
+	}
+	return 0
+}
+
 var File_lcl_proto protoreflect.FileDescriptor
 
 const file_lcl_proto_rawDesc = "" +
@@ -1255,11 +1362,15 @@ const file_lcl_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
 	"\adefault\x18\x03 \x01(\tR\adefault\x12\x12\n" +
-	"\x04help\x18\x04 \x01(\tR\x04help\"D\n" +
+	"\x04help\x18\x04 \x01(\tR\x04help\"y\n" +
 	"\x06Matrix\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\x05R\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\x05R\x04cols\x12\x12\n" +
-	"\x04data\x18\x03 \x03(\x01R\x04data\"U\n" +
+	"\x04data\x18\x03 \x03(\x02R\x04data\x123\n" +
+	"\x06shared\x18\x04 \x01(\v2\x1b.lcl.plugin.v1.SharedMatrixR\x06shared\":\n" +
+	"\fSharedMatrix\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\tR\x06digest\"U\n" +
 	"\x05Class\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -1277,7 +1388,7 @@ const file_lcl_proto_rawDesc = "" +
 	"\x06params\x18\x04 \x03(\v2\x14.lcl.plugin.v1.ParamR\x06params\x12\x16\n" +
 	"\x06models\x18\x05 \x01(\x05R\x06models\x12\x16\n" +
 	"\x06stages\x18\x06 \x03(\tR\x06stages\x12)\n" +
-	"\x10needs_similarity\x18\a \x01(\bR\x0fneedsSimilarity\"\x82\x03\n" +
+	"\x10needs_similarity\x18\a \x01(\bR\x0fneedsSimilarity\"\xc4\x03\n" +
 	"\fBeginRequest\x12.\n" +
 	"\aclasses\x18\x01 \x03(\v2\x14.lcl.plugin.v1.ClassR\aclasses\x125\n" +
 	"\n" +
@@ -1288,7 +1399,11 @@ const file_lcl_proto_rawDesc = "" +
 	"\x06epochs\x18\x05 \x01(\x05R\x06epochs\x12?\n" +
 	"\x06params\x18\x06 \x03(\v2'.lcl.plugin.v1.BeginRequest.ParamsEntryR\x06params\x12&\n" +
 	"\x0fsteps_per_epoch\x18\a \x01(\x05R\rstepsPerEpoch\x12\x14\n" +
-	"\x05model\x18\b \x01(\tR\x05model\x1a9\n" +
+	"\x05model\x18\b \x01(\tR\x05model\x12\x1d\n" +
+	"\n" +
+	"matrix_dir\x18\t \x01(\tR\tmatrixDir\x12!\n" +
+	"\finline_limit\x18\n" +
+	" \x01(\x03R\vinlineLimit\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x01\n" +
@@ -1345,7 +1460,7 @@ const file_lcl_proto_rawDesc = "" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06parent\x18\x03 \x01(\tR\x06parent\"\xcf\x02\n" +
+	"\x06parent\x18\x03 \x01(\tR\x06parent\"\x91\x03\n" +
 	"\x11SimilarityRequest\x12\x1b\n" +
 	"\tlabel_set\x18\x01 \x01(\tR\blabelSet\x12.\n" +
 	"\aclasses\x18\x02 \x03(\v2\x14.lcl.plugin.v1.ClassR\aclasses\x129\n" +
@@ -1353,7 +1468,10 @@ const file_lcl_proto_rawDesc = "" +
 	"attributes\x18\x03 \x03(\v2\x19.lcl.plugin.v1.AttributesR\n" +
 	"attributes\x12D\n" +
 	"\x06params\x18\x04 \x03(\v2,.lcl.plugin.v1.SimilarityRequest.ParamsEntryR\x06params\x121\n" +
-	"\thierarchy\x18\x05 \x03(\v2\x13.lcl.plugin.v1.NodeR\thierarchy\x1a9\n" +
+	"\thierarchy\x18\x05 \x03(\v2\x13.lcl.plugin.v1.NodeR\thierarchy\x12\x1d\n" +
+	"\n" +
+	"matrix_dir\x18\x06 \x01(\tR\tmatrixDir\x12!\n" +
+	"\finline_limit\x18\a \x01(\x03R\vinlineLimit\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xc0\x02\n" +
@@ -1379,63 +1497,65 @@ func file_lcl_proto_rawDescGZIP() []byte {
 	return file_lcl_proto_rawDescData
 }
 
-var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_lcl_proto_goTypes = []any{
 	(*Empty)(nil),             // 0: lcl.plugin.v1.Empty
 	(*Param)(nil),             // 1: lcl.plugin.v1.Param
 	(*Matrix)(nil),            // 2: lcl.plugin.v1.Matrix
-	(*Class)(nil),             // 3: lcl.plugin.v1.Class
-	(*Attributes)(nil),        // 4: lcl.plugin.v1.Attributes
-	(*StrategyInfo)(nil),      // 5: lcl.plugin.v1.StrategyInfo
-	(*BeginRequest)(nil),      // 6: lcl.plugin.v1.BeginRequest
-	(*Stage)(nil),             // 7: lcl.plugin.v1.Stage
-	(*BeginResponse)(nil),     // 8: lcl.plugin.v1.BeginResponse
-	(*PlanRequest)(nil),       // 9: lcl.plugin.v1.PlanRequest
-	(*Coefficients)(nil),      // 10: lcl.plugin.v1.Coefficients
-	(*Plan)(nil),              // 11: lcl.plugin.v1.Plan
-	(*Metrics)(nil),           // 12: lcl.plugin.v1.Metrics
-	(*FeatureChunk)(nil),      // 13: lcl.plugin.v1.FeatureChunk
-	(*SourceInfo)(nil),        // 14: lcl.plugin.v1.SourceInfo
-	(*Node)(nil),              // 15: lcl.plugin.v1.Node
-	(*SimilarityRequest)(nil), // 16: lcl.plugin.v1.SimilarityRequest
-	nil,                       // 17: lcl.plugin.v1.BeginRequest.ParamsEntry
-	nil,                       // 18: lcl.plugin.v1.Metrics.ValuesEntry
-	nil,                       // 19: lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	(*SharedMatrix)(nil),      // 3: lcl.plugin.v1.SharedMatrix
+	(*Class)(nil),             // 4: lcl.plugin.v1.Class
+	(*Attributes)(nil),        // 5: lcl.plugin.v1.Attributes
+	(*StrategyInfo)(nil),      // 6: lcl.plugin.v1.StrategyInfo
+	(*BeginRequest)(nil),      // 7: lcl.plugin.v1.BeginRequest
+	(*Stage)(nil),             // 8: lcl.plugin.v1.Stage
+	(*BeginResponse)(nil),     // 9: lcl.plugin.v1.BeginResponse
+	(*PlanRequest)(nil),       // 10: lcl.plugin.v1.PlanRequest
+	(*Coefficients)(nil),      // 11: lcl.plugin.v1.Coefficients
+	(*Plan)(nil),              // 12: lcl.plugin.v1.Plan
+	(*Metrics)(nil),           // 13: lcl.plugin.v1.Metrics
+	(*FeatureChunk)(nil),      // 14: lcl.plugin.v1.FeatureChunk
+	(*SourceInfo)(nil),        // 15: lcl.plugin.v1.SourceInfo
+	(*Node)(nil),              // 16: lcl.plugin.v1.Node
+	(*SimilarityRequest)(nil), // 17: lcl.plugin.v1.SimilarityRequest
+	nil,                       // 18: lcl.plugin.v1.BeginRequest.ParamsEntry
+	nil,                       // 19: lcl.plugin.v1.Metrics.ValuesEntry
+	nil,                       // 20: lcl.plugin.v1.SimilarityRequest.ParamsEntry
 }
 var file_lcl_proto_depIdxs = []int32{
-	2,  // 0: lcl.plugin.v1.Attributes.values:type_name -> lcl.plugin.v1.Matrix
-	1,  // 1: lcl.plugin.v1.StrategyInfo.params:type_name -> lcl.plugin.v1.Param
-	3,  // 2: lcl.plugin.v1.BeginRequest.classes:type_name -> lcl.plugin.v1.Class
-	2,  // 3: lcl.plugin.v1.BeginRequest.similarity:type_name -> lcl.plugin.v1.Matrix
-	17, // 4: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
-	7,  // 5: lcl.plugin.v1.BeginResponse.stages:type_name -> lcl.plugin.v1.Stage
-	2,  // 6: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
-	10, // 7: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
-	18, // 8: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
-	1,  // 9: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
-	3,  // 10: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
-	4,  // 11: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
-	19, // 12: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
-	15, // 13: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
-	0,  // 14: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
-	6,  // 15: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
-	9,  // 16: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
-	12, // 17: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
-	13, // 18: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
-	0,  // 19: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
-	16, // 20: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
-	5,  // 21: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
-	8,  // 22: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
-	11, // 23: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
-	0,  // 24: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
-	0,  // 25: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
-	14, // 26: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
-	2,  // 27: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
-	21, // [21:28] is the sub-list for method output_type
-	14, // [14:21] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	3,  // 0: lcl.plugin.v1.Matrix.shared:type_name -> lcl.plugin.v1.SharedMatrix
+	2,  // 1: lcl.plugin.v1.Attributes.values:type_name -> lcl.plugin.v1.Matrix
+	1,  // 2: lcl.plugin.v1.StrategyInfo.params:type_name -> lcl.plugin.v1.Param
+	4,  // 3: lcl.plugin.v1.BeginRequest.classes:type_name -> lcl.plugin.v1.Class
+	2,  // 4: lcl.plugin.v1.BeginRequest.similarity:type_name -> lcl.plugin.v1.Matrix
+	18, // 5: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
+	8,  // 6: lcl.plugin.v1.BeginResponse.stages:type_name -> lcl.plugin.v1.Stage
+	2,  // 7: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
+	11, // 8: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
+	19, // 9: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
+	1,  // 10: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
+	4,  // 11: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
+	5,  // 12: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
+	20, // 13: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	16, // 14: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
+	0,  // 15: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
+	7,  // 16: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
+	10, // 17: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
+	13, // 18: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
+	14, // 19: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
+	0,  // 20: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
+	17, // 21: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
+	6,  // 22: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
+	9,  // 23: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
+	12, // 24: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
+	0,  // 25: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
+	0,  // 26: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
+	15, // 27: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
+	2,  // 28: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
+	22, // [22:29] is the sub-list for method output_type
+	15, // [15:22] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_lcl_proto_init() }
@@ -1449,7 +1569,7 @@ func file_lcl_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lcl_proto_rawDesc), len(file_lcl_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

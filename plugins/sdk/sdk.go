@@ -52,6 +52,13 @@ const RowSumTolerance = api.RowSumTolerance
 // NewMatrix returns a zero rows×cols matrix.
 func NewMatrix(rows, cols int) *Matrix { return api.NewMatrix(rows, cols) }
 
+// NewRowMatrix returns a rows×cols matrix whose rows fill computes when the
+// SDK sends it (a strategy's large targets: they are never held whole).
+// fill may be called for several rows at once from different goroutines.
+func NewRowMatrix(rows, cols int, fill func(i int, dst []float32)) *Matrix {
+	return api.NewRowMatrix(rows, cols, fill)
+}
+
 // ParseParams checks raw (name → value) against specs and fills in defaults;
 // unknown names and values of the wrong type are errors naming the parameter.
 func ParseParams(specs []Param, raw map[string]string) (*Values, error) {

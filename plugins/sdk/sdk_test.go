@@ -38,7 +38,7 @@ func TestParseParams(t *testing.T) {
 }
 
 func TestValidatePlan(t *testing.T) {
-	eye := &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{1, 0, 0, 1}}
+	eye := &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 0, 0, 1}}
 	ce := sdk.Coefficients{SoftCE: 1}
 	tests := []struct {
 		name string
@@ -47,10 +47,10 @@ func TestValidatePlan(t *testing.T) {
 	}{
 		{"one-hot", &sdk.Plan{Coef: ce}, ""},
 		{"targets", &sdk.Plan{Targets: eye, Weights: []float64{1, 0.5, 0}, Subset: []int{2, 0}, Coef: ce}, ""},
-		{"row sum", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{0.5, 0.4, 0, 1}}, Coef: ce}, "row 0 sums to 0.9"},
-		{"negative", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{1.5, -0.5, 0, 1}}, Coef: ce}, "target[0][1] = -0.5"},
-		{"nan", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{math.NaN(), 1, 0, 1}}, Coef: ce}, "target[0][0] = NaN"},
-		{"shape", &sdk.Plan{Targets: &sdk.Matrix{Rows: 1, Cols: 2, Data: []float64{1, 0}}, Coef: ce}, "is 1×2 with 2 values, want 2×2"},
+		{"row sum", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{0.5, 0.4, 0, 1}}, Coef: ce}, "row 0 sums to 0.9"},
+		{"negative", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1.5, -0.5, 0, 1}}, Coef: ce}, "target[0][1] = -0.5"},
+		{"nan", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{float32(math.NaN()), 1, 0, 1}}, Coef: ce}, "target[0][0] = NaN"},
+		{"shape", &sdk.Plan{Targets: &sdk.Matrix{Rows: 1, Cols: 2, Data: []float32{1, 0}}, Coef: ce}, "is 1×2 with 2 values, want 2×2"},
 		{"weights", &sdk.Plan{Weights: []float64{1}, Coef: ce}, "1 example weights, want 3"},
 		{"subset range", &sdk.Plan{Subset: []int{3}, Coef: ce}, "subset index 3 out of range"},
 		{"subset twice", &sdk.Plan{Subset: []int{1, 1}, Coef: ce}, "lists example 1 twice"},
@@ -63,5 +63,23 @@ func TestValidatePlan(t *testing.T) {
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// A large plan is checked on every CPU, and still reports its first bad row.
+func TestValidatePlanLargeFirstBadRow(t *testing.T) {
+	const c = 2100 // 4.4 M values: checked in parts
+	m := sdk.NewMatrix(c, c)
+	for i := 0; i < c; i++ {
+		m.Set(i, i, 1)
+	}
+	if err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	m.Set(2000, 3, 0.5)
+	m.Set(50, 7, -1)
+	err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1)
+	if err == nil || err.Error() != "target[50][7] = -1, want a finite value ≥ 0" {
+		t.Fatalf("err = %v", err)
 	}
 }

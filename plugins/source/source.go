@@ -90,7 +90,11 @@ func (s *Source) Compute(ctx context.Context, req sdk.SimilarityRequest) (*sdk.M
 		la := &labels.Attributes{Names: a.Names}
 		if a.Values != nil {
 			for i := 0; i < a.Values.Rows; i++ {
-				la.Values = append(la.Values, append([]float64(nil), a.Values.Row(i)...))
+				row := make([]float64, a.Values.Cols)
+				for j, x := range a.Values.Row(i) {
+					row[j] = float64(x)
+				}
+				la.Values = append(la.Values, row)
 			}
 		}
 		set.Attributes[a.Name] = la

@@ -41,7 +41,7 @@ func TestBuiltinSources(t *testing.T) {
 			// a = (1,0), b = (1,1), c = (0,1): cosines 1/√2 and 0.
 			"visual", "visual",
 			sdk.SimilarityRequest{Attributes: []sdk.Attributes{{Name: "continuous", Names: []string{"x", "y"},
-				Values: &sdk.Matrix{Rows: 3, Cols: 2, Data: []float64{1, 0, 1, 1, 0, 1}}}}},
+				Values: &sdk.Matrix{Rows: 3, Cols: 2, Data: []float32{1, 0, 1, 1, 0, 1}}}}},
 			[]float64{1, r2, 0, r2, 1, r2, 0, r2, 1},
 		},
 		{
@@ -61,7 +61,7 @@ func TestBuiltinSources(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, w := range tt.want {
-				if math.Abs(m.Data[i]-w) > 1e-6 {
+				if math.Abs(float64(m.Data[i])-w) > 1e-6 {
 					t.Fatalf("s = %v, want %v", m.Data, tt.want)
 				}
 			}

@@ -150,8 +150,8 @@ func (s *LS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 // is applied once per optimiser step instead (t = epoch·steps + step).
 type LCL struct {
 	base
-	v0  *sdk.Matrix
-	eps float64
+	targets *lclTargets
+	eps     float64
 }
 
 var lclParams = []sdk.Param{
@@ -178,16 +178,20 @@ func (s *LCL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if run.Similarity == nil {
 		return nil, fmt.Errorf("lcl needs a similarity matrix (--source or --matrix)")
 	}
-	sim := run.Similarity.Clone()
-	if s.params.Bool("clip-negative") {
+	sim := run.Similarity
+	if s.params.Bool("clip-negative") && hasNegative(sim) {
+		// A copy: the run's matrix may be the host's (a 21,843-class one is
+		// only copied when it has something to clip).
+		sim = sim.Clone()
 		for i, v := range sim.Data {
 			sim.Data[i] = max(v, 0)
 		}
 	}
-	if err := CheckSimilarity(sim, c); err != nil {
+	targets, err := newLCLTargets(sim, c)
+	if err != nil {
 		return nil, fmt.Errorf("similarity matrix: %w", err)
 	}
-	s.v0 = LCLInitial(sim)
+	s.targets = targets
 	s.stages = oneStage("train", run.Epochs, 1)
 	if s.params.Bool("per-step") {
 		if run.StepsPerEpoch < 1 {
@@ -209,7 +213,20 @@ func (s *LCL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		}
 		t = at.Epoch*s.run.StepsPerEpoch + at.Step
 	}
-	return &sdk.Plan{Targets: LCLTargets(s.v0, s.eps, t), Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: s.targets.at(s.eps, t), Coef: sdk.Coefficients{SoftCE: 1}}, nil
+}
+
+// hasNegative reports whether m has a value below 0.
+func hasNegative(m *sdk.Matrix) bool {
+	row := make([]float32, m.Cols)
+	for i := 0; i < m.Rows; i++ {
+		for _, v := range m.RowInto(i, row) {
+			if v < 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // KD is knowledge distillation (Hinton et al. 2015): stage "teacher" trains

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -8,10 +9,21 @@ import (
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
 
-func matrix(rows [][]float64) *sdk.Matrix {
+func matrix(rows [][]float64) *Matrix64 {
+	m := &Matrix64{N: len(rows)}
+	for _, r := range rows {
+		m.Data = append(m.Data, r...)
+	}
+	return m
+}
+
+// simMatrix is rows as a float32 sdk matrix.
+func simMatrix(rows [][]float64) *sdk.Matrix {
 	m := sdk.NewMatrix(len(rows), len(rows[0]))
 	for i, r := range rows {
-		copy(m.Row(i), r)
+		for j, x := range r {
+			m.Set(i, j, float32(x))
+		}
 	}
 	return m
 }
@@ -58,14 +70,14 @@ func TestLCLWorkedExample(t *testing.T) {
 	}
 }
 
-func randomSimilarity(r *rand.Rand, c int) *sdk.Matrix {
-	s := sdk.NewMatrix(c, c)
+func randomSimilarity(r *rand.Rand, c int) *Matrix64 {
+	s := &Matrix64{N: c, Data: make([]float64, c*c)}
 	for i := 0; i < c; i++ {
 		for j := 0; j < c; j++ {
 			if i == j {
-				s.Set(i, j, 1)
+				s.Data[i*c+j] = 1
 			} else {
-				s.Set(i, j, 0.01+0.98*r.Float64()) // in (0,1): s(c,c)=1 is the strict row maximum
+				s.Data[i*c+j] = 0.01 + 0.98*r.Float64() // in (0,1): s(c,c)=1 is the strict row maximum
 			}
 		}
 	}
@@ -134,12 +146,12 @@ func TestLCLProperties(t *testing.T) {
 func TestLCLManyClassesJump(t *testing.T) {
 	// method-notes: with many classes v_c(0) is tiny and after the first update ≈ 1/(1+ε).
 	c := 1000
-	s := sdk.NewMatrix(c, c)
+	s := &Matrix64{N: c, Data: make([]float64, c*c)}
 	for i := range s.Data {
 		s.Data[i] = 0.3
 	}
 	for i := 0; i < c; i++ {
-		s.Set(i, i, 1)
+		s.Data[i*c+i] = 1
 	}
 	v := LCLTargets(LCLInitial(s), 0.99, 1)
 	if got, want := v.At(0, 0), 1/(1+0.99*(1-1/(1+0.3*999))); math.Abs(got-want) > 1e-12 || got < 0.49 || got > 0.51 {
@@ -155,7 +167,7 @@ func TestSmoothed(t *testing.T) {
 			if i == j {
 				want = 0.925
 			}
-			if !near(m.At(i, j), want) {
+			if float32(want) != m.At(i, j) {
 				t.Fatalf("ls[%d][%d] = %g, want %g", i, j, m.At(i, j), want)
 			}
 		}
@@ -168,15 +180,66 @@ func TestCheckSimilarity(t *testing.T) {
 		s    *sdk.Matrix
 		ok   bool
 	}{
-		{"fine", matrix([][]float64{{1, 0.2}, {0.2, 1}}), true},
-		{"negative", matrix([][]float64{{1, -0.2}, {0.2, 1}}), false},
-		{"zero row", matrix([][]float64{{0, 0}, {0.2, 1}}), false},
-		{"nan", matrix([][]float64{{1, math.NaN()}, {0.2, 1}}), false},
-		{"shape", matrix([][]float64{{1, 0.2, 0}, {0.2, 1, 0}}), false},
+		{"fine", simMatrix([][]float64{{1, 0.2}, {0.2, 1}}), true},
+		{"negative", simMatrix([][]float64{{1, -0.2}, {0.2, 1}}), false},
+		{"zero row", simMatrix([][]float64{{0, 0}, {0.2, 1}}), false},
+		{"nan", simMatrix([][]float64{{1, math.NaN()}, {0.2, 1}}), false},
+		{"shape", simMatrix([][]float64{{1, 0.2, 0}, {0.2, 1, 0}}), false},
 	}
 	for _, tt := range tests {
 		if err := CheckSimilarity(tt.s, 2); (err == nil) != tt.ok {
 			t.Errorf("%s: err = %v", tt.name, err)
+		}
+	}
+}
+
+// The LCL strategy's plans are LCLTargets(LCLInitial(s)) rounded once, bit
+// for bit, for epochs of either form of lclRest and with negatives clipped.
+func TestLCLPlansAreTheClosedFormRounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const c = 37
+	sim := sdk.NewMatrix(c, c)
+	for i := range sim.Data {
+		sim.Data[i] = r.Float32()
+	}
+	sim.Data[5] = -0.25 // clipped
+	for i := 0; i < c; i++ {
+		sim.Set(i, i, 1)
+	}
+	clipped := Float64(sim)
+	for i, x := range clipped.Data {
+		clipped.Data[i] = max(x, 0)
+	}
+	v0 := LCLInitial(clipped)
+	classes := make([]sdk.Class, c)
+	for i := range classes {
+		classes[i] = sdk.Class{Index: i}
+	}
+	ctx := context.Background()
+	st := &LCL{}
+	if _, err := st.Begin(ctx, sdk.Run{Classes: classes, Similarity: sim, Epochs: 200, Params: map[string]string{"epsilon": "0.9", "clip-negative": "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if sim.Data[5] != -0.25 {
+		t.Fatal("Begin changed the run's matrix")
+	}
+	for _, e := range []int{0, 1, 2, 30, 64, 65, 199} {
+		p, err := st.Plan(ctx, sdk.PlanAt{Epoch: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Targets.Data != nil {
+			t.Fatalf("epoch %d: targets held whole, want rows computed as sent", e)
+		}
+		want := LCLTargets(v0, 0.9, e)
+		got := p.Targets.Dense()
+		for k, x := range want.Data {
+			if got.Data[k] != float32(x) {
+				t.Fatalf("epoch %d (%d,%d): %v, closed form %v", e, k/c, k%c, got.Data[k], float32(x))
+			}
+		}
+		if err := sdk.ValidatePlan(p, c, 0, 1); err != nil {
+			t.Fatalf("epoch %d: %v", e, err)
 		}
 	}
 }

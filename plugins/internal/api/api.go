@@ -60,32 +60,83 @@ type SourceInfo struct {
 	NeedsAttributes bool    `json:"needs_attributes"`
 }
 
-// Matrix is a Rows×Cols matrix of float64, row-major.
+// Matrix is a Rows×Cols matrix of float32, row-major.
+//
+// A matrix holds its values (Data) or computes them row by row (Fill, with
+// Data nil): a strategy returns its targets that way so the SDK writes each
+// row as it is made, and 21,843-class targets (1.9 GB) never exist whole in
+// the plugin. Matrices a plugin receives always hold their values.
 type Matrix struct {
 	Rows, Cols int
-	Data       []float64
+	Data       []float32
+	// Fill, used when Data is nil, writes row i into dst (Cols values).
+	Fill func(i int, dst []float32)
 }
 
 // NewMatrix returns a zero rows×cols matrix.
 func NewMatrix(rows, cols int) *Matrix {
-	return &Matrix{Rows: rows, Cols: cols, Data: make([]float64, rows*cols)}
+	return &Matrix{Rows: rows, Cols: cols, Data: make([]float32, rows*cols)}
 }
 
-// At returns element (i, j).
-func (m *Matrix) At(i, j int) float64 { return m.Data[i*m.Cols+j] }
+// NewRowMatrix returns a rows×cols matrix whose rows fill computes on
+// demand (see Matrix).
+func NewRowMatrix(rows, cols int, fill func(i int, dst []float32)) *Matrix {
+	return &Matrix{Rows: rows, Cols: cols, Fill: fill}
+}
 
-// Set sets element (i, j).
-func (m *Matrix) Set(i, j int, v float64) { m.Data[i*m.Cols+j] = v }
+// At returns element (i, j) (of a Fill matrix: by computing row i).
+func (m *Matrix) At(i, j int) float32 {
+	if m.Data == nil && m.Fill != nil {
+		return m.Row(i)[j]
+	}
+	return m.Data[i*m.Cols+j]
+}
 
-// Row returns row i, sharing storage.
-func (m *Matrix) Row(i int) []float64 { return m.Data[i*m.Cols : (i+1)*m.Cols] }
+// Set sets element (i, j) of a matrix that holds its values.
+func (m *Matrix) Set(i, j int, v float32) { m.Data[i*m.Cols+j] = v }
 
-// Clone returns a deep copy.
+// Row returns row i: sharing Data's storage, or (Fill) freshly computed.
+func (m *Matrix) Row(i int) []float32 {
+	if m.Data == nil && m.Fill != nil {
+		dst := make([]float32, m.Cols)
+		m.Fill(i, dst)
+		return dst
+	}
+	return m.Data[i*m.Cols : (i+1)*m.Cols]
+}
+
+// RowInto returns row i: Data's row (shared, dst unused) or, for a Fill
+// matrix, dst filled with it.
+func (m *Matrix) RowInto(i int, dst []float32) []float32 {
+	if m.Data == nil && m.Fill != nil {
+		dst = dst[:m.Cols]
+		m.Fill(i, dst)
+		return dst
+	}
+	return m.Data[i*m.Cols : (i+1)*m.Cols]
+}
+
+// Dense returns m holding its values: m itself, or a Fill matrix computed.
+func (m *Matrix) Dense() *Matrix {
+	if m == nil || m.Data != nil || m.Fill == nil {
+		return m
+	}
+	d := NewMatrix(m.Rows, m.Cols)
+	for i := 0; i < m.Rows; i++ {
+		m.Fill(i, d.Data[i*m.Cols:(i+1)*m.Cols])
+	}
+	return d
+}
+
+// Clone returns a deep copy holding its values.
 func (m *Matrix) Clone() *Matrix {
 	if m == nil {
 		return nil
 	}
-	return &Matrix{Rows: m.Rows, Cols: m.Cols, Data: append([]float64(nil), m.Data...)}
+	if m.Data == nil && m.Fill != nil {
+		return m.Dense()
+	}
+	return &Matrix{Rows: m.Rows, Cols: m.Cols, Data: append([]float32(nil), m.Data...)}
 }
 
 // Class is one class of a label set.
@@ -119,8 +170,10 @@ type SimilarityRequest struct {
 
 // Run is what a strategy learns at the start of a training run.
 type Run struct {
-	Classes       []Class
-	Similarity    *Matrix // C×C, nil unless the strategy needs one
+	Classes []Class
+	// Similarity is C×C, nil unless the strategy needs one. Treat it as
+	// read-only: it may be the host's own matrix.
+	Similarity    *Matrix
 	NumExamples   int
 	Labels        []int // class index of each training example
 	Epochs        int   // epochs of a plain (sl) run; stages derive theirs
@@ -162,7 +215,8 @@ type Coefficients struct {
 // Plan is what to train on for one epoch (or step) of a stage.
 type Plan struct {
 	// Targets is C×C: row y is the target distribution of an example of
-	// class y. Nil means one-hot.
+	// class y. Nil means one-hot. A Fill matrix is computed row by row as it
+	// is sent, before Plan's answer leaves the plugin.
 	Targets *Matrix
 	// Weights are per-example loss weights (len = number of examples); nil = all 1.
 	Weights []float64

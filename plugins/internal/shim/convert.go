@@ -1,6 +1,9 @@
 package shim
 
 import (
+	"fmt"
+	"os"
+
 	sdk "github.com/lcl-project/lcl/plugins/internal/api"
 	pb "github.com/lcl-project/lcl/plugins/proto"
 )
@@ -21,18 +24,19 @@ func fromParams(ps []*pb.Param) []sdk.Param {
 	return out
 }
 
+// toMatrix is a small matrix (attributes) inline.
 func toMatrix(m *sdk.Matrix) *pb.Matrix {
-	if m == nil {
-		return nil
-	}
-	return &pb.Matrix{Rows: int32(m.Rows), Cols: int32(m.Cols), Data: m.Data}
+	pm, _ := encodeMatrix(m, Sharing{}) // inline: no file, no error
+	return pm
 }
 
-func fromMatrix(m *pb.Matrix) *sdk.Matrix {
-	if m == nil {
-		return nil
+// fromMatrix is an inline matrix; a shared one is refused (attributes are
+// always inline).
+func fromMatrix(m *pb.Matrix) (*sdk.Matrix, error) {
+	if m.GetShared() != nil {
+		return nil, fmt.Errorf("attribute matrix %q: attributes travel inline", m.GetShared().GetPath())
 	}
-	return &sdk.Matrix{Rows: int(m.GetRows()), Cols: int(m.GetCols()), Data: m.GetData()}
+	return decodeMatrix(m, "", false)
 }
 
 func toClasses(cs []sdk.Class) []*pb.Class {
@@ -91,10 +95,14 @@ func fromStages(ss []*pb.Stage) []sdk.Stage {
 	return out
 }
 
-func toPlan(p *sdk.Plan) *pb.Plan {
+func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
+	targets, err := encodeMatrix(p.Targets, sh)
+	if err != nil {
+		return nil, fmt.Errorf("targets: %w", err)
+	}
 	out := &pb.Plan{
 		OneHot:  p.Targets == nil,
-		Targets: toMatrix(p.Targets),
+		Targets: targets,
 		Weights: p.Weights,
 		Coefficients: &pb.Coefficients{SoftCe: p.Coef.SoftCE, HardCe: p.Coef.HardCE, Kd: p.Coef.KD,
 			Temperature: p.Coef.Temperature, Mutual: p.Coef.Mutual},
@@ -103,10 +111,12 @@ func toPlan(p *sdk.Plan) *pb.Plan {
 		out.HasSubset = true
 		out.Subset = toInt32s(p.Subset)
 	}
-	return out
+	return out, nil
 }
 
-func fromPlan(p *pb.Plan) *sdk.Plan {
+// fromPlan is the host's view of a plan: shared targets are read from the
+// host's matrix folder dir (and removed), into reuse when it has room.
+func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 	out := &sdk.Plan{Weights: p.GetWeights()}
 	if len(out.Weights) == 0 {
 		out.Weights = nil
@@ -114,10 +124,15 @@ func fromPlan(p *pb.Plan) *sdk.Plan {
 	if !p.GetOneHot() {
 		// A missing matrix without the one-hot flag stays an error for the
 		// validator to report: keep it as a 0×0 matrix, not nil.
-		out.Targets = fromMatrix(p.GetTargets())
-		if out.Targets == nil {
+		t, err := decodeMatrixInto(p.GetTargets(), dir, true, reuse)
+		if err != nil {
+			return nil, fmt.Errorf("targets: %w", err)
+		}
+		if out.Targets = t; t == nil {
 			out.Targets = &sdk.Matrix{}
 		}
+	} else if sh := p.GetTargets().GetShared(); sh != nil && dir != "" && inDir(sh.GetPath(), dir) == nil {
+		os.Remove(sh.GetPath()) // a one-hot plan's stray file
 	}
 	if p.GetHasSubset() {
 		out.Subset = fromInt32s(p.GetSubset())
@@ -129,7 +144,7 @@ func fromPlan(p *pb.Plan) *sdk.Plan {
 		out.Coef = sdk.Coefficients{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
 			Temperature: c.GetTemperature(), Mutual: c.GetMutual()}
 	}
-	return out
+	return out, nil
 }
 
 func toAttributes(as []sdk.Attributes) []*pb.Attributes {
@@ -140,12 +155,16 @@ func toAttributes(as []sdk.Attributes) []*pb.Attributes {
 	return out
 }
 
-func fromAttributes(as []*pb.Attributes) []sdk.Attributes {
+func fromAttributes(as []*pb.Attributes) ([]sdk.Attributes, error) {
 	out := make([]sdk.Attributes, len(as))
 	for i, a := range as {
-		out[i] = sdk.Attributes{Name: a.GetName(), Names: a.GetNames(), Values: fromMatrix(a.GetValues())}
+		v, err := fromMatrix(a.GetValues())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = sdk.Attributes{Name: a.GetName(), Names: a.GetNames(), Values: v}
 	}
-	return out
+	return out, nil
 }
 
 func toNodes(ns []sdk.Node) []*pb.Node {

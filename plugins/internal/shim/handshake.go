@@ -13,7 +13,8 @@ import (
 
 // ProtocolVersion is the version of plugins/proto/lcl.proto. Bump it on any
 // incompatible change; the host refuses plugins of another version.
-const ProtocolVersion = 1
+// Version 2: matrices are float32, and large ones travel as shared files.
+const ProtocolVersion = 2
 
 // Handshake is checked by both sides before anything else: a binary started
 // without the cookie is not being run as a plugin and says so.
@@ -30,7 +31,8 @@ const (
 )
 
 // MaxMessageBytes bounds one gRPC message: a 1000-class target matrix is
-// 8 MB, beyond gRPC's 4 MB default.
+// 4 MB, gRPC's default limit. Matrices beyond DefaultInlineLimit (64 MiB)
+// travel as shared files (shared.go), so no message comes near it.
 const MaxMessageBytes = 256 << 20
 
 // PluginSet is the set a plugin serves (impls non-nil) or the host dispenses

@@ -54,7 +54,10 @@ func (r *recorder) Features(_ context.Context, s sdk.FeatureStream) error {
 	}
 }
 
-type constSource struct{ got sdk.SimilarityRequest }
+type constSource struct {
+	got sdk.SimilarityRequest
+	out *sdk.Matrix // nil: 1×1
+}
 
 func (s *constSource) Describe(context.Context) (sdk.SourceInfo, error) {
 	return sdk.SourceInfo{Name: "const", NeedsAttributes: true}, nil
@@ -62,7 +65,10 @@ func (s *constSource) Describe(context.Context) (sdk.SourceInfo, error) {
 
 func (s *constSource) Compute(_ context.Context, req sdk.SimilarityRequest) (*sdk.Matrix, error) {
 	s.got = req
-	return &sdk.Matrix{Rows: 1, Cols: 1, Data: []float64{1}}, nil
+	if s.out != nil {
+		return s.out, nil
+	}
+	return &sdk.Matrix{Rows: 1, Cols: 1, Data: []float32{1}}, nil
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -83,7 +89,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("Describe = %+v, %v; want %+v", info, err, want)
 	}
 	run := sdk.Run{Classes: []sdk.Class{{Index: 0, ID: "x", Name: "ex", WNID: "n1"}, {Index: 1, ID: "y"}},
-		Similarity: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{1, .5, .5, 1}}, NumExamples: 3, Labels: []int{0, 1, 1},
+		Similarity: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1, .5, .5, 1}}, NumExamples: 3, Labels: []int{0, 1, 1},
 		Epochs: 4, StepsPerEpoch: 10, Model: "m", Params: map[string]string{"p": "4"}}
 	stages, err := st.Begin(ctx, run)
 	if want, _ := rec.Begin(ctx, run); err != nil || !reflect.DeepEqual(stages, want) {
@@ -94,7 +100,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	plans := []*sdk.Plan{
 		{Coef: sdk.Coefficients{SoftCE: 1}},
-		{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{.9, .1, .2, .8}}, Weights: []float64{1, .5, 0},
+		{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{.9, .1, .2, .8}}, Weights: []float64{1, .5, 0},
 			Subset: []int{2, 0}, Coef: sdk.Coefficients{SoftCE: .1, HardCE: .2, KD: .9, Temperature: 4, Mutual: 1}},
 		{Subset: []int{}, Coef: sdk.Coefficients{SoftCE: 1}}, // an empty subset stays empty, not "all"
 	}
@@ -128,7 +134,7 @@ func TestRoundTrip(t *testing.T) {
 	s := raw.(sdk.SimilaritySource)
 	req := sdk.SimilarityRequest{LabelSet: "ls", Classes: run.Classes, Params: map[string]string{"k": "v"},
 		Hierarchy:  []sdk.Node{{ID: "root", Name: "Root"}, {ID: "x", Name: "ex", Parent: "root"}},
-		Attributes: []sdk.Attributes{{Name: "binary", Names: []string{"a", "b"}, Values: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float64{1, 0, 0, 1}}}}}
+		Attributes: []sdk.Attributes{{Name: "binary", Names: []string{"a", "b"}, Values: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 0, 0, 1}}}}}
 	if mat, err := s.Compute(ctx, req); err != nil || mat.Rows != 1 || !reflect.DeepEqual(src.got, req) {
 		t.Fatalf("Compute = %+v, %v; plugin got %+v", mat, err, src.got)
 	}

@@ -31,8 +31,15 @@ func (p *SourcePlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *gr
 	return &SourceClient{c: pb.NewSimilaritySourceClient(c)}, nil
 }
 
-// SourceClient implements sdk.SimilaritySource over gRPC.
-type SourceClient struct{ c pb.SimilaritySourceClient }
+// SourceClient implements sdk.SimilaritySource over gRPC. With a Sharing
+// (Share) a large matrix comes back as a file in its folder.
+type SourceClient struct {
+	c  pb.SimilaritySourceClient
+	sh Sharing
+}
+
+// Share sets where large matrices go and above which size.
+func (s *SourceClient) Share(sh Sharing) { s.sh = sh }
 
 var _ sdk.SimilaritySource = (*SourceClient)(nil)
 
@@ -47,11 +54,12 @@ func (s *SourceClient) Describe(ctx context.Context) (sdk.SourceInfo, error) {
 
 func (s *SourceClient) Compute(ctx context.Context, req sdk.SimilarityRequest) (*sdk.Matrix, error) {
 	r, err := s.c.Compute(ctx, &pb.SimilarityRequest{LabelSet: req.LabelSet, Classes: toClasses(req.Classes),
-		Attributes: toAttributes(req.Attributes), Hierarchy: toNodes(req.Hierarchy), Params: req.Params})
+		Attributes: toAttributes(req.Attributes), Hierarchy: toNodes(req.Hierarchy), Params: req.Params,
+		MatrixDir: s.sh.Dir, InlineLimit: s.sh.limit()})
 	if err != nil {
 		return nil, err
 	}
-	return fromMatrix(r), nil
+	return decodeMatrix(r, s.sh.Dir, true)
 }
 
 type sourceServer struct {
@@ -69,13 +77,17 @@ func (s *sourceServer) Describe(ctx context.Context, _ *pb.Empty) (*pb.SourceInf
 }
 
 func (s *sourceServer) Compute(ctx context.Context, r *pb.SimilarityRequest) (*pb.Matrix, error) {
+	attrs, err := fromAttributes(r.GetAttributes())
+	if err != nil {
+		return nil, err
+	}
 	m, err := s.impl.Compute(ctx, sdk.SimilarityRequest{LabelSet: r.GetLabelSet(), Classes: fromClasses(r.GetClasses()),
-		Attributes: fromAttributes(r.GetAttributes()), Hierarchy: fromNodes(r.GetHierarchy()), Params: r.GetParams()})
+		Attributes: attrs, Hierarchy: fromNodes(r.GetHierarchy()), Params: r.GetParams()})
 	if err != nil {
 		return nil, err
 	}
 	if m == nil {
 		return nil, errors.New("similarity source returned no matrix")
 	}
-	return toMatrix(m), nil
+	return encodeMatrix(m, Sharing{Dir: r.GetMatrixDir(), Limit: r.GetInlineLimit()})
 }

@@ -3,7 +3,10 @@ package shim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"sync"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -32,8 +35,19 @@ func (p *StrategyPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *
 	return &StrategyClient{c: pb.NewStrategyClient(c)}, nil
 }
 
-// StrategyClient implements sdk.Strategy over gRPC.
-type StrategyClient struct{ c pb.StrategyClient }
+// StrategyClient implements sdk.Strategy over gRPC. With a Sharing (Share)
+// large matrices travel as files in its folder both ways.
+type StrategyClient struct {
+	c  pb.StrategyClient
+	sh Sharing
+	// last holds the last shared plan's targets, which the next shared
+	// plan of the same size overwrites (see Plan).
+	last []float32
+}
+
+// Share sets where large matrices go (the host's private folder for this
+// plugin) and above which size.
+func (s *StrategyClient) Share(sh Sharing) { s.sh = sh }
 
 var _ sdk.Strategy = (*StrategyClient)(nil)
 
@@ -48,10 +62,19 @@ func (s *StrategyClient) Describe(ctx context.Context) (sdk.StrategyInfo, error)
 }
 
 func (s *StrategyClient) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) {
+	sim, err := encodeMatrix(run.Similarity, s.sh)
+	if err != nil {
+		return nil, fmt.Errorf("similarity: %w", err)
+	}
+	if f := sim.GetShared(); f != nil {
+		// The plugin has read it by the time Begin answers.
+		defer os.Remove(f.GetPath())
+	}
 	r, err := s.c.Begin(ctx, &pb.BeginRequest{
-		Classes: toClasses(run.Classes), Similarity: toMatrix(run.Similarity),
+		Classes: toClasses(run.Classes), Similarity: sim,
 		NumExamples: int32(run.NumExamples), Labels: toInt32s(run.Labels), Epochs: int32(run.Epochs),
 		Params: run.Params, StepsPerEpoch: int32(run.StepsPerEpoch), Model: run.Model,
+		MatrixDir: s.sh.Dir, InlineLimit: s.sh.limit(),
 	})
 	if err != nil {
 		return nil, err
@@ -59,12 +82,21 @@ func (s *StrategyClient) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, e
 	return fromStages(r.GetStages()), nil
 }
 
+// Plan asks for a plan. Targets that came as a shared file (beyond the
+// inline limit: 64 MiB, 4,096 classes) are read into the memory of the
+// last such plan's, which the caller must be done with by then: a
+// 21,843-class run then reads each epoch's 1.9 GB into pages already
+// mapped. Clone them to keep them past the next Plan.
 func (s *StrategyClient) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	r, err := s.c.Plan(ctx, &pb.PlanRequest{Stage: int32(at.Stage), Epoch: int32(at.Epoch), Step: int32(at.Step)})
 	if err != nil {
 		return nil, err
 	}
-	return fromPlan(r), nil
+	p, err := fromPlan(r, s.sh.Dir, s.last)
+	if err == nil && r.GetTargets().GetShared() != nil {
+		s.last = p.Targets.Data
+	}
+	return p, err
 }
 
 func (s *StrategyClient) Observe(ctx context.Context, m sdk.Metrics) error {
@@ -102,6 +134,9 @@ func (s *StrategyClient) Features(ctx context.Context, chunks sdk.FeatureStream)
 type strategyServer struct {
 	pb.UnimplementedStrategyServer
 	impl sdk.Strategy
+
+	mu sync.Mutex
+	sh Sharing // from Begin: where plans' large targets go
 }
 
 func (s *strategyServer) Describe(ctx context.Context, _ *pb.Empty) (*pb.StrategyInfo, error) {
@@ -114,8 +149,15 @@ func (s *strategyServer) Describe(ctx context.Context, _ *pb.Empty) (*pb.Strateg
 }
 
 func (s *strategyServer) Begin(ctx context.Context, r *pb.BeginRequest) (*pb.BeginResponse, error) {
+	sim, err := decodeMatrix(r.GetSimilarity(), "", false)
+	if err != nil {
+		return nil, fmt.Errorf("similarity: %w", err)
+	}
+	s.mu.Lock()
+	s.sh = Sharing{Dir: r.GetMatrixDir(), Limit: r.GetInlineLimit()}
+	s.mu.Unlock()
 	stages, err := s.impl.Begin(ctx, sdk.Run{
-		Classes: fromClasses(r.GetClasses()), Similarity: fromMatrix(r.GetSimilarity()),
+		Classes: fromClasses(r.GetClasses()), Similarity: sim,
 		NumExamples: int(r.GetNumExamples()), Labels: fromInt32s(r.GetLabels()), Epochs: int(r.GetEpochs()),
 		StepsPerEpoch: int(r.GetStepsPerEpoch()), Model: r.GetModel(), Params: r.GetParams(),
 	})
@@ -133,7 +175,10 @@ func (s *strategyServer) Plan(ctx context.Context, r *pb.PlanRequest) (*pb.Plan,
 	if p == nil {
 		return nil, errors.New("strategy returned no plan")
 	}
-	return toPlan(p), nil
+	s.mu.Lock()
+	sh := s.sh
+	s.mu.Unlock()
+	return toPlan(p, sh)
 }
 
 func (s *strategyServer) Observe(ctx context.Context, m *pb.Metrics) (*pb.Empty, error) {

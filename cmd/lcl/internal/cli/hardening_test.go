@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -90,8 +91,15 @@ func TestCraftedInputs(t *testing.T) {
 		fmt.Fprintf(&e, "x%d\troot\n", i)
 	}
 	edges := write("big.edges", []byte(e.String()))
+	// Plain SimRank computes only the classes' block (one internal node
+	// here); SimRank*, which needs the dense form, is refused with the
+	// estimate and the flags that change it.
 	r = cliRun(t, "--store", t.TempDir(), "similarity", "--synsets", "fashion-mnist", "--source", "simrank", "--graph", edges)
-	oneLineError(t, "similarity simrank 40k nodes", r, edges, "the graph has 40011 nodes; SimRank keeps 3 dense 40011×40011 float64 matrices")
+	if r.code != 0 {
+		t.Errorf("plain simrank on 40k nodes: exit %d: %s", r.code, r.err)
+	}
+	r = cliRun(t, "--store", t.TempDir(), "similarity", "--synsets", "fashion-mnist", "--source", "simrank", "--graph", edges, "--variant", "star", "--max-memory", "8GB")
+	oneLineError(t, "similarity simrank* 40k nodes", r, edges, "SimRank variant star on 40011 nodes (3 dense 40011×40011 float64 matrices; --variant jeh-widom computes only the classes' block) needs about 38.4 GB, over the memory limit of 8.0 GB (--max-memory")
 
 	// A gzip IDX whose header declares 4 GiB (a 4 KB file).
 	var raw bytes.Buffer
@@ -198,13 +206,13 @@ func TestPluginsServeExitsOnSIGTERM(t *testing.T) {
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe, "plugins", "serve", "strategy", "sl")
 	cmd.Env = append(os.Environ(), "LCL_TEST_CLI=1", "LCL_PLUGIN_MAGIC_COOKIE=9f1c0b7e-lcl-label-similarity-curriculum",
-		"PLUGIN_PROTOCOL_VERSIONS=1", "PLUGIN_MIN_PORT=0", "PLUGIN_MAX_PORT=0")
+		fmt.Sprint("PLUGIN_PROTOCOL_VERSIONS=", plugins.ProtocolVersion), "PLUGIN_MIN_PORT=0", "PLUGIN_MAX_PORT=0")
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "1|1|") {
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, fmt.Sprintf("1|%d|", plugins.ProtocolVersion)) {
 		t.Fatalf("handshake %q: %v", line, err)
 	}
 	cmd.Process.Signal(syscall.SIGINT) // go-plugin ignores it: the host decides

@@ -43,10 +43,11 @@ func similarityFlags() []sourceFlag {
 }
 
 type similarityOptions struct {
-	Synsets string
-	Source  string
-	Force   bool
-	Params  []string
+	Synsets   string
+	Source    string
+	Force     bool
+	Params    []string
+	MaxMemory string
 }
 
 func newSimilarityCmd(f *Factory) *cobra.Command {
@@ -68,11 +69,18 @@ Sources:
   matrix    import a precomputed C×C matrix (--file CSV or .npy)
 
 Every matrix is normalised the same way: NaN/Inf rejected (naming the pair),
-symmetrised as (S+Sᵀ)/2, negatives clamped to 0, diagonal set to 1.`,
+symmetrised as (S+Sᵀ)/2, negatives clamped to 0, diagonal set to 1.
+
+Matrices are float32: ImageNet-21k's 21,843 classes make a 1.9 GB matrix,
+which semantic, lca and simrank each compute in under a minute on two cores
+(docs/similarity.md). A computation whose memory estimate exceeds
+--max-memory (default: this machine's memory) is refused before it starts,
+with the estimate in the message.`,
 		Example: `  lcl similarity --synsets awa2 --source visual
   lcl similarity --synsets nabirds --source simrank
   lcl similarity --synsets cifar100 --source simrank --variant star
   lcl similarity --synsets imagenet --source lca --form height
+  lcl similarity --synsets imagenet21k --source lca --max-memory 8GB
   lcl similarity --synsets awa2 --source matrix --file sims.npy
   lcl similarity show --synsets awa2 --source visual --top 5
   lcl similarity plot --synsets awa2 --source visual -o plots/
@@ -94,6 +102,7 @@ symmetrised as (S+Sᵀ)/2, negatives clamped to 0, diagonal set to 1.`,
 	fl.StringVar(&opts.Source, "source", "", "similarity source: semantic, visual, simrank, lca, matrix")
 	fl.BoolVar(&opts.Force, "force", false, "recompute even if a matrix with the same inputs is stored")
 	fl.StringArrayVar(&opts.Params, "param", nil, "extra source parameter KEY=VALUE (repeatable)")
+	fl.StringVar(&opts.MaxMemory, "max-memory", "", "refuse computations estimated to need more memory than this (8GB, 6GiB; default: this machine's memory)")
 	for _, sf := range similarityFlags() {
 		fl.String(sf.name, "", sf.usage)
 	}
@@ -124,7 +133,13 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	if err != nil {
 		return err
 	}
-	src, plugin, err := openSimilaritySource(ctx, f, opts.Source)
+	var limit int64
+	if opts.MaxMemory != "" {
+		if limit, err = similarity.ParseBytes(opts.MaxMemory); err != nil {
+			return usagef("--max-memory: %v", err)
+		}
+	}
+	src, plugin, err := openSimilaritySource(ctx, f, opts.Source, limit)
 	if err != nil {
 		return err
 	}
@@ -162,6 +177,9 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	if store, err = f.Store(); err != nil {
 		return err
 	}
+	if size := similarity.MatrixBytes(res.N()); size >= 1<<30 {
+		f.Logf("lcl similarity: storing the %d×%d matrix (%s)", res.N(), res.N(), similarity.GB(size))
+	}
 	key, err := store.PutMatrix(ctx, res.Record(set, src.Name(), "lcl "+Version))
 	if err != nil {
 		return err
@@ -179,8 +197,10 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 
 // openSimilaritySource returns the built-in source name, else the similarity
 // plugin of that name (also returned, for the caller to close).
-func openSimilaritySource(ctx context.Context, f *Factory, name string) (similarity.Source, *plugins.SimilaritySource, error) {
-	if src, err := similarity.Lookup(f.similarityDeps(), name); err == nil {
+func openSimilaritySource(ctx context.Context, f *Factory, name string, maxMemory int64) (similarity.Source, *plugins.SimilaritySource, error) {
+	deps := f.similarityDeps()
+	deps.MaxMemory = maxMemory
+	if src, err := similarity.Lookup(deps, name); err == nil {
 		return src, nil, nil
 	}
 	host := newHost(f, 0)

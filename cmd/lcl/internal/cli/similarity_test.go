@@ -133,6 +133,24 @@ func TestSimilarityUsage(t *testing.T) {
 	if r := cliRun(t, "--store", store, "similarity", "show", "awa2/visual"); r.code != ExitFailure || !strings.Contains(r.err, "not found") {
 		t.Errorf("show of a matrix not stored: %+v", r)
 	}
+	if r := cliRun(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--max-memory", "lots"); r.code != ExitUsage || !strings.Contains(r.err, `--max-memory: "lots" is not a size`) {
+		t.Errorf("--max-memory lots: %+v", r)
+	}
+}
+
+// ImageNet-21k's lca matrix (1.9 GB) under a 1 GB limit is refused before
+// anything is computed or stored, with the estimate and the flag.
+func TestSimilarityMaxMemoryRefuses(t *testing.T) {
+	needWordNet(t)
+	store := t.TempDir()
+	r := cliRun(t, "--store", store, "similarity", "--synsets", "imagenet21k", "--source", "lca", "--max-memory", "1GB")
+	want := "lca: lca of 21843 classes (a 21843×21843 float32 matrix) needs about 1.9 GB, over the memory limit of 1.0 GB (--max-memory; default: this machine's memory)"
+	if r.code != ExitFailure || !strings.Contains(r.err, want) {
+		t.Fatalf("exit %d, stderr %q\nwant %q", r.code, r.err, want)
+	}
+	if r := cliRun(t, "--store", store, "store", "ls"); r.code != 0 || strings.Contains(r.out, "sim/") {
+		t.Errorf("after the refusal the store holds %q", r.out)
+	}
 }
 
 // The semantic source reads the vectors lcl embed stores; here they are put
