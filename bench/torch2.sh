@@ -36,17 +36,28 @@ go build -o "$tmp/lcl-113" ./cmd/lcl
 scripts/torch2.sh run go build -o "$rel/lcl-26" ./cmd/lcl
 
 # timed WHERE CMD...: the wall-clock seconds of CMD (its output to $tmp/out);
-# WHERE is here or root.
+# WHERE is here or root. A failure ends the benchmark (a marker file, since
+# this runs in a command substitution's subshell).
 timed() {
-	local where=$1
+	local where=$1 s
 	shift
-	local t=(bash -c 'TIMEFORMAT=%R; { time "$@" >"$0" 2>&1; } 2>&1' "$rel/out") # the same file on both sides
+	rm -rf "$tmp/run" "$tmp/out" "$tmp/out.time"
+	# Prints "EXIT SECONDS"; $rel/out is the same file on both sides.
+	local t=(bash -c 'TIMEFORMAT=%R; { time "$@" >"$0" 2>&1; } 2>"$0.time"; echo "$? $(tail -n 1 "$0.time")"' "$rel/out")
 	if [ "$where" = root ]; then
-		scripts/torch2.sh run "${t[@]}" "$@" 2>/dev/null | tail -n 1
+		s=$(scripts/torch2.sh run "${t[@]}" "$@" 2>/dev/null | tail -n 1)
 	else
-		"${t[@]}" "$@" | tail -n 1
-	fi || { echo "bench/torch2.sh: failed: $*" >&2; cat "$tmp/out" >&2; exit 1; }
+		s=$("${t[@]}" "$@" | tail -n 1)
+	fi
+	if [ "${s%% *}" != 0 ] || ! awk -v s="${s#* }" 'BEGIN { exit !(s ~ /^[0-9]+([.][0-9]+)?$/) }'; then
+		{ echo "bench/torch2.sh: failed ($where): $*"; cat "$tmp/out"; } >&2
+		touch "$tmp/failed"
+		echo 0
+		return 1
+	fi
+	echo "${s#* }"
 }
+check() { [ ! -e "$tmp/failed" ] || exit 1; }
 tun=GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=2147483647
 jem=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 # data MODEL: lcl's --data and bench/e2e_ref.py's for the model (the CNN on
@@ -82,7 +93,9 @@ best_env() { # WHERE: PyTorch's fastest allocator setting on the CNN, fp32
 }
 echo "== picking PyTorch's allocator setting on each libtorch" >&2
 env113=$(best_env here)
+check
 env26=$(best_env root)
+check
 echo "PyTorch 1.13: $env113; PyTorch 2.6: $env26" >&2
 
 min() { awk -v a="$1" -v b="$2" 'BEGIN{print (b == "" || a + 0 < b + 0) ? a : b}'; }
@@ -93,11 +106,16 @@ for m in $models; do
 		a="" b="" c="" d="" e=""
 		for _ in $(seq "$rounds"); do
 			a=$(min "$(lclrun here "$tmp/lcl-113" "$m" "$mode")" "$a")
+			check
 			b=$(min "$(torchrun_ here "$env113" "$m" "$mode")" "$b")
+			check
 			c=$(min "$(lclrun root "$rel/lcl-26" "$m" "$mode")" "$c")
+			check
 			d=$(min "$(torchrun_ root "$env26" "$m" "$mode")" "$d")
+			check
 			if [ "${BENCH_COMPILE:-1}" = 1 ]; then
 				e=$(min "$(torchrun_ root "$env26" "$m" "$mode" default)" "$e")
+				check
 				cs=$(grep -o '"compile_s": [0-9.]*' "$tmp/out" | awk '{printf "%.1f", $2}' || true)
 			fi
 		done

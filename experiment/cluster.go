@@ -57,6 +57,11 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 	if opt.LCL == "" {
 		opt.LCL = "lcl"
 	}
+	for _, v := range []struct{ flag, value string }{{"--out", out}, {"--results", opt.Results}, {"--lcl", opt.LCL}} {
+		if err := scriptSafe(v.value); err != nil {
+			return Emitted{}, fmt.Errorf("emit: %s %q: %w", v.flag, v.value, err)
+		}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return Emitted{}, err
 	}
@@ -70,6 +75,9 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 				return Emitted{}, err
 			}
 			opt.Results = abs
+			if err := scriptSafe(abs); err != nil {
+				return Emitted{}, fmt.Errorf("emit: results folder %q: %w", abs, err)
+			}
 			// Slurm opens --output before the task runs: the folder must exist.
 			if err := os.MkdirAll(abs, 0o755); err != nil {
 				return Emitted{}, err
@@ -129,8 +137,11 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 func taskScript(runs []Run, indexVar string, opt EmitOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "set -eu\n")
-	fmt.Fprintf(&b, "LCL=\"${LCL:-%s}\"\n", opt.LCL)
-	fmt.Fprintf(&b, "RESULTS=\"${LCL_RESULTS:-%s}\"\n", opt.Results)
+	// Unquoted ${VAR:-WORD} in an assignment: WORD's own quotes hold (no
+	// field splitting happens in an assignment), so a path such as
+	// o$(touch x) stays a path.
+	fmt.Fprintf(&b, "LCL=${LCL:-%s}\n", shellQuote(opt.LCL))
+	fmt.Fprintf(&b, "RESULTS=${LCL_RESULTS:-%s}\n", shellQuote(opt.Results))
 	fmt.Fprintf(&b, "case \"$%s\" in\n", indexVar)
 	for i, r := range runs {
 		args := r.TrainArgs("", false)
@@ -158,14 +169,14 @@ func slurmScript(g *Grid, runs []Run, opt EmitOptions) string {
 	fmt.Fprintf(&b, "# Slurm job array for grid %q: %d runs, one array task each.\n", g.Name, len(runs))
 	b.WriteString("# Written by `lcl experiment emit --to slurm`; submit with `sbatch` (add -p/-A/--time as your site needs).\n")
 	b.WriteString("# Results land in $LCL_RESULTS/<run id>/; import them with `lcl experiment collect $LCL_RESULTS`.\n")
-	fmt.Fprintf(&b, "# The task logs go to %s, which must exist on the nodes (Slurm does not create it).\n", opt.Results)
+	fmt.Fprintf(&b, "# The task logs go to %s, which must exist on the nodes (Slurm does not create it).\n", shellQuote(opt.Results))
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", opt.Name)
 	array := fmt.Sprintf("0-%d", len(runs)-1)
 	if opt.Parallel > 0 {
 		array += fmt.Sprintf("%%%d", opt.Parallel)
 	}
 	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
-	fmt.Fprintf(&b, "#SBATCH --output=%s/%s-%%A_%%a.log\n", opt.Results, opt.Name)
+	fmt.Fprintf(&b, "#SBATCH --output=%s\n", sbatchQuote(opt.Results+"/"+opt.Name+"-%A_%a.log"))
 	b.WriteString("#SBATCH --ntasks=1\n")
 	if g.Threads > 0 {
 		fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", g.Threads)
@@ -352,6 +363,32 @@ func Collect(ctx context.Context, dir string, results Results) (CollectSummary, 
 		s.Imported++
 	}
 	return s, nil
+}
+
+// scriptSafe refuses what no quoting carries safely into a job script: a
+// control character (a newline would end an #SBATCH or comment line and
+// start a command), and a double quote (Slurm's #SBATCH lines have no
+// escape for one).
+func scriptSafe(s string) error {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("a control character (such as a newline) cannot go into a job script")
+		}
+		if r == '"' {
+			return errors.New("a double quote cannot go into a Slurm #SBATCH line")
+		}
+	}
+	return nil
+}
+
+// sbatchQuote writes an #SBATCH option value: in double quotes when it
+// holds a space or a quote (sbatch splits option lines on blanks and
+// honours double quotes; scriptSafe has refused '"' itself).
+func sbatchQuote(s string) string {
+	if strings.ContainsAny(s, " \t'") {
+		return `"` + s + `"`
+	}
+	return s
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)

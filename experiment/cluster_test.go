@@ -25,8 +25,8 @@ while [ $# -gt 0 ]; do
   if [ "$1" = --out ]; then out=$2; fi
   shift
 done
-printf '{"top1":[71.5],"top5":[93.25]}\n' > "$out/result.json"
-printf '{"epoch":1,"top1":[71.5]}\n' > "$out/metrics.jsonl"
+printf '{"top1":[0.715],"top5":[0.9325]}\n' > "$out/result.json"
+printf '{"epoch":1,"top1":[0.715]}\n' > "$out/metrics.jsonl"
 `
 
 func writeFake(t *testing.T) string {
@@ -123,7 +123,7 @@ func TestEmitSlurm(t *testing.T) {
 	}
 	for _, r := range runs {
 		rec, err := store.GetRun(context.Background(), r.ID)
-		if err != nil || rec.Status != simstore.RunDone || rec.Top1[0] != 71.5 || rec.Top5[0] != 93.25 {
+		if err != nil || rec.Status != simstore.RunDone || rec.Top1[0] != 0.715 || rec.Top5[0] != 0.9325 {
 			t.Errorf("%s: %+v %v", r.ID, rec, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestCollectReportsUnfinished(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, ConfigFile), mustJSON(r.Config), 0o644)
 		if i == 0 {
-			os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"top1": 60, "top5": 80}`), 0o644)
+			os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"top1": 0.6, "top5": 0.8}`), 0o644)
 		}
 	}
 	s, err := Collect(context.Background(), root, memStore(t))
@@ -201,5 +201,103 @@ func TestCollectReportsUnfinished(t *testing.T) {
 	os.Rename(RunDir(root, runs[0].ID), filepath.Join(root, "renamed"))
 	if _, err := Collect(context.Background(), root, memStore(t)); err == nil || !strings.Contains(err.Error(), "not the digest") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A results path with shell syntax in it stays a path in the emitted
+// scripts (issue 23, item 17: --out 'o$(touch PWNED)' ran the command),
+// and one with a newline, which no quoting carries into an #SBATCH line,
+// is refused.
+func TestEmitQuotesPaths(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := g.Expand()[:1]
+	work := t.TempDir()
+	out := filepath.Join(work, `o$(touch PWNED) it's`)
+	em, err := Emit("slurm", g, runs, out, EmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := writeFake(t)
+	for _, shell := range []string{"bash", "sh"} {
+		argsFile := filepath.Join(t.TempDir(), "args")
+		cmd := exec.Command(shell, em.Files[0])
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=0", "LCL="+fake, "ARGS_FILE="+argsFile)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", shell, err, b)
+		}
+		if _, err := os.Stat(filepath.Join(work, "PWNED")); err == nil {
+			t.Fatalf("%s ran the command substitution in the results path", shell)
+		}
+		raw, _ := os.ReadFile(argsFile)
+		want := "--out\n" + filepath.Join(out, "runs", runs[0].ID) + "\n"
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("%s: the run's arguments %q lack %q", shell, raw, want)
+		}
+		os.RemoveAll(filepath.Join(out, "runs", runs[0].ID))
+	}
+	raw, _ := os.ReadFile(em.Files[0])
+	if !strings.Contains(string(raw), "#SBATCH --output=\""+filepath.Join(out, "runs")+"/lcl-small-%A_%a.log\"\n") {
+		t.Errorf("the #SBATCH --output line does not quote the path:\n%s", raw)
+	}
+	for _, o := range []EmitOptions{{Results: "/r\n#SBATCH --wrap=x"}, {LCL: "lcl\ntouch x"}} {
+		if _, err := Emit("slurm", g, runs, t.TempDir(), o); err == nil || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("%+v: %v, want a refusal", o, err)
+		}
+	}
+	if _, err := Emit("kubernetes", g, runs, filepath.Join(t.TempDir(), "a\nb"), EmitOptions{}); err == nil {
+		t.Error("an --out with a newline was accepted")
+	}
+	// Kubernetes: the same script body, through /bin/sh -c.
+	em, err = Emit("kubernetes", g, runs, t.TempDir(), EmitOptions{Results: filepath.Join(work, "r$(touch PWNED2)")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job k8sJob
+	b, _ := os.ReadFile(em.Files[0])
+	if err := yaml.Unmarshal(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(work, "r$(touch PWNED2)"), 0o755)
+	got := runTask(t, "sh", []string{"-c", job.Spec.Template.Spec.Containers[0].Command[2]}, []string{"JOB_COMPLETION_INDEX=0", "LCL=" + fake})
+	if _, err := os.Stat("PWNED2"); err == nil {
+		os.Remove("PWNED2")
+		t.Fatal("sh ran the command substitution in the results path")
+	}
+	if !slices.Contains(got, filepath.Join(work, "r$(touch PWNED2)", runs[0].ID)) {
+		t.Errorf("kubernetes task arguments %q", got)
+	}
+}
+
+// Accuracies that are not fractions are refused on import, naming the
+// file (issue 23, item 16: top1 7.5 was imported and reported as 750 %).
+func TestCollectRefusesAccuraciesOutOfRange(t *testing.T) {
+	for _, c := range []struct{ result, metrics, want string }{
+		{`{"top1": 7.5}`, "", "top1[0] = 7.5: want a fraction in [0, 1]"},
+		{`{"top1": [0.5, -0.1]}`, "", "top1[1] = -0.1: want a fraction"},
+		{`{"top1": 0.5, "top5": 0.4}`, "", "top5[0] = 0.4 is below top1[0] = 0.5"},
+		{`{"top1": [0.5, 0.6], "top5": [0.9]}`, "", "1 top5 values for 2 top1 values"},
+		{`{"top1": 0.5}`, "{\"epoch\":1,\"top1\":[75]}\n", "metrics.jsonl:1: accuracy 75: want a fraction"},
+	} {
+		runs := smallRuns(t)[:1]
+		root := t.TempDir()
+		dir := RunDir(root, runs[0].ID)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, ConfigFile), mustJSON(runs[0].Config), 0o644)
+		os.WriteFile(filepath.Join(dir, ResultFile), []byte(c.result), 0o644)
+		if c.metrics != "" {
+			os.WriteFile(filepath.Join(dir, MetricsFile), []byte(c.metrics), 0o644)
+		}
+		store := memStore(t)
+		s, err := Collect(context.Background(), root, store)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) || s.Imported != 0 {
+			t.Errorf("%s: %+v, %v; want an error naming %s and saying %q", c.result, s, err, dir, c.want)
+		}
+		if _, err := store.GetRun(context.Background(), runs[0].ID); err == nil {
+			t.Errorf("%s: the run was stored", c.result)
+		}
 	}
 }

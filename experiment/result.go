@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lcl-project/lcl/internal/atomicfile"
-	"github.com/lcl-project/lcl/internal/bounded"
+	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/lcl-project/lcl/internal/atomicfile"
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -53,9 +54,9 @@ func (p *perModel) UnmarshalJSON(b []byte) error {
 // grid runner, the cluster collector and `lcl train` all record runs with it.
 func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 	path := filepath.Join(dir, ResultFile)
-	raw, err := os.ReadFile(path)
+	raw, err := bounded.ReadFile(path, maxResultBytes, "result file")
 	if errors.Is(err, os.ErrNotExist) {
-		return simstore.Run{}, fmt.Errorf("%s: %w", dir, ErrNoResult)
+		return simstore.Run{}, fmt.Errorf("%s: %w", bounded.Quote(dir), ErrNoResult)
 	}
 	if err != nil {
 		return simstore.Run{}, err
@@ -68,7 +69,10 @@ func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 		return simstore.Run{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(res.Top1) == 0 {
-		return simstore.Run{}, fmt.Errorf("%s: no top1 value", path)
+		return simstore.Run{}, fmt.Errorf("%s: no top1 value", bounded.Quote(path))
+	}
+	if err := checkAccuracies(res.Top1, res.Top5); err != nil {
+		return simstore.Run{}, fmt.Errorf("%s: %w", bounded.Quote(path), err)
 	}
 	epochs, err := readEpochs(filepath.Join(dir, MetricsFile))
 	if err != nil {
@@ -78,10 +82,46 @@ func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 		Epochs: epochs, Dir: dir}, nil
 }
 
+// maxResultBytes bounds result.json (a few numbers per model).
+const maxResultBytes = 1 << 20
+
+// checkAccuracies refuses accuracies that are not fractions in [0, 1]
+// (lcl writes 0.75 for 75 %: a percentage imported as is would be
+// reported as 7500 %), top-5 values below their top-1, and a top-5 list
+// of another length than top-1's.
+func checkAccuracies(top1, top5 []float64) error {
+	for _, l := range []struct {
+		name string
+		v    []float64
+	}{{"top1", top1}, {"top5", top5}} {
+		for i, x := range l.v {
+			if math.IsNaN(x) || x < 0 || x > 1 {
+				return fmt.Errorf("%s[%d] = %g: want a fraction in [0, 1] (lcl writes accuracies as fractions: 0.75 for 75 %%)", l.name, i, x)
+			}
+		}
+	}
+	if len(top5) > 0 && len(top5) != len(top1) {
+		return fmt.Errorf("%d top5 values for %d top1 values: want one per model", len(top5), len(top1))
+	}
+	for i := range top5 {
+		if top5[i] < top1[i] {
+			return fmt.Errorf("top5[%d] = %g is below top1[%d] = %g", i, top5[i], i, top1[i])
+		}
+	}
+	return nil
+}
+
+// epochAccuracies are the fields of a metrics line that hold accuracies.
+type epochAccuracies struct {
+	Top1 perModel `json:"top1"`
+	Top5 perModel `json:"top5"`
+}
+
 // readEpochs turns the JSONL metrics log into a JSON array; a missing log
-// gives nil (a run may legitimately log nothing per epoch).
+// gives nil (a run may legitimately log nothing per epoch). Every line must
+// be a JSON object whose top1/top5, if any, are fractions in [0, 1].
 func readEpochs(path string) (json.RawMessage, error) {
-	f, err := os.Open(path)
+	f, err := bounded.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -99,8 +139,16 @@ func readEpochs(path string) (json.RawMessage, error) {
 		if len(b) == 0 {
 			continue
 		}
-		if !json.Valid(b) {
-			return nil, fmt.Errorf("%s:%d: not a JSON object", path, line)
+		var acc epochAccuracies
+		if b[0] != '{' || json.Unmarshal(b, &acc) != nil {
+			return nil, fmt.Errorf("%s:%d: not a JSON object with top1/top5 numbers", bounded.Quote(path), line)
+		}
+		for _, v := range [][]float64{acc.Top1, acc.Top5} {
+			for _, x := range v {
+				if math.IsNaN(x) || x < 0 || x > 1 {
+					return nil, fmt.Errorf("%s:%d: accuracy %g: want a fraction in [0, 1] (lcl writes 0.75 for 75 %%)", bounded.Quote(path), line, x)
+				}
+			}
 		}
 		if n > 0 {
 			buf.WriteByte(',')

@@ -153,9 +153,30 @@ func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 		report()
 	}
 	if s.Failed > 0 {
-		return s, fmt.Errorf("%d of %d runs failed:\n  %s", s.Failed, s.Total, strings.Join(s.Failures, "\n  "))
+		return s, &FailedError{Failed: s.Failed, Total: s.Total, Failures: s.Failures}
 	}
 	return s, nil
+}
+
+// FailedError is a grid whose runs did not all finish: a summary line,
+// then each failure (with the end of its log) on lines of its own.
+type FailedError struct {
+	Failed, Total int
+	Failures      []string
+}
+
+func (e *FailedError) Error() string { return strings.Join(e.Lines(), "\n") }
+
+// Lines are the message's lines, each printed as one line (a printer
+// escapes what else a line holds: lines of a run's log may hold anything).
+func (e *FailedError) Lines() []string {
+	lines := []string{fmt.Sprintf("%d of %d runs failed:", e.Failed, e.Total)}
+	for _, f := range e.Failures {
+		for l := range strings.SplitSeq(f, "\n") {
+			lines = append(lines, "  "+l)
+		}
+	}
+	return lines
 }
 
 // one launches a single run and records its outcome.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,12 +49,12 @@ func (f *fakeTrain) launch(ctx context.Context, args []string, log io.Writer) er
 	seed := flagValue(args, "--seed")
 	var lines []string
 	for e := 1; e <= 2; e++ {
-		lines = append(lines, fmt.Sprintf(`{"epoch":%d,"loss":1.5,"top1":[%d.%s],"top5":[90]}`, e, 50+e, seed))
+		lines = append(lines, fmt.Sprintf(`{"epoch":%d,"loss":1.5,"top1":[0.%d%s],"top5":[0.9]}`, e, 50+e, seed))
 	}
 	if err := os.WriteFile(filepath.Join(dir, MetricsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"top1":[8`+seed+`.5],"top5":[99.0]}`), 0o644)
+	return os.WriteFile(filepath.Join(dir, ResultFile), []byte(`{"top1":[0.8`+seed+`5],"top5":[0.99]}`), 0o644)
 }
 
 func memStore(t *testing.T) *simstore.Store {
@@ -97,7 +98,7 @@ func TestRunnerStoresResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 80.5 + float64(run.Config.Seed)
+		want, _ := strconv.ParseFloat(fmt.Sprintf("0.8%d5", run.Config.Seed), 64) // fractions, as lcl train writes
 		if rec.Status != simstore.RunDone || len(rec.Top1) != 1 || rec.Top1[0] != want {
 			t.Errorf("%s: status %s top1 %v, want done [%v]", run.ID, rec.Status, rec.Top1, want)
 		}

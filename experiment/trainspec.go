@@ -43,7 +43,7 @@ type TrainSpec struct {
 	Optim                         trainer.Overrides // nil fields keep the preset's
 	Init                          *string           // weights to start from (safetensors)
 	InitSkip                      []string          // with Init: module prefixes kept at their initialisation
-	Precision                     *string           // fp32 (nil), bf16 or fp16
+	Precision                     *string           // fp32 (nil), bf16, fp16 or auto (bf16 where the hardware has bf16 units)
 	// Model selection (docs/trainer.md): a class-stratified validation
 	// split of the training set, the metric that picks the best epoch,
 	// early stopping, and whether the test set is evaluated every epoch
@@ -79,6 +79,9 @@ type TrainExec struct {
 	DistBackend     string
 	DistBind        string
 	PluginTimeout   time.Duration
+	// TrustModel lets a TorchScript model call operators that reach the
+	// file system, the network or the terminal (--trust-model).
+	TrustModel bool
 }
 
 // NewTrainSpec is a TrainSpec holding lcl train's defaults.
@@ -228,9 +231,9 @@ func (s *TrainSpec) Validate() error {
 		return fmt.Errorf("--patience %d: want ≥ 0 (0: no early stopping)", patience)
 	}
 	switch p := s.PrecisionName(); p {
-	case "fp32", "bf16", "fp16":
+	case "fp32", "bf16", "fp16", "auto":
 	default:
-		return fmt.Errorf("--precision %q: want fp32, bf16 or fp16", p)
+		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto", p)
 	}
 	if _, err := s.StrategyParams(); err != nil {
 		return err
@@ -309,8 +312,10 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Synsets) }},
 	{name: "data", own: true, usage: "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Data) }},
-	{name: "model", own: true, usage: "architecture NAME[:key=value,...] (lcl models)",
+	{name: "model", own: true, usage: "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Model) }},
+	{name: "trust-model", exec: true, usage: "let a TorchScript model call operators that reach the file system, the network or the terminal",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TrustModel) }},
 	{name: "strategy", own: true, usage: "training strategy: a built-in (sl, ls, lcl, kd, dml, cn) or a plugin (lcl plugins list)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
 	{name: "param", own: true, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",
@@ -399,7 +404,7 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBackend) }},
 	{name: "dist-bind", exec: true, usage: "data-parallel, rank 0: the address its rendezvous store listens on (default MASTER_ADDR; \"any\": every interface; also $LCL_DIST_BIND)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBind) }},
-	{name: "precision", usage: "forward passes in fp32, bf16 or fp16 (autocast; fp16 with dynamic loss scaling, CUDA only); weights, optimizer and checkpoints stay fp32",
+	{name: "precision", usage: "forward passes in fp32, bf16 or fp16 (autocast; fp16 with dynamic loss scaling, CUDA only), or auto: bf16 on CUDA and on CPUs with bf16 units (AMX-BF16, AVX512-BF16), else fp32, the choice printed and kept in result.json; weights, optimizer and checkpoints stay fp32",
 		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Precision, "fp32") }},
 	{name: "channels-last", exec: true, usage: "channels-last (NHWC) memory format for models and inputs (CPU too: the small CNN trains 1.3x faster)",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.ChannelsLast) }},

@@ -154,7 +154,7 @@ func TestBindTrainFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--fraction", "1.5"}, "--fraction 1.5: want 0 < fraction ≤ 1"},
-		{[]string{"--precision", "fp8"}, `--precision "fp8": want fp32, bf16 or fp16`},
+		{[]string{"--precision", "fp8"}, `--precision "fp8": want fp32, bf16, fp16 or auto`},
 		{[]string{"--nproc", "0"}, "--nproc 0: want ≥ 1"},
 		{[]string{"--log-every", "-1"}, "--log-every -1"},
 		{[]string{"--val-fraction", "1"}, "--val-fraction 1: want 0 ≤ fraction < 1"},

@@ -53,7 +53,10 @@ type Host struct {
 	FeaturesTimeout time.Duration
 	// ComputeTimeout bounds one similarity Compute; 0 = DefaultComputeTimeout.
 	ComputeTimeout time.Duration
-	// StartTimeout bounds a plugin's start-up and handshake; 0 = DefaultStartTimeout.
+	// StartTimeout bounds a plugin's whole start, from starting its process
+	// to its handshake; 0 means $LCL_PLUGIN_START_TIMEOUT (a Go duration
+	// such as 2m) or else DefaultStartTimeout. A plugin that has not
+	// answered by then is killed with everything it started.
 	StartTimeout time.Duration
 	// Env is added to every plugin's environment (before the host's own,
 	// which wins on a clash, so use names the host does not set).
@@ -82,6 +85,16 @@ func (h *Host) timeout() time.Duration {
 		return d
 	}
 	return DefaultTimeout
+}
+
+func (h *Host) startTimeout() time.Duration {
+	if h.StartTimeout > 0 {
+		return h.StartTimeout
+	}
+	if d, err := time.ParseDuration(os.Getenv("LCL_PLUGIN_START_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return DefaultStartTimeout
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -244,7 +257,7 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Managed:          true,
-		StartTimeout:     orDefault(h.StartTimeout, DefaultStartTimeout),
+		StartTimeout:     h.startTimeout(),
 		Stderr:           io.MultiWriter(c.stderr, logw),
 		GRPCDialOptions:  shim.DialOptions(),
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: logw, Level: hclog.Warn}),
@@ -259,19 +272,45 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	type started struct {
 		rpc plugin.ClientProtocol
 		err error
+		pid int
 	}
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread()
 		rpc, err := c.client.Client()
-		res <- started{rpc, err}
+		pid := 0
+		if cmd.Process != nil { // started, even when the handshake failed
+			pid = cmd.Process.Pid
+		}
+		res <- started{rpc, err, pid}
 		<-c.done
 	}()
-	r := <-res
-	if rc := c.client.ReattachConfig(); rc != nil {
+	// go-plugin's own timer stops waiting for the handshake, but then waits
+	// for the plugin's stdout to close, which a child of the plugin may hold
+	// for ever: this timer bounds the whole start, and killing the plugin's
+	// process group (all it started) releases go-plugin.
+	limit := h.startTimeout()
+	var r started
+	select {
+	case r = <-res:
+	case <-time.After(limit + time.Second):
+		r = started{err: errStartTimeout}
+	}
+	if r.pid > 0 {
+		c.pid = r.pid
+	} else if rc := c.client.ReattachConfig(); rc != nil {
 		c.pid = rc.Pid
 	}
 	if r.err != nil {
+		if r.err == errStartTimeout || strings.Contains(r.err.Error(), "timeout while waiting for plugin to start") {
+			if c.pid > 0 {
+				c.kill()
+			} else {
+				go c.kill() // go-plugin is still starting it: it lets go once it has
+			}
+			return nil, nil, fmt.Errorf("%s: could not start: no handshake within %s; stopped it and every process it started (if it is only slow to start, raise $LCL_PLUGIN_START_TIMEOUT)%s",
+				label, limit, oneLine(c.stderr.hint()))
+		}
 		c.kill()
 		if errors.Is(r.err, plugin.ErrChecksumsDoNotMatch) {
 			now, _ := digest.File(where)
@@ -287,6 +326,9 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	}
 	return c, raw, nil
 }
+
+// errStartTimeout is a start that go-plugin did not end in time.
+var errStartTimeout = errors.New("start timed out")
 
 // hostEnv are the variables a plugin gets from lcl's environment (besides
 // LC_* and those named in $LCL_PLUGIN_ENV): what programs need to find

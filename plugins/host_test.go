@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -331,5 +332,51 @@ func TestDiscover(t *testing.T) {
 	t.Setenv("HOME", "/home/someone")
 	if got, want := SearchPath(), []string{a, b, "/home/someone/.lcl/plugins"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("SearchPath = %v, want %v", got, want)
+	}
+}
+
+// A plugin that never sends its handshake while a child of it holds its
+// stdout open (issue 23, item 6: lcl waited until the child ended) is
+// stopped, with the child, once the start timeout has passed.
+func TestStartTimeoutBoundsWholeStart(t *testing.T) {
+	h := testHost(t)
+	h.StartTimeout = time.Second
+	script := "#!/bin/sh\nsleep 100 &\necho $! > \"$0.child\"\nwait\n"
+	path := filepath.Join(h.Dirs[0], "lcl-strategy-mute")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := h.Strategy("mute")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Strategy returned after %v, want about the 1 s start timeout", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), `strategy plugin "mute"`) || !strings.Contains(err.Error(), "no handshake within 1s") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err = %v", err)
+	}
+	raw, _ := os.ReadFile(path + ".child")
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if pid <= 0 {
+		t.Fatalf("the plugin's child pid: %q", raw)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the plugin's child still runs 5 s after the start failed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// $LCL_PLUGIN_START_TIMEOUT sets the start timeout.
+func TestStartTimeoutFromEnvironment(t *testing.T) {
+	t.Setenv("LCL_PLUGIN_START_TIMEOUT", "2m")
+	if got := (&Host{}).startTimeout(); got != 2*time.Minute {
+		t.Errorf("startTimeout = %v, want 2m", got)
+	}
+	t.Setenv("LCL_PLUGIN_START_TIMEOUT", "")
+	if got := (&Host{}).startTimeout(); got != DefaultStartTimeout {
+		t.Errorf("startTimeout = %v, want %v", got, DefaultStartTimeout)
 	}
 }

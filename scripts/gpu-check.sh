@@ -27,7 +27,9 @@
 # env: PYTHON (python3: the PyTorch to build against and compare with),
 #      LCL_GPUCHECK_BUNDLE (.gpucheck), LCL_GPUCHECK_BUDGET (seconds after
 #      which the remaining steps are skipped: 450, --cpu 900),
-#      DEVICE (cuda:0), LCL_GPUCHECK_SHIM (a folder with a libltshim.so to use
+#      DEVICE (cuda:0), LCL_GPUCHECK_ROWS (the throughput rows to measure,
+#      default all: r50-fp32 r50-bf16 r50-bf16-cl r18-fp32 r18-bf16 r18-bf16-cl),
+#      LCL_GPUCHECK_SHIM (a folder with a libltshim.so to use
 #      instead of building one: for debugging this script).
 set -uo pipefail
 
@@ -77,6 +79,7 @@ if [ "$mode" = gpu ]; then
 	r18=(--model resnet18:stem=cifar --input "3,32,32" --classes 100 --batch 512 --steps 30 --warmup 5)
 	r18_ref=(--model resnet18 --stem cifar --size 32 --classes 100 --batch 512 --steps 30 --warmup 5)
 	jpegs=512 loader_batch=64 passes=3 bench_t=120
+	parity_data="synthetic?n=2048&test=512&classes=10&shape=3,32,32&signal=1" parity_model="resnet18:width=16"
 else
 	py=/usr/bin/python3
 	dev=cpu
@@ -89,6 +92,7 @@ else
 	r18=(--model resnet18:stem=cifar --input "3,32,32" --classes 10 --batch 4 --steps 1 --warmup 1)
 	r18_ref=(--model resnet18 --stem cifar --size 32 --classes 10 --batch 4 --steps 1 --warmup 1)
 	jpegs=16 loader_batch=8 passes=1 bench_t=180
+	parity_data="synthetic?n=64&test=32&classes=4&shape=3,16,16&signal=1" parity_model="resnet18:width=8"
 fi
 
 # ---- helpers ---------------------------------------------------------------
@@ -258,12 +262,32 @@ result eval-same "$(awk -v a="$(get eval-cpu-top1)" -v b="$(get eval-gpu-top1)" 
 	'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; e = la - lb; if (e < 0) e = -e;
 	  print ((d < 0.0015 && e < 1e-3 * (la < 0 ? -la : la) + 1e-4) ? "yes" : "NO") } }')"
 
+# ---- 3b. the same run on the CPU and the device ----------------------------
+
+# AdamW, gradient clipping, the weights' moving average and a validation
+# split, in fp32 without TF32, the same seed on both: the device must give
+# the CPU's figures up to float rounding (convolution algorithms differ).
+parity=(train --data "$parity_data" --model "$parity_model" --epochs 1 --batch 64 --optimizer adamw --lr 1e-3
+	--weight-decay 0.05 --clip-grad-norm 1 --ema-decay 0.99 --val-fraction 0.1 --seed 3 --precision fp32
+	--tf32=false --no-store --json --quiet --eval-batch 256 "${thr[@]}")
+step parity-cpu 240 "${lclx[@]}" "${parity[@]}" --device cpu --out "$work/parity-cpu"
+step parity-gpu 120 "${lclx[@]}" "${parity[@]}" --device "$dev" --out "$work/parity-gpu"
+for d in cpu gpu; do
+	result "parity-$d-loss" "$(jget "$logs/parity-$d.log" final.test_loss)"
+	result "parity-$d-top1" "$(jget "$logs/parity-$d.log" final.test_top1)"
+done
+result parity-same "$(awk -v a="$(get parity-cpu-loss)" -v b="$(get parity-gpu-loss)" -v ta="$(get parity-cpu-top1)" -v tb="$(get parity-gpu-top1)" \
+	'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; t = ta - tb; if (t < 0) t = -t;
+	  printf "%s (test loss %.6g vs %.6g, top-1 %.4f vs %.4f)", (d <= 1e-2 * (a < 0 ? -a : a) && t <= 0.02) ? "yes" : "NO", a, b, ta, tb } }')"
+
 # ---- 4. throughput: lcl next to PyTorch eager ------------------------------
 
 # bench NAME LCL_ARGS... -- REF_ARGS...
+rows=${LCL_GPUCHECK_ROWS:-r50-fp32 r50-bf16 r50-bf16-cl r18-fp32 r18-bf16 r18-bf16-cl}
 bench() {
 	local name=$1
 	shift
+	case " $rows " in *" $name "*) ;; *) result "status:lcl-$name" "not asked (LCL_GPUCHECK_ROWS)"; result "status:torch-$name" "not asked"; return 0 ;; esac
 	local la=() ra=()
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do la+=("$1"); shift; done
 	shift
@@ -313,6 +337,7 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 	echo "| lcl eval on cpu | $(get status:eval-cpu): top-1 $(pct "$(get eval-cpu-top1)"), loss $(get eval-cpu-loss) |"
 	echo "| lcl eval on $dev | $(get status:eval-gpu): top-1 $(pct "$(get eval-gpu-top1)"), loss $(get eval-gpu-loss) |"
 	echo "| same accuracy on CPU and GPU | $(get eval-same) |"
+	echo "| AdamW + clipping + EMA + validation split, fp32, the same run on cpu and $dev | $(get status:parity-cpu) / $(get status:parity-gpu): same: $(get parity-same) |"
 	echo "| image pipeline ($(get loader-decoder), random-resized crop 224 + flip, uint8) | 1 worker $(get loader-1) img/s ($(get status:loader-1)); $ncpu workers $(get loader-all) img/s ($(get status:loader-all)) |"
 	echo "| pipeline / GPU (ResNet-50 bf16 channels-last, lcl) | $(ratio "$(get loader-all)" "$(get ips-lcl-r50-bf16-cl)") (≥ 1: the GPU sets the pace) |"
 	echo
@@ -333,7 +358,7 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 {
 	echo "gpu-check ($mode) finished in $(elapsed) s"
 	awk -F '\t' '$1 ~ /^status:/ { sub(/^status:/, "", $1); s[$1] = $2; o[++n] = $1 } $1 ~ /^time:/ { sub(/^time:/, "", $1); t[$1] = $2 }
-		END { for (i = 1; i <= n; i++) { k = o[i]; if (seen[k]++) continue; printf "%-22s %-18s %s\n", k, s[k], t[k]; if (s[k] !~ /^OK/) bad++ }
+		END { for (i = 1; i <= n; i++) { k = o[i]; if (seen[k]++) continue; printf "%-22s %-18s %s\n", k, s[k], t[k]; if (s[k] !~ /^(OK|not asked)/) bad++ }
 		      printf "\n%d step(s) not OK\n", bad }' "$out/results.tsv"
 } >"$out/summary.txt"
 cat "$out/table.md"

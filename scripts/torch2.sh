@@ -115,6 +115,10 @@ make_root() {
 		exit 1
 	}
 	printf '%s\n' "$want" >"$root/.lcl-packages"
+	# Go's build cache does not see system headers: what cgo compiled
+	# against the old package set (a header that __has_include found
+	# missing, say) would be reused.
+	rm -rf "$root/root/.cache/go-build"
 }
 
 # The CUDA build (make test-torch2-cuda): Debian 13's libtorch-cuda-dev 2.6
@@ -132,7 +136,7 @@ cuda_check() {
 	root=${LCL_TORCH2_CUDA_ROOT:-$cache/debian13-cuda}
 	components="main contrib non-free"
 	what="libtorch-cuda 2.6 and its CUDA libraries"
-	want=$(printf '%s\n' libtorch-cuda-dev libjpeg62-turbo-dev g++ git ca-certificates /placeholder/nvidia-cudnn.deb | sort -u)
+	want=$(printf '%s\n' libtorch-cuda-dev libgloo-cuda-dev libjpeg62-turbo-dev g++ git ca-certificates /placeholder/nvidia-cudnn.deb | sort -u)
 	before_install=cuda_placeholder
 	make_root
 	go mod download
@@ -153,6 +157,7 @@ TORCH_INCLUDE=/usr/include TORCH_LIB=$lib PYTHON=python3 sh trainer/torch/build-
 info=$(/tmp/lcl-cuda bench info)
 echo "torch2: lcl bench info, no GPU here: $info" >&2
 case $info in *'"cuda_devices":0'*) ;; *) echo "torch2: expected cuda_devices 0" >&2; exit 1 ;; esac
+case $info in *'"dist_backends":["gloo"'*) ;; *) echo "torch2: expected the gloo backend (libgloo-cuda-dev)" >&2; exit 1 ;; esac
 data="synthetic?n=64&test=32&classes=4&shape=1,16,16"
 /tmp/lcl-cuda --quiet --json train --data "$data" --model cnn:channels=4x8 --epochs 1 --batch 16 --threads 2 \
 	--no-store --out /tmp/cuda-run >/tmp/cuda-train

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -65,12 +64,17 @@ func ReadTable(r io.Reader, name string) ([][]float64, error) {
 // float64, little-endian, C or Fortran order) or a text table (see
 // ReadTable). It returns the row-major values and the side length.
 func ReadMatrixFile(path string) ([]float64, int, error) {
-	raw, err := os.ReadFile(path)
+	// Only a regular file: a link to /dev/zero would be read for ever.
+	raw, err := bounded.ReadFile(path, maxMatrixFileBytes, "matrix file")
 	if err != nil {
 		return nil, 0, err
 	}
 	return readMatrix(raw, path)
 }
+
+// maxMatrixFileBytes bounds a matrix file: more than a float64 matrix of
+// 65,536 classes takes.
+const maxMatrixFileBytes = 1 << 36
 
 // readMatrix is ReadMatrixFile on the file's bytes; path names it in errors.
 func readMatrix(raw []byte, path string) ([]float64, int, error) {

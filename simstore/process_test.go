@@ -40,6 +40,19 @@ func TestHelperProcess(t *testing.T) {
 			fmt.Println("ready")
 			io.Copy(io.Discard, os.Stdin)
 			return s.Close()
+		case "articles": // store articles one by one until killed; "wrote" after 20
+			s, err := Open(dir)
+			if err != nil {
+				return err
+			}
+			for i := 0; ; i++ {
+				if err := s.PutArticles(context.Background(), Article{LabelSet: "k", ClassID: fmt.Sprint("c", i), Text: fmt.Sprint("text ", i)}); err != nil {
+					return err
+				}
+				if i == 19 {
+					fmt.Println("wrote")
+				}
+			}
 		case "write": // rewrite a large matrix, alternating versions, until killed
 			s, err := Open(dir, withChunkSize(256<<10))
 			if err != nil {

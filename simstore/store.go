@@ -14,6 +14,8 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // SchemaVersion is the layout of keys and records this package writes. It is
@@ -29,6 +31,17 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrLocked is returned when another process has the store open.
 	ErrLocked = errors.New("store is in use by another process")
+	// ErrDamaged is returned (wrapped) by Open for a store it cannot open
+	// without losing records: a damaged table file, a missing MANIFEST.
+	ErrDamaged = errors.New("store is damaged")
+	// ErrNeedsRecovery is returned (wrapped) by a read-only Open of a store
+	// that a killed process left with a partly written log: opening it for
+	// writing (Recover) drops the incomplete entry and keeps every
+	// committed record.
+	ErrNeedsRecovery = errors.New("store was not closed cleanly")
+	// ErrUntrusted is returned (wrapped) by Open for a store folder that
+	// someone else can write (trust.Check): lcl would believe what they put there.
+	ErrUntrusted = errors.New("store folder refused")
 )
 
 // gcInterval is how often an open store rewrites value-log files that are
@@ -65,6 +78,7 @@ func migrations() []migration {
 type options struct {
 	inMemory   bool
 	readOnly   bool
+	emptyOK    bool
 	chunkSize  int
 	schema     int
 	migrations []migration
@@ -81,10 +95,24 @@ func InMemory() Option { return func(o *options) { o.inMemory = true } }
 // share a store; none may while a writer has it open.
 func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
 
+// EmptyIfMissing makes a read-only Open of a folder that holds no store
+// (missing or empty) return an empty store, kept in memory and never
+// written, instead of ErrNotFound: commands that only read show an empty
+// store without creating one.
+func EmptyIfMissing() Option { return func(o *options) { o.emptyOK = true } }
+
 // Open opens (creating if needed) the store in dir. A second process opening
 // the same store gets an error wrapping ErrLocked at once. A read-only open
-// of a folder that holds no store yet is an error wrapping ErrNotFound; one
-// whose table files fail Badger's checksums names the damaged file.
+// of a folder that holds no store yet is an error wrapping ErrNotFound
+// (unless EmptyIfMissing), and never creates or changes a file; one of a
+// store a killed process left unrecovered wraps ErrNeedsRecovery.
+//
+// Before Badger sees the folder, Open refuses (ErrDamaged) a store whose
+// MANIFEST is missing while it holds tables or logs (Badger would start a
+// new store over them, overwriting a table) and one whose table file has a
+// damaged index (Badger panics on some in a goroutine of its own), naming
+// the file; and (ErrUntrusted) a folder that someone else can write, the
+// rule plugins follow (trust.Check).
 //
 // A store opened for writing checks the free disk space before it opens
 // and before every write (ErrNoSpace): Badger writes through memory-mapped
@@ -114,17 +142,27 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		WithSyncWrites(!o.inMemory).
 		WithCompactL0OnClose(true).
 		WithVerifyValueChecksum(true)
+	name := dir
 	if o.inMemory {
 		bo = bo.WithDir("").WithValueDir("")
-		dir = ""
-	} else if !o.readOnly {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("simstore: create %s: %w", dir, err)
+		dir, name = "", ""
+	} else {
+		if !o.readOnly {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("simstore: create %s: %w", bounded.Quote(dir), err)
+			}
 		}
-	} else if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("simstore: no store in %s yet (nothing has been stored there): %w", dir, ErrNotFound)
+		err := checkFolder(dir, !o.readOnly)
+		if errors.Is(err, ErrNotFound) && o.readOnly && o.emptyOK {
+			// Nothing to read: an empty store that writes nothing anywhere.
+			o.inMemory, o.chunkSize = true, inMemoryChunkSize
+			bo = bo.WithInMemory(true).WithReadOnly(false).WithSyncWrites(false).WithDir("").WithValueDir("")
+			dir = ""
+		} else if err != nil && (o.readOnly || !errors.Is(err, ErrNotFound)) {
+			return nil, err
+		}
 	}
-	s := &Store{dir: dir, readOnly: o.readOnly, inMemory: o.inMemory, chunkSize: o.chunkSize, stopGC: make(chan struct{})}
+	s := &Store{dir: name, readOnly: o.readOnly, inMemory: o.inMemory, chunkSize: o.chunkSize, stopGC: make(chan struct{})}
 	if !o.readOnly && !o.inMemory {
 		s.freeSpace = o.freeSpace
 		// Opening for writing maps a fresh memtable file.
@@ -138,10 +176,14 @@ func Open(dir string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("simstore: %s: %w (another lcl is using it; wait for it or use --store DIR)", dir, ErrLocked)
 		}
 		if m := damagedTable.FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("simstore: %s: table file %s is damaged (its index or last block fails Badger's checksum), so the store cannot be opened; restore the folder from a backup (lcl store verify lists every damaged table)",
-				dir, filepath.Base(m[1]))
+			return nil, damagedTableError(dir, filepath.Base(m[1]))
 		}
-		return nil, fmt.Errorf("simstore: open %s: %s", dir, oneLine(err.Error()))
+		// Badger's wrapping does not unwrap: match the message too.
+		if errors.Is(err, badger.ErrTruncateNeeded) || strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
+			return nil, tagged(ErrNeedsRecovery, "simstore: %s was not closed cleanly (an lcl was killed while writing): its log ends in an incomplete entry; run `lcl store recover` (or any command that writes to the store) to drop it, which keeps every committed record",
+				bounded.Quote(dir))
+		}
+		return nil, fmt.Errorf("simstore: open %s: %s", bounded.Quote(dir), oneLine(err.Error()))
 	}
 	s.db = db
 	if err := s.checkSchema(o); err != nil {

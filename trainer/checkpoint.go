@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/atomicfile"
-
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -192,6 +192,9 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 		return fmt.Errorf("trainer: %w %s: %s", ErrCheckpoint, path, fmt.Sprintf(format, a...))
 	}
 	b, err := r.readCheckpoint(path)
+	if errors.Is(err, safetensors.ErrFormat) {
+		return nil, fmt.Errorf("trainer: %w: %w", ErrCheckpoint, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("trainer: resume: %w", err)
 	}
@@ -227,6 +230,24 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	if err := r.resumePosition(ck); err != nil {
 		return nil, bad("%v", err)
 	}
+	// The rest of the position against the run: what it says was done
+	// before (the epoch's own sums are checked when it resumes: epoch).
+	p := ck.State.Position
+	done := p.Epoch
+	for _, st := range r.stages[:p.Stage] {
+		done += st.Epochs
+	}
+	if len(ck.State.History) != done {
+		return nil, bad("history of %d epochs, but the position (stage %d epoch %d) follows %d", len(ck.State.History), p.Stage, p.Epoch, done)
+	}
+	for _, name := range ck.State.Finished {
+		if !slices.ContainsFunc(r.stages[:p.Stage], func(st Stage) bool { return st.Name == name }) {
+			return nil, bad("finished stage %q is not a stage before the position's (stage %d)", name, p.Stage)
+		}
+	}
+	if want := r.stages[p.Stage].Peers; len(p.Acc) != 0 && len(p.Acc) != want {
+		return nil, bad("position holds %d peers' sums, stage %q has %d", len(p.Acc), r.stages[p.Stage].Name, want)
+	}
 	for _, t := range ts {
 		ck.tensors[t.Name] = t
 	}
@@ -254,11 +275,36 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	return ck, nil
 }
 
+// check validates a position read from a checkpoint against the epoch it
+// resumes: steps in the epoch, batch size and ranks (a checkpoint claiming
+// step 10^9 "finished" the epoch early with another loss).
+func (p position) check(steps, batch, world int) error {
+	if p.Step < 0 || p.Step > steps {
+		return fmt.Errorf("position step %d outside the epoch's 0..%d steps", p.Step, steps)
+	}
+	most := int64(p.Step) * int64(batch) * int64(max(world, 1))
+	if p.Images < 0 || p.Images > most {
+		return fmt.Errorf("position counts %d images after %d steps of %d", p.Images, p.Step, batch)
+	}
+	if p.Seconds < 0 || math.IsNaN(p.Seconds) || math.IsInf(p.Seconds, 0) {
+		return fmt.Errorf("position time %v s", p.Seconds)
+	}
+	for q, a := range p.Acc {
+		if a.Seen < 0 || a.Seen > most || a.Correct < 0 || a.Correct > a.Seen || a.Loss < 0 || math.IsNaN(a.Loss) || math.IsInf(a.Loss, 0) {
+			return fmt.Errorf("position sums of peer %d (loss %v, %d correct of %d seen) impossible after %d steps of %d", q, a.Loss, a.Correct, a.Seen, p.Step, batch)
+		}
+	}
+	return nil
+}
+
 func (ck *checkpoint) load(prefix string, into func(map[string]torch.Named) error) error {
 	state := map[string]torch.Named{}
 	for name, t := range ck.tensors {
 		if !strings.HasPrefix(name, prefix) {
 			continue
+		}
+		if i, v := t.FirstNonFinite(); i >= 0 {
+			return fmt.Errorf("trainer: %w %s: tensor %q holds %v at index %d: weights must be finite", ErrCheckpoint, bounded.Quote(ck.path), name, v, i)
 		}
 		dt, err := torch.ParseDType(t.DType)
 		if err != nil {
@@ -346,13 +392,12 @@ func writeWeights(path string, m stateReader, id map[string]string) error {
 // WeightsMeta returns the metadata of a weights file or checkpoint: for a
 // checkpoint, its identity as "lcl.<key>" like a weights file's.
 func WeightsMeta(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
+	meta, err := safetensors.ReadMeta(path) // the header alone
 	if err != nil {
 		return nil, err
 	}
-	_, meta, err := safetensors.Read(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if meta == nil {
+		meta = map[string]string{}
 	}
 	if raw, ok := meta["lcl.checkpoint"]; ok {
 		var st checkpointState
@@ -369,13 +414,13 @@ func WeightsMeta(path string) (map[string]string, error) {
 // LoadWeights loads a weights file (model.safetensors) or the final model
 // of a checkpoint into m.
 func LoadWeights(path string, m *torch.Model) (meta map[string]string, err error) {
-	b, err := os.ReadFile(path)
+	b, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	ts, meta, err := safetensors.Read(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", bounded.Quote(path), err)
 	}
 	prefix := ""
 	if _, ok := meta["lcl.checkpoint"]; ok {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
+	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -79,11 +79,11 @@ func (r *runner) plan(ctx context.Context, s, e, step int) (Plan, error) {
 func (r *runner) readCheckpoint(path string) ([]byte, error) {
 	g := r.cfg.Group
 	if g == nil {
-		return os.ReadFile(path)
+		return safetensors.ReadFile(path)
 	}
 	var msg []byte
 	if g.Rank() == 0 {
-		b, err := os.ReadFile(path)
+		b, err := safetensors.ReadFile(path)
 		if err != nil {
 			msg = append([]byte{0}, err.Error()...)
 		} else {

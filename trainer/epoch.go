@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"time"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -98,6 +100,14 @@ func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epo
 		ep.indices = r.cfg.TrainIndices
 	}
 	ep.steps = (len(ep.indices) + r.cfg.Optim.Batch - 1) / r.cfg.Optim.Batch
+	world := 1
+	if g := r.cfg.Group; g != nil {
+		world = g.Size()
+	}
+	if err := ep.p.check(ep.steps, r.cfg.Optim.Batch, world); err != nil { // a resumed position
+		ep.close()
+		return nil, fmt.Errorf("trainer: %w %s: %v", ErrCheckpoint, bounded.Quote(filepath.Join(r.cfg.Out, checkpointName)), err)
+	}
 	if ep.p.Acc == nil {
 		ep.p.Acc = make([]accum, ep.stage.Peers)
 	}

@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -26,13 +26,17 @@ type initWeights struct {
 // readInit reads a safetensors file of weights (written by lcl, or a
 // torchvision/timm state dict converted by hand: docs/trainer.md).
 func readInit(path string, skip []string) (*initWeights, error) {
-	b, err := os.ReadFile(path)
+	// Header first: the file must hold exactly the data it declares.
+	b, err := safetensors.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: init weights: %w", err)
+		return nil, fmt.Errorf("trainer: --init: %w", err)
 	}
 	ts, _, err := safetensors.Read(b)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: init weights %s: %w", path, err)
+		return nil, fmt.Errorf("trainer: --init %s: %w", bounded.Quote(path), err)
+	}
+	if err := checkFinite("--init "+bounded.Quote(path), ts); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(b)
 	w := &initWeights{path: path, tensors: map[string]safetensors.Tensor{}, digest: hex.EncodeToString(sum[:8])}
@@ -45,6 +49,18 @@ func readInit(path string, skip []string) (*initWeights, error) {
 		}
 	}
 	return w, nil
+}
+
+// checkFinite refuses tensors holding NaN or infinite values: a NaN batch
+// norm statistic trains an epoch, then fails to save ("json: unsupported
+// value: NaN"), and evaluates to a NaN loss.
+func checkFinite(what string, ts []safetensors.Tensor) error {
+	for _, t := range ts {
+		if i, v := t.FirstNonFinite(); i >= 0 {
+			return fmt.Errorf("trainer: %s: tensor %q holds %v at index %d: weights must be finite", what, t.Name, v, i)
+		}
+	}
+	return nil
 }
 
 // skipped reports whether a tensor name lies under one of the skip

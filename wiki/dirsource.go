@@ -7,8 +7,13 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/wordnet"
 )
+
+// maxDocumentBytes bounds one document of a dir: source (Wikipedia's
+// longest articles are about 1 MB of text).
+const maxDocumentBytes = 64 << 20
 
 // DirSource reads the user's documents from Dir: <wnid>.txt, else
 // <class id>.txt. A class without a file falls back to its WordNet document
@@ -33,7 +38,9 @@ func (s DirSource) Document(_ context.Context, req Request) (*Document, error) {
 	}
 	for _, n := range names {
 		path := s.Dir + string(os.PathSeparator) + n
-		raw, err := os.ReadFile(path)
+		// A regular file of at most maxDocumentBytes: a link to /dev/zero
+		// would be read until memory runs out.
+		raw, err := bounded.ReadFile(path, maxDocumentBytes, "document")
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

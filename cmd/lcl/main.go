@@ -8,12 +8,21 @@ import (
 	"os"
 
 	"github.com/lcl-project/lcl/cmd/lcl/internal/cli"
+	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 func main() {
+	// A parent process turns crashes no recover catches (a library's
+	// goroutine, a fatal runtime error) into exit status 70 with a report.
+	// A plugin serving its handshake must be the process its host started.
+	serving := len(os.Args) > 2 && os.Args[1] == "plugins" && os.Args[2] == "serve"
+	if code, ok := crash.Supervise(!serving, withOMPPolicy); ok {
+		os.Exit(code)
+	}
 	// libtorch's process-wide settings, first: with OMP_WAIT_POLICY unset
-	// this starts the program again with it set (OpenMP reads it at load).
+	// this starts the program again with it set (OpenMP reads it at load;
+	// the supervised child has it set by its parent).
 	rt, err := torch.DefaultRuntime()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lcl:", err)
@@ -26,4 +35,13 @@ func main() {
 		os.Exit(70)
 	}
 	os.Exit(cli.Main(os.Args[1:]))
+}
+
+// withOMPPolicy sets OMP_WAIT_POLICY for the supervised lcl when it is
+// unset, so that it need not execute itself again (torch.Init).
+func withOMPPolicy(env []string) []string {
+	if _, set := os.LookupEnv("OMP_WAIT_POLICY"); set {
+		return env
+	}
+	return append(env, "OMP_WAIT_POLICY="+torch.DefaultOMPWaitPolicy)
 }

@@ -27,6 +27,9 @@ type Run struct {
 	Data     *data.RunData
 	// Preset names the optimisation preset applied (given, or the model's).
 	Preset string
+	// PrecisionNote says what --precision auto chose and why ("" when the
+	// precision was given): the command prints it.
+	PrecisionNote string
 	// Config is the trainer's run; Plan fills its Planner. Progress,
 	// OnEpoch, Group and Resume are the caller's to set.
 	Config  trainer.Config
@@ -71,8 +74,16 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	prec, err := torch.ParsePrecision(spec.PrecisionName())
-	if err != nil {
+	// auto is resolved here, on the machine that runs: the choice is how the
+	// run executes, recorded in result.json, while the run keeps the
+	// identity "auto" wherever it runs.
+	var prec torch.Precision
+	var note string
+	if spec.PrecisionName() == "auto" {
+		var why string
+		prec, why = torch.AutoPrecision(spec.Exec.Device)
+		note = fmt.Sprintf("precision auto: %s (%s)", prec, why)
+	} else if prec, err = torch.ParsePrecision(spec.PrecisionName()); err != nil {
 		return nil, usagef("--precision: %v", err)
 	}
 	d, err := data.OpenRun(ds, spec.Synsets, spec.Fraction, spec.Seed)
@@ -108,10 +119,14 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		// TensorBoard event files and metrics.csv beside metrics.jsonl.
 		Sink: &runlog.Log{Dir: e.Out, Every: e.LogEvery},
 	}
+	if e.TrustModel {
+		cfg.Models = models.Builtin()
+		cfg.Models.TrustScripts = true
+	}
 	if vf, metric, patience, every := spec.Selection(); vf != 0 {
 		cfg.ValFraction, cfg.SelectMetric, cfg.Patience, cfg.TestEveryEpoch = vf, metric, patience, every
 	}
-	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, Config: cfg}, nil
+	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, PrecisionNote: note, Config: cfg}, nil
 }
 
 // Plan starts the run's strategy as its planner (Config.Planner) and adds

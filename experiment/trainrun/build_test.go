@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 // Built-in plugins are served by re-executing lcl as `lcl plugins serve
@@ -121,4 +123,39 @@ func TestStrategyUsageErrorsFirst(t *testing.T) {
 func labelsOf(t *testing.T) *labels.Set {
 	t.Helper()
 	return &labels.Set{Name: "three", Classes: []labels.Class{{Index: 0, ID: "a", Name: "a"}, {Index: 1, ID: "b", Name: "b"}, {Index: 2, ID: "c", Name: "c"}}}
+}
+
+// --precision auto resolves on the machine: the trainer gets the concrete
+// precision torch.AutoPrecision names, the note says it, and the spec (the
+// run's identity) keeps "auto".
+func TestOpenPrecisionAuto(t *testing.T) {
+	for _, tc := range []struct{ given, want, note string }{
+		{"auto", "", "precision auto: "},
+		{"bf16", "bf16", ""},
+		{"fp32", "fp32", ""},
+	} {
+		spec := experiment.NewTrainSpec()
+		spec.Data = "synthetic?n=8&test=4&classes=2&shape=1,4,4"
+		spec.Precision = &tc.given
+		spec.Exec.Out = t.TempDir()
+		r, err := Open(spec, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.given, err)
+		}
+		want := tc.want
+		if want == "" {
+			p, why := torch.AutoPrecision("cpu")
+			want = p.String()
+			if !strings.Contains(r.PrecisionNote, want) || !strings.Contains(r.PrecisionNote, why) {
+				t.Errorf("auto: note %q does not name %s (%s)", r.PrecisionNote, want, why)
+			}
+		}
+		if got := r.Config.Precision.String(); got != want || !strings.HasPrefix(r.PrecisionNote, tc.note) || (tc.note == "") != (r.PrecisionNote == "") {
+			t.Errorf("%s: precision %s, note %q; want %s", tc.given, got, r.PrecisionNote, want)
+		}
+		if r.Spec.PrecisionName() != tc.given {
+			t.Errorf("%s: the spec says %s", tc.given, r.Spec.PrecisionName())
+		}
+		r.Close()
+	}
 }

@@ -4,7 +4,9 @@
 // also what Go's runtime uses for an unhandled panic).
 //
 // cli.Run recovers panics of the command's goroutine; every goroutine lcl
-// starts itself defers Handle as its first statement.
+// starts itself defers Handle as its first statement; Supervise catches
+// the rest (a library's goroutine, a fatal runtime error) from a parent
+// process.
 package crash
 
 import (
@@ -50,8 +52,14 @@ func Message(v any, path string) string {
 // $XDG_STATE_HOME/lcl (default ~/.local/state/lcl), else the temporary
 // folder.
 func Report(v any, stack []byte) (string, error) {
-	body := fmt.Sprintf("lcl crashed at %s\ncommand: %q\ngo: %s %s/%s\npanic: %v\n\n%s",
-		time.Now().Format(time.RFC3339), os.Args, runtime.Version(), runtime.GOOS, runtime.GOARCH, v, stack)
+	return writeReport(fmt.Sprintf("lcl crashed at %s\ncommand: %q\ngo: %s %s/%s\npanic: %v\n\n%s",
+		now(), os.Args, runtime.Version(), runtime.GOOS, runtime.GOARCH, v, stack))
+}
+
+func now() string { return time.Now().Format(time.RFC3339) }
+
+// writeReport writes body to a new report file and returns its path.
+func writeReport(body string) (string, error) {
 	name := fmt.Sprintf("crash-%s-%d.txt", time.Now().Format("20060102-150405"), os.Getpid())
 	if dir := stateDir(); dir != "" && os.MkdirAll(dir, 0o700) == nil {
 		p := filepath.Join(dir, name)

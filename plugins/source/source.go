@@ -131,7 +131,9 @@ func (e *env) open() (*simstore.Store, error) {
 		if dir == "" {
 			dir = simstore.DefaultDir()
 		}
-		st, err := simstore.Open(dir, simstore.ReadOnly())
+		// No store yet reads as an empty one (nothing is created): the
+		// sources then say what is missing and which command makes it.
+		st, err := simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing())
 		if err != nil {
 			return nil, fmt.Errorf("semantic source: %w", err)
 		}

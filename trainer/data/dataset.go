@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // Dataset is one split of a data set: a fixed number of labelled examples that
@@ -42,7 +44,7 @@ type ExampleError struct {
 }
 
 func (e *ExampleError) Error() string {
-	return fmt.Sprintf("%s: example %d: %v", e.File, e.Index, e.Err)
+	return fmt.Sprintf("%s: example %d: %v", bounded.Quote(e.File), e.Index, e.Err)
 }
 
 func (e *ExampleError) Unwrap() error { return e.Err }
@@ -60,7 +62,7 @@ const maxWarnings = 10
 
 func newWarner(fn func(string)) *warner {
 	if fn == nil {
-		fn = func(msg string) { fmt.Fprintln(os.Stderr, "lcl: warning:", msg) }
+		fn = func(msg string) { fmt.Fprintln(os.Stderr, "lcl: warning:", bounded.Line(msg)) }
 	}
 	return &warner{fn: fn}
 }

@@ -77,14 +77,28 @@ func (s *imageSet) decode(i int, dst []float32, dst8 []uint8, train bool, rng *r
 	}
 	sc.file = b
 	rs := &sc.rs
-	// libjpeg-turbo's path checks the size limit on its own header read.
+	// One set of limits for every decoder, checked on the header first:
+	// the size, and a progressive JPEG's coefficient memory.
+	jpeg := len(b) > 2 && b[0] == 0xff && b[1] == 0xd8
+	if jpeg {
+		if err := checkJPEGHeader(b); err != nil {
+			return &ExampleError{File: s.paths[i], Index: i, Err: err}
+		}
+	}
+	// libjpeg-turbo's path counts scans in its progress monitor.
 	if ok, err := decodeJPEGFast(b, dst, dst8, rs, s.opt, train, rng); ok || err != nil {
 		if err != nil {
 			return &ExampleError{File: s.paths[i], Index: i, Err: err}
 		}
 		return nil
 	}
-	// The size limit first (a header read), then Go's decoders.
+	// The limits first (header reads, a pass over a JPEG's markers), then
+	// Go's decoders.
+	if jpeg {
+		if err := checkJPEGScans(b); err != nil {
+			return &ExampleError{File: s.paths[i], Index: i, Err: err}
+		}
+	}
 	if err := checkImageSize(b); err != nil {
 		return &ExampleError{File: s.paths[i], Index: i, Err: err}
 	}
@@ -107,6 +121,26 @@ func isImage(name string) bool {
 	return false
 }
 
+// isDir reports whether the entry e of dir is a folder or a symbolic link
+// to one.
+func isDir(dir string, e fs.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return e.IsDir()
+	}
+	st, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && st.IsDir()
+}
+
+// isRegular reports whether the entry e of dir is a regular file or a
+// symbolic link to one (not a named pipe, a device or a socket).
+func isRegular(dir string, e fs.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return e.Type().IsRegular()
+	}
+	st, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && st.Mode().IsRegular()
+}
+
 // openFolder reads ROOT/<train>/<class>/*.{jpg,jpeg,png} and ROOT/<val>/<class>/….
 func openFolder(sp Spec) (train, test Dataset, err error) {
 	opt := sp.Options
@@ -124,7 +158,7 @@ func openFolder(sp Spec) (train, test Dataset, err error) {
 			return nil, nil, fmt.Errorf("data: folder: %w", err)
 		}
 		for _, e := range entries {
-			if e.IsDir() {
+			if isDir(trainDir, e) {
 				classes = append(classes, e.Name())
 			}
 		}
@@ -159,7 +193,9 @@ func readFolderSplit(dir string, classes []string, index map[string]int, opt *Op
 		return nil, err
 	}
 	for _, e := range entries { // ReadDir sorts by name, so the order is stable
-		if !e.IsDir() {
+		// A class folder may be a symbolic link (splits made of links, as
+		// AwA2's often are): followed, one level, so no loop can form.
+		if !isDir(dir, e) {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
@@ -169,12 +205,18 @@ func readFolderSplit(dir string, classes []string, index map[string]int, opt *Op
 		}
 		k, ok := index[e.Name()]
 		for _, f := range files {
-			if f.IsDir() || !isImage(f.Name()) {
+			if !isImage(f.Name()) || isDir(sub, f) {
 				continue
 			}
-			if !ok {
-				err := &ExampleError{File: filepath.Join(sub, f.Name()), Index: len(s.paths) + s.skipped,
-					Err: fmt.Errorf("class folder %q is not in the label set (%d classes)", e.Name(), len(classes))}
+			var bad error
+			switch {
+			case !ok:
+				bad = fmt.Errorf("class folder %q is not in the label set (%d classes)", e.Name(), len(classes))
+			case !isRegular(sub, f):
+				bad = fmt.Errorf("%w: only regular files (or links to them) are read", bounded.ErrNotRegular)
+			}
+			if bad != nil {
+				err := &ExampleError{File: filepath.Join(sub, f.Name()), Index: len(s.paths) + s.skipped, Err: bad}
 				if !opt.SkipBad {
 					return nil, err
 				}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/bounded"
 )
 
 // synthSet is a synthetic split for benchmarks and smoke tests: example i has
@@ -66,6 +68,16 @@ func openSynthetic(query string) (train, test Dataset, err error) {
 	}
 	if n < 1 || nt < 1 || k < 1 || shape[0] < 1 || shape[1] < 1 || shape[2] < 1 {
 		return nil, nil, fmt.Errorf("data: synthetic: n=%d test=%d classes=%d shape=%v: want all positive", n, nt, k, shape)
+	}
+	// Bounds before anything is sized by them: the trainer allocates per
+	// example (indices, labels) and per class (C×C targets).
+	switch px, ok := bounded.Product(shape...); {
+	case n > MaxExamples || nt > MaxExamples:
+		return nil, nil, fmt.Errorf("data: synthetic: n=%d test=%d: want at most %d examples per split", n, nt, MaxExamples)
+	case k > MaxClasses:
+		return nil, nil, fmt.Errorf("data: synthetic: classes=%d: want at most %d", k, MaxClasses)
+	case !ok || px > 3*MaxImagePixels:
+		return nil, nil, fmt.Errorf("data: synthetic: shape=%v: want at most %d values per example", shape, 3*MaxImagePixels)
 	}
 	return &synthSet{n: n, classes: k, c: shape[0], h: shape[1], w: shape[2], split: 1, signal: signal},
 		&synthSet{n: nt, classes: k, c: shape[0], h: shape[1], w: shape[2], split: 2, signal: signal}, nil

@@ -255,9 +255,8 @@ func decodeTurbo(b []byte, den int, img *image.YCbCr, need func(w, h, hf, vf int
 	return decodeTurboScans(b, den, img, need, jpegMaxScans)
 }
 
-// jpegMaxScans bounds the scans of a progressive JPEG (libjpeg-turbo's own
-// fuzzers use 500; encoders write about 10).
-const jpegMaxScans = 500
+// jpegMaxScans is MaxJPEGScans, checked by libjpeg's progress monitor.
+const jpegMaxScans = MaxJPEGScans
 
 // decodeTurboScans is decodeTurbo refusing files of more than maxScans
 // scans.

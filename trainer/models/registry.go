@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -46,13 +47,18 @@ type Model struct {
 }
 
 // ScriptPrefix starts a model name that is a TorchScript file:
-// "torchscript:PATH" (see NewModel in trainer/torch).
+// "torchscript:PATH", or "torchscript:PATH@sha256:HEX" to pin the file's
+// digest (see NewModel in trainer/torch, and script.go for the checks).
 const ScriptPrefix = "torchscript:"
 
 // Registry maps names to models. The zero value is empty; Builtin returns
 // one holding lcl's architectures.
 type Registry struct {
 	models map[string]Model
+	// TrustScripts lets a TorchScript model call operators that reach the
+	// file system, the network or the terminal (--trust-model); the other
+	// checks of a TorchScript file still apply.
+	TrustScripts bool
 }
 
 // Register adds m, refusing a duplicate name.
@@ -108,14 +114,25 @@ func (r *Registry) unknown(name string) error {
 // Get resolves "name", "name:key=value,key=value" or "torchscript:PATH"
 // for an input.
 func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
-	if path, ok := strings.CutPrefix(spec, ScriptPrefix); ok {
+	if rest, ok := strings.CutPrefix(spec, ScriptPrefix); ok {
+		qspec := bounded.Quote(spec)
 		if in.C <= 0 || in.H <= 0 || in.W <= 0 || in.NumClasses < 2 {
-			return torch.Spec{}, fmt.Errorf("models: %s: bad input %d×%d×%d with %d classes", spec, in.C, in.H, in.W, in.NumClasses)
+			return torch.Spec{}, fmt.Errorf("models: %s: bad input %d×%d×%d with %d classes", qspec, in.C, in.H, in.W, in.NumClasses)
 		}
-		if st, err := os.Stat(path); err != nil || st.IsDir() {
-			return torch.Spec{}, fmt.Errorf("models: %s: want a TorchScript file saved by torch.jit.save (%v)", spec, errOrDir(err))
+		ref, err := parseScriptRef(rest)
+		if err != nil {
+			return torch.Spec{}, fmt.Errorf("models: %s: %w", qspec, err)
 		}
-		return torch.Spec{InC: in.C, InH: in.H, InW: in.W, NumClasses: in.NumClasses, Script: path}, nil
+		if st, err := os.Stat(ref.path); err != nil || st.IsDir() {
+			return torch.Spec{}, fmt.Errorf("models: %s: want a TorchScript file saved by torch.jit.save (%v)", qspec, errOrDir(err))
+		}
+		if err := checkScriptFile(ref, r.TrustScripts); err != nil {
+			return torch.Spec{}, fmt.Errorf("models: %s: %w", qspec, err)
+		}
+		if err := torch.CheckScript(ref.path, in.C, in.H, in.W, in.NumClasses, r.TrustScripts); err != nil {
+			return torch.Spec{}, fmt.Errorf("models: %s: %w", qspec, err)
+		}
+		return torch.Spec{InC: in.C, InH: in.H, InW: in.W, NumClasses: in.NumClasses, Script: ref.path}, nil
 	}
 	name, optStr, _ := strings.Cut(spec, ":")
 	m, ok := r.models[name]
@@ -153,14 +170,22 @@ func errOrDir(err error) error {
 	return errors.New("a directory")
 }
 
+// MaxOptionValue bounds every integer option of a model (a depth, a
+// width, a layer count): above it the network's description alone would
+// take gigabytes before its size could be estimated (depth=60000004), and
+// every architecture lcl knows stays far below it (ResNet-1202, widths of
+// 2048). What a smaller value makes too large for the machine Estimate
+// and CheckFits find.
+const MaxOptionValue = 1 << 14
+
 func (o Options) int(key string, def int) (int, error) {
 	v, ok := o[key]
 	if !ok {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("option %s=%q: want a positive integer", key, v)
+	if err != nil || n <= 0 || n > MaxOptionValue {
+		return 0, fmt.Errorf("option %s=%q: want a positive integer up to %d", key, v, MaxOptionValue)
 	}
 	return n, nil
 }
@@ -186,8 +211,8 @@ func (o Options) ints(key string, def []int) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(v, "x") {
 		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("option %s=%q: want sizes like 256x128", key, v)
+		if err != nil || n <= 0 || n > MaxOptionValue || len(out) >= 64 {
+			return nil, fmt.Errorf("option %s=%q: want up to 64 sizes like 256x128, each up to %d", key, v, MaxOptionValue)
 		}
 		out = append(out, n)
 	}

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -150,6 +152,107 @@ func check(name, dtype string, shape []int64, nbytes int64) error {
 // ErrFormat marks a file that is not valid safetensors.
 var ErrFormat = errors.New("not a valid safetensors file")
 
+// ReadFile reads the safetensors file at path whole, after checking what its
+// header declares against the file: the header is read first, and a file
+// whose size is not exactly the header's plus the tensor data it declares
+// (truncated, or followed by anything) is refused before its data is read,
+// so a small file padded with gigabytes costs no memory. Only a regular file
+// is read (a link to /dev/zero is refused). The bytes returned pass Read.
+func ReadFile(path string) ([]byte, error) {
+	f, size, hdr, err := openHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, size)
+	binary.LittleEndian.PutUint64(b, uint64(len(hdr)))
+	copy(b[8:], hdr)
+	if _, err := io.ReadFull(f, b[8+len(hdr):]); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", bounded.Quote(path), err)
+	}
+	return b, nil
+}
+
+// ReadMeta reads only the header of the safetensors file at path (checked
+// as ReadFile checks it) and returns its metadata.
+func ReadMeta(path string) (map[string]string, error) {
+	f, _, hdr, err := openHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	raw, err := parseHeader(hdr)
+	if err != nil {
+		return nil, err
+	}
+	var meta map[string]string
+	if m, ok := raw["__metadata__"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, fmt.Errorf("safetensors: %w: __metadata__: %v", ErrFormat, err)
+		}
+	}
+	return meta, nil
+}
+
+// openHeader opens path, reads its header and checks that the file holds
+// exactly the data the header declares; f is positioned after the header.
+func openHeader(path string) (f *os.File, size int64, hdr []byte, err error) {
+	f, err = bounded.OpenRegular(path)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("safetensors: %w", err)
+	}
+	fail := func(format string, a ...any) (*os.File, int64, []byte, error) {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("safetensors: %s: %w: %s", bounded.Quote(path), ErrFormat, fmt.Sprintf(format, a...))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	size = st.Size()
+	var n8 [8]byte
+	if _, err := io.ReadFull(f, n8[:]); err != nil {
+		return fail("%d bytes, shorter than the header length", size)
+	}
+	n := binary.LittleEndian.Uint64(n8[:])
+	if n > maxHeader || n > uint64(size-8) {
+		return fail("header length %d in a file of %d bytes", n, size)
+	}
+	if hdr, err = bounded.ReadFull(f, int64(n)); err != nil {
+		return fail("header: %v", err)
+	}
+	raw, err := parseHeader(hdr)
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("safetensors: %s: %w", bounded.Quote(path), err)
+	}
+	var end int64
+	for name, m := range raw {
+		if name == "__metadata__" {
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(m, &e); err != nil {
+			return fail("tensor %q: %v", name, err)
+		}
+		end = max(end, e.Offsets[1])
+	}
+	if data := size - 8 - int64(n); data != end {
+		return fail("its header declares %d bytes of tensor data, the file holds %d after the header (truncated, or followed by other data)", end, data)
+	}
+	return f, size, hdr, nil
+}
+
+// parseHeader decodes the JSON header into its entries, unparsed.
+func parseHeader(hdr []byte) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(hdr)).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrFormat, err)
+	}
+	return raw, nil
+}
+
 // Read parses a whole safetensors file held in b, validating the header,
 // every tensor's size and that the data offsets tile the data exactly.
 // The returned tensors alias b.
@@ -210,4 +313,40 @@ func Read(b []byte) ([]Tensor, map[string]string, error) {
 	}
 	slices.SortFunc(ts, func(a, b Tensor) int { return strings.Compare(a.Name, b.Name) })
 	return ts, meta, nil
+}
+
+// FirstNonFinite is the index of t's first NaN or infinite value, or -1
+// when it has none or is not a floating-point tensor.
+func (t Tensor) FirstNonFinite() (index int, value float64) {
+	var size int
+	var at func(b []byte) float64
+	switch t.DType {
+	case "F32":
+		size, at = 4, func(b []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }
+	case "F64":
+		size, at = 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }
+	case "F16":
+		// Exponent all ones: infinite or NaN.
+		size, at = 2, func(b []byte) float64 {
+			if h := binary.LittleEndian.Uint16(b); h&0x7c00 == 0x7c00 {
+				if h&0x3ff != 0 {
+					return math.NaN()
+				}
+				return math.Inf(1 - 2*int(h>>15))
+			}
+			return 0
+		}
+	case "BF16":
+		size, at = 2, func(b []byte) float64 {
+			return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
+		}
+	default:
+		return -1, 0
+	}
+	for i := 0; i+size <= len(t.Data); i += size {
+		if v := at(t.Data[i : i+size]); math.IsNaN(v) || math.IsInf(v, 0) {
+			return i / size, v
+		}
+	}
+	return -1, 0
 }

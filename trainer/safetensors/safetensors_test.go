@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/internal/bounded/boundedtest"
 	"github.com/lcl-project/lcl/internal/testdep"
 )
 
@@ -204,4 +206,74 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ReadFile checks the header against the file before reading data: a
+// file padded with 2.5 GB (sparse here) is refused at the cost of its
+// header, a truncated one too, a link to /dev/zero is not read (issue 23,
+// item 7: such an --init file was read whole, then Go ran out of memory).
+func TestReadFileHeaderFirst(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	if err := Write(&buf, []Tensor{{Name: "w", DType: "F32", Shape: []int64{2}, Data: make([]byte, 8)}}, map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.safetensors")
+	os.WriteFile(good, buf.Bytes(), 0o644)
+	if b, err := ReadFile(good); err != nil || !bytes.Equal(b, buf.Bytes()) {
+		t.Fatalf("ReadFile of a good file: %v", err)
+	}
+	if m, err := ReadMeta(good); err != nil || m["k"] != "v" {
+		t.Fatalf("ReadMeta: %v, %v", m, err)
+	}
+	padded := filepath.Join(dir, "padded.safetensors")
+	os.WriteFile(padded, buf.Bytes(), 0o644)
+	if err := os.Truncate(padded, 2500<<20); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.safetensors")
+	os.WriteFile(short, buf.Bytes()[:buf.Len()-3], 0o644)
+	zero := filepath.Join(dir, "zero.safetensors")
+	os.Symlink("/dev/zero", zero)
+	for _, c := range []struct{ path, want string }{
+		{padded, "its header declares 8 bytes of tensor data, the file holds 2621439912 after the header (truncated, or followed by other data)"},
+		{short, "its header declares 8 bytes of tensor data, the file holds 5 after the header"},
+		{zero, "not a regular file (a character device)"},
+	} {
+		var err error
+		boundedtest.MaxAlloc(t, 1<<20, c.path, func() { _, err = ReadFile(c.path) })
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("%s: %v, want %q", c.path, err, c.want)
+		}
+		if _, err := ReadMeta(c.path); err == nil {
+			t.Errorf("ReadMeta %s: no error", c.path)
+		}
+	}
+}
+
+func TestFirstNonFinite(t *testing.T) {
+	f32 := func(v ...float32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
+	for _, c := range []struct {
+		t    Tensor
+		want int
+	}{
+		{Tensor{DType: "F32", Data: f32(1, 2, 3)}, -1},
+		{Tensor{DType: "F32", Data: f32(1, float32(math.NaN()), 3)}, 1},
+		{Tensor{DType: "F32", Data: f32(1, 2, float32(math.Inf(-1)))}, 2},
+		{Tensor{DType: "F64", Data: binary.LittleEndian.AppendUint64(nil, math.Float64bits(math.NaN()))}, 0},
+		{Tensor{DType: "F16", Data: []byte{0x00, 0x3c, 0x00, 0xfc}}, 1},  // 1.0, -inf
+		{Tensor{DType: "F16", Data: []byte{0xff, 0x7b}}, -1},             // 65504, the largest half
+		{Tensor{DType: "BF16", Data: []byte{0x80, 0x3f, 0xc0, 0x7f}}, 1}, // 1.0, NaN
+		{Tensor{DType: "I64", Data: make([]byte, 16)}, -1},
+	} {
+		if got, _ := c.t.FirstNonFinite(); got != c.want {
+			t.Errorf("%s % x: %d, want %d", c.t.DType, c.t.Data, got, c.want)
+		}
+	}
 }

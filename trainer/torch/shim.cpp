@@ -19,6 +19,7 @@
 #include "state.hpp"
 #include "step.hpp"
 #include "engine.hpp"
+#include "scriptcheck.hpp" // lt_script_check: scriptcheck.h
 
 // lts holds the shim's internals; nothing in it is part of the C ABI.
 using namespace lts;

@@ -21,17 +21,36 @@ import (
 // the launcher pid.
 func workerOf(t *testing.T, launcher, rank int) int {
 	t.Helper()
+	// lcl runs as the child of a parent that catches its crashes
+	// (crash.Supervise), so the launcher and each worker are two processes:
+	// the worker is the topmost process with RANK=rank below the launcher.
+	parent, ranked := map[int]int{}, map[int]bool{}
 	procs, _ := filepath.Glob("/proc/[0-9]*/status")
 	for _, st := range procs {
 		b, err := os.ReadFile(st)
-		if err != nil || !strings.Contains(string(b), "\nPPid:\t"+strconv.Itoa(launcher)+"\n") {
+		if err != nil {
 			continue
 		}
-		dir := filepath.Dir(st)
-		env, err := os.ReadFile(filepath.Join(dir, "environ"))
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+		if i := bytes.Index(b, []byte("\nPPid:\t")); i >= 0 {
+			f := strings.Fields(string(b[i+7:]))
+			if len(f) > 0 {
+				parent[pid], _ = strconv.Atoi(f[0])
+			}
+		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(st), "environ"))
 		if err == nil && bytes.Contains(append([]byte{0}, env...), []byte("\x00RANK="+strconv.Itoa(rank)+"\x00")) {
-			pid, _ := strconv.Atoi(filepath.Base(dir))
-			return pid
+			ranked[pid] = true
+		}
+	}
+	for pid := range ranked {
+		if ranked[parent[pid]] {
+			continue
+		}
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == launcher {
+				return pid
+			}
 		}
 	}
 	return 0

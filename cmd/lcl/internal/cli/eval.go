@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/models"
@@ -16,7 +18,7 @@ import (
 type evalOptions struct {
 	Checkpoint, Data, Model, Device, Precision string
 	Threads, Batch, Workers                    int
-	TF32, ChannelsLast                         bool
+	TF32, ChannelsLast, TrustModel             bool
 }
 
 func newEvalCmd(f *Factory) *cobra.Command {
@@ -42,6 +44,7 @@ name others.`,
 	fl.StringVar(&o.Checkpoint, "checkpoint", "", "run directory, weights file or checkpoint (required)")
 	fl.StringVar(&o.Data, "data", "", "data set spec (default: the one the weights were trained on)")
 	fl.StringVar(&o.Model, "model", "", "architecture (default: the one recorded in the file)")
+	fl.BoolVar(&o.TrustModel, "trust-model", false, "let a TorchScript model call operators that reach the file system, the network or the terminal (see lcl train --help)")
 	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
 	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	fl.IntVar(&o.Batch, "batch", 256, "evaluation batch size")
@@ -100,8 +103,17 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 			return err
 		}
 	}
+	source := "--model " + model
+	if o.Model == "" {
+		source = fmt.Sprintf("%s: its lcl.model %q", bounded.Quote(path), model)
+	}
+	if err := checkFits(source, model, test, batchCheck{"--batch", o.Batch, false}); err != nil {
+		return err
+	}
 	c, h, w := test.Shape()
-	ms, err := models.Builtin().Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
+	reg := models.Builtin()
+	reg.TrustScripts = o.TrustModel
+	ms, err := reg.Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
 	if err != nil {
 		return err
 	}
@@ -122,6 +134,11 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		trainer.EvalOptions{Batch: o.Batch, Device: o.Device, Precision: prec, ChannelsLast: o.ChannelsLast})
 	if err != nil {
 		return err
+	}
+	if math.IsNaN(pm.TestLoss) || math.IsInf(pm.TestLoss, 0) {
+		// Not a result: broken weights or data (NaN compares false, so the
+		// accuracies mean nothing either).
+		return fmt.Errorf("%s on %s: the evaluation loss is %v: the weights or the data are not finite, so there is no result", bounded.Quote(path), spec, pm.TestLoss)
 	}
 	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device,
 		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}

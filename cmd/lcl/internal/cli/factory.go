@@ -10,6 +10,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
@@ -58,20 +59,30 @@ func (f *Factory) Store() (*simstore.Store, error) {
 
 // ReadStore opens the store for reading only (once), or returns the handle
 // already open. Commands that only read use it: several may run side by
-// side (none while a writer has the store open).
+// side (none while a writer has the store open). It creates and changes
+// nothing: a folder without a store reads as an empty store. A store a
+// killed lcl left with an incomplete log entry is recovered first, as a
+// writing command would (one line says so).
 func (f *Factory) ReadStore() (*simstore.Store, error) {
+	return f.readStore(true)
+}
+
+// readStore is ReadStore; recover false leaves a store that needs
+// recovery alone (ErrNeedsRecovery): lcl store verify only reports it.
+func (f *Factory) readStore(recover bool) (*simstore.Store, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.store != nil {
 		return f.store, nil
 	}
-	s, err := simstore.Open(f.storeDir(), simstore.ReadOnly())
-	if errors.Is(err, simstore.ErrNotFound) {
-		// No store yet: create the empty one, as a writer would.
-		if s, err = simstore.Open(f.storeDir()); err == nil {
-			f.store, f.storeRO = s, false
+	dir := f.storeDir()
+	s, err := simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing())
+	if recover && errors.Is(err, simstore.ErrNeedsRecovery) {
+		if err = simstore.Recover(dir); err != nil {
+			return nil, err
 		}
-		return s, err
+		f.Logf("lcl: recovered the store %s: a killed lcl had left an incomplete log entry, now dropped (every committed record is kept)", bounded.Quote(dir))
+		s, err = simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing())
 	}
 	if err != nil {
 		return nil, err
@@ -183,7 +194,7 @@ func (f *Factory) Emit(typ string, v any) bool {
 // Logf prints an informational line on stderr unless --quiet.
 func (f *Factory) Logf(format string, a ...any) {
 	if !f.Quiet {
-		fmt.Fprintf(f.IO.Err, format+"\n", a...)
+		fmt.Fprintln(f.IO.Err, bounded.Line(fmt.Sprintf(format, a...)))
 	}
 }
 

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LCL_FAKE_TRAIN") != "" && slices.Contains(args, "train") {
 		os.Exit(fakeTrain(args))
 	}
+	if dir := os.Getenv("LCL_TEST_STORE_WRITER"); dir != "" {
+		os.Exit(storeWriter(dir))
+	}
 	if os.Getenv("LCL_TEST_CLI") != "" {
 		os.Exit(Main(args))
 	}

@@ -55,6 +55,8 @@ the protocol needs.
 Environment:
   LCL_PLUGIN_PATH     plugin folders searched before ~/.lcl/plugins
   LCL_PLUGIN_TIMEOUT  longest wait for one plugin call (Go duration, default 1m)
+  LCL_PLUGIN_START_TIMEOUT  longest wait from starting a plugin to its handshake
+                      (Go duration, default 30s); then it is killed with all it started
   LCL_PLUGIN_LOG      when set, plugins' stderr and go-plugin's log go to stderr
   LCL_PLUGIN_LOCK     the lock file (default ~/.lcl/plugins.lock)
   LCL_PLUGIN_ENV      further variables passed to plugins (comma-separated names)

@@ -7,13 +7,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/crash"
 	"github.com/lcl-project/lcl/plugins"
 )
@@ -30,14 +33,27 @@ func Run(ctx context.Context, args []string, io *IOStreams) int {
 	return run(ctx, args, io, NewRootCmd)
 }
 
+// sentAgainAfter is how far apart two signals must be to count as two.
+const sentAgainAfter = time.Second
+
 // run is Run with the command tree made by newRoot (tests give their own).
 func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factory) *cobra.Command) (code int) {
+	finished := make(chan struct{})
+	defer close(finished)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first Ctrl-C or SIGTERM cancels the command, which stops cleanly
-	// (a checkpoint, work kept); the second one kills lcl at once.
+	// (a checkpoint, work kept); a second one, sentAgainAfter or more
+	// later, kills lcl at once. Signals closer together are one: a signal
+	// sent to lcl's process group (Ctrl-C, Slurm's scancel) reaches this
+	// process directly and, a moment later, passed on by the parent that
+	// catches its crashes (crash.Supervise).
 	go func() {
 		<-ctx.Done()
+		select {
+		case <-time.After(sentAgainAfter):
+		case <-finished:
+		}
 		stop()
 	}()
 	defer plugins.Cleanup() // no plugin process outlives the command
@@ -66,10 +82,28 @@ func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factor
 			fmt.Fprintln(io.Err, "lcl: cancelled; work done so far is kept")
 		} else {
 			f.Emit("error", map[string]string{"error": err.Error()})
-			fmt.Fprintln(io.Err, "lcl:", err)
+			printError(io.Err, err)
 		}
 	}
 	return exitCode(err)
+}
+
+// printError prints err on one line, whatever file names or file contents
+// its message quotes (a name holding a newline cannot forge a line of
+// lcl's output), or, for an error made of lines (a grid's failures, each
+// with the end of its log), each of its lines so.
+func printError(w io.Writer, err error) {
+	var ml interface{ Lines() []string }
+	if !errors.As(err, &ml) {
+		fmt.Fprintln(w, "lcl:", bounded.Line(err.Error()))
+		return
+	}
+	for i, l := range ml.Lines() {
+		if i == 0 {
+			l = "lcl: " + l
+		}
+		fmt.Fprintln(w, bounded.Line(l))
+	}
 }
 
 // NewRootCmd builds the command tree.
@@ -121,10 +155,13 @@ strategy (lcl train) → tables and plots (lcl report).`,
   0    success
   1    failure (bad input, missing data, a failed run); the message says which
   2    usage error (unknown command or flag, missing argument)
-  70   internal error: lcl panicked (a bug); one line names the file with the
-       full report ($XDG_STATE_HOME/lcl or ~/.local/state/lcl)
+  70   internal error: lcl panicked, or the Go runtime stopped it (a bug: a
+       fatal error, a library's goroutine that panicked); one line names the
+       file with the full report ($XDG_STATE_HOME/lcl or ~/.local/state/lcl).
+       lcl runs as a child of a small parent process that writes this report
+       and passes signals on
   130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
-       Ctrl-C kills lcl at once`,
+       Ctrl-C, a second or more after the first, kills lcl at once`,
 	})
 	argErrorsAreUsage(root)
 	return root

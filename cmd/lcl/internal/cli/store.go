@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -18,9 +19,14 @@ func newStoreCmd(f *Factory) *cobra.Command {
 matrices (with provenance) and run results. It lives in --store DIR (default
 $LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store).
 Commands that only read it (info, ls, export, verify, similarity show, report)
-open it read-only and can run side by side; a command that writes needs it to
-itself. Writes are refused, with nothing written, while the disk is nearly
-full. "lcl store verify" checks every table file and record.
+open it read-only, create and change nothing, and can run side by side; a
+command that writes needs it to itself. Writes are refused, with nothing
+written, while the disk is nearly full. "lcl store verify" checks every table
+file and record. A store whose folder (or a folder above it) someone else can
+write is refused, as plugins are (docs/plugins.md, trust model). A store a
+killed lcl left with an incomplete log entry is recovered by the next command
+that opens it (every committed record is kept); "lcl store recover" does only
+that.
 
 Keys look like art/SET/CLASS, vec/SET/MODEL, sim/SET/KIND/DIGEST and run/ID;
 list them with "lcl store ls".`,
@@ -28,16 +34,17 @@ list them with "lcl store ls".`,
   lcl store ls --kind matrix
   lcl store export sim/imagenet/semantic/0123abcd4567ef89 --format npy -o semantic.npy
   lcl store rm run/3f2a
-  lcl store verify`,
+  lcl store verify
+  lcl store recover`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for \"lcl store\" (commands: info, ls, export, rm, verify)", args[0])
+				return usagef("unknown command %q for \"lcl store\" (commands: info, ls, export, rm, verify, recover)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newStoreInfoCmd(f), newStoreLsCmd(f), newStoreExportCmd(f), newStoreRmCmd(f), newStoreVerifyCmd(f))
+	cmd.AddCommand(newStoreInfoCmd(f), newStoreLsCmd(f), newStoreExportCmd(f), newStoreRmCmd(f), newStoreVerifyCmd(f), newStoreRecoverCmd(f))
 	return cmd
 }
 
@@ -177,6 +184,29 @@ func newStoreRmCmd(f *Factory) *cobra.Command {
 				if !f.Emit("store_deleted", map[string]string{"key": k}) {
 					f.Logf("deleted %s", k)
 				}
+			}
+			return nil
+		},
+	}
+}
+
+func newStoreRecoverCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "recover",
+		Short: "Recover a store a killed lcl left with an incomplete log entry",
+		Long: `Open the store for writing and close it: Badger replays its log and drops
+the entry a killed lcl (kill -9, a power cut) left incomplete. Every committed
+record is kept (each commit is synced before lcl goes on). Any command that
+opens the store does this too; lcl store verify only reports it.`,
+		Example: `  lcl store recover && lcl store verify`,
+		Args:    noArgsOrUsage,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := f.storeDir()
+			if err := simstore.Recover(dir); err != nil {
+				return err
+			}
+			if !f.Emit("store_recovered", map[string]string{"dir": dir}) {
+				f.Logf("store %s: recovered", bounded.Quote(dir))
 			}
 			return nil
 		},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -17,8 +18,10 @@ Badger's index and block checksums (this works even when the store no longer
 opens), then every record: its CRC-32C, its chunks and the value log's
 checksum, and every key (a damaged key no longer names a record). Each damaged
 table or record is one line; the exit status is 1 when anything is damaged.
-Read-only: it can run beside other readers (lcl store ls, export), not beside
-a writer. See docs/store.md (Integrity) for what each finding means.`,
+A missing MANIFEST (beside table or log files) is damage too. Read-only: it
+changes nothing, can run beside other readers (lcl store ls, export), not
+beside a writer; a store a killed lcl left with an incomplete log entry is
+reported with what to run (lcl store recover), not recovered. See docs/store.md (Integrity) for what each finding means.`,
 		Example: `  lcl store verify
   lcl --store /data/lcl-store store verify --json`,
 		Args: noArgsOrUsage,
@@ -36,8 +39,11 @@ a writer. See docs/store.md (Integrity) for what each finding means.`,
 			for _, p := range problems {
 				report(p)
 			}
-			s, err := f.ReadStore()
+			s, err := f.readStore(false)
 			if err != nil {
+				if len(problems) > 0 {
+					return fmt.Errorf("store %s: %d damaged (listed above), and it cannot be opened: %w", bounded.Quote(dir), len(problems), err)
+				}
 				return err
 			}
 			bar := f.Progress(-1, "verify")
@@ -51,10 +57,10 @@ a writer. See docs/store.md (Integrity) for what each finding means.`,
 			}
 			problems = append(problems, bad...)
 			if !f.Emit("store_verified", map[string]any{"dir": dir, "tables": tables, "records": records, "damaged": len(problems)}) {
-				f.Logf("checked %d table files and %d records in %s: %d damaged", tables, records, dir, len(problems))
+				f.Logf("checked %d table files and %d records in %s: %d damaged", tables, records, bounded.Quote(dir), len(problems))
 			}
 			if len(problems) > 0 {
-				return fmt.Errorf("store %s: %d damaged (listed above): restore the folder from a backup, or remove damaged records with lcl store rm and compute them again", dir, len(problems))
+				return fmt.Errorf("store %s: %d damaged (listed above): restore the folder from a backup, or remove damaged records with lcl store rm and compute them again", bounded.Quote(dir), len(problems))
 			}
 			return nil
 		},

@@ -36,7 +36,13 @@ The architecture is --model: a name of lcl models with options
 (resnext101-32x8d, densenet:depth=100,growth=12, ...), or
 torchscript:FILE.pt, a module saved by torch.jit.script/trace, trained with
 every strategy (its penultimate features: its method "penultimate", else the
-input of its last linear layer). --init FILE.safetensors starts from existing
+input of its last linear layer). A TorchScript file is a program that runs as
+you (part of it while it loads): lcl refuses one that someone else owns or
+can write (as plugins), one whose digest differs from the one pinned with
+torchscript:FILE.pt@sha256:HEX, and one whose code calls an operator that
+reaches the file system, the network or the terminal (torch.save,
+torch.from_file, RPC, print, ...) unless --trust-model; it checks its logits
+in training and evaluation mode. --init FILE.safetensors starts from existing
 weights (lcl's model.safetensors, or a torchvision/timm state dict written as
 safetensors: docs/trainer.md), loaded strictly; --init-skip fc keeps the
 classifier at its initialisation, for another number of classes.

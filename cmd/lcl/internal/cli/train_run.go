@@ -70,11 +70,17 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if n, err := torch.CUDADevices(); err != nil {
 		return err
 	} else if spec.Exec.Device != "cpu" && n == 0 {
-		return fmt.Errorf("--device %s: this libtorch sees no CUDA device (build with a CUDA libtorch, docs/trainer.md)", spec.Exec.Device)
+		// Either a CPU-only libtorch, or a CUDA one on a machine whose GPU
+		// the driver does not show: the line names both.
+		return fmt.Errorf("--device %s: libtorch %s sees no CUDA device (a CPU-only build of it, or no GPU visible here: nvidia-smi, CUDA_VISIBLE_DEVICES; docs/trainer.md)", spec.Exec.Device, torch.Version())
 	}
 	r, err := trainrun.Open(spec, world)
 	if err != nil {
 		return fromRun(err)
+	}
+	c := r.Config
+	if err := checkFits("--model "+c.Model, c.Model, c.Train, batchCheck{"--batch", c.Optim.Batch, true}, batchCheck{"--eval-batch", c.EvalBatch, false}); err != nil {
+		return err
 	}
 	out := r.Config.Out
 	hasCheckpoint, err := trainer.CheckRunDir(out, spec.Exec.Resume, dist == nil || dist.Primary())
@@ -102,6 +108,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	cfg.Resume, cfg.Group = spec.Exec.Resume && hasCheckpoint, group
 	pr := &trainPrinter{f: f}
 	pr.begin(cfg, r.DataSpec, r.Preset, dist, spec.Exec.DistBackend)
+	if r.PrecisionNote != "" {
+		f.Logf("lcl train: %s", r.PrecisionNote)
+	}
 	cfg.Progress = pr.progress
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
 		r.Planner.Observe(ctx, m.Observation())

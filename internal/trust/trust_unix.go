@@ -1,6 +1,6 @@
 //go:build unix
 
-package plugins
+package trust
 
 import (
 	"io/fs"
