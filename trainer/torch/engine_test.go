@@ -350,6 +350,16 @@ func TestEngineRefusals(t *testing.T) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
 	}
+	// A batch without labels evaluates (logits, no figures) but does not
+	// train.
+	unlabelled := Input{N: 2, C: 3, H: 8, W: 8, X: make([]float32, 2*3*64)}
+	if ev, err := evalBatch(newEngine(t), m, unlabelled, true, false); err != nil || len(ev.Logits) != 2*4 || ev.LossSum != 0 {
+		t.Errorf("evaluation without labels: %d logits, loss sum %v, %v", len(ev.Logits), ev.LossSum, err)
+	}
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}},
+		unlabelled); err == nil || !strings.Contains(err.Error(), "without labels") {
+		t.Errorf("training without labels: %v", err)
+	}
 	// A closed model given to a live engine.
 	e2, _ := NewEngine("cpu", EngineOptions{})
 	defer e2.Close()
