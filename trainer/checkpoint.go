@@ -63,8 +63,8 @@ type checkpoint struct {
 // stateReader is the state of a model or an optimizer, read one tensor at
 // a time.
 type stateReader interface {
-	StateInfo() ([]torch.Named, error)
-	ReadState(i int, dst []byte) error
+	Info() ([]torch.Named, error)
+	Read(i int, dst []byte) error
 }
 
 // sources lists the tensors of s under prefix for safetensors.WriteFrom:
@@ -72,7 +72,7 @@ type stateReader interface {
 // every source of a file, grown to the largest tensor), so writing a file
 // costs one tensor of memory, not a second copy of the state.
 func sources(prefix string, s stateReader, buf *[]byte) ([]safetensors.Source, error) {
-	ns, err := s.StateInfo()
+	ns, err := s.Info()
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func sources(prefix string, s stateReader, buf *[]byte) ([]safetensors.Source, e
 					*buf = make([]byte, size)
 				}
 				b := (*buf)[:size]
-				if err := s.ReadState(i, b); err != nil {
+				if err := s.Read(i, b); err != nil {
 					return err
 				}
 				_, err := w.Write(b)
@@ -136,7 +136,7 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 		return nil
 	}
 	for name, m := range r.finished {
-		if err := add("stage/"+name+"/", m); err != nil {
+		if err := add("stage/"+name+"/", m.State()); err != nil {
 			return err
 		}
 		st.Finished = append(st.Finished, name)
@@ -144,21 +144,21 @@ func (r *runner) saveCheckpoint(peers *peerSet, next position, stageDone bool) e
 	if stageDone && next.Stage < len(r.stages) {
 		// The stage just ended: its peer 0 becomes a finished model.
 		name := r.stages[next.Stage-1].Name
-		if err := add("stage/"+name+"/", peers.models[0]); err != nil {
+		if err := add("stage/"+name+"/", peers.models[0].State()); err != nil {
 			return err
 		}
 		st.Finished = append(st.Finished, name)
 		st.Peers = 0
 	} else {
 		for k, m := range peers.models {
-			if err := add(fmt.Sprintf("peer%d/", k), m); err != nil {
+			if err := add(fmt.Sprintf("peer%d/", k), m.State()); err != nil {
 				return err
 			}
-			if err := add(fmt.Sprintf("optim%d/", k), peers.optims[k]); err != nil {
+			if err := add(fmt.Sprintf("optim%d/", k), peers.optims[k].State()); err != nil {
 				return err
 			}
 			if k < len(peers.emas) {
-				if err := add(fmt.Sprintf("ema%d/", k), peers.emas[k]); err != nil {
+				if err := add(fmt.Sprintf("ema%d/", k), peers.emas[k].State()); err != nil {
 					return err
 				}
 			}
@@ -266,7 +266,7 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
-		if err := ck.load("stage/"+name+"/", m.LoadState); err != nil {
+		if err := ck.load("stage/"+name+"/", m.State().Load); err != nil {
 			m.Close()
 			return nil, err
 		}
@@ -327,14 +327,14 @@ func (ck *checkpoint) restorePeers(ps *peerSet) error {
 		return fmt.Errorf("trainer: %w %s: %d peers, the stage has %d", ErrCheckpoint, ck.path, ck.State.Peers, len(ps.models))
 	}
 	for k := range ps.models {
-		if err := ck.load(fmt.Sprintf("peer%d/", k), ps.models[k].LoadState); err != nil {
+		if err := ck.load(fmt.Sprintf("peer%d/", k), ps.models[k].State().Load); err != nil {
 			return err
 		}
-		if err := ck.load(fmt.Sprintf("optim%d/", k), ps.optims[k].LoadState); err != nil {
+		if err := ck.load(fmt.Sprintf("optim%d/", k), ps.optims[k].State().Load); err != nil {
 			return err
 		}
 		if k < len(ps.emas) {
-			if err := ck.load(fmt.Sprintf("ema%d/", k), ps.emas[k].LoadState); err != nil {
+			if err := ck.load(fmt.Sprintf("ema%d/", k), ps.emas[k].State().Load); err != nil {
 				return err
 			}
 		}
@@ -430,7 +430,7 @@ func LoadWeights(path string, m *torch.Model) (meta map[string]string, err error
 	for _, t := range ts {
 		ck.tensors[t.Name] = t
 	}
-	return meta, ck.load(prefix, m.LoadState)
+	return meta, ck.load(prefix, m.State().Load)
 }
 
 // writeAtomic writes data to path so a crash leaves the old or the new file.

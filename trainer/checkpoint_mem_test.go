@@ -25,8 +25,8 @@ func TestCheckpointStreamsState(t *testing.T) {
 	}
 	defer peers.close()
 	var state, largest int64
-	for _, s := range []stateReader{peers.models[0], peers.optims[0]} {
-		ns, err := s.StateInfo()
+	for _, s := range []stateReader{peers.models[0].State(), peers.optims[0].State()} {
+		ns, err := s.Info()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestCheckpointStreamsState(t *testing.T) {
 		t.Errorf("checkpoint of %d bytes of state allocated %d bytes, want ≤ %d", state, n, limit)
 	}
 	if n := allocated(func() error {
-		return writeWeights(filepath.Join(cfg.Out, "model.safetensors"), peers.models[0], r.id)
+		return writeWeights(filepath.Join(cfg.Out, "model.safetensors"), peers.models[0].State(), r.id)
 	}); n > limit {
 		t.Errorf("weights of %d bytes allocated %d bytes, want ≤ %d", state/2, n, limit)
 	}
@@ -66,7 +66,7 @@ func TestCheckpointStreamsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := peers.models[0].State()
+	want, err := peers.models[0].State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func weightsOf(t *testing.T, path string) map[string][]float32 {
 	if _, err := LoadWeights(path, m); err != nil {
 		t.Fatal(err)
 	}
-	st, err := m.State()
+	st, err := m.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func (w *initWeights) skipped(name string) bool {
 // file not under a skip prefix must be one of m's. All mismatches are
 // reported in one error. heads names m's classifier for the hint.
 func (w *initWeights) apply(m *torch.Model, heads []string) error {
-	have, err := m.State()
+	have, err := m.State().Copy()
 	if err != nil {
 		return fmt.Errorf("trainer: init weights: %w", err)
 	}
@@ -140,7 +140,7 @@ func (w *initWeights) apply(m *torch.Model, heads []string) error {
 		}
 		return fmt.Errorf("trainer: --init %s does not match the model: %s%s", w.path, strings.Join(parts, "; "), hint)
 	}
-	if err := m.LoadState(state); err != nil {
+	if err := m.State().Load(state); err != nil {
 		return fmt.Errorf("trainer: init weights %s: %w", w.path, err)
 	}
 	return nil

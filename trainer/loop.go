@@ -240,7 +240,7 @@ func (r *runner) buildPeers(stage int) (*peerSet, error) {
 // copyModel returns a new model of the stage's architecture (peer k's
 // spec) holding m's weights, in the run's memory format.
 func (r *runner) copyModel(stage, k int, m *torch.Model) (*torch.Model, error) {
-	st, err := m.State()
+	st, err := m.State().Copy()
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
@@ -260,7 +260,7 @@ func (r *runner) modelWith(stage, k int, st []torch.Named) (*torch.Model, error)
 	for _, n := range st {
 		byName[n.Name] = n
 	}
-	if err := c.LoadState(byName); err != nil {
+	if err := c.State().Load(byName); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
@@ -432,7 +432,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		return path, writeWeights(path, s, id)
 	}
 	for k, m := range peers.models {
-		path, err := weights("", k, m, r.id)
+		path, err := weights("", k, m.State(), r.id)
 		if err != nil {
 			return nil, err
 		}
@@ -441,7 +441,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 	}
 	for k, m := range peers.emas {
-		if _, err := weights("-ema", k, m, r.id); err != nil {
+		if _, err := weights("-ema", k, m.State(), r.id); err != nil {
 			return nil, err
 		}
 	}
@@ -483,20 +483,34 @@ func (r *runner) planContext(s, e, step int) PlanContext {
 	}
 }
 
-// features returns the penultimate features of a finished stage's model.
+// features returns the penultimate features of a finished stage's model,
+// computed as its evaluations are: through an engine in the run's
+// precision and memory format.
 func (r *runner) features(ctx context.Context, stage string, indices []int) ([][]float32, error) {
 	m, ok := r.finished[stage]
 	if !ok {
 		return nil, fmt.Errorf("trainer: features of stage %q: no such finished stage", stage)
 	}
+	eng, u8, err := evalEngine(r.cfg.Train, EvalOptions{Device: r.cfg.Device, Precision: r.cfg.Precision,
+		ChannelsLast: r.cfg.ChannelsLast})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
 	pos := make(map[int]int, len(indices))
 	for k, i := range indices {
 		pos[i] = k
 	}
 	out := make([][]float32, len(indices))
 	c, h, w := r.cfg.Train.Shape()
-	err := r.each(ctx, r.cfg.Train, LoaderConfig{Indices: indices, Batch: r.cfg.EvalBatch}, func(b *Batch) error {
-		ev, err := m.Eval(b.X, b.N, c, h, w, nil, false, true)
+	err = r.each(ctx, r.cfg.Train, LoaderConfig{Indices: indices, Batch: r.cfg.EvalBatch, U8: u8}, func(b *Batch) error {
+		if b.N == 0 {
+			return nil
+		}
+		if err := eng.Put(torch.Input{N: b.N, C: c, H: h, W: w, X: b.X, X8: b.X8}); err != nil {
+			return fmt.Errorf("trainer: features: %w", err)
+		}
+		ev, err := eng.Eval(m, false, true)
 		if err != nil {
 			return fmt.Errorf("trainer: features: %w", err)
 		}

@@ -31,10 +31,10 @@ def load(path):
 `
 
 // writeState writes the state of a model or an optimizer as safetensors.
-func writeState(t *testing.T, path string, s stateReader) {
+func writeState(t *testing.T, path string, s interface{ State() *torch.State }) {
 	t.Helper()
 	var buf []byte
-	srcs, err := sources("", s, &buf)
+	srcs, err := sources("", s.State(), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +115,8 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 			c.Y = append(c.Y, y)
 			c.LR = append(c.LR, 0.01*float64(s+1))
 			binary.Write(&xs, binary.LittleEndian, x)
-			if _, err := torch.TrainStep(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: n,
-				C: 1, H: 6, W: 6, Y: y, Coefs: torch.Coefs{Hard: 1}, LR: c.LR[s]}); err != nil {
-				t.Fatal(err)
-			}
+			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: c.LR[s]},
+				torch.Input{X: x, N: n, C: 1, H: 6, W: 6, Y: y})
 		}
 		writeState(t, filepath.Join(dir, "w1.safetensors"), m)
 		writeState(t, filepath.Join(dir, "o1.safetensors"), o)
@@ -230,11 +228,9 @@ func TestClippingClips(t *testing.T) {
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
 		}
-		if _, err := torch.TrainStep(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: 8,
-			C: 1, H: 6, W: 6, Y: []int64{0, 1, 2, 3, 0, 1, 2, 3}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01}); err != nil {
-			t.Fatal(err)
-		}
-		st, _ := m.State()
+		trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01},
+			torch.Input{X: x, N: 8, C: 1, H: 6, W: 6, Y: []int64{0, 1, 2, 3, 0, 1, 2, 3}})
+		st, _ := m.State().Copy()
 		return st[0].Data
 	}
 	if bytes.Equal(weights(0), weights(0.1)) {
@@ -272,10 +268,8 @@ func TestEMAMatchesPyTorch(t *testing.T) {
 			for i := range x {
 				x[i] = float32(r.NormFloat64())
 			}
-			if _, err := torch.TrainStep(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: 8,
-				C: 1, H: 8, W: 8, Y: []int64{0, 1, 2, 3, 0, 1, 2, 3}, Coefs: torch.Coefs{Hard: 1}, LR: 0.1}); err != nil {
-				t.Fatal(err)
-			}
+			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.1},
+				torch.Input{X: x, N: 8, C: 1, H: 8, W: 8, Y: []int64{0, 1, 2, 3, 0, 1, 2, 3}})
 		}
 		return m
 	}

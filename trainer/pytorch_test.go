@@ -53,17 +53,12 @@ func TestWeightsLoadInPyTorch(t *testing.T) {
 		}
 		y := []int64{1, 2, 3, 4}
 		for range 2 {
-			if _, err := torch.TrainStep(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: n,
-				C: tc.in.C, H: tc.in.H, W: tc.in.W, Y: y, Coefs: torch.Coefs{Hard: 1}, LR: 0.01}); err != nil {
-				t.Fatal(err)
-			}
+			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01},
+				torch.Input{X: x, N: n, C: tc.in.C, H: tc.in.H, W: tc.in.W, Y: y})
 		}
-		ev, err := m.Eval(x, n, tc.in.C, tc.in.H, tc.in.W, nil, true, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := evalOn(t, m, torch.Input{X: x, N: n, C: tc.in.C, H: tc.in.H, W: tc.in.W}, true)
 		wpath := filepath.Join(dir, tc.name+".safetensors")
-		if err := writeWeights(wpath, m, map[string]string{"model": tc.model}); err != nil {
+		if err := writeWeights(wpath, m.State(), map[string]string{"model": tc.model}); err != nil {
 			t.Fatal(err)
 		}
 		var xb bytes.Buffer
@@ -137,7 +132,7 @@ func TestTrainingMatchesPyTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	if err := writeWeights(filepath.Join(dir, "w0.safetensors"), m, nil); err != nil {
+	if err := writeWeights(filepath.Join(dir, "w0.safetensors"), m.State(), nil); err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(3, 4))
@@ -172,12 +167,10 @@ func TestTrainingMatchesPyTorch(t *testing.T) {
 			ys = append(ys, fmt.Sprint(y[i]))
 		}
 		binary.Write(&xs, binary.LittleEndian, x)
-		if _, err := torch.TrainStep(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: n,
-			C: in.C, H: in.H, W: in.W, Y: y, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: lr}); err != nil {
-			t.Fatal(err)
-		}
+		trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: lr},
+			torch.Input{X: x, N: n, C: in.C, H: in.H, W: in.W, Y: y})
 	}
-	if err := writeWeights(filepath.Join(dir, "w1.safetensors"), m, nil); err != nil {
+	if err := writeWeights(filepath.Join(dir, "w1.safetensors"), m.State(), nil); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "x"), xs.Bytes(), 0o644)

@@ -100,10 +100,7 @@ func TestRunLearnsAndWritesRunDir(t *testing.T) {
 	for i := range test.Len() {
 		x, y = append(x, test.x[i]...), append(y, int64(test.y[i]))
 	}
-	ev, err := m.Eval(x, test.Len(), 1, 6, 6, y, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := evalOn(t, m, torch.Input{X: x, N: test.Len(), C: 1, H: 6, W: 6, Y: y}, false)
 	if got := float64(ev.Top1) / 120; got != res.Final[0].TestTop1 {
 		t.Errorf("reloaded top-1 %v, run reported %v", got, res.Final[0].TestTop1)
 	}

@@ -102,7 +102,7 @@ func (s *selector) observe(em *EpochMetrics, peers *peerSet) error {
 		}
 		v, b := s.value(h), &s.best[k]
 		if b.Epoch == 0 || (higher && v > b.Value) || (!higher && v < b.Value) {
-			st, err := m.State()
+			st, err := m.State().Copy()
 			if err != nil {
 				return fmt.Errorf("trainer: selection: %w", err)
 			}
@@ -173,8 +173,8 @@ func (r *runner) selection() *Selection {
 // a model's.
 type namedState []torch.Named
 
-func (n namedState) StateInfo() ([]torch.Named, error) { return n, nil }
-func (n namedState) ReadState(i int, dst []byte) error {
+func (n namedState) Info() ([]torch.Named, error) { return n, nil }
+func (n namedState) Read(i int, dst []byte) error {
 	if len(dst) != len(n[i].Data) {
 		return fmt.Errorf("state %q: %d bytes for a buffer of %d", n[i].Name, len(n[i].Data), len(dst))
 	}

@@ -1,6 +1,7 @@
 // Command trainer measures lcl's training throughput (images per second) of
-// one architecture on synthetic data with soft targets: the Go side of
-// bench/trainer.sh, whose PyTorch side is bench/trainer_ref.py.
+// one architecture on synthetic data with soft targets, through the engine
+// lcl train runs its steps with: the Go side of bench/trainer.sh, whose
+// PyTorch side is bench/trainer_ref.py.
 package main
 
 import (
@@ -93,20 +94,35 @@ func main() {
 	for i := range y {
 		y[i] = int64(r.IntN(c))
 	}
-	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: n, C: spec.InC, H: spec.InH, W: spec.InW,
-		Y: y, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: 0.01}
-	for range *warm {
-		if _, err := torch.TrainStep(step); err != nil {
-			log.Fatal(err)
+	// The path lcl train runs (trainer's epoch loop): each step stages its
+	// batch in an engine, seeds libtorch's generator, trains and reads the
+	// step's metrics (what the loop does on the CPU by default).
+	eng, err := torch.NewEngine("cpu", torch.EngineOptions{ChannelsLast: *cl})
+	if err != nil {
+		log.Fatal(err)
+	}
+	staged := torch.Input{N: n, C: spec.InC, H: spec.InH, W: spec.InW, X: x, Y: y}
+	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: 0.01}
+	run := func(steps int) {
+		for i := range steps {
+			if err := eng.Put(staged); err != nil {
+				log.Fatal(err)
+			}
+			if err := torch.ManualSeed(uint64(i)); err != nil {
+				log.Fatal(err)
+			}
+			if _, err := eng.Train(step, 0); err != nil {
+				log.Fatal(err)
+			}
+			if _, err := eng.Metrics(1); err != nil {
+				log.Fatal(err)
+			}
 		}
 	}
+	run(*warm)
 	cpu0 := cpuSeconds()
 	start := time.Now()
-	for range *steps {
-		if _, err := torch.TrainStep(step); err != nil {
-			log.Fatal(err)
-		}
-	}
+	run(*steps)
 	el := time.Since(start).Seconds()
 	cpu := cpuSeconds() - cpu0
 	imgs := float64(n * *steps)

@@ -7,6 +7,7 @@ import (
 	"image"
 	_ "image/jpeg" // registers JPEG for image.Decode
 	_ "image/png"  // registers PNG for image.Decode
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -346,9 +347,14 @@ func readPairs(path string) (map[string]string, []string, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
+	return parsePairs(f, path)
+}
+
+// parsePairs is readPairs of the file path's contents r.
+func parsePairs(r io.Reader, path string) (map[string]string, []string, error) {
 	m := map[string]string{}
 	var order []string
-	sc := bounded.NewScanner(f, 1<<20)
+	sc := bounded.NewScanner(r, 1<<20)
 	for sc.Scan() {
 		line := sc.Line()
 		t := strings.TrimSpace(sc.Text())

@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"slices"
@@ -262,8 +263,13 @@ func readClassList(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseClassList(f, path)
+}
+
+// parseClassList is readClassList of the file path's contents r.
+func parseClassList(r io.Reader, path string) ([]string, error) {
 	var out []string
-	sc := bounded.NewScanner(f, 1<<20)
+	sc := bounded.NewScanner(r, 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {

@@ -18,7 +18,7 @@ import (
 // writeState writes a model's parameters and buffers as safetensors.
 func writeState(t *testing.T, path string, m *torch.Model) {
 	t.Helper()
-	st, err := m.State()
+	st, err := m.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +95,26 @@ func TestStrictLoadSameLogitsInPyTorch(t *testing.T) {
 			x[j] = float32(r.NormFloat64())
 		}
 		y := []int64{0, 1, 2}
+		// Two training steps and an evaluation through an engine, as lcl
+		// train runs them.
+		e, err := torch.NewEngine("cpu", torch.EngineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := torch.Input{X: x, N: n, C: tc.in.C, H: tc.in.H, W: tc.in.W, Y: y}
 		for range 2 {
-			if _, err := torch.TrainStep(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, X: x, N: n,
-				C: tc.in.C, H: tc.in.H, W: tc.in.W, Y: y, Coefs: torch.Coefs{Hard: 1}, LR: 0.01}); err != nil {
+			if err := e.Put(in); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Train(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01}, 0); err != nil {
 				t.Fatalf("%s: %v", tc.model, err)
 			}
 		}
-		ev, err := m.Eval(x, n, tc.in.C, tc.in.H, tc.in.W, nil, true, false)
+		if err := e.Put(in); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := e.Eval(m, true, false)
+		e.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -191,7 +191,7 @@ func TestLibtorchBuildsTheDescribedNetwork(t *testing.T) {
 		if got, err := m.NumParams(); err != nil || got != s.NumParams() {
 			t.Errorf("%s: libtorch has %d parameters (%v), the description %d", tc.spec, got, err, s.NumParams())
 		}
-		st, err := m.State()
+		st, err := m.State().Copy()
 		if err != nil {
 			t.Fatal(err)
 		}

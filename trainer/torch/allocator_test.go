@@ -37,9 +37,11 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 		y[i] = int64(i % 10)
 		x[i*28*28+i] = 1
 	}
-	step := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 28, W: 28, Y: y, Coefs: Coefs{Hard: 1}, LR: 0.01}
-	for range 2 { // the first step allocates, the second settles (momentum buffers exist now)
-		if _, err := TrainStep(step); err != nil {
+	e := newEngine(t)
+	step := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.01}
+	in := Input{X: x, N: n, C: 1, H: 28, W: 28, Y: y}
+	for range 2 { // the first step allocates, the second settles (the engine's sums exist now)
+		if _, err := trainStep(e, step, in); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +50,7 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 		t.Fatal("the caching allocator is not installed")
 	}
 	for range 3 {
-		if _, err := TrainStep(step); err != nil {
+		if _, err := trainStep(e, step, in); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -110,10 +110,7 @@ inline void to_channels_last(lt_model *m) {
 	for (auto &b : m->net->buffers(true))
 		if (b.dim() == 4) b.set_data(channels_last(b.data()));
 	m->channels_last = true;
-	// The state table holds the tensors by handle: refresh it.
-	m->state.clear();
-	for (auto &p : m->net->named_parameters(true)) m->state.push_back({p.key(), p.value()});
-	for (auto &b : m->net->named_buffers(true)) m->state.push_back({b.key(), b.value()});
+	m->index_state();
 }
 
 } // namespace lts

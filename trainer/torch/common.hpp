@@ -1,7 +1,10 @@
 // common.hpp: what every part of the shim shares: the error convention of
-// shim.h (LT_TRY/LT_CATCH), the Net interface every architecture implements,
-// and the handles behind the C ABI's opaque types. Included only by shim.cpp
-// (see there why the shim is one translation unit).
+// shim.h (errors.hpp), the Net interface every architecture implements, and
+// the handles behind the C ABI's opaque types. Included by shim.cpp (see
+// there why the shim is one translation unit) and, through loss.hpp, by the
+// tests' build of the loss (internal/shimloss): so every function defined
+// in these headers is inline, and two packages linked into one test binary
+// define no symbol twice.
 #pragma once
 
 #include <torch/torch.h>
@@ -13,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "errors.hpp"
 #include "shim.h"
 
 namespace nn = torch::nn;
@@ -20,26 +24,6 @@ using torch::Tensor;
 
 // lts: the shim's internals (a named namespace: these headers share one translation unit).
 namespace lts {
-
-void set_err(char **err, const char *msg) {
-	if (err) *err = strdup(msg ? msg : "unknown error");
-}
-
-#define LT_TRY try {
-#define LT_CATCH(err, ret)                                         \
-	}                                                              \
-	catch (const c10::Error &e) {                                  \
-		set_err(err, e.what_without_backtrace());                  \
-		return ret;                                                \
-	}                                                              \
-	catch (const std::exception &e) {                              \
-		set_err(err, e.what());                                    \
-		return ret;                                                \
-	}                                                              \
-	catch (...) {                                                  \
-		set_err(err, "unknown C++ exception");                     \
-		return ret;                                                \
-	}
 
 // Net is the interface every network implements: features() is the
 // penultimate representation (after global pooling), head() the classifier,
@@ -63,13 +47,13 @@ struct Entry {
 	Tensor t;
 };
 
-Tensor blob(const float *p, at::IntArrayRef shape) {
+inline Tensor blob(const float *p, at::IntArrayRef shape) {
 	return torch::from_blob(const_cast<float *>(p), shape, torch::kFloat32);
 }
 
 // eval_figures counts the top-1 and top-5 hits of logits z (float32) for
 // labels y and sums their cross-entropy, with one read from the device.
-void eval_figures(const Tensor &z, const Tensor &y, int64_t *top1, int64_t *top5, double *loss_sum) {
+inline void eval_figures(const Tensor &z, const Tensor &y, int64_t *top1, int64_t *top5, double *loss_sum) {
 	auto kk = std::min<int64_t>(5, z.size(1));
 	auto top = std::get<1>(z.topk(kk, 1));
 	auto hit = top.eq(y.unsqueeze(1));
@@ -86,7 +70,7 @@ void eval_figures(const Tensor &z, const Tensor &y, int64_t *top1, int64_t *top5
 
 // copy_out copies t (any device, any layout) into the caller's float32
 // buffer, which holds t.numel() values; nothing when dst is null.
-void copy_out(const Tensor &t, float *dst) {
+inline void copy_out(const Tensor &t, float *dst) {
 	if (!dst) return;
 	auto c = t.to(torch::kCPU).contiguous();
 	std::memcpy(dst, c.data_ptr<float>(), sizeof(float) * c.numel());
@@ -98,11 +82,23 @@ struct lt_tensor {
 	Tensor t;
 };
 
+// lt_state is a state table of shim.h: the named tensors of a model or of
+// an optimizer, read and written in place (state.hpp).
+struct lt_state : std::vector<lts::Entry> {};
+
 struct lt_model {
 	std::shared_ptr<lts::Net> net;
 	torch::Device device{torch::kCPU};
 	int64_t num_classes = 0;
-	std::vector<lts::Entry> state;
+	lt_state state;             // parameters, then buffers (index_state)
 	bool channels_last = false; // parameters in channels-last format (amp.hpp)
-};
 
+	// index_state lists the network's parameters, then its buffers, in
+	// state: the table holds the tensors by handle, so it is listed again
+	// whenever they are replaced (channels-last conversion).
+	void index_state() {
+		state.clear();
+		for (auto &p : net->named_parameters(true)) state.push_back({p.key(), p.value()});
+		for (auto &b : net->named_buffers(true)) state.push_back({b.key(), b.value()});
+	}
+};

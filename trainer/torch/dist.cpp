@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "dist.hpp"
+#include "errors.hpp"
 #include "shim.h"
 
 #if LT_C10D_BACKEND
@@ -102,10 +103,6 @@ namespace {
 
 // DDP's default bucket size.
 constexpr int64_t kBucketBytes = 25 << 20;
-
-void set_err(char **err, const std::string &msg) {
-	if (err) *err = strdup(msg.c_str());
-}
 
 std::string clean(const char *what) {
 	std::string s = what ? what : "";
@@ -472,11 +469,11 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 		if (size > 1) g->heartbeat = std::thread(heartbeat, g.get(), std::string(addr), (int)port, pre);
 		return g.release();
 	} catch (const c10::Error &e) {
-		set_err(err, where + ": " + clean(e.what_without_backtrace()));
+		lts::set_err(err, (where + ": " + clean(e.what_without_backtrace())).c_str());
 	} catch (const std::exception &e) {
-		set_err(err, where + ": " + clean(e.what()));
+		lts::set_err(err, (where + ": " + clean(e.what())).c_str());
 	} catch (...) {
-		set_err(err, where + ": unknown C++ exception");
+		lts::set_err(err, (where + ": unknown C++ exception").c_str());
 	}
 	return nullptr;
 }
@@ -531,43 +528,24 @@ int32_t lt_has_dist(void) noexcept {
 }
 
 int32_t lt_pg_abort(lt_pg *g, const char *why, char **err) {
-	try {
-		g->abort(why && *why ? why : "aborted");
-		return 0;
-	} catch (const std::exception &e) {
-		set_err(err, clean(e.what()));
-	} catch (...) {
-		set_err(err, "unknown C++ exception");
-	}
-	return -1;
+	LT_TRY
+	g->abort(why && *why ? why : "aborted");
+	return 0;
+	LT_CATCH(err, -1)
 }
 
 int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err) {
-	try {
-		if (n == 0) return 0;
-		auto t = at::from_blob(v, {n}, at::kDouble);
-		ltdist::allreduce_sum(g, {t}, "all-reduce");
-		return 0;
-	} catch (const std::exception &e) {
-		set_err(err, clean(e.what()));
-	} catch (...) {
-		set_err(err, "unknown C++ exception");
-	}
-	return -1;
+	LT_TRY
+	if (n > 0) ltdist::allreduce_sum(g, {at::from_blob(v, {n}, at::kDouble)}, "all-reduce");
+	return 0;
+	LT_CATCH(err, -1)
 }
 
 int32_t lt_pg_broadcast_bytes(lt_pg *g, void *buf, int64_t n, char **err) {
-	try {
-		if (n == 0) return 0;
-		auto t = at::from_blob(buf, {n}, at::kByte);
-		ltdist::broadcast(g, {t}, "broadcast");
-		return 0;
-	} catch (const std::exception &e) {
-		set_err(err, clean(e.what()));
-	} catch (...) {
-		set_err(err, "unknown C++ exception");
-	}
-	return -1;
+	LT_TRY
+	if (n > 0) ltdist::broadcast(g, {at::from_blob(buf, {n}, at::kByte)}, "broadcast");
+	return 0;
+	LT_CATCH(err, -1)
 }
 
 } // extern "C"

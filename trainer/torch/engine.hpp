@@ -1,5 +1,6 @@
 // engine.hpp: the engine of shim.h (staged input, mixed precision, metrics
-// that stay on the device) and the device settings of the GPU path. Streams
+// that stay on the device), through which every training step and
+// evaluation runs, and the device functions of the C ABI. Streams
 // and events go through c10's device-generic interfaces (VirtualGuardImpl,
 // c10::Event), so this compiles without CUDA headers against Debian's CPU
 // libtorch 1.13 and against PyTorch 2.x, and works with whichever CUDA
@@ -77,7 +78,7 @@ namespace lts {
 // stage_copy copies n bytes at src to a new tensor of the given shape and
 // type on the engine's device: through pinned memory and the copy stream on
 // CUDA (not waiting), plainly on the CPU.
-Tensor stage_copy(lt_engine *e, const void *src, at::IntArrayRef shape, torch::ScalarType dt) {
+inline Tensor stage_copy(lt_engine *e, const void *src, at::IntArrayRef shape, torch::ScalarType dt) {
 	auto host = torch::TensorOptions().dtype(dt);
 	if (!e->cuda()) {
 		auto t = torch::empty(shape, host);
@@ -95,8 +96,6 @@ Tensor stage_copy(lt_engine *e, const void *src, at::IntArrayRef shape, torch::S
 }
 
 } // namespace lts
-
-using lts::set_err; // LT_CATCH
 
 extern "C" {
 
@@ -145,8 +144,8 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
 	LT_TRY
 	if (e->queue.size() >= 2) throw std::logic_error("two batches are staged already: train or evaluate first");
 	if (n < 0 || c < 1 || h < 1 || w < 1) throw std::invalid_argument("bad batch shape");
-	if (dtype != 0 && dtype != 5) throw std::invalid_argument("staged batches are float32 (0) or uint8 (5)");
-	bool u8 = dtype == 5;
+	if (dtype != LT_DTYPE_F32 && dtype != LT_DTYPE_U8) throw std::invalid_argument("staged batches are LT_DTYPE_F32 or LT_DTYPE_U8");
+	bool u8 = dtype == LT_DTYPE_U8;
 	if (u8 && c != e->norm_c)
 		throw std::invalid_argument("uint8 batch of " + std::to_string(c) + " channels, normalisation for " +
 		                            std::to_string(e->norm_c));
@@ -161,7 +160,7 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
 	}
 	if (n > 0) {
 		s.x = lts::stage_copy(e, x, {n, c, h, w}, u8 ? torch::kUInt8 : torch::kFloat32);
-		s.y = lts::stage_copy(e, y, {n}, torch::kInt64);
+		if (y) s.y = lts::stage_copy(e, y, {n}, torch::kInt64);
 		if (weights) s.w = lts::stage_copy(e, weights, {n}, torch::kFloat32);
 	} else if (weights) {
 		s.w = torch::zeros({0}, torch::TensorOptions().dtype(torch::kFloat32).device(e->dev));
@@ -188,12 +187,18 @@ int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **op
 	std::unique_ptr<c10::DeviceGuard> dg;
 	if (e->cuda()) dg = std::make_unique<c10::DeviceGuard>(e->dev);
 	if (!g && !s.x.defined()) throw std::invalid_argument("train step on an empty batch");
+	if (s.x.defined() && !s.y.defined()) throw std::invalid_argument("train step on a batch without labels");
 	Tensor X;
 	if (s.x.defined()) X = e->input(s);
 	auto opts = e->opts;
 	opts.loss_scale = loss_scale;
-	// A failed data-parallel step leaves the models as they were (see
-	// lt_train_step_pg): the buffers the forward pass updated are put back.
+	// A model converted to channels-last takes its input so too, as in
+	// evaluation.
+	opts.channels_last = opts.channels_last || models[0]->channels_last;
+	// A failed data-parallel step leaves the models as they were: the
+	// parameters change only after the last collective, and the buffers the
+	// forward pass updated are put back, so a checkpoint written after the
+	// failure (a peer died, cancellation) resumes exactly.
 	std::vector<std::pair<Tensor, Tensor>> saved;
 	if (g)
 		for (int i = 0; i < k; i++)
@@ -259,7 +264,7 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 	std::unique_ptr<c10::DeviceGuard> dg;
 	if (e->cuda()) dg = std::make_unique<c10::DeviceGuard>(e->dev);
 	if (!s.x.defined()) throw std::invalid_argument("evaluation of an empty batch");
-	c10::InferenceMode im; // no autograd bookkeeping (as lt_eval)
+	c10::InferenceMode im; // no autograd bookkeeping at all (cheaper than NoGradGuard)
 	m->net->eval();
 	auto X = e->input(s);
 	if (e->opts.channels_last || m->channels_last) X = lts::channels_last(X);
@@ -279,9 +284,11 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 	LT_CATCH(err, -1)
 }
 
-int32_t lt_model_channels_last(lt_model *m, char **err) {
+// ---- Devices.
+
+int32_t lt_cuda_device_count(int32_t *out, char **err) {
 	LT_TRY
-	lts::to_channels_last(m);
+	*out = (int32_t)torch::cuda::device_count();
 	return 0;
 	LT_CATCH(err, -1)
 }

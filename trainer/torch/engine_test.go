@@ -66,21 +66,67 @@ func maxDiff(a, b map[string][]float32) (string, float64) {
 	return name, worst
 }
 
-// The engine's fp32 step is TrainStep's: same parameters after several
-// steps (bit-identical with float32 input), the same summed loss and hits;
+// stepResult is what one training step reported: each peer's batch loss
+// and top-1 hits, and the examples (of the global batch with a Group).
+type stepResult struct {
+	Loss    []float32
+	Correct []int64
+	N       int64
+}
+
+// trainStep stages in on e, runs s on it and reads the step's metrics: one
+// step of lcl train's path, with its figures at once.
+func trainStep(e *Engine, s *Step, in Input) (stepResult, error) {
+	if err := e.Put(in); err != nil {
+		return stepResult{}, err
+	}
+	if _, err := e.Train(s, 0); err != nil {
+		return stepResult{}, err
+	}
+	m, err := e.Metrics(len(s.Models))
+	r := stepResult{Loss: make([]float32, len(m.LossSum)), Correct: m.Correct, N: m.N}
+	for i, l := range m.LossSum {
+		r.Loss[i] = float32(l / float64(max(m.N, 1)))
+	}
+	return r, err
+}
+
+// evalBatch stages in on e and evaluates m on it.
+func evalBatch(e *Engine, m *Model, in Input, logits, features bool) (EvalResult, error) {
+	if err := e.Put(in); err != nil {
+		return EvalResult{}, err
+	}
+	return e.Eval(m, logits, features)
+}
+
+// newEngine is a CPU engine for float32 batches, closed with the test.
+func newEngine(t *testing.T) *Engine {
+	t.Helper()
+	e, err := NewEngine("cpu", EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// Prefetching (two batches staged) trains as staging one batch at a time
+// does: the same parameters after several steps (bit-identical with
+// float32 input), the same summed loss and hits, and Metrics resets them;
 // uint8 input normalised on the device agrees with the host normalisation.
-func TestEngineMatchesTrainStep(t *testing.T) {
+func TestEnginePrefetchAndUint8(t *testing.T) {
 	SetThreads(1)
 	r := rand.New(rand.NewPCG(3, 4))
 	batches := []engineBatch{newEngineBatch(r, 6), newEngineBatch(r, 6), newEngineBatch(r, 5)}
 	w := []float32{1, 2, 0.5, 1, 1, 3}
 	ref, refO := engineNet(t, false)
+	refE := newEngine(t)
 	var lossSum float64
 	var correct int64
 	for i, b := range batches {
 		ManualSeed(uint64(100 + i))
-		res, err := TrainStep(&Step{Models: []*Model{ref}, Optims: []*Optimizer{refO}, X: b.x, N: len(b.y), C: 3, H: 8, W: 8,
-			Y: b.y, Weights: w[:len(b.y)], Coefs: Coefs{Soft: 1}, LR: 0.05})
+		res, err := trainStep(refE, &Step{Models: []*Model{ref}, Optims: []*Optimizer{refO}, Coefs: Coefs{Soft: 1}, LR: 0.05},
+			Input{N: len(b.y), C: 3, H: 8, W: 8, X: b.x, Y: b.y, Weights: w[:len(b.y)]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +173,7 @@ func TestEngineMatchesTrainStep(t *testing.T) {
 		}
 		a, b := stateFloats(t, m), stateFloats(t, ref)
 		if name, d := maxDiff(a, b); (!u8 && d != 0) || d > 1e-5 {
-			t.Errorf("u8=%v: %s differs from TrainStep's by %g", u8, name, d)
+			t.Errorf("u8=%v: %s differs from one batch at a time by %g", u8, name, d)
 		}
 	}
 }
@@ -157,7 +203,7 @@ func TestEngineLossScaleAndSkip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := o.State()
+		st, err := o.State().Copy()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +272,7 @@ func TestEngineBF16AndChannelsLast(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, _ := m.State()
+		st, _ := m.State().Copy()
 		var dts []DType
 		for _, s := range st {
 			dts = append(dts, s.DType)
@@ -303,6 +349,16 @@ func TestEngineRefusals(t *testing.T) {
 		if err := call(); !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
+	}
+	// A batch without labels evaluates (logits, no figures) but does not
+	// train.
+	unlabelled := Input{N: 2, C: 3, H: 8, W: 8, X: make([]float32, 2*3*64)}
+	if ev, err := evalBatch(newEngine(t), m, unlabelled, true, false); err != nil || len(ev.Logits) != 2*4 || ev.LossSum != 0 {
+		t.Errorf("evaluation without labels: %d logits, loss sum %v, %v", len(ev.Logits), ev.LossSum, err)
+	}
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}},
+		unlabelled); err == nil || !strings.Contains(err.Error(), "without labels") {
+		t.Errorf("training without labels: %v", err)
 	}
 	// A closed model given to a live engine.
 	e2, _ := NewEngine("cpu", EngineOptions{})

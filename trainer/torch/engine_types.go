@@ -20,19 +20,12 @@ const (
 
 var precisionNames = [...]string{"fp32", "bf16", "fp16"}
 
-func (p Precision) String() string {
-	if p >= 0 && int(p) < len(precisionNames) {
-		return precisionNames[p]
-	}
-	return fmt.Sprintf("Precision(%d)", int32(p))
-}
+func (p Precision) String() string { return enumName(precisionNames[:], p, "Precision") }
 
-// ParsePrecision parses fp32, bf16 or fp16.
+// ParsePrecision parses fp32, bf16 or fp16 (in any case).
 func ParsePrecision(s string) (Precision, error) {
-	for i, n := range precisionNames {
-		if strings.EqualFold(s, n) {
-			return Precision(i), nil
-		}
+	if i := enumIndex(precisionNames[:], s, strings.EqualFold); i >= 0 {
+		return Precision(i), nil
 	}
 	return 0, fmt.Errorf("precision %q: want fp32, bf16 or fp16", s)
 }
@@ -64,8 +57,10 @@ func (o EngineOptions) check() error {
 
 // Input is a batch for Engine.Put: N examples of C×H×W in X (float32,
 // normalised) or X8 (uint8 pixels, normalised on the device with the
-// engine's Mean and Std), labels Y and optional per-example Weights. N may
-// be 0 (a data-parallel rank's empty slice).
+// engine's Mean and Std), labels Y (nil: none, for an evaluation without
+// figures, e.g. features; a training step needs them) and optional
+// per-example Weights (training steps). N may be 0 (a data-parallel rank's
+// empty slice).
 type Input struct {
 	N, C, H, W int
 	X          []float32
@@ -76,7 +71,7 @@ type Input struct {
 
 func (in *Input) check() error {
 	size := in.N * in.C * in.H * in.W
-	ok := in.N >= 0 && in.C > 0 && in.H > 0 && in.W > 0 && len(in.Y) == in.N
+	ok := in.N >= 0 && in.C > 0 && in.H > 0 && in.W > 0 && (in.Y == nil || len(in.Y) == in.N)
 	if in.X8 != nil {
 		ok = ok && in.X == nil && len(in.X8) == size
 	} else {

@@ -45,12 +45,7 @@ const (
 var opNames = [...]string{"seq", "conv", "batchnorm", "linear", "relu", "maxpool", "avgpool", "gap", "flatten",
 	"dropout", "sigmoid", "sum", "cat", "mul", "identity"}
 
-func (o Op) String() string {
-	if o >= 0 && o < numOps {
-		return opNames[o]
-	}
-	return fmt.Sprintf("Op(%d)", int32(o))
-}
+func (o Op) String() string { return enumName(opNames[:], o, "Op") }
 
 // WeightInit selects how a convolution or linear layer is initialised; batch norm
 // always starts at weight 1, bias 0.
@@ -261,13 +256,9 @@ func (n *Node) infer(in Shape) (Shape, error) {
 		if n.In != in.C || n.In <= 0 || n.Out <= 0 || n.In%g != 0 || n.Out%g != 0 {
 			return in, fmt.Errorf("conv %d→%d (groups %d) on %d channels", n.In, n.Out, g, in.C)
 		}
-		if n.Kernel[0] <= 0 || n.Kernel[1] <= 0 {
-			return in, fmt.Errorf("conv kernel %v", n.Kernel)
-		}
-		h := poolOut(in.H, n.Kernel[0], or1(n.Stride[0]), n.Pad[0], false)
-		w := poolOut(in.W, n.Kernel[1], or1(n.Stride[1]), n.Pad[1], false)
-		if h <= 0 || w <= 0 {
-			return in, fmt.Errorf("conv %dx%d on a %d×%d map: input too small", n.Kernel[0], n.Kernel[1], in.H, in.W)
+		h, w, err := n.window(in, "conv", or1(n.Stride[0]), or1(n.Stride[1]), false)
+		if err != nil {
+			return in, err
 		}
 		return Shape{C: n.Out, H: h, W: w}, nil
 	case OpBatchNorm:
@@ -294,17 +285,13 @@ func (n *Node) infer(in Shape) (Shape, error) {
 		if err := needMap(); err != nil {
 			return in, err
 		}
-		if n.Kernel[0] <= 0 || n.Kernel[1] <= 0 {
-			return in, fmt.Errorf("pool kernel %v", n.Kernel)
-		}
 		sh, sw := n.Stride[0], n.Stride[1]
 		if sh == 0 {
 			sh, sw = n.Kernel[0], n.Kernel[1]
 		}
-		h := poolOut(in.H, n.Kernel[0], sh, n.Pad[0], n.Ceil)
-		w := poolOut(in.W, n.Kernel[1], sw, n.Pad[1], n.Ceil)
-		if h <= 0 || w <= 0 {
-			return in, fmt.Errorf("%dx%d pool on a %d×%d map: input too small", n.Kernel[0], n.Kernel[1], in.H, in.W)
+		h, w, err := n.window(in, "pool", sh, sw, n.Ceil)
+		if err != nil {
+			return in, err
 		}
 		return Shape{C: in.C, H: h, W: w}, nil
 	case OpGlobalAvgPool:
@@ -346,6 +333,20 @@ func (n *Node) infer(in Shape) (Shape, error) {
 		return out, nil
 	}
 	return in, fmt.Errorf("unknown node kind %v", n.Op)
+}
+
+// window is the output size of n's conv or pool window (what) sliding over
+// in with strides sh and sw.
+func (n *Node) window(in Shape, what string, sh, sw int, ceil bool) (h, w int, err error) {
+	if n.Kernel[0] <= 0 || n.Kernel[1] <= 0 {
+		return 0, 0, fmt.Errorf("%s kernel %v", what, n.Kernel)
+	}
+	h = poolOut(in.H, n.Kernel[0], sh, n.Pad[0], ceil)
+	w = poolOut(in.W, n.Kernel[1], sw, n.Pad[1], ceil)
+	if h <= 0 || w <= 0 {
+		return 0, 0, fmt.Errorf("%s %dx%d on a %d×%d map: input too small", what, n.Kernel[0], n.Kernel[1], in.H, in.W)
+	}
+	return h, w, nil
 }
 
 // Params is the number of trainable scalars of n and its descendants.

@@ -10,7 +10,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
-	"unsafe"
 )
 
 // NewGroup joins the group: rank 0 hosts the rendezvous store at Addr:Port,
@@ -29,15 +28,12 @@ func NewGroup(gc GroupConfig) (*Group, error) {
 	defer free4()
 	bind, free5 := cstr(gc.Bind)
 	defer free5()
-	agent := C.int32_t(0)
-	if gc.AgentStore {
-		agent = 1
-	}
-	var cerr *C.char
-	p := C.lt_pg_new(be, addr, C.int32_t(gc.Port), C.int32_t(gc.Rank), C.int32_t(gc.Size),
-		C.int64_t(gc.Timeout.Milliseconds()), ifc, agent, pre, bind, &cerr)
-	if p == nil {
-		return nil, errOf("process group", cerr)
+	p, err := create("process group", func(e **C.char) *C.lt_pg {
+		return C.lt_pg_new(be, addr, C.int32_t(gc.Port), C.int32_t(gc.Rank), C.int32_t(gc.Size),
+			C.int64_t(gc.Timeout.Milliseconds()), ifc, cbool(gc.AgentStore), pre, bind, e)
+	})
+	if err != nil {
+		return nil, err
 	}
 	g := &Group{c: p, rank: gc.Rank, size: gc.Size}
 	g.idle.L = &g.mu
@@ -113,12 +109,20 @@ func (g *Group) Abort(why string) {
 func abort(p *C.lt_pg, why string) {
 	w, free := cstr(why)
 	defer free()
-	var cerr *C.char
-	if C.lt_pg_abort(p, w, &cerr) != 0 {
-		// Only an allocation failure; the group is then not aborted and
-		// its collectives still end at the timeout.
-		_ = errOf("abort", cerr)
+	// Only an allocation failure can fail it; the group is then not
+	// aborted and its collectives still end at the timeout.
+	_ = call("abort", func(e **C.char) C.int32_t { return C.lt_pg_abort(p, w, e) })
+}
+
+// collective runs f, a call of shim.h's process-group section, on the
+// group's handle, which it holds (acquire) until f returns.
+func (g *Group) collective(op string, f func(gc *C.lt_pg, err **C.char) C.int32_t, keep ...any) error {
+	gc, err := g.acquire(op)
+	if err != nil {
+		return err
 	}
+	defer g.release()
+	return call(op, func(e **C.char) C.int32_t { return f(gc, e) }, keep...)
 }
 
 // BroadcastModel overwrites m's parameters and buffers (only its buffers when
@@ -129,78 +133,45 @@ func (g *Group) BroadcastModel(m *Model, buffersOnly bool) error {
 	if err != nil {
 		return err
 	}
-	gc, err := g.acquire(op)
-	if err != nil {
-		return err
-	}
-	defer g.release()
-	var cerr *C.char
-	b := C.int32_t(0)
-	if buffersOnly {
-		b = 1
-	}
-	rc := C.lt_pg_broadcast_model(gc, mc, b, &cerr)
-	runtime.KeepAlive(g)
-	runtime.KeepAlive(m)
-	if rc != 0 {
-		return errOf(op, cerr)
-	}
-	return nil
+	return g.collective(op, func(gc *C.lt_pg, e **C.char) C.int32_t {
+		return C.lt_pg_broadcast_model(gc, mc, cbool(buffersOnly), e)
+	}, m)
 }
 
-// BroadcastOptimizer overwrites o's momentum buffers with rank 0's.
+// BroadcastOptimizer overwrites o's state (its State on o's device) with
+// rank 0's.
 func (g *Group) BroadcastOptimizer(o *Optimizer) error {
 	const op = "broadcast optimizer"
 	oc, err := o.handle(op)
 	if err != nil {
 		return err
 	}
-	gc, err := g.acquire(op)
-	if err != nil {
-		return err
-	}
-	defer g.release()
-	var cerr *C.char
-	rc := C.lt_pg_broadcast_optim(gc, oc, &cerr)
-	runtime.KeepAlive(g)
-	runtime.KeepAlive(o)
-	if rc != 0 {
-		return errOf(op, cerr)
-	}
-	return nil
+	return g.collective(op, func(gc *C.lt_pg, e **C.char) C.int32_t { return C.lt_pg_broadcast_optim(gc, oc, e) }, o)
 }
 
 // AllReduce replaces v by its element-wise sum over the ranks.
 func (g *Group) AllReduce(v []float64) error {
-	gc, err := g.acquire("all-reduce")
-	if err != nil {
-		return err
-	}
-	defer g.release()
-	if len(v) == 0 {
-		return nil
-	}
-	var cerr *C.char
-	rc := C.lt_pg_allreduce_f64(gc, (*C.double)(&v[0]), C.int64_t(len(v)), &cerr)
-	runtime.KeepAlive(g)
-	if rc != 0 {
-		return errOf("all-reduce", cerr)
-	}
-	return nil
+	return g.collective("all-reduce", func(gc *C.lt_pg, e **C.char) C.int32_t {
+		if len(v) == 0 {
+			return 0
+		}
+		return C.lt_pg_allreduce_f64(gc, (*C.double)(&v[0]), C.int64_t(len(v)), e)
+	}, v)
 }
 
-// Broadcast returns rank 0's b on every rank (b is ignored elsewhere).
+// Broadcast returns rank 0's b on every rank (b is ignored elsewhere): its
+// size first, then its bytes.
 func (g *Group) Broadcast(b []byte) ([]byte, error) {
-	gc, err := g.acquire("broadcast")
-	if err != nil {
-		return nil, err
+	bcast := func(buf []byte) error {
+		return g.collective("broadcast", func(gc *C.lt_pg, e **C.char) C.int32_t {
+			return C.lt_pg_broadcast_bytes(gc, bytesPtr(buf), C.int64_t(len(buf)), e)
+		}, buf)
 	}
-	defer g.release()
 	var n [8]byte
 	if g.rank == 0 {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
 	}
-	if err := broadcastBytes(gc, n[:]); err != nil {
+	if err := bcast(n[:]); err != nil {
 		return nil, err
 	}
 	size := binary.LittleEndian.Uint64(n[:])
@@ -211,21 +182,8 @@ func (g *Group) Broadcast(b []byte) ([]byte, error) {
 	if g.rank == 0 {
 		copy(out, b)
 	}
-	if err := broadcastBytes(gc, out); err != nil {
+	if err := bcast(out); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// broadcastBytes broadcasts b over the group gc, which the caller holds (acquire).
-func broadcastBytes(gc *C.lt_pg, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	var cerr *C.char
-	rc := C.lt_pg_broadcast_bytes(gc, unsafe.Pointer(&b[0]), C.int64_t(len(b)), &cerr)
-	if rc != 0 {
-		return errOf("broadcast", cerr)
-	}
-	return nil
 }

@@ -110,26 +110,27 @@ func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ref.Close()
-			init, _ := ref.State()
+			init, _ := ref.State().Copy()
 			opt, _ := NewSGD(ref, 0.9, 1e-3, true)
 			defer opt.Close()
 			T, _ := NewTensor(tgt, []int64{5, 5}, "cpu")
 			defer T.Close()
-			var want StepResult
+			var want stepResult
+			e := newEngine(t)
 			for range 3 {
-				s := &Step{Models: []*Model{ref}, Optims: []*Optimizer{opt}, X: x, N: n, C: 1, H: 4, W: 4, Y: y,
-					Targets: T, Coefs: Coefs{Soft: 1}, LR: 0.1}
+				in := Input{X: x, N: n, C: 1, H: 4, W: 4, Y: y}
 				if tc.weights {
-					s.Weights = w
+					in.Weights = w
 				}
-				if want, err = TrainStep(s); err != nil {
+				if want, err = trainStep(e, &Step{Models: []*Model{ref}, Optims: []*Optimizer{opt}, Targets: T,
+					Coefs: Coefs{Soft: 1}, LR: 0.1}, in); err != nil {
 					t.Fatal(err)
 				}
 			}
 			wantState := stateFloats(t, ref)
 			var mu sync.Mutex
 			got := map[int]map[string][]float32{}
-			results := map[int]StepResult{}
+			results := map[int]stepResult{}
 			errs := ranks(t, 2, func(g *Group) error {
 				ManualSeed(uint64(100 + g.Rank())) // different initialisations: the broadcast must fix them
 				m, err := NewModel(spec, "cpu")
@@ -142,7 +143,7 @@ func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 					for _, s := range init {
 						st[s.Name] = s
 					}
-					if err := m.LoadState(st); err != nil {
+					if err := m.State().Load(st); err != nil {
 						return err
 					}
 				}
@@ -155,14 +156,19 @@ func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 				if g.Rank() == 1 {
 					lo, hi = tc.split, n
 				}
-				var res StepResult
+				var res stepResult
+				e, err := NewEngine("cpu", EngineOptions{})
+				if err != nil {
+					return err
+				}
+				defer e.Close()
 				for range 3 {
-					s := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x[lo*16 : hi*16], N: hi - lo, C: 1, H: 4, W: 4,
-						Y: y[lo:hi], Targets: T, Coefs: Coefs{Soft: 1}, LR: 0.1, Group: g}
+					in := Input{X: x[lo*16 : hi*16], N: hi - lo, C: 1, H: 4, W: 4, Y: y[lo:hi]}
 					if tc.weights {
-						s.Weights = w[lo:hi]
+						in.Weights = w[lo:hi]
 					}
-					if res, err = TrainStep(s); err != nil {
+					if res, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: T,
+						Coefs: Coefs{Soft: 1}, LR: 0.1, Group: g}, in); err != nil {
 						return err
 					}
 				}

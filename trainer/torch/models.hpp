@@ -34,9 +34,10 @@ struct GNode {
 		case LT_LINEAR: return lin(x);
 		case LT_RELU: return torch::relu(x);
 		case LT_MAXPOOL:
-			return torch::max_pool2d(x, {p.kh, p.kw}, stride(), {p.ph, p.pw}, 1, (p.flags & 1) != 0);
+			return torch::max_pool2d(x, {p.kh, p.kw}, stride(), {p.ph, p.pw}, 1, (p.flags & LT_POOL_CEIL) != 0);
 		case LT_AVGPOOL:
-			return torch::avg_pool2d(x, {p.kh, p.kw}, stride(), {p.ph, p.pw}, (p.flags & 1) != 0, (p.flags & 2) == 0);
+			return torch::avg_pool2d(x, {p.kh, p.kw}, stride(), {p.ph, p.pw}, (p.flags & LT_POOL_CEIL) != 0,
+			                         (p.flags & LT_POOL_EXCLUDE_PAD) == 0);
 		case LT_GAP: return torch::adaptive_avg_pool2d(x, {1, 1});
 		case LT_FLATTEN: return x.flatten(1);
 		case LT_DROPOUT: return p.p > 0 ? torch::dropout(x, p.p, train) : x;
@@ -185,7 +186,7 @@ struct GraphNet : Net {
 // module_at returns the module for the dotted path prefix under root,
 // creating empty modules on the way: how a TorchScript module's state is
 // mirrored into an nn::Module tree with the same names.
-nn::Module &module_at(nn::Module &root, const std::vector<std::string> &parts) {
+inline nn::Module &module_at(nn::Module &root, const std::vector<std::string> &parts) {
 	nn::Module *m = &root;
 	for (size_t i = 0; i + 1 < parts.size(); i++) {
 		auto kids = m->named_children();
@@ -195,7 +196,7 @@ nn::Module &module_at(nn::Module &root, const std::vector<std::string> &parts) {
 	return *m;
 }
 
-std::vector<std::string> split_dots(const std::string &s) {
+inline std::vector<std::string> split_dots(const std::string &s) {
 	std::vector<std::string> out;
 	size_t start = 0;
 	for (;;) {

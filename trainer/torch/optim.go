@@ -2,22 +2,58 @@
 
 package torch
 
-// #include <stdlib.h>
 // #include "shim.h"
 import "C"
 
-import (
-	"fmt"
-	"runtime"
-)
+import "runtime"
 
-// AdamOptions are Adam's settings (torch.optim.Adam/AdamW's): the moments'
-// decay rates Beta1 and Beta2, Eps added to the denominator, and the weight
-// decay, added to the gradient (Adam) or decoupled from it (AdamW: the
-// weights shrink by lr·WeightDecay before each update).
-type AdamOptions struct {
-	Beta1, Beta2, Eps, WeightDecay float64
-	Decoupled                      bool // AdamW
+// The optimizer section of shim.h (state.hpp, optim.hpp).
+
+// handle is the C handle of o, or an error when o is nil or closed.
+func (o *Optimizer) handle(op string) (*C.lt_optim, error) {
+	if o == nil || o.c == nil {
+		return nil, closedErr(op, "optimizer")
+	}
+	return o.c, nil
+}
+
+// newOptimizer creates an optimizer of m's parameters with newC, one of
+// shim.h's optimizer constructors.
+func newOptimizer(m *Model, newC func(mc *C.lt_model, err **C.char) *C.lt_optim) (*Optimizer, error) {
+	const op = "new optimizer"
+	mc, err := m.handle(op)
+	if err != nil {
+		return nil, err
+	}
+	c, err := create(op, func(e **C.char) *C.lt_optim { return newC(mc, e) }, m)
+	if err != nil {
+		return nil, err
+	}
+	o := &Optimizer{c: c}
+	o.cleanup = runtime.AddCleanup(o, freeOptim, c)
+	return o, nil
+}
+
+func freeOptim(c *C.lt_optim) { C.lt_optim_free(c) }
+
+// NewSGD creates SGD with momentum, Nesterov and weight decay over m's
+// parameters: the update of torch.optim.SGD with dampening 0. Its state is
+// every parameter's "<param>.momentum_buffer" (none without momentum).
+func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer, error) {
+	return newOptimizer(m, func(mc *C.lt_model, e **C.char) *C.lt_optim {
+		return C.lt_optim_new_sgd(mc, C.double(momentum), C.double(weightDecay), cbool(nesterov), e)
+	})
+}
+
+// NewRMSProp creates TensorFlow's RMSProp over m's parameters (the
+// optimizer of the Inception papers): ms ← decay·ms + (1−decay)·d² with ms
+// starting at 1, mom ← momentum·mom + lr·d/√(ms+eps), p ← p − mom, where
+// d = grad + weightDecay·p. Its state is every parameter's
+// "<param>.square_avg", then (with momentum) every "<param>.momentum_buffer".
+func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
+	return newOptimizer(m, func(mc *C.lt_model, e **C.char) *C.lt_optim {
+		return C.lt_optim_new_rmsprop(mc, C.double(decay), C.double(eps), C.double(momentum), C.double(weightDecay), e)
+	})
 }
 
 // NewAdam creates Adam (o.Decoupled false) or AdamW over m's parameters:
@@ -26,23 +62,17 @@ type AdamOptions struct {
 // "<param>.exp_avg", then "<param>.exp_avg_sq", then "<param>.step" (a
 // float32 scalar). Create it after ChannelsLast, like NewSGD.
 func NewAdam(m *Model, o AdamOptions) (*Optimizer, error) {
-	mc, err := m.handle("new optimizer")
-	if err != nil {
-		return nil, err
+	return newOptimizer(m, func(mc *C.lt_model, e **C.char) *C.lt_optim {
+		return C.lt_optim_new_adam(mc, C.double(o.Beta1), C.double(o.Beta2), C.double(o.Eps), C.double(o.WeightDecay),
+			cbool(o.Decoupled), e)
+	})
+}
+
+// Close frees the optimizer; it is idempotent.
+func (o *Optimizer) Close() {
+	if o != nil {
+		release(&o.c, &o.cleanup, freeOptim)
 	}
-	dec := C.int32_t(0)
-	if o.Decoupled {
-		dec = 1
-	}
-	var cerr *C.char
-	c := C.lt_optim_new_adam(mc, C.double(o.Beta1), C.double(o.Beta2), C.double(o.Eps), C.double(o.WeightDecay), dec, &cerr)
-	runtime.KeepAlive(m)
-	if c == nil {
-		return nil, errOf("new optimizer", cerr)
-	}
-	opt := &Optimizer{c: c}
-	opt.cleanup = runtime.AddCleanup(opt, func(c *C.lt_optim) { C.lt_optim_free(c) }, c)
-	return opt, nil
 }
 
 // SetClipNorm makes every later update of o first scale its gradients,
@@ -51,41 +81,10 @@ func NewAdam(m *Model, o AdamOptions) (*Optimizer, error) {
 // gradients clipped are the ones the update uses: with fp16 after the loss
 // scale is undone, data-parallel after the ranks' gradients are summed.
 func (o *Optimizer) SetClipNorm(maxNorm float64) error {
-	c, err := o.handle("clip norm")
+	const op = "clip norm"
+	c, err := o.handle(op)
 	if err != nil {
 		return err
 	}
-	var cerr *C.char
-	rc := C.lt_optim_set_clip_norm(c, C.double(maxNorm), &cerr)
-	runtime.KeepAlive(o)
-	if rc != 0 {
-		return errOf("clip norm", cerr)
-	}
-	return nil
-}
-
-// UpdateEMA moves m, an exponential moving average of the weights of src,
-// one step towards them: m ← decay·m + (1−decay)·src over every parameter
-// and buffer (timm's ModelEmaV2.update; integer buffers are truncated as
-// there). m and src must have the same architecture.
-func (m *Model) UpdateEMA(src *Model, decay float64) error {
-	mc, err := m.handle("ema update")
-	if err != nil {
-		return err
-	}
-	sc, err := src.handle("ema update")
-	if err != nil {
-		return err
-	}
-	if !(decay >= 0 && decay <= 1) {
-		return fmt.Errorf("torch: ema update: decay %v outside [0, 1]", decay)
-	}
-	var cerr *C.char
-	rc := C.lt_model_ema_update(mc, sc, C.double(decay), &cerr)
-	runtime.KeepAlive(m)
-	runtime.KeepAlive(src)
-	if rc != 0 {
-		return errOf("ema update", cerr)
-	}
-	return nil
+	return call(op, func(e **C.char) C.int32_t { return C.lt_optim_set_clip_norm(c, C.double(maxNorm), e) }, o)
 }

@@ -28,9 +28,10 @@ func singleGroup(t *testing.T) *Group {
 }
 
 // TestUseAfterClose: every method of a closed (or nil) Tensor, Model,
-// Optimizer and Group returns an error wrapping ErrClosed instead of handing
-// a freed or nil handle to C, and the same calls on live values succeed (so
-// the errors come from the closed value, not from a bad call).
+// Optimizer, Group, Engine and State (of a closed owner), and every call
+// given one, returns an error wrapping ErrClosed instead of handing a freed
+// or nil handle to C, and the same calls on live values succeed (so the
+// errors come from the closed value, not from a bad call).
 func TestUseAfterClose(t *testing.T) {
 	spec := mlpSpec(1, 2, 2, 3)
 	newModel := func() (*Model, *Optimizer) {
@@ -59,11 +60,11 @@ func TestUseAfterClose(t *testing.T) {
 	defer lt.Close()
 	lg := singleGroup(t)
 	defer lg.Close()
-	mState, err := lm.State()
+	mState, err := lm.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
-	oState, err := lo.State()
+	oState, err := lo.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,25 +79,32 @@ func TestUseAfterClose(t *testing.T) {
 	cm, co := newModel()
 	ct := newTargets()
 	cg := singleGroup(t)
+	ce := newEngine(t)
 	for range 2 {
 		co.Close()
 		cm.Close()
 		ct.Close()
 		cg.Close()
+		ce.Close()
 	}
 	cg.Abort("after Close: does nothing")
 
-	x, y := []float32{1, 2, 3, 4, 4, 3, 2, 1}, []int64{0, 2}
+	in := Input{X: []float32{1, 2, 3, 4, 4, 3, 2, 1}, N: 2, C: 1, H: 2, W: 2, Y: []int64{0, 2}}
+	// A step and an evaluation each on an engine of its own: a step refused
+	// before it starts leaves its batch staged.
 	step := func(m, teacher *Model, o *Optimizer, tt *Tensor, g *Group) func() error {
 		return func() error {
 			co := Coefs{Soft: 1}
 			if teacher != nil {
 				co.KD, co.KDTemp = 1, 2
 			}
-			_, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Teacher: teacher, X: x, N: 2,
-				C: 1, H: 2, W: 2, Y: y, Targets: tt, Coefs: co, LR: 0.01, Group: g})
+			_, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Teacher: teacher,
+				Targets: tt, Coefs: co, LR: 0.01, Group: g}, in)
 			return err
 		}
+	}
+	eval := func(m *Model) func() error {
+		return func() error { _, err := evalBatch(newEngine(t), m, in, true, true); return err }
 	}
 	type call struct {
 		method string // Type.Method, as the completeness check below names it
@@ -107,28 +115,25 @@ func TestUseAfterClose(t *testing.T) {
 	calls := []call{
 		{"Model.NumParams", "", func() error { _, err := cm.NumParams(); return err },
 			func() error { _, err := lm.NumParams(); return err }},
-		{"Model.State", "", func() error { _, err := cm.State(); return err },
-			func() error { _, err := lm.State(); return err }},
-		{"Model.LoadState", "", func() error { return cm.LoadState(byName(mState)) },
-			func() error { return lm.LoadState(byName(mState)) }},
-		{"Model.Eval", "", func() error { _, err := cm.Eval(x, 2, 1, 2, 2, y, true, true); return err },
-			func() error { _, err := lm.Eval(x, 2, 1, 2, 2, y, true, true); return err }},
-		{"Model.Eval", "nil model", func() error { _, err := (*Model)(nil).Eval(x, 2, 1, 2, 2, y, true, true); return err },
-			nil},
 		{"Model.ChannelsLast", "", func() error { return cm.ChannelsLast() },
 			func() error { m, _ := newModel(); defer m.Close(); return m.ChannelsLast() }},
-		{"Model.StateInfo", "", func() error { _, err := cm.StateInfo(); return err },
-			func() error { _, err := lm.StateInfo(); return err }},
-		{"Model.ReadState", "", func() error { return cm.ReadState(0, mState[0].Data) },
-			func() error { return lm.ReadState(0, mState[0].Data) }},
-		{"Optimizer.StateInfo", "", func() error { _, err := co.StateInfo(); return err },
-			func() error { _, err := lo.StateInfo(); return err }},
-		{"Optimizer.ReadState", "", func() error { return co.ReadState(0, oState[0].Data) },
-			func() error { return lo.ReadState(0, oState[0].Data) }},
-		{"Optimizer.State", "", func() error { _, err := co.State(); return err },
-			func() error { _, err := lo.State(); return err }},
-		{"Optimizer.LoadState", "", func() error { return co.LoadState(byName(oState)) },
-			func() error { return lo.LoadState(byName(oState)) }},
+		{"State.Copy", "of a model", func() error { _, err := cm.State().Copy(); return err },
+			func() error { _, err := lm.State().Copy(); return err }},
+		{"State.Copy", "of a nil model", func() error { _, err := (*Model)(nil).State().Copy(); return err }, nil},
+		{"State.Load", "of a model", func() error { return cm.State().Load(byName(mState)) },
+			func() error { return lm.State().Load(byName(mState)) }},
+		{"State.Info", "of a model", func() error { _, err := cm.State().Info(); return err },
+			func() error { _, err := lm.State().Info(); return err }},
+		{"State.Read", "of a model", func() error { return cm.State().Read(0, mState[0].Data) },
+			func() error { return lm.State().Read(0, mState[0].Data) }},
+		{"State.Info", "of an optimizer", func() error { _, err := co.State().Info(); return err },
+			func() error { _, err := lo.State().Info(); return err }},
+		{"State.Read", "of an optimizer", func() error { return co.State().Read(0, oState[0].Data) },
+			func() error { return lo.State().Read(0, oState[0].Data) }},
+		{"State.Copy", "of an optimizer", func() error { _, err := co.State().Copy(); return err },
+			func() error { _, err := lo.State().Copy(); return err }},
+		{"State.Load", "of an optimizer", func() error { return co.State().Load(byName(oState)) },
+			func() error { return lo.State().Load(byName(oState)) }},
 		{"NewSGD", "of a closed model", func() error { _, err := NewSGD(cm, 0, 0, false); return err },
 			func() error { o, err := NewSGD(lm, 0, 0, false); o.Close(); return err }},
 		{"NewAdam", "of a closed model", func() error { _, err := NewAdam(cm, AdamOptions{}); return err },
@@ -141,18 +146,21 @@ func TestUseAfterClose(t *testing.T) {
 		{"Model.UpdateEMA", "", func() error { return cm.UpdateEMA(lm, 0.9) },
 			func() error { m, o := newModel(); defer m.Close(); defer o.Close(); return m.UpdateEMA(lm, 0.9) }},
 		{"Model.UpdateEMA", "of a closed model", func() error { return lm.UpdateEMA(cm, 0.9) }, nil},
-		{"TrainStep", "closed model", step(cm, nil, lo, nil, nil), step(lm, nil, lo, nil, nil)},
-		{"TrainStep", "closed optimizer", step(lm, nil, co, nil, nil), nil},
-		{"TrainStep", "closed teacher", step(lm, cm, lo, nil, nil), step(lm, lm, lo, nil, nil)},
-		{"TrainStep", "closed targets (not one-hot)", step(lm, nil, lo, ct, nil), step(lm, nil, lo, lt, nil)},
-		{"TrainStep", "closed group", step(lm, nil, lo, nil, cg), step(lm, nil, lo, nil, lg)},
-		{"Loss", "closed targets", func() error {
-			_, _, err := Loss(LossInput{Logits: make([]float32, 6), N: 2, C: 3, Y: y, Targets: ct, Coefs: Coefs{Soft: 1}})
+		{"Engine.Put", "", func() error { return ce.Put(in) }, func() error { return newEngine(t).Put(in) }},
+		{"Engine.Metrics", "", func() error { _, err := ce.Metrics(1); return err },
+			func() error { _, err := newEngine(t).Metrics(1); return err }},
+		{"Engine.Train", "", func() error {
+			_, err := ce.Train(&Step{Models: []*Model{lm}, Optims: []*Optimizer{lo}, Coefs: Coefs{Hard: 1}}, 0)
 			return err
-		}, func() error {
-			_, _, err := Loss(LossInput{Logits: make([]float32, 6), N: 2, C: 3, Y: y, Targets: lt, Coefs: Coefs{Soft: 1}})
-			return err
-		}},
+		}, step(lm, nil, lo, nil, nil)},
+		{"Engine.Train", "closed model", step(cm, nil, lo, nil, nil), nil},
+		{"Engine.Train", "closed optimizer", step(lm, nil, co, nil, nil), nil},
+		{"Engine.Train", "closed teacher", step(lm, cm, lo, nil, nil), step(lm, lm, lo, nil, nil)},
+		{"Engine.Train", "closed targets (not one-hot)", step(lm, nil, lo, ct, nil), step(lm, nil, lo, lt, nil)},
+		{"Engine.Train", "closed group", step(lm, nil, lo, nil, cg), step(lm, nil, lo, nil, lg)},
+		{"Engine.Eval", "", func() error { _, err := ce.Eval(lm, true, true); return err }, eval(lm)},
+		{"Engine.Eval", "closed model", eval(cm), nil},
+		{"Engine.Eval", "nil model", eval(nil), nil},
 		{"Group.AllReduce", "", func() error { return cg.AllReduce([]float64{1}) },
 			func() error { return lg.AllReduce([]float64{1}) }},
 		{"Group.AllReduce", "empty", func() error { return cg.AllReduce(nil) }, func() error { return lg.AllReduce(nil) }},
@@ -182,8 +190,8 @@ func TestUseAfterClose(t *testing.T) {
 	// Every method that reaches C is in the table: a new one needs a case.
 	// (Close, Abort and the Go-only accessors are exempt.)
 	exempt := map[string]bool{"Close": true, "Abort": true, "Shape": true, "Spec": true, "FeatureDim": true,
-		"Rank": true, "Size": true}
-	for _, v := range []any{&Tensor{}, &Model{}, &Optimizer{}, &Group{}} {
+		"Rank": true, "Size": true, "State": true, "Staged": true}
+	for _, v := range []any{&Tensor{}, &Model{}, &Optimizer{}, &Group{}, &State{}, &Engine{}} {
 		typ := reflect.TypeOf(v)
 		for i := range typ.NumMethod() {
 			name := typ.Elem().Name() + "." + typ.Method(i).Name
@@ -316,8 +324,8 @@ func TestShimOfAnotherABIVersion(t *testing.T) {
 		"available false\n",
 		fmt.Sprintf("Check: mismatch true: torch: shim ABI version mismatch: the shim library (libltshim.so) speaks ABI version 9999, this lcl binary version %d:", abiVersion),
 		"NewModel: mismatch true\n", "NewTensor: mismatch true\n", "NewGroup: mismatch true\n",
-		"SetThreads: mismatch true\n", "ManualSeed: mismatch true\n", "TrainStep: mismatch true\n",
-		"Threads: mismatch true\n", "CUDADevices: mismatch true\n", "Loss: mismatch true\n", "CrossEntropy: mismatch true\n",
+		"SetThreads: mismatch true\n", "ManualSeed: mismatch true\n", "NewEngine: mismatch true\n",
+		"Threads: mismatch true\n", "CUDADevices: mismatch true\n", "SetCUDAFlags: mismatch true\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

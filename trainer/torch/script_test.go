@@ -116,6 +116,7 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 			}
 		}
 	}
+	e, in := newEngine(t), Input{X: x, N: n, C: 3, H: 32, W: 32}
 	for _, file := range []string{"scripted.pt", "traced.pt"} {
 		m, err := NewModel(Spec{InC: 3, InH: 32, InW: 32, NumClasses: classes, Script: filepath.Join(dir, file)}, "cpu")
 		if err != nil {
@@ -127,7 +128,7 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 		if p, err := m.NumParams(); err != nil || p != ref.Params {
 			t.Errorf("%s: %d parameters (%v), PyTorch %d", file, p, err, ref.Params)
 		}
-		st, err := m.State()
+		st, err := m.State().Copy()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 		if !slices.Equal(keys, want) {
 			t.Errorf("%s: state names %v, PyTorch %v", file, keys, want)
 		}
-		ev, err := m.Eval(x, n, 3, 32, 32, nil, true, true)
+		ev, err := evalBatch(e, m, in, true, true)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -153,7 +154,7 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := small.Eval(x, n, 3, 32, 32, nil, true, true)
+	ev, err := evalBatch(e, small, in, true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +168,10 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nl.Eval(x, n, 3, 32, 32, nil, true, false); err != nil {
+	if _, err := evalBatch(e, nl, in, true, false); err != nil {
 		t.Errorf("logits of a module without a linear layer: %v", err)
 	}
-	if _, err := nl.Eval(x, n, 3, 32, 32, nil, false, true); err == nil || !strings.Contains(err.Error(), "penultimate") {
+	if _, err := evalBatch(e, nl, in, false, true); err == nil || !strings.Contains(err.Error(), "penultimate") {
 		t.Errorf("features of a module without a linear layer: %v", err)
 	}
 	nl.Close()

@@ -2,7 +2,6 @@
 
 package torch
 
-// #include <stdlib.h>
 // #include "scriptcheck.h"
 import "C"
 
@@ -15,18 +14,9 @@ import "C"
 // and in training mode (N = 2). Loading runs the module's __setstate__:
 // scan its code first (trainer/models does).
 func CheckScript(path string, c, h, w, classes int, trustOps bool) error {
-	if err := Check(); err != nil {
-		return err
-	}
 	p, free := cstr(path)
 	defer free()
-	trust := C.int32_t(0)
-	if trustOps {
-		trust = 1
-	}
-	var cerr *C.char
-	if C.lt_script_check(p, C.int32_t(c), C.int32_t(h), C.int32_t(w), C.int32_t(classes), trust, &cerr) != 0 {
-		return errOf("check TorchScript model", cerr)
-	}
-	return nil
+	return callLib("check TorchScript model", func(e **C.char) C.int32_t {
+		return C.lt_script_check(p, C.int32_t(c), C.int32_t(h), C.int32_t(w), C.int32_t(classes), cbool(trustOps), e)
+	})
 }

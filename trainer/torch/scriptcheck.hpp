@@ -71,7 +71,6 @@ inline void check_logits(torch::jit::Module &m, bool train, int64_t n, int32_t c
 
 extern "C" int32_t lt_script_check(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t classes,
                                    int32_t trust_ops, char **err) {
-	using lts::set_err; // for LT_CATCH
 	LT_TRY
 	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || classes < 1) throw std::invalid_argument("bad input shape or class count");
 	auto m = torch::jit::load(path, torch::kCPU);

@@ -16,6 +16,11 @@
  * so an lcl binary refuses a shim library built from another version.
  * lt_abi_version and lt_torch_version never change and never fail: a binding
  * calls them before anything else to learn whether it may call the rest.
+ * Every constant below is the binding's too: trainer/torch checks its Go
+ * mirrors against them when it compiles (abi.go).
+ *
+ * Sections: runtime, tensors, models, state, optimizers, process groups,
+ * the engine (training steps and evaluation), devices.
  */
 #ifndef LCL_TORCH_SHIM_H
 #define LCL_TORCH_SHIM_H
@@ -29,12 +34,14 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 8
+#define LT_ABI_VERSION 9
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
+typedef struct lt_state lt_state;
 typedef struct lt_tensor lt_tensor;
 typedef struct lt_pg lt_pg;
+typedef struct lt_engine lt_engine;
 
 /* Architecture graphs: lt_model_new builds a network from a tree of nodes
    given in pre-order (each node is followed by the subtrees of its
@@ -48,8 +55,8 @@ enum {
 	LT_BN = 2,       /* BatchNorm2d(out; eps, momentum) */
 	LT_LINEAR = 3,   /* Linear(in, out, bias) */
 	LT_RELU = 4,
-	LT_MAXPOOL = 5,  /* (kh,kw), (sh,sw), (ph,pw); flags & 1: ceil_mode */
-	LT_AVGPOOL = 6,  /* the same; flags & 2: count_include_pad = false */
+	LT_MAXPOOL = 5,  /* (kh,kw), (sh,sw), (ph,pw); flags & LT_POOL_CEIL */
+	LT_AVGPOOL = 6,  /* the same; flags & LT_POOL_EXCLUDE_PAD */
 	LT_GAP = 7,      /* adaptive average pool to 1x1 */
 	LT_FLATTEN = 8,
 	LT_DROPOUT = 9,  /* p, in training only */
@@ -60,8 +67,17 @@ enum {
 	LT_IDENTITY = 14
 };
 
+/* Pool flags: ceil_mode; count_include_pad = false (average pools). */
+enum { LT_POOL_CEIL = 1, LT_POOL_EXCLUDE_PAD = 2 };
+
 /* Initialisation of a conv or linear node (batch norm: weight 1, bias 0). */
 enum { LT_INIT_DEFAULT = 0, LT_INIT_KAIMING_FAN_OUT = 1, LT_INIT_KAIMING_FAN_IN = 2, LT_INIT_ZERO_BIAS = 3 };
+
+/* Element types of state tensors and staged batches. */
+enum { LT_DTYPE_F32 = 0, LT_DTYPE_I64 = 1, LT_DTYPE_F64 = 2, LT_DTYPE_F16 = 3, LT_DTYPE_I32 = 4, LT_DTYPE_U8 = 5, LT_DTYPE_BF16 = 6 };
+
+/* Precisions of the engine's forward passes (autocast). */
+enum { LT_FP32 = 0, LT_BF16 = 1, LT_FP16 = 2 };
 
 typedef struct {
 	int32_t op;
@@ -84,13 +100,13 @@ typedef struct {
 	float mutual;   /* weight of the mean KL(peer||self) over the other peers */
 } lt_coefs;
 
+/* ---- Runtime. */
 int32_t lt_abi_version(void) LT_NOEXCEPT;
 const char *lt_torch_version(void) LT_NOEXCEPT;
 /* n <= 0 keeps libtorch's default. */
 int32_t lt_set_threads(int32_t n, char **err);
 int32_t lt_get_threads(int32_t *out, char **err);
 int32_t lt_manual_seed(uint64_t seed, char **err);
-int32_t lt_cuda_device_count(int32_t *out, char **err);
 /* Statistics of the caching CPU allocator (allocator.hpp): out[0..4] =
    hits, misses, live bytes, peak live bytes, cached free bytes; *installed
    is 0 (and out untouched) when LCL_CPU_ALLOCATOR=system or malloc left
@@ -105,13 +121,13 @@ int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err);
 int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t *allocator_installed,
                         int32_t *blas_set, char **err);
 
-/* Tensors (float32 only: used for target matrices). */
+/* ---- Tensors (float32 only: used for target matrices). */
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim,
                          const char *device, char **err);
 void lt_tensor_free(lt_tensor *t) LT_NOEXCEPT;
 
-/* Models. lt_model_new builds the graph of n_nodes nodes for an input of
-   in_c x in_h x in_w and num_classes logits, initialised from libtorch's
+/* ---- Models. lt_model_new builds the graph of n_nodes nodes for an input
+   of in_c x in_h x in_w and num_classes logits, initialised from libtorch's
    generator. lt_model_load loads a TorchScript module (torch.jit.save) onto
    device; reinit != 0 re-initialises every submodule with a weight the way
    PyTorch's reset_parameters does (a weight of 2+ dimensions Kaiming-uniform
@@ -129,46 +145,58 @@ lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in
 void lt_model_free(lt_model *m) LT_NOEXCEPT;
 int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err);
 int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err);
+/* Converts a model's 4-d parameters and buffers to channels-last (before
+   creating its optimizer); its state still reads and writes in NCHW order. */
+int32_t lt_model_channels_last(lt_model *m, char **err);
+/* ema <- decay*ema + (1-decay)*m over every parameter and buffer: timm's
+   ModelEmaV2.update. Both models have the same state (names and shapes). */
+int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err);
 
-/* State (parameters then buffers, torchvision names). dtype codes:
-   0 float32, 1 int64, 2 float64, 3 float16, 4 int32, 5 uint8, 6 bfloat16. */
-int32_t lt_model_state_count(lt_model *m, int32_t *out, char **err);
-int32_t lt_model_state_info(lt_model *m, int32_t i, const char **name, int32_t *dtype,
-                            int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err);
-int32_t lt_model_state_read(lt_model *m, int32_t i, void *dst, int64_t nbytes, char **err);
-int32_t lt_model_state_write(lt_model *m, int32_t i, const void *src, int64_t nbytes, char **err);
+/* ---- State: the named tensors of a model (its parameters, then its
+   buffers, torchvision names) or of an optimizer (see each optimizer).
+   lt_model_state and lt_optim_state return the owner's table, which lives
+   as long as the owner; the table's tensors are read and written in place,
+   with element types LT_DTYPE_F32 ... LT_DTYPE_BF16 and at most 8 dimensions. */
+lt_state *lt_model_state(lt_model *m) LT_NOEXCEPT;
+lt_state *lt_optim_state(lt_optim *o) LT_NOEXCEPT;
+int32_t lt_state_count(lt_state *s, int32_t *out, char **err);
+/* Tensor i: its name (valid while the owner lives), element type, shape
+   (ndim values, at most 8) and size in bytes. */
+int32_t lt_state_info(lt_state *s, int32_t i, const char **name, int32_t *dtype, int64_t *shape, int32_t *ndim,
+                      int64_t *nbytes, char **err);
+/* Copies tensor i (nbytes, exactly its size) to dst / from src. */
+int32_t lt_state_read(lt_state *s, int32_t i, void *dst, int64_t nbytes, char **err);
+int32_t lt_state_write(lt_state *s, int32_t i, const void *src, int64_t nbytes, char **err);
 
-/* SGD with momentum, Nesterov and weight decay over all parameters of m;
-   the same update as torch.optim.SGD with dampening 0. */
-lt_optim *lt_optim_new(lt_model *m, double momentum, double weight_decay, int32_t nesterov,
-                       char **err);
-/* RMSProp as TensorFlow (and the Inception papers) define it, over all
-   parameters of m: ms <- decay ms + (1 - decay) d^2 (ms starts at 1),
+/* ---- Optimizers over all parameters of m. An engine's train step updates
+   each with its learning rate (lt_engine_train). */
+/* SGD with momentum, Nesterov and weight decay: the same update as
+   torch.optim.SGD with dampening 0. State: <param>.momentum_buffer when
+   momentum != 0. */
+lt_optim *lt_optim_new_sgd(lt_model *m, double momentum, double weight_decay, int32_t nesterov, char **err);
+/* RMSProp as TensorFlow (and the Inception papers) define it:
+   ms <- decay ms + (1 - decay) d^2 (ms starts at 1),
    mom <- momentum mom + lr d / sqrt(ms + eps), p <- p - mom, with
    d = grad + weight_decay p. State: <param>.square_avg, then
    <param>.momentum_buffer when momentum != 0. */
 lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
                                char **err);
+/* Adam (decoupled == 0: weight_decay*p added to the gradient) or AdamW
+   (decoupled != 0: p <- p*(1 - lr*weight_decay) first): torch.optim.Adam/
+   AdamW with amsgrad off, PyTorch's Python code op for op (optim.hpp),
+   bit-identical on the same libtorch. State: every parameter's
+   <param>.exp_avg, then every <param>.exp_avg_sq, then every <param>.step
+   (a float32 scalar on the CPU, as torch.optim keeps it, also for
+   parameters on a GPU; lt_pg_broadcast_optim leaves such CPU tensors out). */
+lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
+                            int32_t decoupled, char **err);
 void lt_optim_free(lt_optim *o) LT_NOEXCEPT;
-int32_t lt_optim_state_count(lt_optim *o, int32_t *out, char **err);
-int32_t lt_optim_state_info(lt_optim *o, int32_t i, const char **name, int32_t *dtype,
-                            int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err);
-int32_t lt_optim_state_read(lt_optim *o, int32_t i, void *dst, int64_t nbytes, char **err);
-int32_t lt_optim_state_write(lt_optim *o, int32_t i, const void *src, int64_t nbytes, char **err);
+/* Gradient clipping by norm before each update of o (max_norm <= 0: none):
+   torch.nn.utils.clip_grad_norm_(parameters, max_norm), after the fp16 loss
+   scale is undone and (data-parallel) the gradients are summed. */
+int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err);
 
-/* One training step of k peers in one crossing: forward of every peer (and of
-   the frozen teacher when coefs.kd != 0), the loss of each peer, one backward,
-   an SGD step of each optimizer at learning rate lr.
-   x: n*c*h*w float32; y: n labels; targets: C x C matrix or NULL (one-hot);
-   weights: n per-example weights or NULL. Outputs per peer: loss_out[k]
-   (the batch loss) and correct_out[k] (top-1 hits on the batch). */
-int32_t lt_train_step(lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                      const float *x, int64_t n, int64_t c, int64_t h, int64_t w,
-                      const int64_t *y, lt_tensor *targets, const float *weights,
-                      lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
-                      char **err);
-
-/* Data parallelism over a c10d process group (dist.cpp).
+/* ---- Data parallelism over a c10d process group (dist.cpp).
    lt_pg_new joins a group of size processes: a TCPStore rendezvous at
    addr:port (rank 0 hosts it), then a Gloo process group ("gloo"; "nccl"
    needs a CUDA build with LT_NCCL). iface names the network interface Gloo
@@ -193,93 +221,76 @@ int32_t lt_pg_abort(lt_pg *g, const char *why, char **err);
 /* Overwrites the parameters and buffers (buffers_only: only the buffers)
    of m with rank 0's. */
 int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err);
-/* Overwrites the state of o (momentum buffers, moments) with rank 0's. */
+/* Overwrites the state of o (its lt_optim_state on o's device) with rank 0's. */
 int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err);
 /* Sums v (n doubles) over the group, in place. */
 int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err);
 /* Overwrites buf (n bytes) with rank 0's. */
 int32_t lt_pg_broadcast_bytes(lt_pg *g, void *buf, int64_t n, char **err);
+/* Build facts: the data-parallel backends compiled in, LT_DIST_GLOO |
+   LT_DIST_NCCL (0: the c10d part is a stub, see build-shim.sh). */
+#define LT_DIST_GLOO 1
+#define LT_DIST_NCCL 2
+int32_t lt_has_dist(void) LT_NOEXCEPT;
 
-/* lt_train_step on this rank's slice (n may be 0) of a global batch split
-   over the ranks of g: the batch loss is normalised by the global example
-   count (or the global sum of weights), the gradients are summed over the
-   ranks in buckets between the backward pass and the SGD update, and the
-   buffers (batch-norm statistics) are taken from rank 0 before the forward
-   pass, so every rank applies the update a single process would have made on
-   the global batch (up to batch-norm statistics, which are per rank, and
-   dropout masks). loss_out, correct_out and *n_out are those of the global
-   batch. With g NULL it is lt_train_step. */
-int32_t lt_train_step_pg(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                         const float *x, int64_t n, int64_t c, int64_t h, int64_t w, const int64_t *y,
-                         lt_tensor *targets, const float *weights, lt_coefs coefs, double lr, float *loss_out,
-                         int64_t *correct_out, int64_t *n_out, char **err);
-
-/* Evaluation (eval mode, no grad): top-1 and top-5 hits and the summed
-   cross-entropy; logits_out (n*num_classes) and features_out
-   (n*feature_dim) are filled when not NULL. */
-int32_t lt_eval(lt_model *m, const float *x, int64_t n, int64_t c, int64_t h, int64_t w,
-                const int64_t *y, int64_t *top1, int64_t *top5, double *loss_sum,
-                float *logits_out, float *features_out, char **err);
-
-/* The training loss of lt_train_step for one model's n x c logits, with its
-   gradient with respect to those logits: for tests and tools. teacher_logits
-   (n x c) is needed when coefs.kd != 0; peer_logits holds the logits of the
-   n_peers other peers (n_peers x n x c, treated as constants) for the mutual
-   term. grad_out (n x c) may be NULL. */
-int32_t lt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y,
-                lt_tensor *targets, const float *weights, lt_coefs coefs,
-                const float *teacher_logits, const float *peer_logits, int32_t n_peers,
-                float *loss_out, float *grad_out, char **err);
-
-/* torch::nn::functional::cross_entropy (mean over the batch) for reference. */
-int32_t lt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y,
-                         float *loss_out, char **err);
-
-/* ---- The engine (engine.hpp): staged input, mixed precision, metrics on
-   the device. Precision codes: */
-enum { LT_FP32 = 0, LT_BF16 = 1, LT_FP16 = 2 };
-
-typedef struct lt_engine lt_engine;
-
+/* ---- The engine (engine.hpp): every training step and evaluation runs
+   through one, on one device, with staged input, mixed precision and
+   metrics that stay on the device. */
 typedef struct {
 	int32_t precision;     /* LT_FP32, LT_BF16 or LT_FP16: autocast of the forward passes */
 	int32_t channels_last; /* inputs in the channels-last memory format */
-	/* uint8 inputs are normalised on the device: x' = (x/255 - mean[c]) / std[c]. */
+	/* LT_DTYPE_U8 inputs are normalised on the device: x' = (x/255 - mean[c]) / std[c]. */
 	int32_t norm_channels;
 	float mean[4], std[4];
 } lt_engine_opts;
 
-/* An engine feeds batches to train steps and evaluations on one device.
-   Batches are staged in order (a FIFO of at most 2): lt_engine_put copies a
-   batch (dtype 0: float32, already normalised; 5: uint8, normalised on the
-   device) into pinned host memory and starts its copy to the device on a
-   side stream without waiting (CUDA), so batch i+1 travels while step i
-   runs; lt_engine_train and lt_engine_eval consume the oldest staged batch.
-   Nothing in lt_engine_train waits for the device except the fp16 skip
-   decision (loss_scale > 0, as GradScaler.step); the loss and top-1 hits
-   accumulate on the device until lt_engine_metrics reads them. */
+/* Batches are staged in order (a FIFO of at most 2): lt_engine_put copies
+   a batch (dtype LT_DTYPE_F32: already normalised; LT_DTYPE_U8: normalised on the
+   device) of n examples, with n labels y or none (y NULL: evaluation only)
+   and n per-example weights or none, into pinned host memory and starts its
+   copy to the device on a side stream without waiting (CUDA), so batch i+1
+   travels while step i runs; lt_engine_train and lt_engine_eval consume the
+   oldest staged batch. Nothing in lt_engine_train waits for the device
+   except the fp16 skip decision (loss_scale > 0, as GradScaler.step) and a
+   group's collectives; the loss and top-1 hits accumulate on the device
+   until lt_engine_metrics reads them. */
 lt_engine *lt_engine_new(const char *device, const lt_engine_opts *o, char **err);
 void lt_engine_free(lt_engine *e) LT_NOEXCEPT;
 int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int64_t c, int64_t h, int64_t w,
                       const int64_t *y, const float *weights, char **err);
-/* A train step (lt_train_step_pg's semantics; g may be NULL) on the oldest
-   staged batch. loss_scale > 0 scales the loss, unscales the gradients and
-   skips the update of a peer whose gradients are not finite; *found_inf
-   (may be NULL) receives the number of skipped peers. */
+/* One training step of k peers on the oldest staged batch: forward of
+   every peer (and of the frozen teacher when coefs.kd != 0), the loss of
+   each peer (soft-target CE against the rows of targets, a C x C matrix, or
+   one-hot rows when NULL; weighted by the batch's weights when it has
+   them), one backward, an update of each optimizer at learning rate lr.
+   With g not NULL the step is data-parallel: the staged batch is this
+   rank's slice (n may be 0) of a global batch split over the ranks of g,
+   the batch loss is normalised by the global example count (or the global
+   sum of weights), the gradients are summed over the ranks in buckets
+   between the backward pass and the update, and the buffers (batch-norm
+   statistics) are taken from rank 0 before the forward pass, so every rank
+   applies the update a single process would have made on the global batch
+   (up to batch-norm statistics, which are per rank, and dropout masks); a
+   failed data-parallel step leaves the models as they were. loss_scale > 0
+   scales the loss, unscales the gradients and skips the update of a peer
+   whose gradients are not finite; *found_inf (may be NULL) receives the
+   number of skipped peers. */
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
                         lt_tensor *targets, lt_coefs coefs, double lr, double loss_scale, int32_t *found_inf,
                         char **err);
 /* Reads and resets the sums since the last call, per peer: loss_sum[k]
-   (batch loss times examples), correct[k]; *n the examples. Waits for the
-   device. */
+   (batch loss times examples), correct[k]; *n the examples (of the global
+   batches with a group). Waits for the device. */
 int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *correct, int64_t *n, char **err);
-/* lt_eval on the oldest staged batch, under the engine's precision. */
+/* Evaluation (eval mode, no grad, the engine's precision) of m on the
+   oldest staged batch: with labels, top-1 and top-5 hits and the summed
+   cross-entropy (top1 NULL: not computed); logits_out (n*num_classes) and
+   features_out (n*feature_dim) are filled when not NULL. */
 int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum,
                        float *logits_out, float *features_out, char **err);
 
-/* Converts a model's 4-d parameters and buffers to channels-last (before
-   creating its optimizer); its state still reads and writes in NCHW order. */
-int32_t lt_model_channels_last(lt_model *m, char **err);
+/* ---- Devices. */
+int32_t lt_cuda_device_count(int32_t *out, char **err);
 /* cuDNN autotuning (benchmark mode) and TF32 for cuBLAS matmuls and cuDNN
    convolutions: torch.backends.cudnn.benchmark and the allow_tf32 flags. */
 int32_t lt_set_cuda_flags(int32_t cudnn_benchmark, int32_t tf32, char **err);
@@ -290,30 +301,6 @@ int32_t lt_synchronize(const char *device, char **err);
    build cannot tell (CPU, or a libtorch without the device-allocator API). */
 int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_allocated, int64_t *peak_reserved,
                          char **err);
-/* Build facts: the data-parallel backends compiled in, LT_DIST_GLOO |
-   LT_DIST_NCCL (0: the c10d part is a stub, see build-shim.sh). */
-#define LT_DIST_GLOO 1
-#define LT_DIST_NCCL 2
-int32_t lt_has_dist(void) LT_NOEXCEPT;
-
-/* ---- Adam, AdamW, gradient clipping, the weights' moving average
-   (optim.hpp): PyTorch 1.13's Python code op for op, bit-identical on the
-   same libtorch. */
-/* Adam (decoupled == 0: weight_decay*p added to the gradient) or AdamW
-   (decoupled != 0: p <- p*(1 - lr*weight_decay) first) over all parameters
-   of m: torch.optim.Adam/AdamW with amsgrad off. State: every parameter's
-   <param>.exp_avg, then every <param>.exp_avg_sq, then every <param>.step (a
-   float32 scalar on the CPU, as torch.optim keeps it, also for parameters
-   on a GPU; lt_pg_broadcast_optim leaves such CPU tensors out). */
-lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
-                            int32_t decoupled, char **err);
-/* Gradient clipping by norm before each update of o (max_norm <= 0: none):
-   torch.nn.utils.clip_grad_norm_(parameters, max_norm), after the fp16 loss
-   scale is undone and (data-parallel) the gradients are summed. */
-int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err);
-/* ema <- decay*ema + (1-decay)*m over every parameter and buffer: timm's
-   ModelEmaV2.update. Both models have the same state (names and shapes). */
-int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err);
 
 #ifdef __cplusplus
 }

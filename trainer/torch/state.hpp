@@ -1,5 +1,7 @@
-// state.hpp: named state (parameters, buffers, momentum buffers) read and
-// written through the C ABI, and the SGD optimizer that owns momentum state.
+// state.hpp: the state tables of shim.h (lt_state: a model's parameters
+// and buffers, an optimizer's per-parameter buffers), read and written
+// through the C ABI, and lt_optim, the optimizers (SGD, TensorFlow's
+// RMSProp, Adam/AdamW of optim.hpp) that own their state.
 #pragma once
 
 #include "common.hpp"
@@ -9,51 +11,54 @@
 
 namespace lts {
 
-int32_t dtype_code(c10::ScalarType t) {
+inline int32_t dtype_code(c10::ScalarType t) {
 	switch (t) {
-	case torch::kFloat32: return 0;
-	case torch::kInt64: return 1;
-	case torch::kFloat64: return 2;
-	case torch::kFloat16: return 3;
-	case torch::kInt32: return 4;
-	case torch::kUInt8: return 5;
-	case torch::kBFloat16: return 6;
+	case torch::kFloat32: return LT_DTYPE_F32;
+	case torch::kInt64: return LT_DTYPE_I64;
+	case torch::kFloat64: return LT_DTYPE_F64;
+	case torch::kFloat16: return LT_DTYPE_F16;
+	case torch::kInt32: return LT_DTYPE_I32;
+	case torch::kUInt8: return LT_DTYPE_U8;
+	case torch::kBFloat16: return LT_DTYPE_BF16;
 	default: throw std::runtime_error(std::string("unsupported dtype ") + c10::toString(t));
 	}
 }
 
+// entry is tensor i of a state table, which must exist.
+inline Entry &entry(lt_state *s, int32_t i) {
+	if (i < 0 || i >= (int32_t)s->size()) throw std::out_of_range("state index out of range");
+	return (*s)[i];
+}
 
-int32_t entry_info(std::vector<Entry> &es, int32_t i, const char **name, int32_t *dtype, int64_t *shape,
-                   int32_t *ndim, int64_t *nbytes) {
-	if (i < 0 || i >= (int32_t)es.size()) throw std::out_of_range("state index out of range");
-	auto &e = es[i];
+inline int64_t nbytes_of(const Tensor &t) { return (int64_t)(t.numel() * t.element_size()); }
+
+inline void entry_info(const Entry &e, const char **name, int32_t *dtype, int64_t *shape, int32_t *ndim,
+                       int64_t *nbytes) {
 	*name = e.name.c_str();
 	*dtype = dtype_code(e.t.scalar_type());
 	if (e.t.dim() > 8) throw std::runtime_error("tensor has more than 8 dimensions");
 	*ndim = (int32_t)e.t.dim();
 	for (int64_t d = 0; d < e.t.dim(); d++) shape[d] = e.t.size(d);
-	*nbytes = (int64_t)(e.t.numel() * e.t.element_size());
-	return 0;
+	*nbytes = nbytes_of(e.t);
 }
 
-void entry_read(std::vector<Entry> &es, int32_t i, void *dst, int64_t nbytes) {
-	if (i < 0 || i >= (int32_t)es.size()) throw std::out_of_range("state index out of range");
-	auto t = es[i].t.detach().to(torch::kCPU).contiguous();
-	if (nbytes != (int64_t)(t.numel() * t.element_size()))
-		throw std::runtime_error("state read of " + es[i].name + ": size mismatch");
+// entry_read copies e into dst (in NCHW order whatever its memory format).
+inline void entry_read(const Entry &e, void *dst, int64_t nbytes) {
+	auto t = e.t.detach().to(torch::kCPU).contiguous();
+	if (nbytes != nbytes_of(t)) throw std::runtime_error("state read of " + e.name + ": size mismatch");
 	std::memcpy(dst, t.data_ptr(), (size_t)nbytes);
 }
 
-void entry_write(std::vector<Entry> &es, int32_t i, const void *src, int64_t nbytes) {
-	if (i < 0 || i >= (int32_t)es.size()) throw std::out_of_range("state index out of range");
-	auto &t = es[i].t;
-	if (nbytes != (int64_t)(t.numel() * t.element_size()))
-		throw std::runtime_error("state write of " + es[i].name + ": " + std::to_string(nbytes) +
-		                         " bytes for a tensor of " + std::to_string(t.numel() * t.element_size()));
+inline void entry_write(Entry &e, const void *src, int64_t nbytes) {
+	auto &t = e.t;
+	if (nbytes != nbytes_of(t))
+		throw std::runtime_error("state write of " + e.name + ": " + std::to_string(nbytes) +
+		                         " bytes for a tensor of " + std::to_string(nbytes_of(t)));
 	torch::NoGradGuard ng;
 	auto s = torch::from_blob(const_cast<void *>(src), t.sizes(), t.options().device(torch::kCPU));
 	t.copy_(s);
 }
+
 // fused_sgd_applies says whether fused_sgd can update p: float32 CPU
 // tensors laid out alike (the case of every model lcl builds on the CPU).
 inline bool fused_sgd_applies(const Tensor &p, const Tensor &g, const Tensor *buf) {
@@ -91,7 +96,9 @@ inline void sgd_loop(float *__restrict p, const float *__restrict g, float *__re
 	}
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void
+// static, not inline: the clones' resolver is per translation unit (only
+// shim.cpp includes this header).
+static __attribute__((target_clones("arch=x86-64-v3", "default"))) void
 sgd_span(float *p, const float *g, float *buf, int64_t n, float lr, float m, float wd, bool nesterov) {
 	if (!buf) sgd_loop<false, false>(p, g, buf, n, lr, m, wd);
 	else if (nesterov) sgd_loop<true, true>(p, g, buf, n, lr, m, wd);
@@ -114,10 +121,11 @@ struct lt_optim {
 	std::vector<lts::Entry> params; // live parameters
 	// State, as read and written through the C ABI: SGD's momentum buffers
 	// (<param>.momentum_buffer), or RMSProp's mean squares
-	// (<param>.square_avg) followed by its momentum buffers.
-	std::vector<lts::Entry> bufs;
-	double momentum, wd;
-	bool nesterov;
+	// (<param>.square_avg) followed by its momentum buffers, or Adam's
+	// moments and step counts (below).
+	lt_state bufs;
+	double momentum = 0, wd = 0;
+	bool nesterov = false;
 	bool rmsprop = false;
 	double rho = 0.9, eps = 1.0;
 	// Adam/AdamW (optim.hpp): bufs are every parameter's exp_avg, then

@@ -1,59 +1,14 @@
-// step.hpp: the training loss (soft targets, one-hot, distillation, mutual
-// learning) and the train step of k peers, optionally data-parallel.
+// step.hpp: the train step of k peers (the engine's, engine.hpp),
+// optionally data-parallel, with the loss of loss.hpp.
 #pragma once
 
 #include "amp.hpp"
 #include "common.hpp"
 #include "dist.hpp"
+#include "loss.hpp"
 #include "state.hpp"
 
 namespace lts {
-
-// kl_rows: KL(p || q) per row, from probabilities p and log-probabilities logq.
-Tensor kl_rows(const Tensor &p, const Tensor &logq) { return (torch::xlogy(p, p) - p * logq).sum(1); }
-
-// peer_loss is the per-example loss of one model: the weighted sum of the
-// soft-target CE, the one-hot CE, the distillation KL and the mutual KL
-// against the (detached) other peers, each summed over classes.
-Tensor per_example_loss(const Tensor &logits, const Tensor &Y, const Tensor &T, const lt_coefs &c,
-                        const Tensor &tlogits, const std::vector<Tensor> &peer_probs, int self) {
-	auto logp = torch::log_softmax(logits, 1);
-	Tensor per = torch::zeros({logits.size(0)}, logits.options());
-	if (c.soft != 0) per = per - c.soft * (T * logp).sum(1);
-	if (c.hard != 0) per = per - c.hard * logp.gather(1, Y.unsqueeze(1)).squeeze(1);
-	if (c.kd != 0) {
-		if (!tlogits.defined()) throw std::invalid_argument("distillation coefficient set without a teacher");
-		double t = c.kd_temp > 0 ? c.kd_temp : 1.0;
-		auto pt = torch::softmax(tlogits / t, 1);
-		auto ls = torch::log_softmax(logits / t, 1);
-		per = per + (c.kd * t * t) * kl_rows(pt, ls);
-	}
-	if (c.mutual != 0 && peer_probs.size() > 1) {
-		double w = c.mutual / (double)(peer_probs.size() - 1);
-		for (size_t j = 0; j < peer_probs.size(); j++) {
-			if ((int)j == self) continue;
-			per = per + w * kl_rows(peer_probs[j], logp);
-		}
-	}
-	return per;
-}
-
-Tensor reduce(const Tensor &per, const Tensor &W) {
-	if (!W.defined()) return per.mean();
-	// A batch whose weights are all zero contributes nothing (not 0/0).
-	return (per * W).sum() / W.sum().clamp_min(1e-12);
-}
-
-Tensor target_rows(lt_tensor *targets, const Tensor &Y, int64_t C, const lt_coefs &c, torch::Device dev) {
-	if (c.soft == 0) return Tensor();
-	if (targets) {
-		if (targets->t.dim() != 2 || targets->t.size(0) != C || targets->t.size(1) != C)
-			throw std::invalid_argument("target matrix is " + c10::str(targets->t.sizes()) + ", want " +
-			                            std::to_string(C) + "x" + std::to_string(C));
-		return targets->t.to(dev).index_select(0, Y);
-	}
-	return torch::one_hot(Y, C).to(torch::kFloat32);
-}
 
 // StepOpts are the engine's settings of one training step (engine.hpp).
 struct StepOpts {
@@ -83,7 +38,7 @@ struct StepOut {
 // non-finite value: the fused kernel GradScaler uses on CUDA, the same
 // arithmetic by hand elsewhere. One host synchronisation (the skip decision
 // needs it, as GradScaler.step's does).
-bool unscale_(const std::vector<Tensor> &grads, double inv) {
+inline bool unscale_(const std::vector<Tensor> &grads, double inv) {
 	if (grads.empty()) return false;
 	auto dev = grads[0].device();
 	if (dev.is_cuda()) {
@@ -102,12 +57,12 @@ bool unscale_(const std::vector<Tensor> &grads, double inv) {
 
 // train_step is one training step of k peers on device tensors X (n×c×h×w,
 // normalised), Y (labels) and W (per-example weights or undefined),
-// data-parallel over g when g is not NULL (see lt_train_step_pg in shim.h).
+// data-parallel over g when g is not NULL (see lt_engine_train in shim.h).
 // Forward passes run under autocast (opts.precision); the logits are cast to
 // float32 before the loss, so soft-target, distillation and mutual terms are
 // computed in float32 and the parameters, gradients and momentum stay
 // float32.
-StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, Tensor X,
+inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, Tensor X,
                    const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, double lr,
                    const StepOpts &opts) {
 	if (k < 1) throw std::invalid_argument("train step needs at least one model");
@@ -211,37 +166,6 @@ StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt
 		optims[i]->step(lr);
 	}
 	return out;
-}
-
-// train_step_host is train_step on host arrays, reading the results back
-// (the C ABI's lt_train_step and lt_train_step_pg).
-void train_step_host(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, const float *x,
-                     int64_t n, int64_t c, int64_t h, int64_t w, const int64_t *y, lt_tensor *targets,
-                     const float *weights, lt_coefs coefs, double lr, float *loss_out, int64_t *correct_out,
-                     int64_t *n_out) {
-	if (k < 1) throw std::invalid_argument("train step needs at least one model");
-	auto dev = models[0]->device;
-	Tensor X, Y, W;
-	if (n > 0) {
-		X = blob(x, {n, c, h, w}).to(dev);
-		Y = torch::from_blob(const_cast<int64_t *>(y), {n}, torch::kInt64).to(dev);
-		if (weights) W = blob(weights, {n}).to(dev);
-	} else if (weights) {
-		W = torch::zeros({0}, torch::kFloat32);
-	}
-	StepOpts opts;
-	opts.channels_last = models[0]->channels_last;
-	auto out = train_step(g, models, optims, k, teacher, X, Y, W, targets, coefs, lr, opts);
-	for (int i = 0; i < k; i++) {
-		if (g) {
-			loss_out[i] = (float)out.loss_host[i];
-			correct_out[i] = out.correct_host[i];
-		} else {
-			loss_out[i] = out.loss[i].item<float>();
-			correct_out[i] = out.correct[i].item<int64_t>();
-		}
-	}
-	if (n_out) *n_out = (int64_t)out.n_all;
 }
 
 } // namespace lts

@@ -1,8 +1,12 @@
 // Package torch is lcl's thin binding over libtorch, the C++ core of
-// PyTorch. It exposes coarse operations — build a model, run a whole training
-// step of several peers, evaluate a batch, read and write parameters — so a
-// training step costs one cgo crossing. The C ABI lives in shim.h; every C++
-// exception becomes an *Error returned by the call that failed.
+// PyTorch. It exposes coarse operations — build a model, stage a batch and
+// run a whole training step of several peers or an evaluation on it
+// (Engine), read and write parameters and optimizer state (State) — so a
+// training step costs a few cgo crossings, not one per tensor operation:
+// lcl train makes 3–4 per step (stage the batch, seed libtorch's generator,
+// train, and read the metrics every few steps; every step on the CPU), and
+// one more per moving average of the weights. The C ABI lives in shim.h;
+// every C++ exception becomes an *Error returned by the call that failed.
 //
 // Values hold C++ memory that Go's GC cannot see: call Close when done.
 // Finalizers only back up a forgotten Close; a method called after Close
@@ -82,21 +86,32 @@ const (
 var dtypeNames = [...]string{"F32", "I64", "F64", "F16", "I32", "U8", "BF16"}
 
 // String returns the safetensors name of the type (F32, I64, ...).
-func (d DType) String() string {
-	if d >= 0 && int(d) < len(dtypeNames) {
-		return dtypeNames[d]
-	}
-	return fmt.Sprintf("DType(%d)", int32(d))
-}
+func (d DType) String() string { return enumName(dtypeNames[:], d, "DType") }
 
 // ParseDType parses a safetensors dtype name.
 func ParseDType(s string) (DType, error) {
-	for i, n := range dtypeNames {
-		if n == s {
-			return DType(i), nil
-		}
+	if i := enumIndex(dtypeNames[:], s, func(a, b string) bool { return a == b }); i >= 0 {
+		return DType(i), nil
 	}
 	return 0, fmt.Errorf("unknown dtype %q", s)
+}
+
+// enumName is names[v], or typ(v) for a value outside the table.
+func enumName[T ~int32](names []string, v T, typ string) string {
+	if v >= 0 && int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, int32(v))
+}
+
+// enumIndex is the index of the name in names that is s by equal, or -1.
+func enumIndex(names []string, s string, equal func(a, b string) bool) int {
+	for i, n := range names {
+		if equal(s, n) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Size is the width of one element in bytes.
@@ -130,13 +145,6 @@ func (n Named) NumBytes() int64 {
 		b *= d
 	}
 	return b
-}
-
-// StepResult is what one training step reports per peer.
-type StepResult struct {
-	Loss    []float32 // batch loss of each peer
-	Correct []int64   // top-1 hits of each peer on the (training) batch
-	N       int64     // examples of the batch (of the global batch with a Group)
 }
 
 // EvalResult is the outcome of evaluating one batch.
@@ -190,30 +198,62 @@ func (m *Model) Spec() Spec { return m.spec }
 // FeatureDim is the width of the penultimate features.
 func (m *Model) FeatureDim() int { return m.featureDim }
 
-// Optimizer is SGD with momentum, Nesterov and weight decay over all of a
-// model's parameters: the update of torch.optim.SGD with dampening 0.
+// Optimizer updates all of a model's parameters at each training step: SGD
+// (NewSGD), TensorFlow's RMSProp (NewRMSProp) or Adam/AdamW (NewAdam). Its
+// State holds what it keeps per parameter (momentum buffers, mean squares,
+// moments).
 type Optimizer struct {
 	c       optimHandle // nil once closed
 	cleanup runtime.Cleanup
 }
 
-// Step is the input of one training step.
+// AdamOptions are Adam's settings (torch.optim.Adam/AdamW's): the moments'
+// decay rates Beta1 and Beta2, Eps added to the denominator, and the weight
+// decay, added to the gradient (Adam) or decoupled from it (AdamW: the
+// weights shrink by lr·WeightDecay before each update).
+type AdamOptions struct {
+	Beta1, Beta2, Eps, WeightDecay float64
+	Decoupled                      bool // AdamW
+}
+
+// State is the named state of a Model (its parameters, then its buffers,
+// with torchvision's names) or of an Optimizer (what it keeps per
+// parameter: see NewSGD, NewRMSProp, NewAdam), held by libtorch and read
+// and written in place: Info lists the tensors, Read copies one out, Copy
+// copies all of them, Load overwrites all of them. It refers to its owner:
+// after the owner's Close every method returns an error wrapping
+// ErrClosed.
+type State struct {
+	op    string     // "model state" or "optimizer state"
+	owner stateOwner // nil in builds without cgo
+}
+
+// stateOwner is a Model or an Optimizer: what owns a state table.
+type stateOwner interface {
+	stateTable(op string) (stateHandle, error)
+}
+
+// State is the model's parameters and buffers.
+func (m *Model) State() *State { return &State{op: "model state", owner: m} }
+
+// State is the optimizer's per-parameter state.
+func (o *Optimizer) State() *State { return &State{op: "optimizer state", owner: o} }
+
+// Step is what one training step does with the batch an Engine staged
+// (Input): which peers it trains with which optimizers, under which loss,
+// at which learning rate (Engine.Train).
 type Step struct {
 	Models  []*Model     // K ≥ 1 peers trained together
 	Optims  []*Optimizer // one per peer
 	Teacher *Model       // frozen teacher, needed when Coefs.KD != 0
-	X       []float32    // N×C×H×W
-	N       int
-	C, H, W int
-	Y       []int64   // N labels
-	Targets *Tensor   // C×C target matrix, nil for one-hot
-	Weights []float32 // N per-example weights, nil for uniform
+	Targets *Tensor      // C×C target matrix, nil for one-hot
 	Coefs   Coefs
 	LR      float64
-	// Group, when set, makes the step data-parallel: X holds this rank's
-	// slice of a global batch (N may be 0), the gradients are summed over
-	// the ranks between the backward pass and the update, and the
-	// StepResult is the global batch's (see lt_train_step_pg in shim.h).
+	// Group, when set, makes the step data-parallel: the staged batch is
+	// this rank's slice of a global batch (N may be 0), the gradients are
+	// summed over the ranks between the backward pass and the update, and
+	// the Engine's metrics are the global batch's (see lt_engine_train in
+	// shim.h).
 	Group *Group
 }
 
@@ -264,19 +304,6 @@ func (g *Group) Rank() int { return g.rank }
 
 // Size is the number of ranks.
 func (g *Group) Size() int { return g.size }
-
-// LossInput is the input of Loss: one model's N×C logits and what the
-// terms of Coefs need.
-type LossInput struct {
-	Logits  []float32 // N×C
-	N, C    int
-	Y       []int64   // N labels
-	Targets *Tensor   // C×C target matrix, nil for one-hot
-	Weights []float32 // N per-example weights, nil for uniform
-	Coefs   Coefs
-	Teacher []float32   // N×C teacher logits, needed when Coefs.KD != 0
-	Peers   [][]float32 // N×C logits of each other peer (constants), for Coefs.Mutual
-}
 
 // generator guards libtorch's default generator, of which a process has
 // one: two runs in one process (the ranks of a group in a test, runs side

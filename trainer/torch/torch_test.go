@@ -18,37 +18,7 @@ import (
 	"github.com/lcl-project/lcl/internal/lossref"
 )
 
-func randn(r *rand.Rand, n int) []float32 {
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	return x
-}
-
-func TestOneHotEqualsCrossEntropy(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, sz := range []struct{ n, c int }{{1, 2}, {7, 10}, {32, 100}} {
-		z := randn(r, sz.n*sz.c)
-		y := make([]int64, sz.n)
-		for i := range y {
-			y[i] = int64(r.IntN(sz.c))
-		}
-		ce, err := CrossEntropy(z, sz.n, sz.c, y)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, co := range []Coefs{{Soft: 1}, {Hard: 1}} {
-			got, _, err := Loss(LossInput{Logits: z, N: sz.n, C: sz.c, Y: y, Coefs: co})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if math.Abs(float64(got-ce)) > 1e-5*math.Max(1, float64(ce)) {
-				t.Errorf("n=%d c=%d %+v: loss %.7f, cross_entropy %.7f", sz.n, sz.c, co, got, ce)
-			}
-		}
-	}
-}
+func randn(r *rand.Rand, n int) []float32 { return lossref.Normal32(r, n) }
 
 func TestCxxErrorsAreGoErrors(t *testing.T) {
 	m, err := NewModel(cnnSpec(1, 8, 8, 3, []int{4}, 8, 0), "cpu")
@@ -61,10 +31,11 @@ func TestCxxErrorsAreGoErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
+	e := newEngine(t)
 	// Three channels for a model built for one: conv2d throws in C++.
 	x := make([]float32, 2*3*8*8)
-	_, err = TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: 2, C: 3, H: 8, W: 8,
-		Y: []int64{0, 1}, Coefs: Coefs{Hard: 1}, LR: 0.1})
+	_, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.1},
+		Input{X: x, N: 2, C: 3, H: 8, W: 8, Y: []int64{0, 1}})
 	var te *Error
 	if !errors.As(err, &te) || !strings.Contains(te.Msg, "channels") || te.Op != "train step" {
 		t.Fatalf("shape mismatch: got %v, want a *torch.Error about channels", err)
@@ -75,8 +46,8 @@ func TestCxxErrorsAreGoErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bad.Close()
-	_, err = TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: make([]float32, 2*64), N: 2, C: 1, H: 8, W: 8,
-		Y: []int64{0, 1}, Targets: bad, Coefs: Coefs{Soft: 1}, LR: 0.1})
+	_, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: bad, Coefs: Coefs{Soft: 1}, LR: 0.1},
+		Input{X: make([]float32, 2*64), N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 1}})
 	if !errors.As(err, &te) || !strings.Contains(te.Msg, "target matrix") {
 		t.Fatalf("bad target matrix: got %v", err)
 	}
@@ -142,7 +113,7 @@ func TestSGDUpdate(t *testing.T) {
 	check("fc.bias", b, after["fc.bias"], gb)
 }
 
-// linearStep takes one TrainStep of m, a linear model (fc: d → c inputs x
+// linearStep takes one training step of m, a linear model (fc: d → c inputs x
 // of n = len(y) rows), with o on (x, y) under coefs and returns fc's weight
 // and bias before the step, the parameters after it, and the loss
 // reference's gradients of the weight and the bias at the start.
@@ -153,12 +124,12 @@ func linearStep(t *testing.T, m *Model, o *Optimizer, x []float32, y []int64, c 
 	before := stateFloats(t, m)
 	W, b = before["fc.weight"], before["fc.bias"]
 	step := Coefs{Soft: float32(coefs.Soft), Hard: float32(coefs.Hard)}
-	if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 1, W: d, Y: y,
-		Coefs: step, LR: lr}); err != nil {
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: step, LR: lr},
+		Input{X: x, N: n, C: 1, H: 1, W: d, Y: y}); err != nil {
 		t.Fatal(err)
 	}
 	after = stateFloats(t, m)
-	_, g, err := lossref.Loss(lossref.Input{Logits: linearLogits(W, b, x, n, d, c), Labels: labels(y), Coefs: coefs})
+	_, g, err := lossref.Loss(lossref.Input{Logits: linearLogits(W, b, x, n, d, c), Labels: lossref.Labels(y), Coefs: coefs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +139,7 @@ func linearStep(t *testing.T, m *Model, o *Optimizer, x []float32, y []int64, c 
 
 func stateFloats(t *testing.T, m *Model) map[string][]float32 {
 	t.Helper()
-	st, err := m.State()
+	st, err := m.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +165,7 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 	ManualSeed(2)
 	b, _ := NewModel(spec, "cpu")
 	defer b.Close()
-	sa, err := a.State()
+	sa, err := a.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +173,10 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 	for _, s := range sa {
 		m[s.Name] = s
 	}
-	if err := b.LoadState(m); err != nil {
+	if err := b.State().Load(m); err != nil {
 		t.Fatal(err)
 	}
-	sb, _ := b.State()
+	sb, _ := b.State().Copy()
 	for i := range sa {
 		if sa[i].Name != sb[i].Name || !bytes.Equal(sa[i].Data, sb[i].Data) {
 			t.Fatalf("tensor %s differs after load", sa[i].Name)
@@ -218,35 +189,33 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 	w := bad["conv1.weight"]
 	w.Shape = []int64{4, 1, 3, 4}
 	bad["conv1.weight"] = w
-	if err := b.LoadState(bad); err == nil || !strings.Contains(err.Error(), "conv1.weight") {
+	if err := b.State().Load(bad); err == nil || !strings.Contains(err.Error(), "conv1.weight") {
 		t.Errorf("mismatched shape: %v", err)
 	}
 	delete(bad, "conv1.weight")
-	if err := b.LoadState(bad); err == nil {
+	if err := b.State().Load(bad); err == nil {
 		t.Error("missing tensor accepted")
 	}
-	// StateInfo and ReadState stream the same state, tensor by tensor, for
-	// a model and an optimizer (momentum buffers after a step).
+	// Info and Read stream the same state as Copy, tensor by tensor, for a
+	// model and an optimizer (momentum buffers after a step).
 	o, err := NewSGD(a, 0.9, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	if _, err := TrainStep(&Step{Models: []*Model{a}, Optims: []*Optimizer{o}, X: randn(rand.New(rand.NewPCG(1, 1)), 2*64),
-		N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 2}, Coefs: Coefs{Hard: 1}, LR: 0.1}); err != nil {
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{a}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.1},
+		Input{X: randn(rand.New(rand.NewPCG(1, 1)), 2*64), N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 2}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name  string
-		state func() ([]Named, error)
-		info  func() ([]Named, error)
-		read  func(int, []byte) error
-	}{{"model", a.State, a.StateInfo, a.ReadState}, {"optimizer", o.State, o.StateInfo, o.ReadState}} {
-		full, err := tc.state()
+		state *State
+	}{{"model", a.State()}, {"optimizer", o.State()}} {
+		full, err := tc.state.Copy()
 		if err != nil {
 			t.Fatal(err)
 		}
-		info, err := tc.info()
+		info, err := tc.state.Info()
 		if err != nil || len(info) != len(full) || len(info) == 0 {
 			t.Fatalf("%s: %d infos (%v), %d tensors", tc.name, len(info), err, len(full))
 		}
@@ -257,19 +226,19 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 				t.Fatalf("%s: info %d is %+v, state %s %v %v", tc.name, i, n, full[i].Name, full[i].DType, full[i].Shape)
 			}
 			buf := make([]byte, n.NumBytes())
-			if err := tc.read(i, buf); err != nil || !bytes.Equal(buf, full[i].Data) {
-				t.Fatalf("%s: ReadState(%d): %v", tc.name, i, err)
+			if err := tc.state.Read(i, buf); err != nil || !bytes.Equal(buf, full[i].Data) {
+				t.Fatalf("%s: Read(%d): %v", tc.name, i, err)
 			}
 			nonzero = nonzero || slices.ContainsFunc(buf, func(b byte) bool { return b != 0 })
 		}
 		if !nonzero {
 			t.Errorf("%s: state is all zeros: the comparison proves nothing", tc.name)
 		}
-		if err := tc.read(0, make([]byte, info[0].NumBytes()+4)); err == nil {
-			t.Errorf("%s: ReadState into a buffer of the wrong size succeeded", tc.name)
+		if err := tc.state.Read(0, make([]byte, info[0].NumBytes()+4)); err == nil {
+			t.Errorf("%s: Read into a buffer of the wrong size succeeded", tc.name)
 		}
-		if err := tc.read(len(info), nil); err == nil {
-			t.Errorf("%s: ReadState past the end succeeded", tc.name)
+		if err := tc.state.Read(len(info), nil); err == nil {
+			t.Errorf("%s: Read past the end succeeded", tc.name)
 		}
 	}
 }
@@ -309,17 +278,19 @@ func TestMemoryFlat(t *testing.T) {
 	for i := range ws {
 		ws[i] = float32(i % 3) // some zero weights
 	}
+	e := newEngine(t)
+	in := Input{X: x, N: n, C: 1, H: 8, W: 8, Y: y, Weights: ws}
 	step := func() {
 		tt, err := NewTensor(T, []int64{4, 4}, "cpu")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: n, C: 1, H: 8, W: 8, Y: y,
-			Targets: tt, Weights: ws, Coefs: Coefs{Soft: 1, Hard: 0.1}, LR: 0.01}); err != nil {
+		if _, err := trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: tt,
+			Coefs: Coefs{Soft: 1, Hard: 0.1}, LR: 0.01}, in); err != nil {
 			t.Fatal(err)
 		}
 		tt.Close()
-		if _, err := m.Eval(x, n, 1, 8, 8, y, true, true); err != nil {
+		if _, err := evalBatch(e, m, in, true, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -344,15 +315,16 @@ func TestDeterministicSingleThread(t *testing.T) {
 		o, _ := NewSGD(m, 0.9, 1e-4, false)
 		defer o.Close()
 		r := rand.New(rand.NewPCG(9, 9))
+		e := newEngine(t)
 		for range 5 {
 			x := randn(r, 8*64)
 			y := []int64{0, 1, 2, 0, 1, 2, 0, 1}
-			if _, err := TrainStep(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, X: x, N: 8, C: 1, H: 8, W: 8, Y: y,
-				Coefs: Coefs{Soft: 1}, LR: 0.1}); err != nil {
+			if _, err := trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Soft: 1}, LR: 0.1},
+				Input{X: x, N: 8, C: 1, H: 8, W: 8, Y: y}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		s, _ := m.State()
+		s, _ := m.State().Copy()
 		return s
 	}
 	a, b := run(), run()
@@ -388,14 +360,16 @@ func TestPeersAndTeacherLearn(t *testing.T) {
 		}
 		return x, y
 	}
-	var first, last StepResult
+	var first, last stepResult
+	e := newEngine(t)
 	for i := range 60 {
 		x, y := batch()
-		if _, err := TrainStep(&Step{Models: ms[:1], Optims: os[:1], X: x, N: 64, C: 1, H: 1, W: 2, Y: y, Coefs: Coefs{Hard: 1}, LR: 0.1}); err != nil {
+		in := Input{X: x, N: 64, C: 1, H: 1, W: 2, Y: y}
+		if _, err := trainStep(e, &Step{Models: ms[:1], Optims: os[:1], Coefs: Coefs{Hard: 1}, LR: 0.1}, in); err != nil {
 			t.Fatal(err)
 		}
-		res, err := TrainStep(&Step{Models: peers, Optims: popts, Teacher: teacher, X: x, N: 64, C: 1, H: 1, W: 2, Y: y,
-			Coefs: Coefs{Hard: 0.5, KD: 0.5, KDTemp: 2, Mutual: 1}, LR: 0.1})
+		res, err := trainStep(e, &Step{Models: peers, Optims: popts, Teacher: teacher,
+			Coefs: Coefs{Hard: 0.5, KD: 0.5, KDTemp: 2, Mutual: 1}, LR: 0.1}, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,8 +383,8 @@ func TestPeersAndTeacherLearn(t *testing.T) {
 			t.Errorf("peer %d: loss %.3f → %.3f, last batch %d/64 correct", p, first.Loss[p], last.Loss[p], last.Correct[p])
 		}
 	}
-	if _, err := TrainStep(&Step{Models: peers, Optims: popts, X: make([]float32, 2), N: 1, C: 1, H: 1, W: 2, Y: []int64{0},
-		Coefs: Coefs{KD: 1, KDTemp: 1}, LR: 0.1}); err == nil {
+	if _, err := trainStep(e, &Step{Models: peers, Optims: popts, Coefs: Coefs{KD: 1, KDTemp: 1}, LR: 0.1},
+		Input{X: make([]float32, 2), N: 1, C: 1, H: 1, W: 2, Y: []int64{0}}); err == nil {
 		t.Error("distillation without a teacher accepted")
 	}
 }
@@ -433,7 +407,7 @@ func TestRMSPropUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	st, err := o.State()
+	st, err := o.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +429,7 @@ func TestRMSPropUpdate(t *testing.T) {
 		init[s.Name] = v
 		state[s.Name] = s
 	}
-	if err := o.LoadState(state); err != nil {
+	if err := o.State().Load(state); err != nil {
 		t.Fatal(err)
 	}
 	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{1, 0, 2}, c, lossref.Coefs{Hard: 1}, lr)

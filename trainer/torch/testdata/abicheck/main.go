@@ -32,10 +32,7 @@ func main() {
 	report("ManualSeed", torch.ManualSeed(1))
 	_, err = torch.CUDADevices()
 	report("CUDADevices", err)
-	_, err = torch.TrainStep(&torch.Step{Models: []*torch.Model{nil}, Optims: []*torch.Optimizer{nil}, X: []float32{1}, N: 1, C: 1, H: 1, W: 1, Y: []int64{0}})
-	report("TrainStep", err)
-	_, _, err = torch.Loss(torch.LossInput{Logits: []float32{1, 2}, N: 1, C: 2, Y: []int64{0}})
-	report("Loss", err)
-	_, err = torch.CrossEntropy([]float32{1, 2}, 1, 2, []int64{0})
-	report("CrossEntropy", err)
+	_, err = torch.NewEngine("cpu", torch.EngineOptions{})
+	report("NewEngine", err)
+	report("SetCUDAFlags", torch.SetCUDAFlags(false, false))
 }

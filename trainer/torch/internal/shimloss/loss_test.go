@@ -1,0 +1,107 @@
+//go:build cgo
+
+package shimloss
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lcl-project/lcl/internal/lossref"
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// The loss that trains (loss.hpp) is held against internal/lossref, a plain
+// float64 computation derived by hand from docs/trainer.md, for every term:
+// its value and its gradient. trainer/torch's TestTrainStepMatchesReference
+// holds real training steps (each peer's loss and update) against it too.
+
+func refCoefs(c torch.Coefs) lossref.Coefs {
+	return lossref.Coefs{Soft: float64(c.Soft), Hard: float64(c.Hard), KD: float64(c.KD), Temp: float64(c.KDTemp),
+		Mutual: float64(c.Mutual)}
+}
+
+func TestLossMatchesReference(t *testing.T) {
+	const n, c = 5, 4
+	r := rand.New(rand.NewPCG(1, 2))
+	z, tl := lossref.Normal32(r, n*c), lossref.Normal32(r, n*c)
+	peers := [][]float32{lossref.Normal32(r, n*c), lossref.Normal32(r, n*c)}
+	y := []int64{0, 3, 1, 1, 2}
+	T := lossref.NearbyTargets(c)
+	w := []float32{1, 0.5, 2, 0, 1}
+	for _, tc := range []struct {
+		name    string
+		co      torch.Coefs
+		w       []float32
+		teacher bool
+		peers   int
+	}{
+		{"soft", torch.Coefs{Soft: 1}, nil, false, 0},
+		{"soft weighted", torch.Coefs{Soft: 1}, w, false, 0},
+		{"hard", torch.Coefs{Hard: 1}, nil, false, 0},
+		{"soft+hard", torch.Coefs{Soft: 0.7, Hard: 0.3}, nil, false, 0},
+		{"kd τ=4", torch.Coefs{Hard: 0.1, KD: 0.9, KDTemp: 4}, nil, true, 0},
+		{"kd τ=2 weighted", torch.Coefs{Soft: 0.5, KD: 0.5, KDTemp: 2}, w, true, 0},
+		{"mutual, one peer", torch.Coefs{Hard: 1, Mutual: 1}, nil, false, 1},
+		{"mutual, two peers", torch.Coefs{Hard: 1, Mutual: 0.6}, nil, false, 2},
+		{"every term weighted", torch.Coefs{Soft: 0.4, Hard: 0.3, KD: 0.7, KDTemp: 3, Mutual: 0.5}, w, true, 2},
+		{"all weights zero", torch.Coefs{Soft: 1, Mutual: 1}, make([]float32, n), false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Logits: z, N: n, C: c, Y: y, Targets: T, Weights: tc.w, Coefs: tc.co, Peers: peers[:tc.peers]}
+			ref := lossref.Input{Logits: lossref.Rows(z, n, c), Labels: lossref.Labels(y), Targets: lossref.Rows(T, c, c),
+				Weights: lossref.Float64s(tc.w), Coefs: refCoefs(tc.co)}
+			if tc.teacher {
+				in.Teacher, ref.Teacher = tl, lossref.Rows(tl, n, c)
+			}
+			for _, p := range peers[:tc.peers] {
+				ref.Peers = append(ref.Peers, lossref.Rows(p, n, c))
+			}
+			got, grad, err := Loss(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wgrad, err := lossref.Loss(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(got)-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Errorf("loss = %.7f, want %.7f", got, want)
+			}
+			for i := range n {
+				for j := range c {
+					if g := float64(grad[i*c+j]); math.Abs(g-wgrad[i][j]) > 1e-6 {
+						t.Fatalf("grad[%d][%d] = %.7f, want %.7f", i, j, g, wgrad[i][j])
+					}
+				}
+			}
+		})
+	}
+	if _, _, err := Loss(Input{Logits: z, N: n, C: c, Y: y, Coefs: torch.Coefs{KD: 1}}); err == nil {
+		t.Error("distillation without teacher logits accepted")
+	}
+}
+
+func TestOneHotEqualsCrossEntropy(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sz := range []struct{ n, c int }{{1, 2}, {7, 10}, {32, 100}} {
+		z := lossref.Normal32(r, sz.n*sz.c)
+		y := make([]int64, sz.n)
+		for i := range y {
+			y[i] = int64(r.IntN(sz.c))
+		}
+		ce, err := CrossEntropy(z, sz.n, sz.c, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, co := range []torch.Coefs{{Soft: 1}, {Hard: 1}} {
+			got, _, err := Loss(Input{Logits: z, N: sz.n, C: sz.c, Y: y, Coefs: co})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(got-ce)) > 1e-5*math.Max(1, float64(ce)) {
+				t.Errorf("n=%d c=%d %+v: loss %.7f, cross_entropy %.7f", sz.n, sz.c, co, got, ce)
+			}
+		}
+	}
+}

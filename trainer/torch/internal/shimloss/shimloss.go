@@ -1,0 +1,94 @@
+//go:build cgo
+
+package shimloss
+
+// The flags of trainer/torch's cgo.go (see there): the same libtorch.
+
+// #cgo CXXFLAGS: -O2 -I/usr/include/torch/csrc/api/include
+// #cgo LDFLAGS: -ltorch -ltorch_cpu -lc10
+// #include <stdlib.h>
+// #include "shimloss.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// Input is one model's N×C logits and what the terms of Coefs need.
+type Input struct {
+	Logits  []float32 // N×C
+	N, C    int
+	Y       []int64   // N labels
+	Targets []float32 // C×C target matrix, nil for one-hot
+	Weights []float32 // N per-example weights, nil for uniform
+	Coefs   torch.Coefs
+	Teacher []float32   // N×C teacher logits, needed when Coefs.KD != 0
+	Peers   [][]float32 // N×C logits of each other peer (constants), for Coefs.Mutual
+}
+
+func errOf(op string, cerr *C.char) error {
+	if cerr == nil {
+		return fmt.Errorf("shimloss: %s failed without a message", op)
+	}
+	defer C.free(unsafe.Pointer(cerr))
+	return fmt.Errorf("shimloss: %s: %s", op, C.GoString(cerr))
+}
+
+// ptr is the address of v's data, or nil when v is empty.
+func ptr(v []float32) *C.float {
+	if len(v) == 0 {
+		return nil
+	}
+	return (*C.float)(&v[0])
+}
+
+// Loss is the batch loss of a training step for these logits and its
+// gradient with respect to them.
+func Loss(in Input) (float32, []float32, error) {
+	n, c := in.N, in.C
+	if n <= 0 || c <= 0 || len(in.Logits) != n*c || len(in.Y) != n || (in.Weights != nil && len(in.Weights) != n) ||
+		(in.Teacher != nil && len(in.Teacher) != n*c) || (in.Targets != nil && len(in.Targets) != c*c) {
+		return 0, nil, fmt.Errorf("shimloss: inconsistent sizes for %d×%d logits", n, c)
+	}
+	var peers []float32
+	for _, p := range in.Peers {
+		if len(p) != n*c {
+			return 0, nil, fmt.Errorf("shimloss: %d peer logits for %d×%d", len(p), n, c)
+		}
+		peers = append(peers, p...)
+	}
+	co := C.lt_coefs{soft: C.float(in.Coefs.Soft), hard: C.float(in.Coefs.Hard), kd: C.float(in.Coefs.KD),
+		kd_temp: C.float(in.Coefs.KDTemp), mutual: C.float(in.Coefs.Mutual)}
+	grad := make([]float32, n*c)
+	var loss C.float
+	var cerr *C.char
+	rc := C.ltt_loss(ptr(in.Logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), ptr(in.Targets), ptr(in.Weights),
+		co, ptr(in.Teacher), ptr(peers), C.int32_t(len(in.Peers)), &loss, ptr(grad), &cerr)
+	runtime.KeepAlive(in)
+	runtime.KeepAlive(peers)
+	if rc != 0 {
+		return 0, nil, errOf("loss", cerr)
+	}
+	return float32(loss), grad, nil
+}
+
+// CrossEntropy is torch.nn.functional.cross_entropy (mean over the batch):
+// the reference the one-hot loss is checked against.
+func CrossEntropy(logits []float32, n, c int, y []int64) (float32, error) {
+	if n <= 0 || len(logits) != n*c || len(y) != n {
+		return 0, fmt.Errorf("shimloss: cross entropy: inconsistent sizes for %d×%d logits", n, c)
+	}
+	var loss C.float
+	var cerr *C.char
+	rc := C.ltt_cross_entropy(ptr(logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&y[0]), &loss, &cerr)
+	runtime.KeepAlive(logits)
+	runtime.KeepAlive(y)
+	if rc != 0 {
+		return 0, errOf("cross entropy", cerr)
+	}
+	return float32(loss), nil
+}

@@ -1,0 +1,32 @@
+/*
+ * shimloss.h: the training loss of trainer/torch's shim (loss.hpp) on its
+ * own, for tests; not part of shim.h's ABI. Same conventions as shim.h.
+ */
+#ifndef LCL_TORCH_SHIMLOSS_H
+#define LCL_TORCH_SHIMLOSS_H
+
+#include <stdint.h>
+
+#include "../../shim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The loss of one model's n x c logits as a training step computes it,
+   with its gradient with respect to those logits (grad_out, n x c, may be
+   NULL). targets (c x c, row-major) or NULL (one-hot); weights (n) or
+   NULL; teacher_logits (n x c) is needed when coefs.kd != 0; peer_logits
+   holds the logits of the n_peers other peers (n_peers x n x c, treated as
+   constants) for the mutual term. */
+int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const float *targets,
+                 const float *weights, lt_coefs coefs, const float *teacher_logits, const float *peer_logits,
+                 int32_t n_peers, float *loss_out, float *grad_out, char **err);
+
+/* torch::nn::functional::cross_entropy (mean over the batch) for reference. */
+int32_t ltt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y, float *loss_out, char **err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
