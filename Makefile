@@ -6,7 +6,7 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build build-deps test test-torch2 test-torch2-cuda demo demo-full bench e2e deps bench-deps lint proto clean fuzz gpu-bundle libtorch-check
+.PHONY: all build build-deps test test-torch2 test-torch2-cuda demo demo-full bench e2e deps bench-deps lint race proto clean fuzz gpu-bundle libtorch-check
 
 # LIBTORCH=DIR builds and tests against another libtorch than Debian's: a pip
 # or conda PyTorch's torch/ folder, an unpacked libtorch from pytorch.org
@@ -58,6 +58,12 @@ test-torch2-cuda:
 FUZZTIME ?= 60s
 fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# The packages with concurrency under the race detector: trainer/torch's
+# process groups (their abort and peer tests), the plugin host, the grid runner.
+race: deps libtorch-check
+	$(GO) test $(GOTAGS) -race -count=1 -run 'Group|Abort|Peer' ./trainer/torch/
+	$(GO) test $(GOTAGS) -race -count=1 ./plugins/ ./experiment/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
