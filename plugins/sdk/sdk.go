@@ -11,7 +11,11 @@
 // in-process too. See docs/plugins.md.
 package sdk
 
-import "github.com/lcl-project/lcl/plugins/internal/api"
+import (
+	"context"
+
+	"github.com/lcl-project/lcl/plugins/internal/api"
+)
 
 // The protocol's Go types; see their documentation in the aliased package.
 type (
@@ -24,6 +28,7 @@ type (
 	SimilaritySource = api.SimilaritySource
 
 	Param             = api.Param
+	ParamType         = api.ParamType
 	StrategyInfo      = api.StrategyInfo
 	SourceInfo        = api.SourceInfo
 	Matrix            = api.Matrix
@@ -43,6 +48,33 @@ type (
 	Values            = api.Values
 )
 
+// The parameter types (Param.Type).
+const (
+	ParamFloat  = api.ParamFloat
+	ParamInt    = api.ParamInt
+	ParamBool   = api.ParamBool
+	ParamString = api.ParamString
+	ParamFloats = api.ParamFloats
+)
+
+// Base is embedded in a strategy to supply the calls most strategies do not
+// need: Observe ignores the metrics and Features answers ErrNoFeatures (the
+// host only sends features to a stage that sets Stage.Features). With it a
+// strategy writes Describe, Begin and Plan:
+//
+//	type myStrategy struct {
+//		sdk.Base
+//		...
+//	}
+type Base struct{}
+
+// Observe ignores the metrics.
+func (Base) Observe(context.Context, Metrics) error { return nil }
+
+// Features answers ErrNoFeatures: a strategy that embeds Base and sets
+// Stage.Features overrides it.
+func (Base) Features(context.Context, FeatureStream) error { return ErrNoFeatures }
+
 // ErrNoFeatures is what Features returns in a strategy that asks for none.
 var ErrNoFeatures = api.ErrNoFeatures
 
@@ -59,8 +91,11 @@ func NewRowMatrix(rows, cols int, fill func(i int, dst []float32)) *Matrix {
 	return api.NewRowMatrix(rows, cols, fill)
 }
 
-// ParseParams checks raw (name → value) against specs and fills in defaults;
-// unknown names and values of the wrong type are errors naming the parameter.
+// ParseParams checks specs (unique names, known types, every default valid
+// for its type), then raw (name → value) against them, and fills in
+// defaults; unknown names and values of the wrong type are errors naming the
+// parameter. Read the values with the getters, then check Values.Err, which
+// reports a name the code read that no Param declares.
 func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 	return api.ParseParams(specs, raw)
 }

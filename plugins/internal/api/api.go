@@ -31,14 +31,28 @@ type SimilaritySource interface {
 }
 
 // Param describes a parameter: its name as given on the command line
-// (--param name=value), its type (float, int, bool, string, floats), its
-// default as a string, and one line of help.
+// (--param name=value), its type, its default as a string (checked against
+// the type by ParseParams), and one line of help.
 type Param struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Default string `json:"default"`
-	Help    string `json:"help"`
+	Name    string    `json:"name"`
+	Type    ParamType `json:"type"`
+	Default string    `json:"default"`
+	Help    string    `json:"help"`
 }
+
+// ParamType is the type of a parameter's value. Its strings are what the
+// protocol and `lcl plugins list --json` carry.
+type ParamType string
+
+// The parameter types. A Param whose Type is "" is a string.
+const (
+	ParamFloat  ParamType = "float"
+	ParamInt    ParamType = "int"
+	ParamBool   ParamType = "bool"
+	ParamString ParamType = "string"
+	// ParamFloats is a comma-separated list of floats ("" is an empty list).
+	ParamFloats ParamType = "floats"
+)
 
 // StrategyInfo is what a strategy says about itself.
 type StrategyInfo struct {

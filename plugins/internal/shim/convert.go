@@ -11,7 +11,7 @@ import (
 func toParams(ps []sdk.Param) []*pb.Param {
 	out := make([]*pb.Param, len(ps))
 	for i, p := range ps {
-		out[i] = &pb.Param{Name: p.Name, Type: p.Type, Default: p.Default, Help: p.Help}
+		out[i] = &pb.Param{Name: p.Name, Type: string(p.Type), Default: p.Default, Help: p.Help}
 	}
 	return out
 }
@@ -19,7 +19,7 @@ func toParams(ps []sdk.Param) []*pb.Param {
 func fromParams(ps []*pb.Param) []sdk.Param {
 	out := make([]sdk.Param, len(ps))
 	for i, p := range ps {
-		out[i] = sdk.Param{Name: p.GetName(), Type: p.GetType(), Default: p.GetDefault(), Help: p.GetHelp()}
+		out[i] = sdk.Param{Name: p.GetName(), Type: sdk.ParamType(p.GetType()), Default: p.GetDefault(), Help: p.GetHelp()}
 	}
 	return out
 }
