@@ -155,8 +155,8 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		return Plan{}, err
 	}
 	c := sp.Coef
-	out := Plan{Subset: sp.Subset, Coefs: Coefs{Soft: float32(c.SoftCE), Hard: float32(c.HardCE),
-		KD: float32(c.KD), KDTemp: float32(c.Temperature), Mutual: float32(c.Mutual)}}
+	out := Plan{Subset: sp.Subset, Coefs: Coefs{SoftCE: float32(c.SoftCE), HardCE: float32(c.HardCE),
+		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual)}}
 	b.bigPlans = false
 	if sp.Targets != nil {
 		out.Targets = sp.Targets.Dense().Data // the plugin's answer itself: not copied

@@ -182,7 +182,7 @@ func TestBridgeLCLPlanAndIdentity(t *testing.T) {
 			t.Fatalf("targets row 1 = %v", p.Targets[3:6])
 		}
 	}
-	if p.Coefs != (curriculum.Coefs{Soft: 1}) || p.Weights != nil || p.Subset != nil {
+	if p.Coefs != (curriculum.Coefs{SoftCE: 1}) || p.Weights != nil || p.Subset != nil {
 		t.Fatalf("plan %+v", p)
 	}
 	// The strategy's plan has the same targets.
@@ -237,7 +237,7 @@ func TestBridgeHoldsBackObserveError(t *testing.T) {
 	if st.observed != 2 {
 		t.Fatalf("observed %d times, want once per peer", st.observed)
 	}
-	if p, err := b.Plan(ctx, curriculum.PlanContext{Epoch: 1}); err != nil || p.Coefs.Hard != 1 {
+	if p, err := b.Plan(ctx, curriculum.PlanContext{Epoch: 1}); err != nil || p.Coefs.HardCE != 1 {
 		t.Fatalf("plan after a good observe: %+v %v", p, err)
 	}
 	b.Observe(ctx, obs(2)) // fails on the first peer

@@ -124,7 +124,7 @@ func writePreviewCSV(path string, rows []PreviewEpoch) error {
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 	for _, r := range rows {
 		w.Write([]string{strconv.Itoa(r.Stage), r.StageName, strconv.Itoa(r.Epoch), g(r.Entropy), g(r.TrueMass),
-			g(r.Coef.SoftCE), g(r.Coef.HardCE), g(r.Coef.KD), g(r.Coef.Temperature), g(r.Coef.Mutual)})
+			g(r.Coef.SoftCE), g(r.Coef.HardCE), g(r.Coef.KD), g(r.Coef.KDTemperature), g(r.Coef.Mutual)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

@@ -71,9 +71,9 @@ func sgdByHand(t *testing.T, ds *memDS, W, b []float64, batches [][]int, plans [
 			}
 			batch = kept
 		}
-		li := lossref.Input{Coefs: lossref.Coefs{Soft: float64(p.Coefs.Soft), Hard: float64(p.Coefs.Hard)}}
+		li := lossref.Input{Coefs: lossref.Coefs{SoftCE: float64(p.Coefs.SoftCE), HardCE: float64(p.Coefs.HardCE)}}
 		if p.Coefs == (Coefs{}) {
-			li.Soft = 1
+			li.SoftCE = 1
 		}
 		if p.Targets != nil {
 			for y := range C {
@@ -145,15 +145,15 @@ func TestPerStepPlanAppliesToItsStep(t *testing.T) {
 		}
 		zeroOne[i] = float32(i % 2)
 	}
-	first := Plan{Targets: soft, Coefs: Coefs{Soft: 1}}
+	first := Plan{Targets: soft, Coefs: Coefs{SoftCE: 1}}
 	for _, tc := range []struct {
 		name  string
 		step1 Plan
 	}{
-		{"coefficients", Plan{Targets: soft, Coefs: Coefs{Soft: 100}}},
-		{"weights", Plan{Targets: soft, Weights: zeroOne, Coefs: Coefs{Soft: 1}}},
-		{"subset", Plan{Targets: soft, Subset: half, Coefs: Coefs{Soft: 1}}},
-		{"one-hot", Plan{Coefs: Coefs{Soft: 1, Hard: 0.5}}},
+		{"coefficients", Plan{Targets: soft, Coefs: Coefs{SoftCE: 100}}},
+		{"weights", Plan{Targets: soft, Weights: zeroOne, Coefs: Coefs{SoftCE: 1}}},
+		{"subset", Plan{Targets: soft, Subset: half, Coefs: Coefs{SoftCE: 1}}},
+		{"one-hot", Plan{Coefs: Coefs{SoftCE: 1, HardCE: 0.5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

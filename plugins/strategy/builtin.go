@@ -290,7 +290,7 @@ func (s *KD) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if at.Stage == 0 {
 		return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
 	}
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1 - s.alpha, KD: s.alpha, Temperature: s.temperature}}, nil
+	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1 - s.alpha, KD: s.alpha, KDTemperature: s.temperature}}, nil
 }
 
 // DML is deep mutual learning (Zhang et al. 2018): two peers trained

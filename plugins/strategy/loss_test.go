@@ -23,7 +23,7 @@ type Batch struct {
 // targets as the trainer applies them.
 func planLoss(p *sdk.Plan, b Batch, teacher [][]float64, peers [][][]float64) (float64, error) {
 	in := lossref.Input{Logits: b.Logits, Labels: b.Labels, Teacher: teacher, Peers: peers,
-		Coefs: lossref.Coefs{Soft: p.Coef.SoftCE, Hard: p.Coef.HardCE, KD: p.Coef.KD, Temp: p.Coef.Temperature,
+		Coefs: lossref.Coefs{SoftCE: p.Coef.SoftCE, HardCE: p.Coef.HardCE, KD: p.Coef.KD, KDTemperature: p.Coef.KDTemperature,
 			Mutual: p.Coef.Mutual}}
 	if p.Targets != nil {
 		for y := range p.Targets.Rows {

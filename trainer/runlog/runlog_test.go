@@ -161,7 +161,7 @@ type sl struct{}
 
 func (sl) Stages() []trainer.Stage { return []trainer.Stage{{Name: "sl"}} }
 func (sl) Plan(context.Context, trainer.PlanContext) (trainer.Plan, error) {
-	return trainer.Plan{Coefs: trainer.Coefs{Hard: 1}}, nil
+	return trainer.Plan{Coefs: trainer.Coefs{HardCE: 1}}, nil
 }
 
 // A run cancelled in its second epoch and resumed: the CSV is the run's

@@ -218,12 +218,15 @@ type PlanAt struct {
 // batch mean):
 //
 //	SoftCE·CE(Targets[y], p) + HardCE·CE(onehot(y), p)
-//	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))
+//	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))     (T = KDTemperature)
 //	+ Mutual·mean_peers KL(p_peer ‖ p_self)     (peer predictions held constant)
 //
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
+// KDTemperature travels as the proto field `temperature` (unrenamed, so
+// plugins in other languages keep their code). The trainer's own
+// (curriculum.Coefs, trainer/torch.Coefs) have the same fields in float32.
 type Coefficients struct {
-	SoftCE, HardCE, KD, Temperature, Mutual float64
+	SoftCE, HardCE, KD, KDTemperature, Mutual float64
 }
 
 // Plan is what to train on for one epoch (or step) of a stage.

@@ -83,7 +83,7 @@ func ValidatePlan(p *Plan, c, n, models int) error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.Temperature}, {"mutual", co.Mutual}} {
+	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.KDTemperature}, {"mutual", co.Mutual}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", f.name, f.v)
 		}
@@ -91,7 +91,7 @@ func ValidatePlan(p *Plan, c, n, models int) error {
 	if co.SoftCE+co.HardCE+co.KD+co.Mutual == 0 {
 		return fmt.Errorf("all loss coefficients are 0")
 	}
-	if co.KD > 0 && co.Temperature <= 0 {
+	if co.KD > 0 && co.KDTemperature <= 0 {
 		return fmt.Errorf("kd coefficient %g needs a temperature > 0", co.KD)
 	}
 	if co.Mutual > 0 && models < 2 {

@@ -105,7 +105,7 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 		Targets: targets,
 		Weights: p.Weights,
 		Coefficients: &pb.Coefficients{SoftCe: p.Coef.SoftCE, HardCe: p.Coef.HardCE, Kd: p.Coef.KD,
-			Temperature: p.Coef.Temperature, Mutual: p.Coef.Mutual},
+			Temperature: p.Coef.KDTemperature, Mutual: p.Coef.Mutual},
 	}
 	if p.Subset != nil {
 		out.HasSubset = true
@@ -142,7 +142,7 @@ func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 	}
 	if c := p.GetCoefficients(); c != nil {
 		out.Coef = sdk.Coefficients{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
-			Temperature: c.GetTemperature(), Mutual: c.GetMutual()}
+			KDTemperature: c.GetTemperature(), Mutual: c.GetMutual()}
 	}
 	return out, nil
 }

@@ -101,7 +101,7 @@ func TestRoundTrip(t *testing.T) {
 	plans := []*sdk.Plan{
 		{Coef: sdk.Coefficients{SoftCE: 1}},
 		{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{.9, .1, .2, .8}}, Weights: []float64{1, .5, 0},
-			Subset: []int{2, 0}, Coef: sdk.Coefficients{SoftCE: .1, HardCE: .2, KD: .9, Temperature: 4, Mutual: 1}},
+			Subset: []int{2, 0}, Coef: sdk.Coefficients{SoftCE: .1, HardCE: .2, KD: .9, KDTemperature: 4, Mutual: 1}},
 		{Subset: []int{}, Coef: sdk.Coefficients{SoftCE: 1}}, // an empty subset stays empty, not "all"
 	}
 	for i, want := range plans {
