@@ -181,7 +181,7 @@ func TestPerStepPlanAppliesToItsStep(t *testing.T) {
 			}
 			// The training pass's batches, as the loader gives them.
 			var batches [][]int
-			loader := func(ctx context.Context, ds Dataset, lc LoaderConfig) (Batches, error) {
+			loader := func(ctx context.Context, ds Examples, lc Pass) (Batches, error) {
 				it, err := memLoader(ctx, ds, lc)
 				if err != nil || !lc.Train {
 					return it, err
@@ -190,7 +190,7 @@ func TestPerStepPlanAppliesToItsStep(t *testing.T) {
 			}
 			plans := [2]Plan{first, tc.step1}
 			cfg := Config{Out: filepath.Join(dir, "run"), Model: "linear", Models: linearModels(t), Train: train,
-				Test: blobs(8, C, 3, 6), Loader: loader, Planner: &twoPlans{plans}, Strategy: "per-step test", Seed: 1,
+				Test: blobs(8, C, 3, 6), BatchSource: loader, Planner: &twoPlans{plans}, Strategy: "per-step test", Seed: 1,
 				Threads: 1, Init: init, NoCheckpoint: true,
 				Optim: Optim{Epochs: 1, Batch: n / 2, Schedule: Schedule{Kind: "constant", LR: lr}}}
 			if _, err := Run(context.Background(), cfg); err != nil {
@@ -243,7 +243,7 @@ type recorder struct {
 	out *[][]int
 }
 
-func (r recorder) Next() (*Batch, error) {
+func (r recorder) Next() (*MiniBatch, error) {
 	b, err := r.Batches.Next()
 	if err == nil {
 		*r.out = append(*r.out, append([]int(nil), b.Index...))

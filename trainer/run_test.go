@@ -32,7 +32,7 @@ func (SL) Plan(context.Context, PlanContext) (Plan, error) {
 func testConfig(t *testing.T, out string) Config {
 	t.Helper()
 	return Config{
-		Out: out, Model: "mlp:hidden=32", Train: blobs(240, 4, 6, 1), Test: blobs(120, 4, 6, 2), Loader: memLoader,
+		Out: out, Model: "mlp:hidden=32", Train: blobs(240, 4, 6, 1), Test: blobs(120, 4, 6, 2), BatchSource: memLoader,
 		Planner: SL{}, Strategy: "sl", Seed: 1, Threads: 1, CheckpointEvery: 1,
 		Optim: Optim{Epochs: 4, Batch: 32, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4,
 			Schedule: Schedule{Kind: "cosine", LR: 0.05, Warmup: 1}},

@@ -175,7 +175,7 @@ func TestLogOfAResumedRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := func() trainer.Config {
-		return trainer.Config{Out: dir, Model: "mlp", Train: train, Test: test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: 1}),
+		return trainer.Config{Out: dir, Model: "mlp", Train: train, Test: test, BatchSource: data.BatchSource(data.LoaderConfig{Workers: 1}),
 			Planner: sl{}, Strategy: "sl", Seed: 1, Threads: 1, CheckpointEvery: 1, MetricsEvery: 1,
 			Optim: trainer.Optim{Epochs: 3, Batch: 8, Momentum: 0.9, Schedule: trainer.Schedule{Kind: "cosine", LR: 0.05}},
 			Sink:  &Log{Dir: dir, Every: 2}}
