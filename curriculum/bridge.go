@@ -108,7 +108,7 @@ func New(ctx context.Context, st Strategy, run Run) (*Bridge, error) {
 		b.run.Similarity = nil
 	}
 	for _, s := range stages {
-		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models, Model: s.Model, PerStep: s.PerStep}
+		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Peers, Model: s.Model, PerStep: s.PerStep}
 		if s.Teacher >= 0 {
 			ps.Teacher = stages[s.Teacher].Name
 		}
@@ -211,8 +211,8 @@ func (b *Bridge) Observe(ctx context.Context, o Observation) {
 	if b.observeErr != nil {
 		return
 	}
-	for k, m := range o.Models {
-		err := b.st.Observe(ctx, sdk.Metrics{Stage: o.StageIndex, Epoch: o.Epoch - 1, Model: k, Values: map[string]float64{
+	for k, m := range o.Peers {
+		err := b.st.Observe(ctx, sdk.Metrics{Stage: o.StageIndex, Epoch: o.Epoch - 1, Peer: k, Values: map[string]float64{
 			"train_loss": m.TrainLoss, "train_top1": m.TrainTop1, "test_top1": m.TestTop1, "test_top5": m.TestTop5,
 			"test_loss": m.TestLoss, "lr": o.LR}})
 		if err != nil {

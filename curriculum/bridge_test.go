@@ -206,7 +206,7 @@ func (f *flaky) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if _, err := f.SL.Begin(ctx, run); err != nil {
 		return nil, err
 	}
-	return []sdk.Stage{{Name: "a", Epochs: 1, Models: 1, Teacher: -1, Fresh: true}, {Name: "b", Epochs: 1, Models: 1, Teacher: -1, Fresh: f.fresh}}, nil
+	return []sdk.Stage{{Name: "a", Epochs: 1, Peers: 1, Teacher: -1, Fresh: true}, {Name: "b", Epochs: 1, Peers: 1, Teacher: -1, Fresh: f.fresh}}, nil
 }
 
 func (f *flaky) Plan(context.Context, sdk.PlanAt) (*sdk.Plan, error) {
@@ -231,7 +231,7 @@ func TestBridgeHoldsBackObserveError(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs := func(epoch int) curriculum.Observation {
-		return curriculum.Observation{Epoch: epoch, Models: []curriculum.ModelMetrics{{TestTop1: 0.5}, {TestTop1: 0.6}}}
+		return curriculum.Observation{Epoch: epoch, Peers: []curriculum.PeerMetrics{{TestTop1: 0.5}, {TestTop1: 0.6}}}
 	}
 	b.Observe(ctx, obs(1)) // strategy epoch 0: fine, both peers
 	if st.observed != 2 {

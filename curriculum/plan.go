@@ -96,11 +96,11 @@ type Observation struct {
 	StageIndex int
 	Epoch      int // 1-based within the stage
 	LR         float64
-	// Models holds each peer's metrics (one entry for a single model).
-	Models []ModelMetrics
+	// Peers holds each peer's metrics (one entry for a single model).
+	Peers []PeerMetrics
 }
 
-// ModelMetrics are one model's results of an epoch.
-type ModelMetrics struct {
+// PeerMetrics are one model's results of an epoch.
+type PeerMetrics struct {
 	TrainLoss, TrainTop1, TestTop1, TestTop5, TestLoss float64
 }

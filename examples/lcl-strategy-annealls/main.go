@@ -26,7 +26,7 @@ type annealLS struct {
 
 func (s *annealLS) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "annealls", Version: "0.1.0", Summary: "label smoothing annealed linearly to one-hot",
-		Params: params, Models: 1, Stages: []string{"train"}}, nil
+		Params: params, MaxPeers: 1, Stages: []string{"train"}}, nil
 }
 
 func (s *annealLS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -41,7 +41,7 @@ func (s *annealLS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 		return nil, err
 	}
 	s.classes, s.epochs = len(run.Classes), run.Epochs
-	return []sdk.Stage{{Name: "train", Epochs: run.Epochs, Models: 1, Teacher: -1, Fresh: true}}, nil
+	return []sdk.Stage{{Name: "train", Epochs: run.Epochs, Peers: 1, Teacher: -1, Fresh: true}}, nil
 }
 
 func (s *annealLS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {

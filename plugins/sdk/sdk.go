@@ -103,8 +103,8 @@ func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 // ValidatePlan is the host's check of every plan: targets C×C, finite,
 // non-negative, rows summing to 1; one weight per example; subset indices in
 // range and distinct; sane coefficients. Plugins may call it on their own plans.
-func ValidatePlan(p *Plan, classes, examples, models int) error {
-	return api.ValidatePlan(p, classes, examples, models)
+func ValidatePlan(p *Plan, classes, examples, peers int) error {
+	return api.ValidatePlan(p, classes, examples, peers)
 }
 
 // ValidStageName reports whether a stage name is plain: 1 to 64 letters,

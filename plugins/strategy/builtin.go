@@ -91,8 +91,8 @@ func (b *base) stagesRead() ([]sdk.Stage, error) {
 	return b.stages, nil
 }
 
-func oneStage(name string, epochs, models int) []sdk.Stage {
-	return []sdk.Stage{{Name: name, Epochs: epochs, Models: models, Teacher: -1, Fresh: true}}
+func oneStage(name string, epochs, peers int) []sdk.Stage {
+	return []sdk.Stage{{Name: name, Epochs: epochs, Peers: peers, Teacher: -1, Fresh: true}}
 }
 
 // SL is standard learning: cross-entropy against one-hot targets.
@@ -100,7 +100,7 @@ type SL struct{ base }
 
 func (s *SL) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "sl", Version: Version, Summary: "standard learning: CE against one-hot targets",
-		Models: 1, Stages: []string{"train"}}, nil
+		MaxPeers: 1, Stages: []string{"train"}}, nil
 }
 
 func (s *SL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -128,7 +128,7 @@ var lsParams = []sdk.Param{{Name: "alpha", Type: sdk.ParamFloat, Default: "0.1",
 
 func (s *LS) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "ls", Version: Version, Summary: "label smoothing: CE against (1−α)·onehot + α/C",
-		Params: lsParams, Models: 1, Stages: []string{"train"}}, nil
+		Params: lsParams, MaxPeers: 1, Stages: []string{"train"}}, nil
 }
 
 func (s *LS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -170,7 +170,7 @@ var lclParams = []sdk.Param{
 func (s *LCL) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "lcl", Version: Version,
 		Summary: "label-similarity curriculum: soft targets from class similarity, annealed to one-hot",
-		Params:  lclParams, Models: 1, Stages: []string{"train"}, NeedsSimilarity: true}, nil
+		Params:  lclParams, MaxPeers: 1, Stages: []string{"train"}, NeedsSimilarity: true}, nil
 }
 
 func (s *LCL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -254,7 +254,7 @@ var kdParams = []sdk.Param{
 func (s *KD) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "kd", Version: Version,
 		Summary: "knowledge distillation: teacher with sl, then student on (1−α)·CE + α·T²·KL",
-		Params:  kdParams, Models: 1, Stages: []string{"teacher", "student"}}, nil
+		Params:  kdParams, MaxPeers: 1, Stages: []string{"teacher", "student"}}, nil
 }
 
 func (s *KD) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -277,8 +277,8 @@ func (s *KD) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	}
 	s.alpha, s.temperature = a, T
 	s.stages = []sdk.Stage{
-		{Name: "teacher", Epochs: te, Models: 1, Teacher: -1, Fresh: true, Model: s.params.String("teacher-model")},
-		{Name: "student", Epochs: run.Epochs, Models: 1, Teacher: 0, Fresh: true},
+		{Name: "teacher", Epochs: te, Peers: 1, Teacher: -1, Fresh: true, Model: s.params.String("teacher-model")},
+		{Name: "student", Epochs: run.Epochs, Peers: 1, Teacher: 0, Fresh: true},
 	}
 	return s.stagesRead()
 }
@@ -308,7 +308,7 @@ var dmlParams = []sdk.Param{
 func (s *DML) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "dml", Version: Version,
 		Summary: "deep mutual learning: peers each on CE + KL(p_peer ‖ p_self)",
-		Params:  dmlParams, Models: 2, Stages: []string{"peers"}}, nil
+		Params:  dmlParams, MaxPeers: 2, Stages: []string{"peers"}}, nil
 }
 
 func (s *DML) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {

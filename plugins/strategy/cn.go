@@ -46,7 +46,7 @@ var cnParams = []sdk.Param{
 func (s *CN) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "cn", Version: Version,
 		Summary: "CurriculumNet: density clustering of features per class, then clean → noisy → very noisy",
-		Params:  cnParams, Models: 1, Stages: []string{"pretrain", "curriculum"}}, nil
+		Params:  cnParams, MaxPeers: 1, Stages: []string{"pretrain", "curriculum"}}, nil
 }
 
 func (s *CN) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -83,8 +83,8 @@ func (s *CN) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	s.phaseEnd = phaseEnds(run.Epochs, shares)
 	s.rank = nil
 	s.stages = []sdk.Stage{
-		{Name: "pretrain", Epochs: pe, Models: 1, Teacher: -1, Fresh: true, Features: true},
-		{Name: "curriculum", Epochs: run.Epochs, Models: 1, Teacher: -1, Fresh: !s.params.Bool("continue")},
+		{Name: "pretrain", Epochs: pe, Peers: 1, Teacher: -1, Fresh: true, Features: true},
+		{Name: "curriculum", Epochs: run.Epochs, Peers: 1, Teacher: -1, Fresh: !s.params.Bool("continue")},
 	}
 	return s.stagesRead()
 }

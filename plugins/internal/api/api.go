@@ -60,7 +60,7 @@ type StrategyInfo struct {
 	Version         string   `json:"version"`
 	Summary         string   `json:"summary"`
 	Params          []Param  `json:"params"`
-	Models          int      `json:"models"` // most models trained at once
+	MaxPeers        int      `json:"models"` // most peers a stage trains (proto and JSON: models)
 	Stages          []string `json:"stages"`
 	NeedsSimilarity bool     `json:"needs_similarity"`
 }
@@ -200,7 +200,7 @@ type Run struct {
 type Stage struct {
 	Name     string
 	Epochs   int
-	Models   int    // models trained together (dml: 2)
+	Peers    int    // peers: the models trained together (dml: 2; proto: models)
 	Teacher  int    // stage whose final model is the frozen teacher; -1 none
 	Fresh    bool   // newly initialised weights, else continue the previous stage's model
 	Features bool   // after this stage the host sends every example's features
@@ -242,17 +242,17 @@ type Plan struct {
 	Coef   Coefficients
 }
 
-// Metrics are one model's figures after an epoch.
+// Metrics are one peer's figures after an epoch (Peer: proto field model).
 type Metrics struct {
-	Stage, Epoch, Model int
-	Values              map[string]float64
+	Stage, Epoch, Peer int
+	Values             map[string]float64
 }
 
 // FeatureChunk holds the features of some examples: Data is len(Indices)×Dim.
 type FeatureChunk struct {
-	Stage, Model, Dim int
-	Indices           []int
-	Data              []float32
+	Stage, Peer, Dim int
+	Indices          []int
+	Data             []float32
 }
 
 // FeatureStream yields chunks until it returns io.EOF.

@@ -80,7 +80,7 @@ func fromInt32s(xs []int32) []int {
 func toStages(ss []sdk.Stage) []*pb.Stage {
 	out := make([]*pb.Stage, len(ss))
 	for i, s := range ss {
-		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Models), Teacher: int32(s.Teacher),
+		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Peers), Teacher: int32(s.Teacher),
 			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model}
 	}
 	return out
@@ -89,7 +89,7 @@ func toStages(ss []sdk.Stage) []*pb.Stage {
 func fromStages(ss []*pb.Stage) []sdk.Stage {
 	out := make([]sdk.Stage, len(ss))
 	for i, s := range ss {
-		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Models: int(s.GetModels()), Teacher: int(s.GetTeacher()),
+		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Peers: int(s.GetModels()), Teacher: int(s.GetTeacher()),
 			Fresh: s.GetFresh(), Features: s.GetFeatures(), PerStep: s.GetPerStep(), Model: s.GetModel()}
 	}
 	return out
