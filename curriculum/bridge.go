@@ -154,7 +154,7 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	c := sp.Coef
+	c := sp.Coefs
 	out := Plan{Subset: sp.Subset, Coefs: Coefs{SoftCE: float32(c.SoftCE), HardCE: float32(c.HardCE),
 		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual)}}
 	b.bigPlans = false

@@ -210,7 +210,7 @@ func (f *flaky) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) {
 }
 
 func (f *flaky) Plan(context.Context, sdk.PlanAt) (*sdk.Plan, error) {
-	return &sdk.Plan{Coef: sdk.Coefficients{HardCE: 1}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{HardCE: 1}}, nil
 }
 
 func (f *flaky) Observe(_ context.Context, m sdk.Metrics) error {

@@ -43,7 +43,7 @@ type Plan struct {
 //	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
 // with τ = KDTemperature (trainer/torch.Coefs, which the trainer converts it
-// to field for field, documents the terms). sdk.Coefficients has the same
+// to field for field, documents the terms). sdk.Coefs has the same
 // fields in float64 (a plugin's plan; the Bridge converts it).
 type Coefs struct {
 	SoftCE, HardCE, KD, KDTemperature, Mutual float32

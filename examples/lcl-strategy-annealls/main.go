@@ -59,5 +59,5 @@ func (s *annealLS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		}
 		row[i] = diag
 	})
-	return &sdk.Plan{Targets: t, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: t, Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }

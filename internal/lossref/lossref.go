@@ -27,7 +27,7 @@ import (
 )
 
 // Coefs weighs the terms; KDTemperature is τ (≤ 0 means 1). The same fields
-// as trainer/torch.Coefs, curriculum.Coefs and sdk.Coefficients, in float64.
+// as trainer/torch.Coefs, curriculum.Coefs and sdk.Coefs, in float64.
 type Coefs struct {
 	SoftCE, HardCE, KD, KDTemperature, Mutual float64
 }

@@ -39,7 +39,7 @@ type (
 	Run               = api.Run
 	Stage             = api.Stage
 	PlanAt            = api.PlanAt
-	Coefficients      = api.Coefficients
+	Coefs             = api.Coefs
 	Plan              = api.Plan
 	Metrics           = api.Metrics
 	FeatureChunk      = api.FeatureChunk

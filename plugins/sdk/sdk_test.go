@@ -126,24 +126,24 @@ func (baseOnly) Plan(context.Context, sdk.PlanAt) (*sdk.Plan, error) { return ni
 
 func TestValidatePlan(t *testing.T) {
 	eye := &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 0, 0, 1}}
-	ce := sdk.Coefficients{SoftCE: 1}
+	ce := sdk.Coefs{SoftCE: 1}
 	tests := []struct {
 		name string
 		p    *sdk.Plan
 		want string // "" = valid
 	}{
-		{"one-hot", &sdk.Plan{Coef: ce}, ""},
-		{"targets", &sdk.Plan{Targets: eye, Weights: []float64{1, 0.5, 0}, Subset: []int{2, 0}, Coef: ce}, ""},
-		{"row sum", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{0.5, 0.4, 0, 1}}, Coef: ce}, "row 0 sums to 0.9"},
-		{"negative", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1.5, -0.5, 0, 1}}, Coef: ce}, "target[0][1] = -0.5"},
-		{"nan", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{float32(math.NaN()), 1, 0, 1}}, Coef: ce}, "target[0][0] = NaN"},
-		{"shape", &sdk.Plan{Targets: &sdk.Matrix{Rows: 1, Cols: 2, Data: []float32{1, 0}}, Coef: ce}, "is 1×2 with 2 values, want 2×2"},
-		{"weights", &sdk.Plan{Weights: []float64{1}, Coef: ce}, "1 example weights, want 3"},
-		{"subset range", &sdk.Plan{Subset: []int{3}, Coef: ce}, "subset index 3 out of range"},
-		{"subset twice", &sdk.Plan{Subset: []int{1, 1}, Coef: ce}, "lists example 1 twice"},
+		{"one-hot", &sdk.Plan{Coefs: ce}, ""},
+		{"targets", &sdk.Plan{Targets: eye, Weights: []float64{1, 0.5, 0}, Subset: []int{2, 0}, Coefs: ce}, ""},
+		{"row sum", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{0.5, 0.4, 0, 1}}, Coefs: ce}, "row 0 sums to 0.9"},
+		{"negative", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1.5, -0.5, 0, 1}}, Coefs: ce}, "target[0][1] = -0.5"},
+		{"nan", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{float32(math.NaN()), 1, 0, 1}}, Coefs: ce}, "target[0][0] = NaN"},
+		{"shape", &sdk.Plan{Targets: &sdk.Matrix{Rows: 1, Cols: 2, Data: []float32{1, 0}}, Coefs: ce}, "is 1×2 with 2 values, want 2×2"},
+		{"weights", &sdk.Plan{Weights: []float64{1}, Coefs: ce}, "1 example weights, want 3"},
+		{"subset range", &sdk.Plan{Subset: []int{3}, Coefs: ce}, "subset index 3 out of range"},
+		{"subset twice", &sdk.Plan{Subset: []int{1, 1}, Coefs: ce}, "lists example 1 twice"},
 		{"no loss", &sdk.Plan{}, "all loss coefficients are 0"},
-		{"kd without T", &sdk.Plan{Coef: sdk.Coefficients{KD: 1}}, "needs a temperature"},
-		{"mutual alone", &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1, Mutual: 1}}, "needs a stage with 2 or more models"},
+		{"kd without T", &sdk.Plan{Coefs: sdk.Coefs{KD: 1}}, "needs a temperature"},
+		{"mutual alone", &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1, Mutual: 1}}, "needs a stage with 2 or more models"},
 	}
 	for _, tt := range tests {
 		err := sdk.ValidatePlan(tt.p, 2, 3, 1)
@@ -160,12 +160,12 @@ func TestValidatePlanLargeFirstBadRow(t *testing.T) {
 	for i := 0; i < c; i++ {
 		m.Set(i, i, 1)
 	}
-	if err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1); err != nil {
+	if err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coefs: sdk.Coefs{SoftCE: 1}}, c, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	m.Set(2000, 3, 0.5)
 	m.Set(50, 7, -1)
-	err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1)
+	err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coefs: sdk.Coefs{SoftCE: 1}}, c, 0, 1)
 	if err == nil || err.Error() != "target[50][7] = -1, want a finite value ≥ 0" {
 		t.Fatalf("err = %v", err)
 	}

@@ -115,7 +115,7 @@ func (s *SL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
 
 // LS is label smoothing: targets (1−α)·onehot + α/C, α = 0.1.
@@ -148,7 +148,7 @@ func (s *LS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Targets: s.targets, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: s.targets, Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
 
 // LCL is label-similarity curriculum learning (Dogan et al. 2020): targets
@@ -220,7 +220,7 @@ func (s *LCL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		}
 		t = at.Epoch*s.run.StepsPerEpoch + at.Step
 	}
-	return &sdk.Plan{Targets: s.targets.at(s.eps, t), Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: s.targets.at(s.eps, t), Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
 
 // hasNegative reports whether m has a value below 0.
@@ -288,9 +288,9 @@ func (s *KD) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		return nil, err
 	}
 	if at.Stage == 0 {
-		return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+		return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1}}, nil
 	}
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1 - s.alpha, KD: s.alpha, KDTemperature: s.temperature}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1 - s.alpha, KD: s.alpha, KDTemperature: s.temperature}}, nil
 }
 
 // DML is deep mutual learning (Zhang et al. 2018): two peers trained
@@ -330,5 +330,5 @@ func (s *DML) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1, Mutual: s.mutual}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1, Mutual: s.mutual}}, nil
 }

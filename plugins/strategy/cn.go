@@ -199,7 +199,7 @@ func (s *CN) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		return nil, err
 	}
 	if at.Stage == 0 {
-		return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+		return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1}}, nil
 	}
 	if s.rank == nil {
 		return nil, fmt.Errorf("the curriculum needs the pretrained model's features, which the host has not sent")
@@ -218,5 +218,5 @@ func (s *CN) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 			weights[i] = w
 		}
 	}
-	return &sdk.Plan{Weights: weights, Subset: subset, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Weights: weights, Subset: subset, Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }

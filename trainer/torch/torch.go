@@ -69,7 +69,7 @@ type AllocStats struct {
 //
 // The same coefficients, with the same field names, are curriculum.Coefs
 // (float32, a Plan's; converted to this type field for field),
-// sdk.Coefficients (float64, what a strategy plugin sends) and
+// sdk.Coefs (float64, what a strategy plugin sends) and
 // internal/lossref.Coefs (the float64 reference of the tests). Each floor
 // has its own because no import runs back up; the C struct is lt_coefs.
 type Coefs struct {

@@ -214,7 +214,7 @@ type PlanAt struct {
 	Stage, Epoch, Step int
 }
 
-// Coefficients weight each model's loss terms (per-sample sum over classes,
+// Coefs weight each model's loss terms (per-sample sum over classes,
 // batch mean):
 //
 //	SoftCE·CE(Targets[y], p) + HardCE·CE(onehot(y), p)
@@ -222,10 +222,10 @@ type PlanAt struct {
 //	+ Mutual·mean_peers KL(p_peer ‖ p_self)     (peer predictions held constant)
 //
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
-// KDTemperature travels as the proto field `temperature` (unrenamed, so
-// plugins in other languages keep their code). The trainer's own
+// On the wire Coefs is the message Coefficients and KDTemperature its field
+// `temperature` (unrenamed, so plugins in other languages keep their code). The trainer's own
 // (curriculum.Coefs, trainer/torch.Coefs) have the same fields in float32.
-type Coefficients struct {
+type Coefs struct {
 	SoftCE, HardCE, KD, KDTemperature, Mutual float64
 }
 
@@ -239,7 +239,7 @@ type Plan struct {
 	Weights []float64
 	// Subset lists the example indices trained this epoch; nil = all.
 	Subset []int
-	Coef   Coefficients
+	Coefs  Coefs
 }
 
 // Metrics are one peer's figures after an epoch (Peer: proto field model).

@@ -79,7 +79,7 @@ func ValidatePlan(p *Plan, c, n, peers int) error {
 			return fmt.Errorf("subset is empty: nothing to train on")
 		}
 	}
-	co := p.Coef
+	co := p.Coefs
 	for _, f := range []struct {
 		name string
 		v    float64

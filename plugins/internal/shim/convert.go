@@ -104,8 +104,8 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 		OneHot:  p.Targets == nil,
 		Targets: targets,
 		Weights: p.Weights,
-		Coefficients: &pb.Coefficients{SoftCe: p.Coef.SoftCE, HardCe: p.Coef.HardCE, Kd: p.Coef.KD,
-			Temperature: p.Coef.KDTemperature, Mutual: p.Coef.Mutual},
+		Coefficients: &pb.Coefficients{SoftCe: p.Coefs.SoftCE, HardCe: p.Coefs.HardCE, Kd: p.Coefs.KD,
+			Temperature: p.Coefs.KDTemperature, Mutual: p.Coefs.Mutual},
 	}
 	if p.Subset != nil {
 		out.HasSubset = true
@@ -141,7 +141,7 @@ func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 		}
 	}
 	if c := p.GetCoefficients(); c != nil {
-		out.Coef = sdk.Coefficients{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
+		out.Coefs = sdk.Coefs{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
 			KDTemperature: c.GetTemperature(), Mutual: c.GetMutual()}
 	}
 	return out, nil

@@ -99,10 +99,10 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("plugin got run %+v, want %+v", rec.run, run)
 	}
 	plans := []*sdk.Plan{
-		{Coef: sdk.Coefficients{SoftCE: 1}},
+		{Coefs: sdk.Coefs{SoftCE: 1}},
 		{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{.9, .1, .2, .8}}, Weights: []float64{1, .5, 0},
-			Subset: []int{2, 0}, Coef: sdk.Coefficients{SoftCE: .1, HardCE: .2, KD: .9, KDTemperature: 4, Mutual: 1}},
-		{Subset: []int{}, Coef: sdk.Coefficients{SoftCE: 1}}, // an empty subset stays empty, not "all"
+			Subset: []int{2, 0}, Coefs: sdk.Coefs{SoftCE: .1, HardCE: .2, KD: .9, KDTemperature: 4, Mutual: 1}},
+		{Subset: []int{}, Coefs: sdk.Coefs{SoftCE: 1}}, // an empty subset stays empty, not "all"
 	}
 	for i, want := range plans {
 		rec.plan = want
