@@ -108,7 +108,7 @@ func New(ctx context.Context, st Strategy, run Run) (*Bridge, error) {
 		b.run.Similarity = nil
 	}
 	for _, s := range stages {
-		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Models, Model: s.Model, PerStep: s.PerStep}
+		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Peers, Model: s.Model, PerStep: s.PerStep}
 		if s.Teacher >= 0 {
 			ps.Teacher = stages[s.Teacher].Name
 		}
@@ -154,9 +154,9 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	c := sp.Coef
-	out := Plan{Subset: sp.Subset, Coefs: Coefs{Soft: float32(c.SoftCE), Hard: float32(c.HardCE),
-		KD: float32(c.KD), KDTemp: float32(c.Temperature), Mutual: float32(c.Mutual)}}
+	c := sp.Coefs
+	out := Plan{Subset: sp.Subset, Coefs: Coefs{SoftCE: float32(c.SoftCE), HardCE: float32(c.HardCE),
+		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual)}}
 	b.bigPlans = false
 	if sp.Targets != nil {
 		out.Targets = sp.Targets.Dense().Data // the plugin's answer itself: not copied
@@ -211,8 +211,8 @@ func (b *Bridge) Observe(ctx context.Context, o Observation) {
 	if b.observeErr != nil {
 		return
 	}
-	for k, m := range o.Models {
-		err := b.st.Observe(ctx, sdk.Metrics{Stage: o.StageIndex, Epoch: o.Epoch - 1, Model: k, Values: map[string]float64{
+	for k, m := range o.Peers {
+		err := b.st.Observe(ctx, sdk.Metrics{Stage: o.StageIndex, Epoch: o.Epoch - 1, Peer: k, Values: map[string]float64{
 			"train_loss": m.TrainLoss, "train_top1": m.TrainTop1, "test_top1": m.TestTop1, "test_top5": m.TestTop5,
 			"test_loss": m.TestLoss, "lr": o.LR}})
 		if err != nil {

@@ -182,7 +182,7 @@ func TestBridgeLCLPlanAndIdentity(t *testing.T) {
 			t.Fatalf("targets row 1 = %v", p.Targets[3:6])
 		}
 	}
-	if p.Coefs != (curriculum.Coefs{Soft: 1}) || p.Weights != nil || p.Subset != nil {
+	if p.Coefs != (curriculum.Coefs{SoftCE: 1}) || p.Weights != nil || p.Subset != nil {
 		t.Fatalf("plan %+v", p)
 	}
 	// The strategy's plan has the same targets.
@@ -206,11 +206,11 @@ func (f *flaky) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if _, err := f.SL.Begin(ctx, run); err != nil {
 		return nil, err
 	}
-	return []sdk.Stage{{Name: "a", Epochs: 1, Models: 1, Teacher: -1, Fresh: true}, {Name: "b", Epochs: 1, Models: 1, Teacher: -1, Fresh: f.fresh}}, nil
+	return []sdk.Stage{{Name: "a", Epochs: 1, Peers: 1, Teacher: -1, Fresh: true}, {Name: "b", Epochs: 1, Peers: 1, Teacher: -1, Fresh: f.fresh}}, nil
 }
 
 func (f *flaky) Plan(context.Context, sdk.PlanAt) (*sdk.Plan, error) {
-	return &sdk.Plan{Coef: sdk.Coefficients{HardCE: 1}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{HardCE: 1}}, nil
 }
 
 func (f *flaky) Observe(_ context.Context, m sdk.Metrics) error {
@@ -231,13 +231,13 @@ func TestBridgeHoldsBackObserveError(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs := func(epoch int) curriculum.Observation {
-		return curriculum.Observation{Epoch: epoch, Models: []curriculum.ModelMetrics{{TestTop1: 0.5}, {TestTop1: 0.6}}}
+		return curriculum.Observation{Epoch: epoch, Peers: []curriculum.PeerMetrics{{TestTop1: 0.5}, {TestTop1: 0.6}}}
 	}
 	b.Observe(ctx, obs(1)) // strategy epoch 0: fine, both peers
 	if st.observed != 2 {
 		t.Fatalf("observed %d times, want once per peer", st.observed)
 	}
-	if p, err := b.Plan(ctx, curriculum.PlanContext{Epoch: 1}); err != nil || p.Coefs.Hard != 1 {
+	if p, err := b.Plan(ctx, curriculum.PlanContext{Epoch: 1}); err != nil || p.Coefs.HardCE != 1 {
 		t.Fatalf("plan after a good observe: %+v %v", p, err)
 	}
 	b.Observe(ctx, obs(2)) // fails on the first peer

@@ -34,18 +34,19 @@ type Plan struct {
 	// Subset restricts this epoch to these example indices (CurriculumNet);
 	// nil means the run's whole training set.
 	Subset []int
-	// Coefs weighs the loss terms; the zero value means Soft = 1.
+	// Coefs weighs the loss terms; the zero value means SoftCE = 1.
 	Coefs Coefs
 }
 
 // Coefs weighs the terms of the per-example training loss
 //
-//	Soft·(−Σ_j T_yj log p_j) + Hard·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
+//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
-// with τ = KDTemp (trainer/torch.Coefs, which the trainer converts it to,
-// documents the terms).
+// with τ = KDTemperature (trainer/torch.Coefs, which the trainer converts it
+// to field for field, documents the terms). sdk.Coefs has the same
+// fields in float64 (a plugin's plan; the Bridge converts it).
 type Coefs struct {
-	Soft, Hard, KD, KDTemp, Mutual float32
+	SoftCE, HardCE, KD, KDTemperature, Mutual float32
 }
 
 // PlanContext tells the planner where the run stands.
@@ -95,11 +96,11 @@ type Observation struct {
 	StageIndex int
 	Epoch      int // 1-based within the stage
 	LR         float64
-	// Models holds each peer's metrics (one entry for a single model).
-	Models []ModelMetrics
+	// Peers holds each peer's metrics (one entry for a single model).
+	Peers []PeerMetrics
 }
 
-// ModelMetrics are one model's results of an epoch.
-type ModelMetrics struct {
+// PeerMetrics are one model's results of an epoch.
+type PeerMetrics struct {
 	TrainLoss, TrainTop1, TestTop1, TestTop5, TestLoss float64
 }

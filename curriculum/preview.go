@@ -25,7 +25,7 @@ type PreviewEpoch struct {
 	Epoch     int // 0-based within the stage
 	Entropy   float64
 	TrueMass  float64
-	Coef      sdk.Coefficients
+	Coefs     sdk.Coefs
 }
 
 // Preview is a strategy's curriculum planned without training (lcl plan).
@@ -94,7 +94,7 @@ stages:
 			}
 			p.Files++
 			h, m := strategy.TargetStats(t)
-			p.Epochs = append(p.Epochs, PreviewEpoch{s, stage.Name, e, h, m, plan.Coef})
+			p.Epochs = append(p.Epochs, PreviewEpoch{s, stage.Name, e, h, m, plan.Coefs})
 			if progress != nil {
 				progress(len(p.Epochs), total)
 			}
@@ -124,7 +124,7 @@ func writePreviewCSV(path string, rows []PreviewEpoch) error {
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 	for _, r := range rows {
 		w.Write([]string{strconv.Itoa(r.Stage), r.StageName, strconv.Itoa(r.Epoch), g(r.Entropy), g(r.TrueMass),
-			g(r.Coef.SoftCE), g(r.Coef.HardCE), g(r.Coef.KD), g(r.Coef.Temperature), g(r.Coef.Mutual)})
+			g(r.Coefs.SoftCE), g(r.Coefs.HardCE), g(r.Coefs.KD), g(r.Coefs.KDTemperature), g(r.Coefs.Mutual)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

@@ -124,7 +124,7 @@ func TestExamplePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pp.Coef != gp.Coef || len(pp.Targets.Data) != 25 {
+			if pp.Coefs != gp.Coefs || len(pp.Targets.Data) != 25 {
 				t.Fatalf("epoch %d: python plan %+v, go plan %+v", epoch, pp, gp)
 			}
 			for i, v := range gp.Targets.Data {

@@ -102,7 +102,7 @@ func (s *Strategy) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sdk.ValidatePlan(p, s.classes, s.examples, s.stages[at.Stage].Models); err != nil {
+	if err := sdk.ValidatePlan(p, s.classes, s.examples, s.stages[at.Stage].Peers); err != nil {
 		return nil, s.c.invalid(op, "invalid plan: %v", err)
 	}
 	return p, nil

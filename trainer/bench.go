@@ -105,7 +105,7 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 		in.Y[i] = int64(r.IntN(b.Classes))
 	}
 	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{opt}, Targets: targets,
-		Coefs: torch.Coefs{Soft: 1}, LR: 0.01}
+		Coefs: torch.Coefs{SoftCE: 1}, LR: 0.01}
 	scale := 0.0
 	if b.Precision == torch.FP16 {
 		scale = 65536 // GradScaler's initial scale; fixed here (a benchmark, not a run)

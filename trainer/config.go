@@ -17,11 +17,11 @@ type Config struct {
 	// model.safetensors, result.json); "" keeps everything in memory.
 	Out string
 	// Model names an architecture of Models ("cnn", "resnet18:stem=cifar").
-	Model  string
-	Models *models.Registry // nil = models.Builtin()
-	Train  Dataset
-	Test   Dataset
-	Loader Loader
+	Model       string
+	Models      *models.Registry // nil = models.Builtin()
+	Train       Examples
+	Test        Examples
+	BatchSource BatchSource
 	// TrainIndices is the run's training set (e.g. a class-stratified
 	// fraction); nil = every example of Train.
 	TrainIndices []int
@@ -100,8 +100,8 @@ type Progress struct {
 }
 
 func newRunner(cfg Config) (*runner, error) {
-	if cfg.Train == nil || cfg.Test == nil || cfg.Loader == nil || cfg.Planner == nil {
-		return nil, errors.New("trainer: config needs Train, Test, Loader and Planner")
+	if cfg.Train == nil || cfg.Test == nil || cfg.BatchSource == nil || cfg.Planner == nil {
+		return nil, errors.New("trainer: config needs Train, Test, BatchSource and Planner")
 	}
 	if cfg.Models == nil {
 		cfg.Models = models.Builtin()

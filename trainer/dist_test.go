@@ -102,7 +102,7 @@ func (p *weightedSL) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	for i := range w {
 		w[i] = 1 + float32(i%3)
 	}
-	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: Coefs{Soft: 1}}, nil
+	return Plan{Targets: T, Weights: w, Subset: pc.Train[:230], Coefs: Coefs{SoftCE: 1}}, nil
 }
 
 // perStepSubset is a per-step strategy whose plans from step 1 on keep
@@ -112,7 +112,7 @@ type perStepSubset struct{}
 func (perStepSubset) Stages() []Stage { return []Stage{{Name: "train", PerStep: true}} }
 func (perStepSubset) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	if pc.Step == 0 {
-		return Plan{Coefs: Coefs{Hard: 1}}, nil
+		return Plan{Coefs: Coefs{HardCE: 1}}, nil
 	}
 	var sub []int
 	w := make([]float32, 240)
@@ -122,7 +122,7 @@ func (perStepSubset) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 		}
 		w[i] = 1 + float32(i%3)
 	}
-	return Plan{Subset: sub, Weights: w, Coefs: Coefs{Hard: 1}}, nil
+	return Plan{Subset: sub, Weights: w, Coefs: Coefs{HardCE: 1}}, nil
 }
 
 // TestDataParallelEqualsSingleProcess: two ranks over the same global

@@ -171,7 +171,7 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 // error) when it was cancelled.
 func (ep *epoch) train() error {
 	r, s, e := ep.r, ep.p.Stage, ep.p.Epoch
-	lc := LoaderConfig{Indices: ep.indices, Batch: r.cfg.Optim.Batch, Shuffle: true,
+	lc := Pass{Indices: ep.indices, Batch: r.cfg.Optim.Batch, Shuffle: true,
 		Seed: int64(mix(r.cfg.Seed, 2, int64(s), int64(e))), Train: true, U8: r.u8}
 	if g := r.cfg.Group; g != nil {
 		lc.Shard, lc.Shards = g.Rank(), g.Size()
@@ -180,7 +180,7 @@ func (ep *epoch) train() error {
 	ep.done0 = ep.p.Step
 	ep.first = ep.p.Step + 1
 	i := 0
-	err := r.each(ep.ctx, r.cfg.Train, lc, func(b *Batch) error {
+	err := r.each(ep.ctx, r.cfg.Train, lc, func(b *MiniBatch) error {
 		defer func() { i++ }()
 		if i < ep.p.Step {
 			return nil // done before the checkpoint this run resumed from
@@ -198,7 +198,7 @@ func (ep *epoch) train() error {
 }
 
 // batch trains step i on batch b.
-func (ep *epoch) batch(i int, b *Batch) error {
+func (ep *epoch) batch(i int, b *MiniBatch) error {
 	r, s, e := ep.r, ep.p.Stage, ep.p.Epoch
 	bs := r.cfg.Optim.Batch
 	// A batch of one cannot be batch-normalised in training mode (with a
@@ -300,7 +300,7 @@ func (ep *epoch) globalCount(n int) (int, error) {
 
 // keepOnly returns the examples of b that keep marks (b itself when that
 // is all of them).
-func keepOnly(b *Batch, keep []bool) *Batch {
+func keepOnly(b *MiniBatch, keep []bool) *MiniBatch {
 	n := 0
 	for _, i := range b.Index {
 		if keep[i] {
@@ -310,7 +310,7 @@ func keepOnly(b *Batch, keep []bool) *Batch {
 	if n == b.N {
 		return b
 	}
-	out := &Batch{N: n, Y: make([]int64, 0, n), Index: make([]int, 0, n)}
+	out := &MiniBatch{N: n, Y: make([]int64, 0, n), Index: make([]int, 0, n)}
 	size := (len(b.X) + len(b.X8)) / b.N // b.N > n ≥ 0
 	for j, i := range b.Index {
 		if !keep[i] {

@@ -18,14 +18,14 @@ type EvalOptions struct {
 }
 
 // evalEngine creates the engine that evaluates on ds: batches of a
-// PixelDataset travel as bytes (u8) and are normalised on the device, and
+// PixelExamples travel as bytes (u8) and are normalised on the device, and
 // the forward passes run in o.Precision and o.ChannelsLast.
-func evalEngine(ds Dataset, o EvalOptions) (eng *torch.Engine, u8 bool, err error) {
+func evalEngine(ds Examples, o EvalOptions) (eng *torch.Engine, u8 bool, err error) {
 	if o.Device == "" {
 		o.Device = "cpu"
 	}
 	eo := torch.EngineOptions{Precision: o.Precision, ChannelsLast: o.ChannelsLast}
-	pd, u8 := ds.(PixelDataset)
+	pd, u8 := ds.(PixelExamples)
 	if u8 {
 		eo.Mean, eo.Std = pd.Normalization()
 	}
@@ -50,10 +50,10 @@ func (s evalSums) metrics(set string) (PeerMetrics, error) {
 
 // evalPass evaluates m through eng on the batches of one pass of ds as lc
 // selects them (a data-parallel rank's slices among them, possibly empty).
-func evalPass(ctx context.Context, eng *torch.Engine, m *torch.Model, ds Dataset, loader Loader, lc LoaderConfig) (evalSums, error) {
+func evalPass(ctx context.Context, eng *torch.Engine, m *torch.Model, ds Examples, loader BatchSource, lc Pass) (evalSums, error) {
 	var s evalSums
 	c, h, w := ds.Shape()
-	err := eachBatch(ctx, loader, ds, lc, func(b *Batch) error {
+	err := eachBatch(ctx, loader, ds, lc, func(b *MiniBatch) error {
 		if b.N == 0 {
 			return nil
 		}
@@ -74,15 +74,15 @@ func evalPass(ctx context.Context, eng *torch.Engine, m *torch.Model, ds Dataset
 }
 
 // EvaluateOn is Evaluate through an Engine on o.Device: batches of a
-// PixelDataset travel as bytes and are normalised there, and the forward
+// PixelExamples travel as bytes and are normalised there, and the forward
 // pass runs in o.Precision.
-func EvaluateOn(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, o EvalOptions) (PeerMetrics, error) {
+func EvaluateOn(ctx context.Context, m *torch.Model, ds Examples, loader BatchSource, o EvalOptions) (PeerMetrics, error) {
 	eng, u8, err := evalEngine(ds, o)
 	if err != nil {
 		return PeerMetrics{}, err
 	}
 	defer eng.Close()
-	s, err := evalPass(ctx, eng, m, ds, loader, LoaderConfig{Batch: max(o.Batch, 1), U8: u8})
+	s, err := evalPass(ctx, eng, m, ds, loader, Pass{Batch: max(o.Batch, 1), U8: u8})
 	if err != nil {
 		return PeerMetrics{}, err
 	}
@@ -93,7 +93,7 @@ func EvaluateOn(ctx context.Context, m *torch.Model, ds Dataset, loader Loader, 
 // validation split of the training set (indices).
 type evalSet struct {
 	name    string
-	ds      Dataset
+	ds      Examples
 	indices []int // nil: every example of ds
 	eng     *torch.Engine
 	u8      bool
@@ -120,7 +120,7 @@ func (r *runner) evaluate(ctx context.Context, m *torch.Model, set *evalSet) (Pe
 			return PeerMetrics{}, err
 		}
 	}
-	lc := LoaderConfig{Indices: set.indices, Batch: r.cfg.EvalBatch, U8: set.u8}
+	lc := Pass{Indices: set.indices, Batch: r.cfg.EvalBatch, U8: set.u8}
 	g := r.cfg.Group
 	if g != nil {
 		if err := g.BroadcastModel(m, true); err != nil {
@@ -128,7 +128,7 @@ func (r *runner) evaluate(ctx context.Context, m *torch.Model, set *evalSet) (Pe
 		}
 		lc.Shard, lc.Shards = g.Rank(), g.Size()
 	}
-	s, err := evalPass(ctx, set.eng, m, set.ds, r.cfg.Loader, lc)
+	s, err := evalPass(ctx, set.eng, m, set.ds, r.cfg.BatchSource, lc)
 	if err != nil {
 		return PeerMetrics{}, err
 	}

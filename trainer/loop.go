@@ -57,8 +57,8 @@ func (r *runner) openEngine(ck *checkpoint) error {
 		}
 	}
 	o := torch.EngineOptions{Precision: r.cfg.Precision, ChannelsLast: r.cfg.ChannelsLast}
-	if pd, ok := r.cfg.Train.(PixelDataset); ok {
-		if _, ok := r.cfg.Test.(PixelDataset); ok {
+	if pd, ok := r.cfg.Train.(PixelExamples); ok {
+		if _, ok := r.cfg.Test.(PixelExamples); ok {
 			o.Mean, o.Std = pd.Normalization()
 			r.u8 = true
 		}
@@ -503,7 +503,7 @@ func (r *runner) features(ctx context.Context, stage string, indices []int) ([][
 	}
 	out := make([][]float32, len(indices))
 	c, h, w := r.cfg.Train.Shape()
-	err = r.each(ctx, r.cfg.Train, LoaderConfig{Indices: indices, Batch: r.cfg.EvalBatch, U8: u8}, func(b *Batch) error {
+	err = r.each(ctx, r.cfg.Train, Pass{Indices: indices, Batch: r.cfg.EvalBatch, U8: u8}, func(b *MiniBatch) error {
 		if b.N == 0 {
 			return nil
 		}
@@ -524,12 +524,12 @@ func (r *runner) features(ctx context.Context, stage string, indices []int) ([][
 }
 
 // each runs fn over one pass of ds.
-func (r *runner) each(ctx context.Context, ds Dataset, lc LoaderConfig, fn func(*Batch) error) error {
-	return eachBatch(ctx, r.cfg.Loader, ds, lc, fn)
+func (r *runner) each(ctx context.Context, ds Examples, lc Pass, fn func(*MiniBatch) error) error {
+	return eachBatch(ctx, r.cfg.BatchSource, ds, lc, fn)
 }
 
 // eachBatch runs fn over one pass of ds through loader.
-func eachBatch(ctx context.Context, loader Loader, ds Dataset, lc LoaderConfig, fn func(*Batch) error) error {
+func eachBatch(ctx context.Context, loader BatchSource, ds Examples, lc Pass, fn func(*MiniBatch) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	it, err := loader(ctx, ds, lc)

@@ -55,7 +55,7 @@ type memIter struct {
 	shard, shards int
 }
 
-func (it *memIter) Next() (*Batch, error) {
+func (it *memIter) Next() (*MiniBatch, error) {
 	if it.pos >= len(it.order) || (it.drop && it.pos+it.batch > len(it.order)) {
 		return nil, io.EOF
 	}
@@ -70,7 +70,7 @@ func (it *memIter) Next() (*Batch, error) {
 			hi++
 		}
 	}
-	b := &Batch{N: hi - lo}
+	b := &MiniBatch{N: hi - lo}
 	for _, i := range it.order[lo:hi] {
 		b.X = append(b.X, it.d.x[i]...)
 		b.Y = append(b.Y, int64(it.d.y[i]))
@@ -80,7 +80,7 @@ func (it *memIter) Next() (*Batch, error) {
 	return b, nil
 }
 
-func memLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (Batches, error) {
+func memLoader(ctx context.Context, ds Examples, cfg Pass) (Batches, error) {
 	d := ds.(*memDS)
 	order := cfg.Indices
 	if order == nil {

@@ -274,7 +274,7 @@ func (m EpochMetrics) Observation() curriculum.Observation {
 	}
 	o := curriculum.Observation{StageIndex: m.StageIndex, Epoch: m.Epoch, LR: m.LR}
 	for _, p := range peers {
-		o.Models = append(o.Models, curriculum.ModelMetrics(p))
+		o.Peers = append(o.Peers, curriculum.PeerMetrics(p))
 	}
 	return o
 }

@@ -115,7 +115,7 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 			c.Y = append(c.Y, y)
 			c.LR = append(c.LR, 0.01*float64(s+1))
 			binary.Write(&xs, binary.LittleEndian, x)
-			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: c.LR[s]},
+			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{HardCE: 1}, LR: c.LR[s]},
 				torch.Input{X: x, N: n, C: 1, H: 6, W: 6, Y: y})
 		}
 		writeState(t, filepath.Join(dir, "w1.safetensors"), m)
@@ -228,7 +228,7 @@ func TestClippingClips(t *testing.T) {
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
 		}
-		trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01},
+		trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{HardCE: 1}, LR: 0.01},
 			torch.Input{X: x, N: 8, C: 1, H: 6, W: 6, Y: []int64{0, 1, 2, 3, 0, 1, 2, 3}})
 		st, _ := m.State().Copy()
 		return st[0].Data
@@ -268,7 +268,7 @@ func TestEMAMatchesPyTorch(t *testing.T) {
 			for i := range x {
 				x[i] = float32(r.NormFloat64())
 			}
-			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.1},
+			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{HardCE: 1}, LR: 0.1},
 				torch.Input{X: x, N: 8, C: 1, H: 8, W: 8, Y: []int64{0, 1, 2, 3, 0, 1, 2, 3}})
 		}
 		return m

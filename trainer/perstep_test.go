@@ -71,9 +71,9 @@ func sgdByHand(t *testing.T, ds *memDS, W, b []float64, batches [][]int, plans [
 			}
 			batch = kept
 		}
-		li := lossref.Input{Coefs: lossref.Coefs{Soft: float64(p.Coefs.Soft), Hard: float64(p.Coefs.Hard)}}
+		li := lossref.Input{Coefs: lossref.Coefs{SoftCE: float64(p.Coefs.SoftCE), HardCE: float64(p.Coefs.HardCE)}}
 		if p.Coefs == (Coefs{}) {
-			li.Soft = 1
+			li.SoftCE = 1
 		}
 		if p.Targets != nil {
 			for y := range C {
@@ -145,15 +145,15 @@ func TestPerStepPlanAppliesToItsStep(t *testing.T) {
 		}
 		zeroOne[i] = float32(i % 2)
 	}
-	first := Plan{Targets: soft, Coefs: Coefs{Soft: 1}}
+	first := Plan{Targets: soft, Coefs: Coefs{SoftCE: 1}}
 	for _, tc := range []struct {
 		name  string
 		step1 Plan
 	}{
-		{"coefficients", Plan{Targets: soft, Coefs: Coefs{Soft: 100}}},
-		{"weights", Plan{Targets: soft, Weights: zeroOne, Coefs: Coefs{Soft: 1}}},
-		{"subset", Plan{Targets: soft, Subset: half, Coefs: Coefs{Soft: 1}}},
-		{"one-hot", Plan{Coefs: Coefs{Soft: 1, Hard: 0.5}}},
+		{"coefficients", Plan{Targets: soft, Coefs: Coefs{SoftCE: 100}}},
+		{"weights", Plan{Targets: soft, Weights: zeroOne, Coefs: Coefs{SoftCE: 1}}},
+		{"subset", Plan{Targets: soft, Subset: half, Coefs: Coefs{SoftCE: 1}}},
+		{"one-hot", Plan{Coefs: Coefs{SoftCE: 1, HardCE: 0.5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -181,7 +181,7 @@ func TestPerStepPlanAppliesToItsStep(t *testing.T) {
 			}
 			// The training pass's batches, as the loader gives them.
 			var batches [][]int
-			loader := func(ctx context.Context, ds Dataset, lc LoaderConfig) (Batches, error) {
+			loader := func(ctx context.Context, ds Examples, lc Pass) (Batches, error) {
 				it, err := memLoader(ctx, ds, lc)
 				if err != nil || !lc.Train {
 					return it, err
@@ -190,7 +190,7 @@ func TestPerStepPlanAppliesToItsStep(t *testing.T) {
 			}
 			plans := [2]Plan{first, tc.step1}
 			cfg := Config{Out: filepath.Join(dir, "run"), Model: "linear", Models: linearModels(t), Train: train,
-				Test: blobs(8, C, 3, 6), Loader: loader, Planner: &twoPlans{plans}, Strategy: "per-step test", Seed: 1,
+				Test: blobs(8, C, 3, 6), BatchSource: loader, Planner: &twoPlans{plans}, Strategy: "per-step test", Seed: 1,
 				Threads: 1, Init: init, NoCheckpoint: true,
 				Optim: Optim{Epochs: 1, Batch: n / 2, Schedule: Schedule{Kind: "constant", LR: lr}}}
 			if _, err := Run(context.Background(), cfg); err != nil {
@@ -243,7 +243,7 @@ type recorder struct {
 	out *[][]int
 }
 
-func (r recorder) Next() (*Batch, error) {
+func (r recorder) Next() (*MiniBatch, error) {
 	b, err := r.Batches.Next()
 	if err == nil {
 		*r.out = append(*r.out, append([]int(nil), b.Index...))

@@ -38,10 +38,10 @@ func validatePlan(p *Plan, numClasses, numExamples int) error {
 		}
 	}
 	if p.Coefs == (Coefs{}) {
-		p.Coefs.Soft = 1
+		p.Coefs.SoftCE = 1
 	}
-	if p.Coefs.KD != 0 && p.Coefs.KDTemp <= 0 {
-		p.Coefs.KDTemp = 1
+	if p.Coefs.KD != 0 && p.Coefs.KDTemperature <= 0 {
+		p.Coefs.KDTemperature = 1
 	}
 	return nil
 }

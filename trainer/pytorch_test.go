@@ -53,7 +53,7 @@ func TestWeightsLoadInPyTorch(t *testing.T) {
 		}
 		y := []int64{1, 2, 3, 4}
 		for range 2 {
-			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01},
+			trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{HardCE: 1}, LR: 0.01},
 				torch.Input{X: x, N: n, C: tc.in.C, H: tc.in.H, W: tc.in.W, Y: y})
 		}
 		ev := evalOn(t, m, torch.Input{X: x, N: n, C: tc.in.C, H: tc.in.H, W: tc.in.W}, true)
@@ -167,7 +167,7 @@ func TestTrainingMatchesPyTorch(t *testing.T) {
 			ys = append(ys, fmt.Sprint(y[i]))
 		}
 		binary.Write(&xs, binary.LittleEndian, x)
-		trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: lr},
+		trainOn(t, &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Targets: tt, Coefs: torch.Coefs{SoftCE: 1}, LR: lr},
 			torch.Input{X: x, N: n, C: in.C, H: in.H, W: in.W, Y: y})
 	}
 	if err := writeWeights(filepath.Join(dir, "w1.safetensors"), m.State(), nil); err != nil {

@@ -26,13 +26,13 @@ type SL struct{}
 func (SL) Stages() []Stage { return []Stage{{Name: "train"}} }
 
 func (SL) Plan(context.Context, PlanContext) (Plan, error) {
-	return Plan{Coefs: Coefs{Hard: 1}}, nil
+	return Plan{Coefs: Coefs{HardCE: 1}}, nil
 }
 
 func testConfig(t *testing.T, out string) Config {
 	t.Helper()
 	return Config{
-		Out: out, Model: "mlp:hidden=32", Train: blobs(240, 4, 6, 1), Test: blobs(120, 4, 6, 2), Loader: memLoader,
+		Out: out, Model: "mlp:hidden=32", Train: blobs(240, 4, 6, 1), Test: blobs(120, 4, 6, 2), BatchSource: memLoader,
 		Planner: SL{}, Strategy: "sl", Seed: 1, Threads: 1, CheckpointEvery: 1,
 		Optim: Optim{Epochs: 4, Batch: 32, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4,
 			Schedule: Schedule{Kind: "cosine", LR: 0.05, Warmup: 1}},
@@ -319,7 +319,7 @@ func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		return Plan{}, fmt.Errorf("classes %v", pc.Classes)
 	}
 	if pc.StageIndex == 0 {
-		return Plan{Coefs: Coefs{Hard: 1}}, nil
+		return Plan{Coefs: Coefs{HardCE: 1}}, nil
 	}
 	if pc.Epoch == 0 {
 		f, err := pc.Features(ctx, "teacher", pc.Train[:10])
@@ -341,7 +341,7 @@ func (p *twoStage) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		w[i] = 1 + float32(i%2)
 	}
 	return Plan{Targets: T, Weights: w, Subset: pc.Train[:200],
-		Coefs: Coefs{Soft: 0.5, KD: 0.5, KDTemp: 3, Mutual: 1}}, nil
+		Coefs: Coefs{SoftCE: 0.5, KD: 0.5, KDTemperature: 3, Mutual: 1}}, nil
 }
 
 func TestStagesTeacherPeersFeatures(t *testing.T) {
@@ -481,7 +481,7 @@ func (p *stepPlanner) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 		}
 		t[i*c+i] = 1 - off*float32(c-1)
 	}
-	plan := Plan{Targets: t, Coefs: Coefs{Soft: 1}}
+	plan := Plan{Targets: t, Coefs: Coefs{SoftCE: 1}}
 	if p.bad != nil {
 		p.bad(pc, &plan)
 	}

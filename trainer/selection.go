@@ -17,7 +17,7 @@ var selectMetrics = map[string]bool{"top1": true, "top5": true, "loss": false}
 // (at most n−1, so every class keeps one to train on), drawn with a seeded
 // shuffle: the validation split of Config.ValFraction. Both parts keep
 // train's order.
-func splitVal(ds Dataset, train []int, fraction float64, seed int64) (rest, val []int, err error) {
+func splitVal(ds Examples, train []int, fraction float64, seed int64) (rest, val []int, err error) {
 	byClass := map[int][]int{}
 	var classes []int
 	for _, i := range train {

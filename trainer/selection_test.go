@@ -60,14 +60,14 @@ type collapse struct{ from int }
 func (collapse) Stages() []Stage { return []Stage{{Name: "train"}} }
 func (c collapse) Plan(_ context.Context, pc PlanContext) (Plan, error) {
 	if pc.Epoch < c.from {
-		return Plan{Coefs: Coefs{Hard: 1}}, nil
+		return Plan{Coefs: Coefs{HardCE: 1}}, nil
 	}
 	C := pc.NumClasses
 	T := make([]float32, C*C)
 	for i := range C {
 		T[i*C+(i+1)%C] = 1
 	}
-	return Plan{Targets: T, Coefs: Coefs{Soft: 1}}, nil
+	return Plan{Targets: T, Coefs: Coefs{SoftCE: 1}}, nil
 }
 
 // TestModelSelection: with a validation split every epoch reports every

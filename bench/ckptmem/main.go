@@ -43,12 +43,12 @@ type pass struct {
 	batch int
 }
 
-func (p *pass) Next() (*trainer.Batch, error) {
+func (p *pass) Next() (*trainer.MiniBatch, error) {
 	if len(p.order) == 0 {
 		return nil, io.EOF
 	}
 	k := min(p.batch, len(p.order))
-	b := &trainer.Batch{N: k, X: make([]float32, k*3*32*32)}
+	b := &trainer.MiniBatch{N: k, X: make([]float32, k*3*32*32)}
 	r := rand.New(rand.NewPCG(uint64(p.order[0]), 1))
 	for j := range b.X {
 		b.X[j] = float32(r.NormFloat64())
@@ -60,7 +60,7 @@ func (p *pass) Next() (*trainer.Batch, error) {
 	return b, nil
 }
 
-func load(_ context.Context, ds trainer.Dataset, c trainer.LoaderConfig) (trainer.Batches, error) {
+func load(_ context.Context, ds trainer.Examples, c trainer.Pass) (trainer.Batches, error) {
 	d := ds.(images)
 	order := c.Indices
 	if order == nil {
@@ -108,7 +108,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	var base int64
-	cfg := trainer.Config{Out: dir, Model: *model, Train: images{4, 1000}, Test: images{2, 1000}, Loader: load,
+	cfg := trainer.Config{Out: dir, Model: *model, Train: images{4, 1000}, Test: images{2, 1000}, BatchSource: load,
 		Planner: sl{}, Strategy: "sl", Threads: 2,
 		Optim: trainer.Optim{Epochs: 1, Batch: 2, Momentum: 0.9, Schedule: trainer.Schedule{Kind: "constant", LR: 0.01}},
 		OnEpoch: func(trainer.EpochMetrics) {

@@ -102,7 +102,7 @@ func main() {
 		log.Fatal(err)
 	}
 	staged := torch.Input{N: n, C: spec.InC, H: spec.InH, W: spec.InW, X: x, Y: y}
-	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Targets: tt, Coefs: torch.Coefs{Soft: 1}, LR: 0.01}
+	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Targets: tt, Coefs: torch.Coefs{SoftCE: 1}, LR: 0.01}
 	run := func(steps int) {
 		for i := range steps {
 			if err := eng.Put(staged); err != nil {

@@ -15,16 +15,18 @@ import (
 
 func main() { sdk.Serve(sdk.ServeConfig{Strategy: &annealLS{}}) }
 
-var params = []sdk.Param{{Name: "alpha", Type: "float", Default: "0.2", Help: "smoothing at the first epoch"}}
+var params = []sdk.Param{{Name: "alpha", Type: sdk.ParamFloat, Default: "0.2", Help: "smoothing at the first epoch"}}
 
+// annealLS embeds sdk.Base for Observe and Features, which it does not need.
 type annealLS struct {
+	sdk.Base
 	classes, epochs int
 	alpha           float64
 }
 
 func (s *annealLS) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "annealls", Version: "0.1.0", Summary: "label smoothing annealed linearly to one-hot",
-		Params: params, Models: 1, Stages: []string{"train"}}, nil
+		Params: params, MaxPeers: 1, Stages: []string{"train"}}, nil
 }
 
 func (s *annealLS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -35,8 +37,11 @@ func (s *annealLS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if s.alpha = v.Float("alpha"); s.alpha < 0 || s.alpha > 1 {
 		return nil, fmt.Errorf("alpha = %g, want a value in [0,1]", s.alpha)
 	}
+	if err := v.Err(); err != nil { // a name read that params does not declare
+		return nil, err
+	}
 	s.classes, s.epochs = len(run.Classes), run.Epochs
-	return []sdk.Stage{{Name: "train", Epochs: run.Epochs, Models: 1, Teacher: -1, Fresh: true}}, nil
+	return []sdk.Stage{{Name: "train", Epochs: run.Epochs, Peers: 1, Teacher: -1, Fresh: true}}, nil
 }
 
 func (s *annealLS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
@@ -54,9 +59,5 @@ func (s *annealLS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		}
 		row[i] = diag
 	})
-	return &sdk.Plan{Targets: t, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: t, Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
-
-func (s *annealLS) Observe(context.Context, sdk.Metrics) error { return nil }
-
-func (s *annealLS) Features(context.Context, sdk.FeatureStream) error { return sdk.ErrNoFeatures }

@@ -110,8 +110,8 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	}
 	cfg := trainer.Config{
 		Out: e.Out, Model: spec.Model, Train: d.Train, Test: d.Test, TrainIndices: d.Indices,
-		Loader:   data.TrainerLoader(data.LoaderConfig{Workers: e.Workers}),
-		Strategy: spec.Strategy, Optim: op, Seed: spec.Seed, Threads: e.Threads, Device: e.Device,
+		BatchSource: data.BatchSource(data.LoaderConfig{Workers: e.Workers}),
+		Strategy:    spec.Strategy, Optim: op, Seed: spec.Seed, Threads: e.Threads, Device: e.Device,
 		EvalBatch: e.EvalBatch, CheckpointEvery: e.CheckpointEvery,
 		Init: spec.InitFile(), InitSkip: spec.InitSkip,
 		Precision: prec, ChannelsLast: e.ChannelsLast, TF32: e.TF32, CUDNNBenchmark: e.CUDNNBenchmark,
@@ -172,7 +172,7 @@ func (r *Run) UsesSimilarity() bool {
 // examples trainIdx of train (nil = all) and returns it as the trainer's
 // Planner, and a close function that stops the plugins.
 func OpenPlanner(ctx context.Context, env Env, sel Selection, timeout time.Duration, set *labels.Set,
-	train trainer.Dataset, trainIdx []int, epochs, batch int, model string) (*curriculum.Bridge, func(), error) {
+	train trainer.Examples, trainIdx []int, epochs, batch int, model string) (*curriculum.Bridge, func(), error) {
 	host := env.Host(timeout)
 	fail := func(err error) (*curriculum.Bridge, func(), error) {
 		host.Close()
@@ -213,7 +213,7 @@ func OpenPlanner(ctx context.Context, env Env, sel Selection, timeout time.Durat
 }
 
 // datasetClasses returns the dataset's class names when it knows them.
-func datasetClasses(ds trainer.Dataset) []string {
+func datasetClasses(ds trainer.Examples) []string {
 	if c, ok := ds.(interface{ Classes() []string }); ok {
 		return c.Classes()
 	}

@@ -82,7 +82,7 @@ func TestOpenPlannerLCL(t *testing.T) {
 			t.Fatalf("targets row 1 = %v", p.Targets[3:6])
 		}
 	}
-	if p.Coefs.Soft != 1 || p.Weights != nil || p.Subset != nil {
+	if p.Coefs.SoftCE != 1 || p.Weights != nil || p.Subset != nil {
 		t.Fatalf("plan %+v", p)
 	}
 }

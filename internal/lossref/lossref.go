@@ -26,9 +26,10 @@ import (
 	"math"
 )
 
-// Coefs weighs the terms; Temp is τ (≤ 0 means 1).
+// Coefs weighs the terms; KDTemperature is τ (≤ 0 means 1). The same fields
+// as trainer/torch.Coefs, curriculum.Coefs and sdk.Coefs, in float64.
 type Coefs struct {
-	Soft, Hard, KD, Temp, Mutual float64
+	SoftCE, HardCE, KD, KDTemperature, Mutual float64
 }
 
 // Input is one model's batch.
@@ -87,7 +88,7 @@ func Loss(in Input) (float64, [][]float64, error) {
 			return 0, nil, fmt.Errorf("lossref: a peer with %d logit rows for %d examples", len(p), n)
 		}
 	}
-	tau := in.Temp
+	tau := in.KDTemperature
 	if tau <= 0 {
 		tau = 1
 	}
@@ -101,7 +102,7 @@ func Loss(in Input) (float64, [][]float64, error) {
 		logp := LogSoftmax(z, 1)
 		p := Softmax(z, 1)
 		d := make([]float64, c)
-		if in.Soft != 0 {
+		if in.SoftCE != 0 {
 			row := make([]float64, c)
 			row[y] = 1
 			if in.Targets != nil {
@@ -109,19 +110,19 @@ func Loss(in Input) (float64, [][]float64, error) {
 			}
 			sum := 0.0
 			for j := range c {
-				per[i] -= in.Soft * row[j] * logp[j]
+				per[i] -= in.SoftCE * row[j] * logp[j]
 				sum += row[j]
 			}
 			for j := range c {
-				d[j] += in.Soft * (p[j]*sum - row[j])
+				d[j] += in.SoftCE * (p[j]*sum - row[j])
 			}
 		}
-		if in.Hard != 0 {
-			per[i] -= in.Hard * logp[y]
+		if in.HardCE != 0 {
+			per[i] -= in.HardCE * logp[y]
 			for j := range c {
-				d[j] += in.Hard * p[j]
+				d[j] += in.HardCE * p[j]
 			}
-			d[y] -= in.Hard
+			d[y] -= in.HardCE
 		}
 		if in.KD != 0 {
 			q, logq := Softmax(in.Teacher[i], tau), LogSoftmax(in.Teacher[i], tau)

@@ -23,23 +23,23 @@ func TestHandValues(t *testing.T) {
 		in   Input
 		want float64
 	}{
-		{"hard", Input{Logits: [][]float64{z}, Labels: []int{2}, Coefs: Coefs{Hard: 1}}, ln(2)},
-		{"soft one-hot", Input{Logits: [][]float64{z}, Labels: []int{0}, Coefs: Coefs{Soft: 1}}, ln(6)},
+		{"hard", Input{Logits: [][]float64{z}, Labels: []int{2}, Coefs: Coefs{HardCE: 1}}, ln(2)},
+		{"soft one-hot", Input{Logits: [][]float64{z}, Labels: []int{0}, Coefs: Coefs{SoftCE: 1}}, ln(6)},
 		// −(¼·ln(1/3) + ¾·ln(1/2)) = ¼ln3 + ¾ln2.
-		{"soft targets", Input{Logits: [][]float64{z}, Labels: []int{2}, Targets: T, Coefs: Coefs{Soft: 1}},
+		{"soft targets", Input{Logits: [][]float64{z}, Labels: []int{2}, Targets: T, Coefs: Coefs{SoftCE: 1}},
 			ln(3)/4 + 3*ln(2)/4},
 		// 0.1·CE(y=0) + 0.9·16·KL([¼,¼,½] ‖ [¼,½,¼]); softmax(s) = [1,16,1]/18 → CE = ln18;
 		// KL = ¼ln(½) + ½ln2 = ¼ln2.
 		{"kd τ=4", Input{Logits: [][]float64{student}, Labels: []int{0}, Teacher: [][]float64{teacher},
-			Coefs: Coefs{Hard: 0.1, KD: 0.9, Temp: 4}}, 0.1*ln(18) + 0.9*16*ln(2)/4},
+			Coefs: Coefs{HardCE: 0.1, KD: 0.9, KDTemperature: 4}}, 0.1*ln(18) + 0.9*16*ln(2)/4},
 		// Peers uniform and p itself: KL(u ‖ p) = ⅓(ln2 + 0 + ln(2/3)) = ⅓ln(4/3), KL(p ‖ p) = 0; mean of 2.
 		{"mutual", Input{Logits: [][]float64{z}, Labels: []int{0}, Peers: [][][]float64{{uniform}, {z}},
 			Coefs: Coefs{Mutual: 1}}, ln(4./3) / 6},
 		// Σ w·l / Σ w: (1·ln2 + ½·ln6) / 1.5.
 		{"weights", Input{Logits: [][]float64{z, z}, Labels: []int{2, 0}, Weights: []float64{1, 0.5},
-			Coefs: Coefs{Soft: 1}}, (ln(2) + 0.5*ln(6)) / 1.5},
+			Coefs: Coefs{SoftCE: 1}}, (ln(2) + 0.5*ln(6)) / 1.5},
 		{"weights all zero", Input{Logits: [][]float64{z, z}, Labels: []int{2, 0}, Weights: []float64{0, 0},
-			Coefs: Coefs{Soft: 1}}, 0},
+			Coefs: Coefs{SoftCE: 1}}, 0},
 	}
 	for _, tt := range tests {
 		got, _, err := Loss(tt.in)
@@ -87,11 +87,11 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 		co   Coefs
 		w    []float64
 	}{
-		{"soft", Coefs{Soft: 1}, nil},
-		{"hard", Coefs{Hard: 1}, nil},
-		{"kd", Coefs{KD: 1, Temp: 3}, nil},
+		{"soft", Coefs{SoftCE: 1}, nil},
+		{"hard", Coefs{HardCE: 1}, nil},
+		{"kd", Coefs{KD: 1, KDTemperature: 3}, nil},
 		{"mutual", Coefs{Mutual: 1}, nil},
-		{"all, weighted", Coefs{Soft: 0.4, Hard: 0.3, KD: 0.7, Temp: 2, Mutual: 0.5}, []float64{1, 0, 2.5, 0.5}},
+		{"all, weighted", Coefs{SoftCE: 0.4, HardCE: 0.3, KD: 0.7, KDTemperature: 2, Mutual: 0.5}, []float64{1, 0, 2.5, 0.5}},
 	} {
 		in := base
 		in.Coefs, in.Weights = tc.co, tc.w

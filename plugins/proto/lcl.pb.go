@@ -822,7 +822,7 @@ type Coefficients struct {
 	SoftCe        float64                `protobuf:"fixed64,1,opt,name=soft_ce,json=softCe,proto3" json:"soft_ce,omitempty"`
 	HardCe        float64                `protobuf:"fixed64,2,opt,name=hard_ce,json=hardCe,proto3" json:"hard_ce,omitempty"`
 	Kd            float64                `protobuf:"fixed64,3,opt,name=kd,proto3" json:"kd,omitempty"`
-	Temperature   float64                `protobuf:"fixed64,4,opt,name=temperature,proto3" json:"temperature,omitempty"`
+	Temperature   float64                `protobuf:"fixed64,4,opt,name=temperature,proto3" json:"temperature,omitempty"` // the KD temperature T (KDTemperature in Go)
 	Mutual        float64                `protobuf:"fixed64,5,opt,name=mutual,proto3" json:"mutual,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -11,7 +11,11 @@
 // in-process too. See docs/plugins.md.
 package sdk
 
-import "github.com/lcl-project/lcl/plugins/internal/api"
+import (
+	"context"
+
+	"github.com/lcl-project/lcl/plugins/internal/api"
+)
 
 // The protocol's Go types; see their documentation in the aliased package.
 type (
@@ -24,6 +28,7 @@ type (
 	SimilaritySource = api.SimilaritySource
 
 	Param             = api.Param
+	ParamType         = api.ParamType
 	StrategyInfo      = api.StrategyInfo
 	SourceInfo        = api.SourceInfo
 	Matrix            = api.Matrix
@@ -34,7 +39,7 @@ type (
 	Run               = api.Run
 	Stage             = api.Stage
 	PlanAt            = api.PlanAt
-	Coefficients      = api.Coefficients
+	Coefs             = api.Coefs
 	Plan              = api.Plan
 	Metrics           = api.Metrics
 	FeatureChunk      = api.FeatureChunk
@@ -42,6 +47,33 @@ type (
 	ChunkSlice        = api.ChunkSlice
 	Values            = api.Values
 )
+
+// The parameter types (Param.Type).
+const (
+	ParamFloat  = api.ParamFloat
+	ParamInt    = api.ParamInt
+	ParamBool   = api.ParamBool
+	ParamString = api.ParamString
+	ParamFloats = api.ParamFloats
+)
+
+// Base is embedded in a strategy to supply the calls most strategies do not
+// need: Observe ignores the metrics and Features answers ErrNoFeatures (the
+// host only sends features to a stage that sets Stage.Features). With it a
+// strategy writes Describe, Begin and Plan:
+//
+//	type myStrategy struct {
+//		sdk.Base
+//		...
+//	}
+type Base struct{}
+
+// Observe ignores the metrics.
+func (Base) Observe(context.Context, Metrics) error { return nil }
+
+// Features answers ErrNoFeatures: a strategy that embeds Base and sets
+// Stage.Features overrides it.
+func (Base) Features(context.Context, FeatureStream) error { return ErrNoFeatures }
 
 // ErrNoFeatures is what Features returns in a strategy that asks for none.
 var ErrNoFeatures = api.ErrNoFeatures
@@ -59,8 +91,11 @@ func NewRowMatrix(rows, cols int, fill func(i int, dst []float32)) *Matrix {
 	return api.NewRowMatrix(rows, cols, fill)
 }
 
-// ParseParams checks raw (name → value) against specs and fills in defaults;
-// unknown names and values of the wrong type are errors naming the parameter.
+// ParseParams checks specs (unique names, known types, every default valid
+// for its type), then raw (name → value) against them, and fills in
+// defaults; unknown names and values of the wrong type are errors naming the
+// parameter. Read the values with the getters, then check Values.Err, which
+// reports a name the code read that no Param declares.
 func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 	return api.ParseParams(specs, raw)
 }
@@ -68,8 +103,8 @@ func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 // ValidatePlan is the host's check of every plan: targets C×C, finite,
 // non-negative, rows summing to 1; one weight per example; subset indices in
 // range and distinct; sane coefficients. Plugins may call it on their own plans.
-func ValidatePlan(p *Plan, classes, examples, models int) error {
-	return api.ValidatePlan(p, classes, examples, models)
+func ValidatePlan(p *Plan, classes, examples, peers int) error {
+	return api.ValidatePlan(p, classes, examples, peers)
 }
 
 // ValidStageName reports whether a stage name is plain: 1 to 64 letters,

@@ -1,6 +1,8 @@
 package sdk_test
 
 import (
+	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -10,10 +12,10 @@ import (
 
 func TestParseParams(t *testing.T) {
 	specs := []sdk.Param{
-		{Name: "epsilon", Type: "float", Default: "0.99"},
-		{Name: "n", Type: "int", Default: "3"},
-		{Name: "on", Type: "bool", Default: "false"},
-		{Name: "shares", Type: "floats", Default: "1,1,1"},
+		{Name: "epsilon", Type: sdk.ParamFloat, Default: "0.99"},
+		{Name: "n", Type: sdk.ParamInt, Default: "3"},
+		{Name: "on", Type: sdk.ParamBool, Default: "false"},
+		{Name: "shares", Type: sdk.ParamFloats, Default: "1,1,1"},
 	}
 	v, err := sdk.ParseParams(specs, map[string]string{"epsilon": "0.9", "on": "true"})
 	if err != nil {
@@ -37,26 +39,111 @@ func TestParseParams(t *testing.T) {
 	}
 }
 
+// The declarations are checked before any value: a default that does not
+// parse as its type, an unknown type, a duplicate or empty name.
+func TestParseParamsDeclarations(t *testing.T) {
+	tests := []struct {
+		name  string
+		specs []sdk.Param
+		want  string // "" = valid
+	}{
+		{"all types", []sdk.Param{{Name: "a", Type: sdk.ParamFloat, Default: "-1e-3"}, {Name: "b", Type: sdk.ParamInt, Default: "7"},
+			{Name: "c", Type: sdk.ParamBool, Default: "true"}, {Name: "d", Type: sdk.ParamString, Default: ""},
+			{Name: "e", Type: sdk.ParamFloats, Default: ""}, {Name: "f", Default: "x"}}, ""},
+		{"float default", []sdk.Param{{Name: "alpha", Type: sdk.ParamFloat, Default: "0,9"}}, `default of parameter "alpha": "0,9" is not a valid float`},
+		{"int default", []sdk.Param{{Name: "k", Type: sdk.ParamInt, Default: "2.0"}}, `default of parameter "k": "2.0" is not a valid int`},
+		{"bool default", []sdk.Param{{Name: "on", Type: sdk.ParamBool, Default: "yes"}}, `default of parameter "on": "yes" is not a valid bool`},
+		{"floats default", []sdk.Param{{Name: "s", Type: sdk.ParamFloats, Default: "1,,2"}}, `default of parameter "s": "1,,2" is not a valid floats`},
+		{"empty float default", []sdk.Param{{Name: "T", Type: sdk.ParamFloat}}, `default of parameter "T": "" is not a valid float`},
+		{"unknown type", []sdk.Param{{Name: "x", Type: "double", Default: "1"}}, `default of parameter "x": unknown type "double"`},
+		{"twice", []sdk.Param{{Name: "x", Type: sdk.ParamInt, Default: "1"}, {Name: "x", Type: sdk.ParamInt, Default: "2"}}, `parameter "x" is declared twice`},
+		{"no name", []sdk.Param{{Type: sdk.ParamInt, Default: "1"}}, "a parameter has no name"},
+	}
+	for _, tt := range tests {
+		_, err := sdk.ParseParams(tt.specs, nil)
+		if (tt.want == "") != (err == nil) || (err != nil && err.Error() != tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// A getter asked for a name no Param declares reads as zero and Err names
+// the first such name; declared names leave Err nil.
+func TestValuesErr(t *testing.T) {
+	specs := []sdk.Param{{Name: "alpha", Type: sdk.ParamFloat, Default: "0.5"}, {Name: "k", Type: sdk.ParamInt, Default: "2"}}
+	tests := []struct {
+		name string
+		read func(v *sdk.Values) any
+		want any
+		err  string
+	}{
+		{"float", func(v *sdk.Values) any { return v.Float("alpha") }, 0.5, ""},
+		{"int", func(v *sdk.Values) any { return v.Int("k") }, 2, ""},
+		{"float typo", func(v *sdk.Values) any { return v.Float("alpah") }, 0.0, `parameter "alpah" is read but not declared (declared: alpha, k)`},
+		{"int typo", func(v *sdk.Values) any { return v.Int("K") }, 0, `parameter "K" is read but not declared (declared: alpha, k)`},
+		{"bool", func(v *sdk.Values) any { return v.Bool("on") }, false, `parameter "on" is read but not declared (declared: alpha, k)`},
+		{"string", func(v *sdk.Values) any { return v.String("model") }, "", `parameter "model" is read but not declared (declared: alpha, k)`},
+		{"floats", func(v *sdk.Values) any { return len(v.Floats("shares")) }, 0, `parameter "shares" is read but not declared (declared: alpha, k)`},
+		{"first kept", func(v *sdk.Values) any { v.Int("first"); v.Float("alpha"); return v.Int("second") }, 0,
+			`parameter "first" is read but not declared (declared: alpha, k)`},
+	}
+	for _, tt := range tests {
+		v, err := sdk.ParseParams(specs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tt.read(v); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+		if err := v.Err(); (tt.err == "") != (err == nil) || (err != nil && err.Error() != tt.err) {
+			t.Errorf("%s: Err() = %v, want %q", tt.name, err, tt.err)
+		}
+	}
+	v, _ := sdk.ParseParams(specs, nil)
+	if !v.Has("alpha") || v.Has("alpah") {
+		t.Errorf("Has: alpha %v, alpah %v", v.Has("alpha"), v.Has("alpah"))
+	}
+}
+
+// A strategy that embeds Base and writes Describe, Begin and Plan is a
+// Strategy; Observe accepts metrics and Features answers ErrNoFeatures.
+func TestBase(t *testing.T) {
+	var s sdk.Strategy = &baseOnly{}
+	if err := s.Observe(context.Background(), sdk.Metrics{Values: map[string]float64{"loss": 1}}); err != nil {
+		t.Errorf("Observe = %v, want nil", err)
+	}
+	chunks := sdk.ChunkSlice{{Indices: []int{0}, Dim: 1, Data: []float32{1}}}
+	if err := s.Features(context.Background(), &chunks); !errors.Is(err, sdk.ErrNoFeatures) {
+		t.Errorf("Features = %v, want ErrNoFeatures", err)
+	}
+}
+
+type baseOnly struct{ sdk.Base }
+
+func (baseOnly) Describe(context.Context) (sdk.StrategyInfo, error)  { return sdk.StrategyInfo{}, nil }
+func (baseOnly) Begin(context.Context, sdk.Run) ([]sdk.Stage, error) { return nil, nil }
+func (baseOnly) Plan(context.Context, sdk.PlanAt) (*sdk.Plan, error) { return nil, nil }
+
 func TestValidatePlan(t *testing.T) {
 	eye := &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1, 0, 0, 1}}
-	ce := sdk.Coefficients{SoftCE: 1}
+	ce := sdk.Coefs{SoftCE: 1}
 	tests := []struct {
 		name string
 		p    *sdk.Plan
 		want string // "" = valid
 	}{
-		{"one-hot", &sdk.Plan{Coef: ce}, ""},
-		{"targets", &sdk.Plan{Targets: eye, Weights: []float64{1, 0.5, 0}, Subset: []int{2, 0}, Coef: ce}, ""},
-		{"row sum", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{0.5, 0.4, 0, 1}}, Coef: ce}, "row 0 sums to 0.9"},
-		{"negative", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1.5, -0.5, 0, 1}}, Coef: ce}, "target[0][1] = -0.5"},
-		{"nan", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{float32(math.NaN()), 1, 0, 1}}, Coef: ce}, "target[0][0] = NaN"},
-		{"shape", &sdk.Plan{Targets: &sdk.Matrix{Rows: 1, Cols: 2, Data: []float32{1, 0}}, Coef: ce}, "is 1×2 with 2 values, want 2×2"},
-		{"weights", &sdk.Plan{Weights: []float64{1}, Coef: ce}, "1 example weights, want 3"},
-		{"subset range", &sdk.Plan{Subset: []int{3}, Coef: ce}, "subset index 3 out of range"},
-		{"subset twice", &sdk.Plan{Subset: []int{1, 1}, Coef: ce}, "lists example 1 twice"},
+		{"one-hot", &sdk.Plan{Coefs: ce}, ""},
+		{"targets", &sdk.Plan{Targets: eye, Weights: []float64{1, 0.5, 0}, Subset: []int{2, 0}, Coefs: ce}, ""},
+		{"row sum", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{0.5, 0.4, 0, 1}}, Coefs: ce}, "row 0 sums to 0.9"},
+		{"negative", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1.5, -0.5, 0, 1}}, Coefs: ce}, "target[0][1] = -0.5"},
+		{"nan", &sdk.Plan{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{float32(math.NaN()), 1, 0, 1}}, Coefs: ce}, "target[0][0] = NaN"},
+		{"shape", &sdk.Plan{Targets: &sdk.Matrix{Rows: 1, Cols: 2, Data: []float32{1, 0}}, Coefs: ce}, "is 1×2 with 2 values, want 2×2"},
+		{"weights", &sdk.Plan{Weights: []float64{1}, Coefs: ce}, "1 example weights, want 3"},
+		{"subset range", &sdk.Plan{Subset: []int{3}, Coefs: ce}, "subset index 3 out of range"},
+		{"subset twice", &sdk.Plan{Subset: []int{1, 1}, Coefs: ce}, "lists example 1 twice"},
 		{"no loss", &sdk.Plan{}, "all loss coefficients are 0"},
-		{"kd without T", &sdk.Plan{Coef: sdk.Coefficients{KD: 1}}, "needs a temperature"},
-		{"mutual alone", &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1, Mutual: 1}}, "needs a stage with 2 or more models"},
+		{"kd without T", &sdk.Plan{Coefs: sdk.Coefs{KD: 1}}, "needs a temperature"},
+		{"mutual alone", &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1, Mutual: 1}}, "needs a stage with 2 or more models"},
 	}
 	for _, tt := range tests {
 		err := sdk.ValidatePlan(tt.p, 2, 3, 1)
@@ -73,12 +160,12 @@ func TestValidatePlanLargeFirstBadRow(t *testing.T) {
 	for i := 0; i < c; i++ {
 		m.Set(i, i, 1)
 	}
-	if err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1); err != nil {
+	if err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coefs: sdk.Coefs{SoftCE: 1}}, c, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	m.Set(2000, 3, 0.5)
 	m.Set(50, 7, -1)
-	err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coef: sdk.Coefficients{SoftCE: 1}}, c, 0, 1)
+	err := sdk.ValidatePlan(&sdk.Plan{Targets: m, Coefs: sdk.Coefs{SoftCE: 1}}, c, 0, 1)
 	if err == nil || err.Error() != "target[50][7] = -1, want a finite value ≥ 0" {
 		t.Fatalf("err = %v", err)
 	}

@@ -67,7 +67,7 @@ func (s *Source) Describe(context.Context) (sdk.SourceInfo, error) {
 	sp := similarity.Specs()[s.name]
 	params := make([]sdk.Param, len(sp.Params))
 	for i, q := range sp.Params {
-		params[i] = sdk.Param{Name: q.Name, Type: q.Type, Default: q.Default, Help: q.Help}
+		params[i] = sdk.Param{Name: q.Name, Type: sdk.ParamType(q.Type), Default: q.Default, Help: q.Help}
 	}
 	return sdk.SourceInfo{Name: s.name, Version: Version, Summary: sp.Summary, Params: params,
 		NeedsAttributes: s.name == "visual"}, nil

@@ -37,8 +37,10 @@ func Names() []string {
 	return n
 }
 
-// base holds what every built-in keeps from Begin.
+// base holds what every built-in keeps from Begin; sdk.Base answers
+// Observe and Features.
 type base struct {
+	sdk.Base
 	run    sdk.Run
 	params *sdk.Values
 	stages []sdk.Stage
@@ -80,12 +82,17 @@ func (b *base) check(at sdk.PlanAt) error {
 	return nil
 }
 
-func (b *base) Observe(context.Context, sdk.Metrics) error { return nil }
+// stagesRead returns the stages Begin made, or the error of a parameter
+// name read but not declared (see sdk.Values.Err).
+func (b *base) stagesRead() ([]sdk.Stage, error) {
+	if err := b.params.Err(); err != nil {
+		return nil, err
+	}
+	return b.stages, nil
+}
 
-func (b *base) Features(context.Context, sdk.FeatureStream) error { return sdk.ErrNoFeatures }
-
-func oneStage(name string, epochs, models int) []sdk.Stage {
-	return []sdk.Stage{{Name: name, Epochs: epochs, Models: models, Teacher: -1, Fresh: true}}
+func oneStage(name string, epochs, peers int) []sdk.Stage {
+	return []sdk.Stage{{Name: name, Epochs: epochs, Peers: peers, Teacher: -1, Fresh: true}}
 }
 
 // SL is standard learning: cross-entropy against one-hot targets.
@@ -93,7 +100,7 @@ type SL struct{ base }
 
 func (s *SL) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "sl", Version: Version, Summary: "standard learning: CE against one-hot targets",
-		Models: 1, Stages: []string{"train"}}, nil
+		MaxPeers: 1, Stages: []string{"train"}}, nil
 }
 
 func (s *SL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -101,14 +108,14 @@ func (s *SL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 		return nil, err
 	}
 	s.stages = oneStage("train", run.Epochs, 1)
-	return s.stages, nil
+	return s.stagesRead()
 }
 
 func (s *SL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
 
 // LS is label smoothing: targets (1−α)·onehot + α/C, α = 0.1.
@@ -117,11 +124,11 @@ type LS struct {
 	targets *sdk.Matrix
 }
 
-var lsParams = []sdk.Param{{Name: "alpha", Type: "float", Default: "0.1", Help: "smoothing mass α spread uniformly over all C classes"}}
+var lsParams = []sdk.Param{{Name: "alpha", Type: sdk.ParamFloat, Default: "0.1", Help: "smoothing mass α spread uniformly over all C classes"}}
 
 func (s *LS) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "ls", Version: Version, Summary: "label smoothing: CE against (1−α)·onehot + α/C",
-		Params: lsParams, Models: 1, Stages: []string{"train"}}, nil
+		Params: lsParams, MaxPeers: 1, Stages: []string{"train"}}, nil
 }
 
 func (s *LS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -134,14 +141,14 @@ func (s *LS) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	}
 	s.targets = Smoothed(len(run.Classes), a)
 	s.stages = oneStage("train", run.Epochs, 1)
-	return s.stages, nil
+	return s.stagesRead()
 }
 
 func (s *LS) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Targets: s.targets, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: s.targets, Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
 
 // LCL is label-similarity curriculum learning (Dogan et al. 2020): targets
@@ -155,15 +162,15 @@ type LCL struct {
 }
 
 var lclParams = []sdk.Param{
-	{Name: "epsilon", Type: "float", Default: "0.99", Help: "decay ε in (0,1] of the off-target mass per update (paper: 0.9, 0.99, 0.999)"},
-	{Name: "per-step", Type: "bool", Default: "false", Help: "apply the update every optimiser step instead of every epoch"},
-	{Name: "clip-negative", Type: "bool", Default: "false", Help: "set negative similarities to 0 instead of failing"},
+	{Name: "epsilon", Type: sdk.ParamFloat, Default: "0.99", Help: "decay ε in (0,1] of the off-target mass per update (paper: 0.9, 0.99, 0.999)"},
+	{Name: "per-step", Type: sdk.ParamBool, Default: "false", Help: "apply the update every optimiser step instead of every epoch"},
+	{Name: "clip-negative", Type: sdk.ParamBool, Default: "false", Help: "set negative similarities to 0 instead of failing"},
 }
 
 func (s *LCL) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "lcl", Version: Version,
 		Summary: "label-similarity curriculum: soft targets from class similarity, annealed to one-hot",
-		Params:  lclParams, Models: 1, Stages: []string{"train"}, NeedsSimilarity: true}, nil
+		Params:  lclParams, MaxPeers: 1, Stages: []string{"train"}, NeedsSimilarity: true}, nil
 }
 
 func (s *LCL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -199,7 +206,7 @@ func (s *LCL) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 		}
 		s.stages[0].PerStep = true
 	}
-	return s.stages, nil
+	return s.stagesRead()
 }
 
 func (s *LCL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
@@ -213,7 +220,7 @@ func (s *LCL) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		}
 		t = at.Epoch*s.run.StepsPerEpoch + at.Step
 	}
-	return &sdk.Plan{Targets: s.targets.at(s.eps, t), Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Targets: s.targets.at(s.eps, t), Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }
 
 // hasNegative reports whether m has a value below 0.
@@ -232,19 +239,22 @@ func hasNegative(m *sdk.Matrix) bool {
 // KD is knowledge distillation (Hinton et al. 2015): stage "teacher" trains
 // a teacher with sl; stage "student" trains a fresh student on
 // (1−α)·CE(y) + α·T²·KL(softmax(t/T) ‖ softmax(s/T)).
-type KD struct{ base }
+type KD struct {
+	base
+	alpha, temperature float64
+}
 
 var kdParams = []sdk.Param{
-	{Name: "alpha", Type: "float", Default: "0.9", Help: "weight α of the distillation term"},
-	{Name: "temperature", Type: "float", Default: "4", Help: "softmax temperature T"},
-	{Name: "teacher-model", Type: "string", Default: "", Help: "teacher architecture (default: the run's model)"},
-	{Name: "teacher-epochs", Type: "int", Default: "0", Help: "teacher epochs (0: as many as the run)"},
+	{Name: "alpha", Type: sdk.ParamFloat, Default: "0.9", Help: "weight α of the distillation term"},
+	{Name: "temperature", Type: sdk.ParamFloat, Default: "4", Help: "softmax temperature T"},
+	{Name: "teacher-model", Type: sdk.ParamString, Default: "", Help: "teacher architecture (default: the run's model)"},
+	{Name: "teacher-epochs", Type: sdk.ParamInt, Default: "0", Help: "teacher epochs (0: as many as the run)"},
 }
 
 func (s *KD) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "kd", Version: Version,
 		Summary: "knowledge distillation: teacher with sl, then student on (1−α)·CE + α·T²·KL",
-		Params:  kdParams, Models: 1, Stages: []string{"teacher", "student"}}, nil
+		Params:  kdParams, MaxPeers: 1, Stages: []string{"teacher", "student"}}, nil
 }
 
 func (s *KD) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -265,11 +275,12 @@ func (s *KD) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if te == 0 {
 		te = run.Epochs
 	}
+	s.alpha, s.temperature = a, T
 	s.stages = []sdk.Stage{
-		{Name: "teacher", Epochs: te, Models: 1, Teacher: -1, Fresh: true, Model: s.params.String("teacher-model")},
-		{Name: "student", Epochs: run.Epochs, Models: 1, Teacher: 0, Fresh: true},
+		{Name: "teacher", Epochs: te, Peers: 1, Teacher: -1, Fresh: true, Model: s.params.String("teacher-model")},
+		{Name: "student", Epochs: run.Epochs, Peers: 1, Teacher: 0, Fresh: true},
 	}
-	return s.stages, nil
+	return s.stagesRead()
 }
 
 func (s *KD) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
@@ -277,25 +288,27 @@ func (s *KD) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		return nil, err
 	}
 	if at.Stage == 0 {
-		return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+		return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1}}, nil
 	}
-	a := s.params.Float("alpha")
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1 - a, KD: a, Temperature: s.params.Float("temperature")}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1 - s.alpha, KD: s.alpha, KDTemperature: s.temperature}}, nil
 }
 
 // DML is deep mutual learning (Zhang et al. 2018): two peers trained
 // together, each on CE + KL(p_peer ‖ p_self) with the peer held constant.
-type DML struct{ base }
+type DML struct {
+	base
+	mutual float64
+}
 
 var dmlParams = []sdk.Param{
-	{Name: "peers", Type: "int", Default: "2", Help: "number of peers trained together"},
-	{Name: "mutual", Type: "float", Default: "1", Help: "weight of each KL(p_peer ‖ p_self) term"},
+	{Name: "peers", Type: sdk.ParamInt, Default: "2", Help: "number of peers trained together"},
+	{Name: "mutual", Type: sdk.ParamFloat, Default: "1", Help: "weight of each KL(p_peer ‖ p_self) term"},
 }
 
 func (s *DML) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "dml", Version: Version,
 		Summary: "deep mutual learning: peers each on CE + KL(p_peer ‖ p_self)",
-		Params:  dmlParams, Models: 2, Stages: []string{"peers"}}, nil
+		Params:  dmlParams, MaxPeers: 2, Stages: []string{"peers"}}, nil
 }
 
 func (s *DML) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -306,16 +319,16 @@ func (s *DML) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if k < 2 {
 		return nil, fmt.Errorf("peers = %d, want ≥ 2", k)
 	}
-	if m := s.params.Float("mutual"); m < 0 {
-		return nil, fmt.Errorf("mutual = %g, want ≥ 0", m)
+	if s.mutual = s.params.Float("mutual"); s.mutual < 0 {
+		return nil, fmt.Errorf("mutual = %g, want ≥ 0", s.mutual)
 	}
 	s.stages = oneStage("peers", run.Epochs, k)
-	return s.stages, nil
+	return s.stagesRead()
 }
 
 func (s *DML) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1, Mutual: s.params.Float("mutual")}}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1, Mutual: s.mutual}}, nil
 }

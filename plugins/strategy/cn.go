@@ -29,22 +29,24 @@ type CN struct {
 	base
 	rank []int // per example: Clean, Noisy or VeryNoisy; nil until features arrive
 	dim  int
+	// weight and pct are the parameters weight and density-percentile.
+	weight, pct float64
 	// phaseEnd[k] is the first curriculum epoch after phase k.
 	phaseEnd []int
 }
 
 var cnParams = []sdk.Param{
-	{Name: "pretrain-epochs", Type: "int", Default: "0", Help: "epochs of the pretrain stage (0: as many as the run)"},
-	{Name: "shares", Type: "floats", Default: "1,1,1", Help: "relative lengths of the phases clean / +noisy / +very noisy"},
-	{Name: "weight", Type: "float", Default: "0.5", Help: "loss weight of noisy and very noisy examples"},
-	{Name: "density-percentile", Type: "float", Default: "0.6", Help: "cutoff d_c as a fraction of the sorted pairwise distances"},
-	{Name: "continue", Type: "bool", Default: "false", Help: "start the curriculum from the pretrained model instead of fresh weights"},
+	{Name: "pretrain-epochs", Type: sdk.ParamInt, Default: "0", Help: "epochs of the pretrain stage (0: as many as the run)"},
+	{Name: "shares", Type: sdk.ParamFloats, Default: "1,1,1", Help: "relative lengths of the phases clean / +noisy / +very noisy"},
+	{Name: "weight", Type: sdk.ParamFloat, Default: "0.5", Help: "loss weight of noisy and very noisy examples"},
+	{Name: "density-percentile", Type: sdk.ParamFloat, Default: "0.6", Help: "cutoff d_c as a fraction of the sorted pairwise distances"},
+	{Name: "continue", Type: sdk.ParamBool, Default: "false", Help: "start the curriculum from the pretrained model instead of fresh weights"},
 }
 
 func (s *CN) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "cn", Version: Version,
 		Summary: "CurriculumNet: density clustering of features per class, then clean → noisy → very noisy",
-		Params:  cnParams, Models: 1, Stages: []string{"pretrain", "curriculum"}}, nil
+		Params:  cnParams, MaxPeers: 1, Stages: []string{"pretrain", "curriculum"}}, nil
 }
 
 func (s *CN) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
@@ -72,19 +74,19 @@ func (s *CN) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if total == 0 {
 		return nil, fmt.Errorf("shares are all 0")
 	}
-	if w := s.params.Float("weight"); w < 0 {
-		return nil, fmt.Errorf("weight = %g, want ≥ 0", w)
+	if s.weight = s.params.Float("weight"); s.weight < 0 {
+		return nil, fmt.Errorf("weight = %g, want ≥ 0", s.weight)
 	}
-	if p := s.params.Float("density-percentile"); !(p > 0 && p < 1) {
-		return nil, fmt.Errorf("density-percentile = %g, want a value in (0,1)", p)
+	if s.pct = s.params.Float("density-percentile"); !(s.pct > 0 && s.pct < 1) {
+		return nil, fmt.Errorf("density-percentile = %g, want a value in (0,1)", s.pct)
 	}
 	s.phaseEnd = phaseEnds(run.Epochs, shares)
 	s.rank = nil
 	s.stages = []sdk.Stage{
-		{Name: "pretrain", Epochs: pe, Models: 1, Teacher: -1, Fresh: true, Features: true},
-		{Name: "curriculum", Epochs: run.Epochs, Models: 1, Teacher: -1, Fresh: !s.params.Bool("continue")},
+		{Name: "pretrain", Epochs: pe, Peers: 1, Teacher: -1, Fresh: true, Features: true},
+		{Name: "curriculum", Epochs: run.Epochs, Peers: 1, Teacher: -1, Fresh: !s.params.Bool("continue")},
 	}
-	return s.stages, nil
+	return s.stagesRead()
 }
 
 // phaseEnds splits epochs by cumulative shares, rounding each boundary.
@@ -164,7 +166,7 @@ func (s *CN) Features(ctx context.Context, chunks sdk.FeatureStream) error {
 	if got != n {
 		return fmt.Errorf("features of %d examples received, want all %d", got, n)
 	}
-	s.rank = SplitByDensity(x, s.dim, s.run.Labels, len(s.run.Classes), s.params.Float("density-percentile"))
+	s.rank = SplitByDensity(x, s.dim, s.run.Labels, len(s.run.Classes), s.pct)
 	return nil
 }
 
@@ -197,13 +199,13 @@ func (s *CN) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 		return nil, err
 	}
 	if at.Stage == 0 {
-		return &sdk.Plan{Coef: sdk.Coefficients{SoftCE: 1}}, nil
+		return &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1}}, nil
 	}
 	if s.rank == nil {
 		return nil, fmt.Errorf("the curriculum needs the pretrained model's features, which the host has not sent")
 	}
 	phase := s.Phase(at.Epoch)
-	w := s.params.Float("weight")
+	w := s.weight
 	weights := make([]float64, len(s.rank))
 	subset := make([]int, 0, len(s.rank))
 	for i, r := range s.rank {
@@ -216,5 +218,5 @@ func (s *CN) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 			weights[i] = w
 		}
 	}
-	return &sdk.Plan{Weights: weights, Subset: subset, Coef: sdk.Coefficients{SoftCE: 1}}, nil
+	return &sdk.Plan{Weights: weights, Subset: subset, Coefs: sdk.Coefs{SoftCE: 1}}, nil
 }

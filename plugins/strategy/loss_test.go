@@ -23,8 +23,8 @@ type Batch struct {
 // targets as the trainer applies them.
 func planLoss(p *sdk.Plan, b Batch, teacher [][]float64, peers [][][]float64) (float64, error) {
 	in := lossref.Input{Logits: b.Logits, Labels: b.Labels, Teacher: teacher, Peers: peers,
-		Coefs: lossref.Coefs{Soft: p.Coef.SoftCE, Hard: p.Coef.HardCE, KD: p.Coef.KD, Temp: p.Coef.Temperature,
-			Mutual: p.Coef.Mutual}}
+		Coefs: lossref.Coefs{SoftCE: p.Coefs.SoftCE, HardCE: p.Coefs.HardCE, KD: p.Coefs.KD, KDTemperature: p.Coefs.KDTemperature,
+			Mutual: p.Coefs.Mutual}}
 	if p.Targets != nil {
 		for y := range p.Targets.Rows {
 			row := make([]float64, p.Targets.Cols)

@@ -8,14 +8,14 @@ import (
 	"github.com/lcl-project/lcl/trainer"
 )
 
-// TrainerLoader is the trainer's Loader (trainer.Config.Loader,
+// BatchSource is the trainer's BatchSource (trainer.Config.BatchSource,
 // trainer.EvaluateOn) over this package's datasets: every pass the trainer asks
 // for is a Loader with the trainer's selection of the pass and base's other
 // settings (Workers, Prefetch, SkipBad, Warn; base.Pass is ignored). Each batch is released for reuse when the trainer asks for the
 // next one, so the trainer must be done with a batch by then (it is: a step
 // copies the batch into libtorch).
-func TrainerLoader(base LoaderConfig) trainer.Loader {
-	return func(ctx context.Context, ds trainer.Dataset, pass trainer.LoaderConfig) (trainer.Batches, error) {
+func BatchSource(base LoaderConfig) trainer.BatchSource {
+	return func(ctx context.Context, ds trainer.Examples, pass trainer.Pass) (trainer.Batches, error) {
 		d, ok := ds.(Dataset)
 		if !ok {
 			return nil, fmt.Errorf("data: dataset %T is not a trainer/data set", ds)
@@ -37,7 +37,7 @@ type batches struct {
 }
 
 // Next releases the previous batch and returns the next.
-func (b *batches) Next() (*trainer.Batch, error) {
+func (b *batches) Next() (*trainer.MiniBatch, error) {
 	b.prev.Release()
 	b.prev = nil
 	d, err := b.l.Next()
@@ -45,7 +45,7 @@ func (b *batches) Next() (*trainer.Batch, error) {
 		return nil, err
 	}
 	b.prev = d
-	return &d.Batch, nil
+	return &d.MiniBatch, nil
 }
 
 var _ io.Closer = (*batches)(nil) // the trainer closes a pass through io.Closer

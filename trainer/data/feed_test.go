@@ -14,7 +14,7 @@ import (
 
 // TestTrainerLoader: a pass through the trainer's interface yields the
 // batches of a Loader with the trainer's selection (every field of
-// trainer.LoaderConfig reaches it, base.Pass is ignored) and base's
+// trainer.Pass reaches it, base.Pass is ignored) and base's
 // settings; a batch stays intact until the next is asked for; Close stops
 // the workers; a dataset of another package is refused by name.
 func TestTrainerLoader(t *testing.T) {
@@ -26,9 +26,9 @@ func TestTrainerLoader(t *testing.T) {
 	}
 	var warned []string
 	base := LoaderConfig{Pass: Pass{Batch: 1000, Seed: 99}, Workers: 3, Prefetch: 1, Warn: func(m string) { warned = append(warned, m) }}
-	load := TrainerLoader(base)
+	load := BatchSource(base)
 	var xs [][][]float32
-	for _, pass := range []trainer.LoaderConfig{
+	for _, pass := range []trainer.Pass{
 		{Batch: 8},
 		{Indices: []int{30, 2, 17, 4, 9, 11, 12, 36, 0}, Batch: 4, Shuffle: true, Seed: 7, Train: true},
 		{Indices: []int{30, 2, 17, 4, 9, 11, 12, 36, 0}, Batch: 4, Shuffle: true, Seed: 7},
@@ -80,7 +80,7 @@ func TestTrainerLoader(t *testing.T) {
 
 	// Close mid-pass stops the workers.
 	before := runtime.NumGoroutine()
-	it, err := load(context.Background(), train, trainer.LoaderConfig{Batch: 1})
+	it, err := load(context.Background(), train, trainer.Pass{Batch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +98,12 @@ func TestTrainerLoader(t *testing.T) {
 		t.Errorf("%d goroutines after Close, %d before", n, before)
 	}
 
-	if _, err := load(context.Background(), foreignSet{}, trainer.LoaderConfig{Batch: 1}); err == nil || !strings.Contains(err.Error(), "data.foreignSet") {
+	if _, err := load(context.Background(), foreignSet{}, trainer.Pass{Batch: 1}); err == nil || !strings.Contains(err.Error(), "data.foreignSet") {
 		t.Errorf("foreign dataset: %v", err)
 	}
 }
 
-// foreignSet is a trainer.Dataset that trainer/data cannot decode.
+// foreignSet is a trainer.Examples that trainer/data cannot decode.
 type foreignSet struct{}
 
 func (foreignSet) Len() int             { return 1 }

@@ -15,7 +15,7 @@ import (
 
 // Pass is the part of a LoaderConfig the trainer chooses: which examples a
 // pass visits, in which order, in which batches.
-type Pass = trainer.LoaderConfig
+type Pass = trainer.Pass
 
 // LoaderConfig configures one pass (epoch) of a Loader over a split.
 type LoaderConfig struct {
@@ -23,7 +23,7 @@ type LoaderConfig struct {
 	// (required, > 0), Shuffle, Seed, Train (the split's training
 	// augmentation; otherwise the deterministic evaluation transform),
 	// DropLast, Shard and Shards, U8 (batches of pixel bytes, Batch.X8, for
-	// a U8Decoder; see trainer.LoaderConfig). Shuffle draws
+	// a U8Decoder; see trainer.Pass). Shuffle draws
 	// the order from (Seed, Epoch); Seed and Epoch also determine every
 	// random augmentation: example i is augmented from a generator seeded by
 	// (Seed, Epoch, i), so the output is the same for any number of workers.
@@ -47,7 +47,7 @@ type LoaderConfig struct {
 // C×H×W, normalised, back to back, or with U8 X8 their pixel bytes; Y their
 // labels; Index their indices in the split) and the pool of its Loader.
 type Batch struct {
-	trainer.Batch
+	trainer.MiniBatch
 
 	free chan *Batch
 }
@@ -234,7 +234,7 @@ func (l *Loader) fill(k int) (*Batch, error) {
 	select {
 	case b = <-l.free:
 	default:
-		b = &Batch{Batch: trainer.Batch{Y: make([]int64, l.cfg.Batch), Index: make([]int, l.cfg.Batch)}, free: l.free}
+		b = &Batch{MiniBatch: trainer.MiniBatch{Y: make([]int64, l.cfg.Batch), Index: make([]int, l.cfg.Batch)}, free: l.free}
 		if l.cfg.U8 {
 			b.X8 = make([]uint8, l.cfg.Batch*l.size)
 		} else {

@@ -106,7 +106,7 @@ func TestStrictLoadSameLogitsInPyTorch(t *testing.T) {
 			if err := e.Put(in); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Train(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{Hard: 1}, LR: 0.01}, 0); err != nil {
+			if _, err := e.Train(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o}, Coefs: torch.Coefs{HardCE: 1}, LR: 0.01}, 0); err != nil {
 				t.Fatalf("%s: %v", tc.model, err)
 			}
 		}

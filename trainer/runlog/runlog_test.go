@@ -161,7 +161,7 @@ type sl struct{}
 
 func (sl) Stages() []trainer.Stage { return []trainer.Stage{{Name: "sl"}} }
 func (sl) Plan(context.Context, trainer.PlanContext) (trainer.Plan, error) {
-	return trainer.Plan{Coefs: trainer.Coefs{Hard: 1}}, nil
+	return trainer.Plan{Coefs: trainer.Coefs{HardCE: 1}}, nil
 }
 
 // A run cancelled in its second epoch and resumed: the CSV is the run's
@@ -175,7 +175,7 @@ func TestLogOfAResumedRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := func() trainer.Config {
-		return trainer.Config{Out: dir, Model: "mlp", Train: train, Test: test, Loader: data.TrainerLoader(data.LoaderConfig{Workers: 1}),
+		return trainer.Config{Out: dir, Model: "mlp", Train: train, Test: test, BatchSource: data.BatchSource(data.LoaderConfig{Workers: 1}),
 			Planner: sl{}, Strategy: "sl", Seed: 1, Threads: 1, CheckpointEvery: 1, MetricsEvery: 1,
 			Optim: trainer.Optim{Epochs: 3, Batch: 8, Momentum: 0.9, Schedule: trainer.Schedule{Kind: "cosine", LR: 0.05}},
 			Sink:  &Log{Dir: dir, Every: 2}}

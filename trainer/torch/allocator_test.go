@@ -38,7 +38,7 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 		x[i*28*28+i] = 1
 	}
 	e := newEngine(t)
-	step := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.01}
+	step := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.01}
 	in := Input{X: x, N: n, C: 1, H: 28, W: 28, Y: y}
 	for range 2 { // the first step allocates, the second settles (the engine's sums exist now)
 		if _, err := trainStep(e, step, in); err != nil {

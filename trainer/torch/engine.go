@@ -160,8 +160,8 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 		}
 		defer s.Group.release()
 	}
-	coefs := C.lt_coefs{soft: C.float(s.Coefs.Soft), hard: C.float(s.Coefs.Hard), kd: C.float(s.Coefs.KD),
-		kd_temp: C.float(s.Coefs.KDTemp), mutual: C.float(s.Coefs.Mutual)}
+	coefs := C.lt_coefs{soft: C.float(s.Coefs.SoftCE), hard: C.float(s.Coefs.HardCE), kd: C.float(s.Coefs.KD),
+		kd_temp: C.float(s.Coefs.KDTemperature), mutual: C.float(s.Coefs.Mutual)}
 	if _, err := e.next(op); err != nil {
 		return 0, err
 	}

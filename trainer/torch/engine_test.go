@@ -125,7 +125,7 @@ func TestEnginePrefetchAndUint8(t *testing.T) {
 	var correct int64
 	for i, b := range batches {
 		ManualSeed(uint64(100 + i))
-		res, err := trainStep(refE, &Step{Models: []*Model{ref}, Optims: []*Optimizer{refO}, Coefs: Coefs{Soft: 1}, LR: 0.05},
+		res, err := trainStep(refE, &Step{Models: []*Model{ref}, Optims: []*Optimizer{refO}, Coefs: Coefs{SoftCE: 1}, LR: 0.05},
 			Input{N: len(b.y), C: 3, H: 8, W: 8, X: b.x, Y: b.y, Weights: w[:len(b.y)]})
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +157,7 @@ func TestEnginePrefetchAndUint8(t *testing.T) {
 				put(batches[i+1]) // prefetch: two staged
 			}
 			ManualSeed(uint64(100 + i))
-			if _, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Soft: 1}, LR: 0.05}, 0); err != nil {
+			if _, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{SoftCE: 1}, LR: 0.05}, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -199,7 +199,7 @@ func TestEngineLossScaleAndSkip(t *testing.T) {
 		if err := e.Put(Input{N: 8, C: 3, H: 8, W: 8, X: x, Y: b.y}); err != nil {
 			t.Fatal(err)
 		}
-		skipped, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.1}, scale)
+		skipped, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.1}, scale)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestEngineBF16AndChannelsLast(t *testing.T) {
 			if err := e.Put(Input{N: 8, C: 3, H: 8, W: 8, X8: b.x8, Y: b.y}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Soft: 0.5, Hard: 0.5}, LR: 0.1}, 0); err != nil {
+			if _, err := e.Train(&Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{SoftCE: 0.5, HardCE: 0.5}, LR: 0.1}, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -356,7 +356,7 @@ func TestEngineRefusals(t *testing.T) {
 	if ev, err := evalBatch(newEngine(t), m, unlabelled, true, false); err != nil || len(ev.Logits) != 2*4 || ev.LossSum != 0 {
 		t.Errorf("evaluation without labels: %d logits, loss sum %v, %v", len(ev.Logits), ev.LossSum, err)
 	}
-	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}},
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}},
 		unlabelled); err == nil || !strings.Contains(err.Error(), "without labels") {
 		t.Errorf("training without labels: %v", err)
 	}

@@ -123,7 +123,7 @@ func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 					in.Weights = w
 				}
 				if want, err = trainStep(e, &Step{Models: []*Model{ref}, Optims: []*Optimizer{opt}, Targets: T,
-					Coefs: Coefs{Soft: 1}, LR: 0.1}, in); err != nil {
+					Coefs: Coefs{SoftCE: 1}, LR: 0.1}, in); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -168,7 +168,7 @@ func TestDataParallelStepEqualsGlobalStep(t *testing.T) {
 						in.Weights = w[lo:hi]
 					}
 					if res, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: T,
-						Coefs: Coefs{Soft: 1}, LR: 0.1, Group: g}, in); err != nil {
+						Coefs: Coefs{SoftCE: 1}, LR: 0.1, Group: g}, in); err != nil {
 						return err
 					}
 				}

@@ -16,7 +16,7 @@ import (
 // training steps (each peer's reported loss and its parameter update).
 
 func refCoefs(c Coefs) lossref.Coefs {
-	return lossref.Coefs{Soft: float64(c.Soft), Hard: float64(c.Hard), KD: float64(c.KD), Temp: float64(c.KDTemp),
+	return lossref.Coefs{SoftCE: float64(c.SoftCE), HardCE: float64(c.HardCE), KD: float64(c.KD), KDTemperature: float64(c.KDTemperature),
 		Mutual: float64(c.Mutual)}
 }
 
@@ -89,12 +89,12 @@ func TestTrainStepMatchesReference(t *testing.T) {
 		targets bool
 		w       []float32
 	}{
-		{"soft targets", 1, Coefs{Soft: 1}, true, nil},
-		{"hard", 1, Coefs{Hard: 1}, false, nil},
-		{"kd τ=3", 1, Coefs{Hard: 0.2, KD: 0.8, KDTemp: 3}, false, nil},
-		{"mutual, three peers", 3, Coefs{Hard: 1, Mutual: 1}, false, nil},
-		{"every term weighted, two peers", 2, Coefs{Soft: 0.5, Hard: 0.2, KD: 0.6, KDTemp: 2, Mutual: 0.7}, true, w},
-		{"all weights zero", 2, Coefs{Soft: 1, Mutual: 1}, true, make([]float32, n)},
+		{"soft targets", 1, Coefs{SoftCE: 1}, true, nil},
+		{"hard", 1, Coefs{HardCE: 1}, false, nil},
+		{"kd τ=3", 1, Coefs{HardCE: 0.2, KD: 0.8, KDTemperature: 3}, false, nil},
+		{"mutual, three peers", 3, Coefs{HardCE: 1, Mutual: 1}, false, nil},
+		{"every term weighted, two peers", 2, Coefs{SoftCE: 0.5, HardCE: 0.2, KD: 0.6, KDTemperature: 2, Mutual: 0.7}, true, w},
+		{"all weights zero", 2, Coefs{SoftCE: 1, Mutual: 1}, true, make([]float32, n)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var models []*Model

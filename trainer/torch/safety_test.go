@@ -94,9 +94,9 @@ func TestUseAfterClose(t *testing.T) {
 	// before it starts leaves its batch staged.
 	step := func(m, teacher *Model, o *Optimizer, tt *Tensor, g *Group) func() error {
 		return func() error {
-			co := Coefs{Soft: 1}
+			co := Coefs{SoftCE: 1}
 			if teacher != nil {
-				co.KD, co.KDTemp = 1, 2
+				co.KD, co.KDTemperature = 1, 2
 			}
 			_, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Teacher: teacher,
 				Targets: tt, Coefs: co, LR: 0.01, Group: g}, in)
@@ -150,7 +150,7 @@ func TestUseAfterClose(t *testing.T) {
 		{"Engine.Metrics", "", func() error { _, err := ce.Metrics(1); return err },
 			func() error { _, err := newEngine(t).Metrics(1); return err }},
 		{"Engine.Train", "", func() error {
-			_, err := ce.Train(&Step{Models: []*Model{lm}, Optims: []*Optimizer{lo}, Coefs: Coefs{Hard: 1}}, 0)
+			_, err := ce.Train(&Step{Models: []*Model{lm}, Optims: []*Optimizer{lo}, Coefs: Coefs{HardCE: 1}}, 0)
 			return err
 		}, step(lm, nil, lo, nil, nil)},
 		{"Engine.Train", "closed model", step(cm, nil, lo, nil, nil), nil},

@@ -59,15 +59,21 @@ type AllocStats struct {
 
 // Coefs weighs the terms of the per-example training loss:
 //
-//	Soft·(−Σ_j T_yj log p_j) + Hard·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
+//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
 // with p = softmax(logits), T the target matrix row of the label, q_τ and p_τ
-// the teacher's and the model's softmax at temperature τ = KDTemp, and each
+// the teacher's and the model's softmax at temperature τ = KDTemperature, and each
 // peer's prediction treated as a constant. Every term is summed over classes;
 // the batch loss is the mean over examples, or Σ w_i l_i / Σ w_i with
 // per-example weights.
+//
+// The same coefficients, with the same field names, are curriculum.Coefs
+// (float32, a Plan's; converted to this type field for field),
+// sdk.Coefs (float64, what a strategy plugin sends) and
+// internal/lossref.Coefs (the float64 reference of the tests). Each floor
+// has its own because no import runs back up; the C struct is lt_coefs.
 type Coefs struct {
-	Soft, Hard, KD, KDTemp, Mutual float32
+	SoftCE, HardCE, KD, KDTemperature, Mutual float32
 }
 
 // DType is a tensor element type.

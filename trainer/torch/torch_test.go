@@ -34,7 +34,7 @@ func TestCxxErrorsAreGoErrors(t *testing.T) {
 	e := newEngine(t)
 	// Three channels for a model built for one: conv2d throws in C++.
 	x := make([]float32, 2*3*8*8)
-	_, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.1},
+	_, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.1},
 		Input{X: x, N: 2, C: 3, H: 8, W: 8, Y: []int64{0, 1}})
 	var te *Error
 	if !errors.As(err, &te) || !strings.Contains(te.Msg, "channels") || te.Op != "train step" {
@@ -46,7 +46,7 @@ func TestCxxErrorsAreGoErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bad.Close()
-	_, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: bad, Coefs: Coefs{Soft: 1}, LR: 0.1},
+	_, err = trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: bad, Coefs: Coefs{SoftCE: 1}, LR: 0.1},
 		Input{X: make([]float32, 2*64), N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 1}})
 	if !errors.As(err, &te) || !strings.Contains(te.Msg, "target matrix") {
 		t.Fatalf("bad target matrix: got %v", err)
@@ -99,7 +99,7 @@ func TestSGDUpdate(t *testing.T) {
 	}
 	defer o.Close()
 	r := rand.New(rand.NewPCG(7, 8))
-	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{2, 0, 1}, c, lossref.Coefs{Soft: 1}, lr)
+	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{2, 0, 1}, c, lossref.Coefs{SoftCE: 1}, lr)
 	check := func(name string, p0, p1 []float32, g []float64) {
 		for i := range p0 {
 			dd := g[i] + wd*float64(p0[i])
@@ -123,7 +123,7 @@ func linearStep(t *testing.T, m *Model, o *Optimizer, x []float32, y []int64, c 
 	d := len(x) / n
 	before := stateFloats(t, m)
 	W, b = before["fc.weight"], before["fc.bias"]
-	step := Coefs{Soft: float32(coefs.Soft), Hard: float32(coefs.Hard)}
+	step := Coefs{SoftCE: float32(coefs.SoftCE), HardCE: float32(coefs.HardCE)}
 	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: step, LR: lr},
 		Input{X: x, N: n, C: 1, H: 1, W: d, Y: y}); err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestStateRoundTripAndMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{a}, Optims: []*Optimizer{o}, Coefs: Coefs{Hard: 1}, LR: 0.1},
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{a}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.1},
 		Input{X: randn(rand.New(rand.NewPCG(1, 1)), 2*64), N: 2, C: 1, H: 8, W: 8, Y: []int64{0, 2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestMemoryFlat(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Targets: tt,
-			Coefs: Coefs{Soft: 1, Hard: 0.1}, LR: 0.01}, in); err != nil {
+			Coefs: Coefs{SoftCE: 1, HardCE: 0.1}, LR: 0.01}, in); err != nil {
 			t.Fatal(err)
 		}
 		tt.Close()
@@ -319,7 +319,7 @@ func TestDeterministicSingleThread(t *testing.T) {
 		for range 5 {
 			x := randn(r, 8*64)
 			y := []int64{0, 1, 2, 0, 1, 2, 0, 1}
-			if _, err := trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{Soft: 1}, LR: 0.1},
+			if _, err := trainStep(e, &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{SoftCE: 1}, LR: 0.1},
 				Input{X: x, N: 8, C: 1, H: 8, W: 8, Y: y}); err != nil {
 				t.Fatal(err)
 			}
@@ -365,11 +365,11 @@ func TestPeersAndTeacherLearn(t *testing.T) {
 	for i := range 60 {
 		x, y := batch()
 		in := Input{X: x, N: 64, C: 1, H: 1, W: 2, Y: y}
-		if _, err := trainStep(e, &Step{Models: ms[:1], Optims: os[:1], Coefs: Coefs{Hard: 1}, LR: 0.1}, in); err != nil {
+		if _, err := trainStep(e, &Step{Models: ms[:1], Optims: os[:1], Coefs: Coefs{HardCE: 1}, LR: 0.1}, in); err != nil {
 			t.Fatal(err)
 		}
 		res, err := trainStep(e, &Step{Models: peers, Optims: popts, Teacher: teacher,
-			Coefs: Coefs{Hard: 0.5, KD: 0.5, KDTemp: 2, Mutual: 1}, LR: 0.1}, in)
+			Coefs: Coefs{HardCE: 0.5, KD: 0.5, KDTemperature: 2, Mutual: 1}, LR: 0.1}, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,7 +383,7 @@ func TestPeersAndTeacherLearn(t *testing.T) {
 			t.Errorf("peer %d: loss %.3f → %.3f, last batch %d/64 correct", p, first.Loss[p], last.Loss[p], last.Correct[p])
 		}
 	}
-	if _, err := trainStep(e, &Step{Models: peers, Optims: popts, Coefs: Coefs{KD: 1, KDTemp: 1}, LR: 0.1},
+	if _, err := trainStep(e, &Step{Models: peers, Optims: popts, Coefs: Coefs{KD: 1, KDTemperature: 1}, LR: 0.1},
 		Input{X: make([]float32, 2), N: 1, C: 1, H: 1, W: 2, Y: []int64{0}}); err == nil {
 		t.Error("distillation without a teacher accepted")
 	}
@@ -432,7 +432,7 @@ func TestRMSPropUpdate(t *testing.T) {
 	if err := o.State().Load(state); err != nil {
 		t.Fatal(err)
 	}
-	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{1, 0, 2}, c, lossref.Coefs{Hard: 1}, lr)
+	W, b, after, gW, gb := linearStep(t, m, o, randn(r, n*d), []int64{1, 0, 2}, c, lossref.Coefs{HardCE: 1}, lr)
 	check := func(name string, p0, p1 []float32, g []float64) {
 		for i := range p0 {
 			dd := g[i] + wd*float64(p0[i])

@@ -31,14 +31,28 @@ type SimilaritySource interface {
 }
 
 // Param describes a parameter: its name as given on the command line
-// (--param name=value), its type (float, int, bool, string, floats), its
-// default as a string, and one line of help.
+// (--param name=value), its type, its default as a string (checked against
+// the type by ParseParams), and one line of help.
 type Param struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	Default string `json:"default"`
-	Help    string `json:"help"`
+	Name    string    `json:"name"`
+	Type    ParamType `json:"type"`
+	Default string    `json:"default"`
+	Help    string    `json:"help"`
 }
+
+// ParamType is the type of a parameter's value. Its strings are what the
+// protocol and `lcl plugins list --json` carry.
+type ParamType string
+
+// The parameter types. A Param whose Type is "" is a string.
+const (
+	ParamFloat  ParamType = "float"
+	ParamInt    ParamType = "int"
+	ParamBool   ParamType = "bool"
+	ParamString ParamType = "string"
+	// ParamFloats is a comma-separated list of floats ("" is an empty list).
+	ParamFloats ParamType = "floats"
+)
 
 // StrategyInfo is what a strategy says about itself.
 type StrategyInfo struct {
@@ -46,7 +60,7 @@ type StrategyInfo struct {
 	Version         string   `json:"version"`
 	Summary         string   `json:"summary"`
 	Params          []Param  `json:"params"`
-	Models          int      `json:"models"` // most models trained at once
+	MaxPeers        int      `json:"models"` // most peers a stage trains (proto and JSON: models)
 	Stages          []string `json:"stages"`
 	NeedsSimilarity bool     `json:"needs_similarity"`
 }
@@ -186,7 +200,7 @@ type Run struct {
 type Stage struct {
 	Name     string
 	Epochs   int
-	Models   int    // models trained together (dml: 2)
+	Peers    int    // peers: the models trained together (dml: 2; proto: models)
 	Teacher  int    // stage whose final model is the frozen teacher; -1 none
 	Fresh    bool   // newly initialised weights, else continue the previous stage's model
 	Features bool   // after this stage the host sends every example's features
@@ -200,16 +214,19 @@ type PlanAt struct {
 	Stage, Epoch, Step int
 }
 
-// Coefficients weight each model's loss terms (per-sample sum over classes,
+// Coefs weight each model's loss terms (per-sample sum over classes,
 // batch mean):
 //
 //	SoftCE·CE(Targets[y], p) + HardCE·CE(onehot(y), p)
-//	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))
+//	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))     (T = KDTemperature)
 //	+ Mutual·mean_peers KL(p_peer ‖ p_self)     (peer predictions held constant)
 //
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
-type Coefficients struct {
-	SoftCE, HardCE, KD, Temperature, Mutual float64
+// On the wire Coefs is the message Coefficients and KDTemperature its field
+// `temperature` (unrenamed, so plugins in other languages keep their code). The trainer's own
+// (curriculum.Coefs, trainer/torch.Coefs) have the same fields in float32.
+type Coefs struct {
+	SoftCE, HardCE, KD, KDTemperature, Mutual float64
 }
 
 // Plan is what to train on for one epoch (or step) of a stage.
@@ -222,20 +239,20 @@ type Plan struct {
 	Weights []float64
 	// Subset lists the example indices trained this epoch; nil = all.
 	Subset []int
-	Coef   Coefficients
+	Coefs  Coefs
 }
 
-// Metrics are one model's figures after an epoch.
+// Metrics are one peer's figures after an epoch (Peer: proto field model).
 type Metrics struct {
-	Stage, Epoch, Model int
-	Values              map[string]float64
+	Stage, Epoch, Peer int
+	Values             map[string]float64
 }
 
 // FeatureChunk holds the features of some examples: Data is len(Indices)×Dim.
 type FeatureChunk struct {
-	Stage, Model, Dim int
-	Indices           []int
-	Data              []float32
+	Stage, Peer, Dim int
+	Indices          []int
+	Data             []float32
 }
 
 // FeatureStream yields chunks until it returns io.EOF.

@@ -9,15 +9,32 @@ import (
 
 // Values are parameter values checked against their Params: unknown names
 // and values that do not parse are errors naming the parameter.
+//
+// The getters (Float, Int, ...) return the value of a declared parameter. A
+// name that was not declared (a typo in the plugin's code) reads as the zero
+// value and is kept for Err, which reports the first one: read the values,
+// then check Err once, as with bufio.Scanner.
 type Values struct {
 	specs map[string]Param
 	raw   map[string]string
+	err   error
 }
 
-// ParseParams checks raw (name → value) against specs and fills in defaults.
+// ParseParams checks specs (names unique and non-empty, types known, every
+// default valid for its type), then raw (name → value) against them, and
+// fills in defaults. Every error names the parameter.
 func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 	v := &Values{specs: map[string]Param{}, raw: map[string]string{}}
 	for _, p := range specs {
+		if p.Name == "" {
+			return nil, fmt.Errorf("a parameter has no name")
+		}
+		if _, dup := v.specs[p.Name]; dup {
+			return nil, fmt.Errorf("parameter %q is declared twice", p.Name)
+		}
+		if err := checkType(p, p.Default); err != nil {
+			return nil, fmt.Errorf("default of %w", err)
+		}
 		v.specs[p.Name] = p
 		v.raw[p.Name] = p.Default
 	}
@@ -50,15 +67,15 @@ func paramNames(specs []Param) []string {
 func checkType(p Param, s string) error {
 	var err error
 	switch p.Type {
-	case "float":
+	case ParamFloat:
 		_, err = strconv.ParseFloat(s, 64)
-	case "int":
+	case ParamInt:
 		_, err = strconv.Atoi(s)
-	case "bool":
+	case ParamBool:
 		_, err = strconv.ParseBool(s)
-	case "floats":
+	case ParamFloats:
 		_, err = parseFloats(s)
-	case "string", "":
+	case ParamString, "":
 	default:
 		return fmt.Errorf("parameter %q: unknown type %q", p.Name, p.Type)
 	}
@@ -84,30 +101,59 @@ func parseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
+// get returns the raw value of a declared parameter; an undeclared name
+// returns "" and is kept for Err.
+func (v *Values) get(name string) string {
+	s, ok := v.raw[name]
+	if !ok && v.err == nil {
+		v.err = fmt.Errorf("parameter %q is read but not declared (declared: %s)", name, strings.Join(v.names(), ", "))
+	}
+	return s
+}
+
+func (v *Values) names() []string {
+	out := make([]string, 0, len(v.specs))
+	for k := range v.specs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Err reports the first name a getter was asked for that no Param declares;
+// nil when every name read was declared.
+func (v *Values) Err() error { return v.err }
+
+// Has reports whether name is a declared parameter.
+func (v *Values) Has(name string) bool {
+	_, ok := v.specs[name]
+	return ok
+}
+
 // String returns the value of a parameter.
-func (v *Values) String(name string) string { return v.raw[name] }
+func (v *Values) String(name string) string { return v.get(name) }
 
 // Float returns a float parameter (checked by ParseParams).
 func (v *Values) Float(name string) float64 {
-	f, _ := strconv.ParseFloat(v.raw[name], 64)
+	f, _ := strconv.ParseFloat(v.get(name), 64)
 	return f
 }
 
 // Int returns an int parameter.
 func (v *Values) Int(name string) int {
-	i, _ := strconv.Atoi(v.raw[name])
+	i, _ := strconv.Atoi(v.get(name))
 	return i
 }
 
 // Bool returns a bool parameter.
 func (v *Values) Bool(name string) bool {
-	b, _ := strconv.ParseBool(v.raw[name])
+	b, _ := strconv.ParseBool(v.get(name))
 	return b
 }
 
 // Floats returns a comma-separated list of floats.
 func (v *Values) Floats(name string) []float64 {
-	f, _ := parseFloats(v.raw[name])
+	f, _ := parseFloats(v.get(name))
 	return f
 }
 

@@ -11,11 +11,11 @@ import (
 const RowSumTolerance = 1e-6
 
 // ValidatePlan checks a plan for a run with C classes, n examples and a
-// stage training models models: targets C×C, finite, non-negative, rows
+// stage training peers models together: targets C×C, finite, non-negative, rows
 // summing to 1; weights one per example, finite, non-negative; subset
 // indices in range and distinct; coefficients finite and non-negative, a
 // positive temperature when KD is used, and mutual learning only with peers.
-func ValidatePlan(p *Plan, c, n, models int) error {
+func ValidatePlan(p *Plan, c, n, peers int) error {
 	if p == nil {
 		return fmt.Errorf("empty plan")
 	}
@@ -79,11 +79,11 @@ func ValidatePlan(p *Plan, c, n, models int) error {
 			return fmt.Errorf("subset is empty: nothing to train on")
 		}
 	}
-	co := p.Coef
+	co := p.Coefs
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.Temperature}, {"mutual", co.Mutual}} {
+	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.KDTemperature}, {"mutual", co.Mutual}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", f.name, f.v)
 		}
@@ -91,22 +91,22 @@ func ValidatePlan(p *Plan, c, n, models int) error {
 	if co.SoftCE+co.HardCE+co.KD+co.Mutual == 0 {
 		return fmt.Errorf("all loss coefficients are 0")
 	}
-	if co.KD > 0 && co.Temperature <= 0 {
+	if co.KD > 0 && co.KDTemperature <= 0 {
 		return fmt.Errorf("kd coefficient %g needs a temperature > 0", co.KD)
 	}
-	if co.Mutual > 0 && models < 2 {
-		return fmt.Errorf("mutual coefficient %g needs a stage with 2 or more models, this one has %d", co.Mutual, models)
+	if co.Mutual > 0 && peers < 2 {
+		return fmt.Errorf("mutual coefficient %g needs a stage with 2 or more models, this one has %d", co.Mutual, peers)
 	}
 	return nil
 }
 
 // Limits on what Begin may return: a stage's name becomes a folder name
-// (lcl plan writes OUT/STAGE/), and its epochs and models decide how long
+// (lcl plan writes OUT/STAGE/), and its epochs and peers decide how long
 // and how much a run trains.
 const (
 	MaxStages      = 16
 	MaxStageEpochs = 100000
-	MaxStageModels = 16
+	MaxStagePeers  = 16
 	maxStageName   = 64
 )
 
@@ -148,8 +148,8 @@ func ValidateStages(stages []Stage) error {
 		switch {
 		case s.Epochs < 0 || s.Epochs > MaxStageEpochs:
 			return fmt.Errorf("stage %d (%s): %d epochs, want 0 (the run's) to %d", i, s.Name, s.Epochs, MaxStageEpochs)
-		case s.Models < 1 || s.Models > MaxStageModels:
-			return fmt.Errorf("stage %d (%s): %d models, want 1 to %d", i, s.Name, s.Models, MaxStageModels)
+		case s.Peers < 1 || s.Peers > MaxStagePeers:
+			return fmt.Errorf("stage %d (%s): %d models, want 1 to %d", i, s.Name, s.Peers, MaxStagePeers)
 		case s.Teacher >= i || s.Teacher < -1:
 			return fmt.Errorf("stage %d (%s): teacher stage %d must be an earlier stage or -1", i, s.Name, s.Teacher)
 		case i == 0 && !s.Fresh:

@@ -11,7 +11,7 @@ import (
 func toParams(ps []sdk.Param) []*pb.Param {
 	out := make([]*pb.Param, len(ps))
 	for i, p := range ps {
-		out[i] = &pb.Param{Name: p.Name, Type: p.Type, Default: p.Default, Help: p.Help}
+		out[i] = &pb.Param{Name: p.Name, Type: string(p.Type), Default: p.Default, Help: p.Help}
 	}
 	return out
 }
@@ -19,7 +19,7 @@ func toParams(ps []sdk.Param) []*pb.Param {
 func fromParams(ps []*pb.Param) []sdk.Param {
 	out := make([]sdk.Param, len(ps))
 	for i, p := range ps {
-		out[i] = sdk.Param{Name: p.GetName(), Type: p.GetType(), Default: p.GetDefault(), Help: p.GetHelp()}
+		out[i] = sdk.Param{Name: p.GetName(), Type: sdk.ParamType(p.GetType()), Default: p.GetDefault(), Help: p.GetHelp()}
 	}
 	return out
 }
@@ -80,7 +80,7 @@ func fromInt32s(xs []int32) []int {
 func toStages(ss []sdk.Stage) []*pb.Stage {
 	out := make([]*pb.Stage, len(ss))
 	for i, s := range ss {
-		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Models), Teacher: int32(s.Teacher),
+		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Peers), Teacher: int32(s.Teacher),
 			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model}
 	}
 	return out
@@ -89,7 +89,7 @@ func toStages(ss []sdk.Stage) []*pb.Stage {
 func fromStages(ss []*pb.Stage) []sdk.Stage {
 	out := make([]sdk.Stage, len(ss))
 	for i, s := range ss {
-		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Models: int(s.GetModels()), Teacher: int(s.GetTeacher()),
+		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Peers: int(s.GetModels()), Teacher: int(s.GetTeacher()),
 			Fresh: s.GetFresh(), Features: s.GetFeatures(), PerStep: s.GetPerStep(), Model: s.GetModel()}
 	}
 	return out
@@ -104,8 +104,8 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 		OneHot:  p.Targets == nil,
 		Targets: targets,
 		Weights: p.Weights,
-		Coefficients: &pb.Coefficients{SoftCe: p.Coef.SoftCE, HardCe: p.Coef.HardCE, Kd: p.Coef.KD,
-			Temperature: p.Coef.Temperature, Mutual: p.Coef.Mutual},
+		Coefficients: &pb.Coefficients{SoftCe: p.Coefs.SoftCE, HardCe: p.Coefs.HardCE, Kd: p.Coefs.KD,
+			Temperature: p.Coefs.KDTemperature, Mutual: p.Coefs.Mutual},
 	}
 	if p.Subset != nil {
 		out.HasSubset = true
@@ -141,8 +141,8 @@ func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 		}
 	}
 	if c := p.GetCoefficients(); c != nil {
-		out.Coef = sdk.Coefficients{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
-			Temperature: c.GetTemperature(), Mutual: c.GetMutual()}
+		out.Coefs = sdk.Coefs{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
+			KDTemperature: c.GetTemperature(), Mutual: c.GetMutual()}
 	}
 	return out, nil
 }

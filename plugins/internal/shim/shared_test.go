@@ -50,7 +50,7 @@ func TestSharedRoundTrip(t *testing.T) {
 		for j := range dst {
 			dst[j] = float32(i*c + j)
 		}
-	}), Coef: sdk.Coefficients{SoftCE: 1}}
+	}), Coefs: sdk.Coefs{SoftCE: 1}}
 	p, err := st.Plan(ctx, sdk.PlanAt{})
 	if err != nil {
 		t.Fatal(err)

@@ -23,13 +23,13 @@ type recorder struct {
 
 func (r *recorder) Describe(context.Context) (sdk.StrategyInfo, error) {
 	return sdk.StrategyInfo{Name: "rec", Version: "1", Params: []sdk.Param{{Name: "p", Type: "int", Default: "3", Help: "h"}},
-		Models: 2, Stages: []string{"a", "b"}, NeedsSimilarity: true}, nil
+		MaxPeers: 2, Stages: []string{"a", "b"}, NeedsSimilarity: true}, nil
 }
 
 func (r *recorder) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	r.run = run
-	return []sdk.Stage{{Name: "a", Epochs: 2, Models: 1, Teacher: -1, Fresh: true, Features: true},
-		{Name: "b", Epochs: 3, Models: 2, Teacher: 0, PerStep: true, Model: "resnet18"}}, nil
+	return []sdk.Stage{{Name: "a", Epochs: 2, Peers: 1, Teacher: -1, Fresh: true, Features: true},
+		{Name: "b", Epochs: 3, Peers: 2, Teacher: 0, PerStep: true, Model: "resnet18"}}, nil
 }
 
 func (r *recorder) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
@@ -99,10 +99,10 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("plugin got run %+v, want %+v", rec.run, run)
 	}
 	plans := []*sdk.Plan{
-		{Coef: sdk.Coefficients{SoftCE: 1}},
+		{Coefs: sdk.Coefs{SoftCE: 1}},
 		{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{.9, .1, .2, .8}}, Weights: []float64{1, .5, 0},
-			Subset: []int{2, 0}, Coef: sdk.Coefficients{SoftCE: .1, HardCE: .2, KD: .9, Temperature: 4, Mutual: 1}},
-		{Subset: []int{}, Coef: sdk.Coefficients{SoftCE: 1}}, // an empty subset stays empty, not "all"
+			Subset: []int{2, 0}, Coefs: sdk.Coefs{SoftCE: .1, HardCE: .2, KD: .9, KDTemperature: 4, Mutual: 1}},
+		{Subset: []int{}, Coefs: sdk.Coefs{SoftCE: 1}}, // an empty subset stays empty, not "all"
 	}
 	for i, want := range plans {
 		rec.plan = want
@@ -114,7 +114,7 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := st.Plan(ctx, sdk.PlanAt{Epoch: 9}); err == nil || !strings.Contains(err.Error(), "no epoch 9") {
 		t.Fatalf("plan error = %v", err)
 	}
-	m := sdk.Metrics{Stage: 1, Epoch: 2, Model: 1, Values: map[string]float64{"top1": 0.5}}
+	m := sdk.Metrics{Stage: 1, Epoch: 2, Peer: 1, Values: map[string]float64{"top1": 0.5}}
 	if err := st.Observe(ctx, m); err != nil || !reflect.DeepEqual(rec.m, m) {
 		t.Fatalf("Observe: %v, plugin got %+v", err, rec.m)
 	}

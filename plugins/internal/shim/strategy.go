@@ -57,7 +57,7 @@ func (s *StrategyClient) Describe(ctx context.Context) (sdk.StrategyInfo, error)
 		return sdk.StrategyInfo{}, err
 	}
 	return sdk.StrategyInfo{Name: r.GetName(), Version: r.GetVersion(), Summary: r.GetSummary(),
-		Params: fromParams(r.GetParams()), Models: int(r.GetModels()), Stages: r.GetStages(),
+		Params: fromParams(r.GetParams()), MaxPeers: int(r.GetModels()), Stages: r.GetStages(),
 		NeedsSimilarity: r.GetNeedsSimilarity()}, nil
 }
 
@@ -100,7 +100,7 @@ func (s *StrategyClient) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, er
 }
 
 func (s *StrategyClient) Observe(ctx context.Context, m sdk.Metrics) error {
-	_, err := s.c.Observe(ctx, &pb.Metrics{Stage: int32(m.Stage), Epoch: int32(m.Epoch), Model: int32(m.Model), Values: m.Values})
+	_, err := s.c.Observe(ctx, &pb.Metrics{Stage: int32(m.Stage), Epoch: int32(m.Epoch), Model: int32(m.Peer), Values: m.Values})
 	return err
 }
 
@@ -118,7 +118,7 @@ func (s *StrategyClient) Features(ctx context.Context, chunks sdk.FeatureStream)
 			st.CloseSend()
 			return err
 		}
-		if err := st.Send(&pb.FeatureChunk{Stage: int32(c.Stage), Model: int32(c.Model), Dim: int32(c.Dim),
+		if err := st.Send(&pb.FeatureChunk{Stage: int32(c.Stage), Model: int32(c.Peer), Dim: int32(c.Dim),
 			Indices: toInt32s(c.Indices), Data: c.Data}); err != nil {
 			if errors.Is(err, io.EOF) {
 				// The server ended the stream early: its status is the real error.
@@ -145,7 +145,7 @@ func (s *strategyServer) Describe(ctx context.Context, _ *pb.Empty) (*pb.Strateg
 		return nil, err
 	}
 	return &pb.StrategyInfo{Name: i.Name, Version: i.Version, Summary: i.Summary, Params: toParams(i.Params),
-		Models: int32(i.Models), Stages: i.Stages, NeedsSimilarity: i.NeedsSimilarity}, nil
+		Models: int32(i.MaxPeers), Stages: i.Stages, NeedsSimilarity: i.NeedsSimilarity}, nil
 }
 
 func (s *strategyServer) Begin(ctx context.Context, r *pb.BeginRequest) (*pb.BeginResponse, error) {
@@ -182,7 +182,7 @@ func (s *strategyServer) Plan(ctx context.Context, r *pb.PlanRequest) (*pb.Plan,
 }
 
 func (s *strategyServer) Observe(ctx context.Context, m *pb.Metrics) (*pb.Empty, error) {
-	err := s.impl.Observe(ctx, sdk.Metrics{Stage: int(m.GetStage()), Epoch: int(m.GetEpoch()), Model: int(m.GetModel()), Values: m.GetValues()})
+	err := s.impl.Observe(ctx, sdk.Metrics{Stage: int(m.GetStage()), Epoch: int(m.GetEpoch()), Peer: int(m.GetModel()), Values: m.GetValues()})
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +205,6 @@ func (r recvStream) Next() (*sdk.FeatureChunk, error) {
 	if err != nil {
 		return nil, err // io.EOF at the end of the stream
 	}
-	return &sdk.FeatureChunk{Stage: int(c.GetStage()), Model: int(c.GetModel()), Dim: int(c.GetDim()),
+	return &sdk.FeatureChunk{Stage: int(c.GetStage()), Peer: int(c.GetModel()), Dim: int(c.GetDim()),
 		Indices: fromInt32s(c.GetIndices()), Data: c.GetData()}, nil
 }

@@ -130,7 +130,7 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 			return err
 		}
 	}
-	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.TrainerLoader(data.LoaderConfig{Workers: o.Workers}),
+	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.BatchSource(data.LoaderConfig{Workers: o.Workers}),
 		trainer.EvalOptions{Batch: o.Batch, Device: o.Device, Precision: prec, ChannelsLast: o.ChannelsLast})
 	if err != nil {
 		return err

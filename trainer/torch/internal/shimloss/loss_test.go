@@ -17,7 +17,7 @@ import (
 // holds real training steps (each peer's loss and update) against it too.
 
 func refCoefs(c torch.Coefs) lossref.Coefs {
-	return lossref.Coefs{Soft: float64(c.Soft), Hard: float64(c.Hard), KD: float64(c.KD), Temp: float64(c.KDTemp),
+	return lossref.Coefs{SoftCE: float64(c.SoftCE), HardCE: float64(c.HardCE), KD: float64(c.KD), KDTemperature: float64(c.KDTemperature),
 		Mutual: float64(c.Mutual)}
 }
 
@@ -36,16 +36,16 @@ func TestLossMatchesReference(t *testing.T) {
 		teacher bool
 		peers   int
 	}{
-		{"soft", torch.Coefs{Soft: 1}, nil, false, 0},
-		{"soft weighted", torch.Coefs{Soft: 1}, w, false, 0},
-		{"hard", torch.Coefs{Hard: 1}, nil, false, 0},
-		{"soft+hard", torch.Coefs{Soft: 0.7, Hard: 0.3}, nil, false, 0},
-		{"kd τ=4", torch.Coefs{Hard: 0.1, KD: 0.9, KDTemp: 4}, nil, true, 0},
-		{"kd τ=2 weighted", torch.Coefs{Soft: 0.5, KD: 0.5, KDTemp: 2}, w, true, 0},
-		{"mutual, one peer", torch.Coefs{Hard: 1, Mutual: 1}, nil, false, 1},
-		{"mutual, two peers", torch.Coefs{Hard: 1, Mutual: 0.6}, nil, false, 2},
-		{"every term weighted", torch.Coefs{Soft: 0.4, Hard: 0.3, KD: 0.7, KDTemp: 3, Mutual: 0.5}, w, true, 2},
-		{"all weights zero", torch.Coefs{Soft: 1, Mutual: 1}, make([]float32, n), false, 1},
+		{"soft", torch.Coefs{SoftCE: 1}, nil, false, 0},
+		{"soft weighted", torch.Coefs{SoftCE: 1}, w, false, 0},
+		{"hard", torch.Coefs{HardCE: 1}, nil, false, 0},
+		{"soft+hard", torch.Coefs{SoftCE: 0.7, HardCE: 0.3}, nil, false, 0},
+		{"kd τ=4", torch.Coefs{HardCE: 0.1, KD: 0.9, KDTemperature: 4}, nil, true, 0},
+		{"kd τ=2 weighted", torch.Coefs{SoftCE: 0.5, KD: 0.5, KDTemperature: 2}, w, true, 0},
+		{"mutual, one peer", torch.Coefs{HardCE: 1, Mutual: 1}, nil, false, 1},
+		{"mutual, two peers", torch.Coefs{HardCE: 1, Mutual: 0.6}, nil, false, 2},
+		{"every term weighted", torch.Coefs{SoftCE: 0.4, HardCE: 0.3, KD: 0.7, KDTemperature: 3, Mutual: 0.5}, w, true, 2},
+		{"all weights zero", torch.Coefs{SoftCE: 1, Mutual: 1}, make([]float32, n), false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Logits: z, N: n, C: c, Y: y, Targets: T, Weights: tc.w, Coefs: tc.co, Peers: peers[:tc.peers]}
@@ -94,7 +94,7 @@ func TestOneHotEqualsCrossEntropy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, co := range []torch.Coefs{{Soft: 1}, {Hard: 1}} {
+		for _, co := range []torch.Coefs{{SoftCE: 1}, {HardCE: 1}} {
 			got, _, err := Loss(Input{Logits: z, N: sz.n, C: sz.c, Y: y, Coefs: co})
 			if err != nil {
 				t.Fatal(err)

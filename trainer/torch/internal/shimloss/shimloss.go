@@ -61,8 +61,8 @@ func Loss(in Input) (float32, []float32, error) {
 		}
 		peers = append(peers, p...)
 	}
-	co := C.lt_coefs{soft: C.float(in.Coefs.Soft), hard: C.float(in.Coefs.Hard), kd: C.float(in.Coefs.KD),
-		kd_temp: C.float(in.Coefs.KDTemp), mutual: C.float(in.Coefs.Mutual)}
+	co := C.lt_coefs{soft: C.float(in.Coefs.SoftCE), hard: C.float(in.Coefs.HardCE), kd: C.float(in.Coefs.KD),
+		kd_temp: C.float(in.Coefs.KDTemperature), mutual: C.float(in.Coefs.Mutual)}
 	grad := make([]float32, n*c)
 	var loss C.float
 	var cerr *C.char
