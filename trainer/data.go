@@ -4,8 +4,9 @@ import "context"
 
 // The loop's view of data. Package trainer/data implements it: a
 // data.Dataset is an Examples (and decodes them), data.BatchSource returns
-// a BatchSource opening a data.Loader per pass, a data.Batch is a MiniBatch with the pool of its Loader, and
-// a data.LoaderConfig is a Pass with the loader's own settings.
+// a BatchSource opening a data.Loader per pass, a data.Batch is a MiniBatch
+// with the pool of its Loader, and a data.LoaderConfig is a Pass with the
+// loader's own settings.
 
 // Examples is the part of a data set the loop needs: how many examples,
 // their classes, shape and labels.
@@ -48,7 +49,7 @@ type Pass struct {
 	// ranks together see the batches of one process, in the same order,
 	// each example augmented as in the unsharded pass.
 	Shard, Shards int
-	// U8 asks for pixel bytes (Batch.X8); only for data sets with a
+	// U8 asks for pixel bytes (MiniBatch.X8); only for data sets with a
 	// Normalization (PixelExamples).
 	U8 bool
 }
