@@ -4,7 +4,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lcl-project/lcl/trainer"
 )
 
 // workerOf finds the worker process of the given rank among the children of
@@ -72,17 +69,6 @@ func TestTrainNProcKillResume(t *testing.T) {
 		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "cnn", "--fraction", "0.05", "--epochs", "3",
 			"--batch", "64", "--seed", "3", "--threads", "1", "--no-store", "--out", out}, extra...)
 	}
-	result := func(out string) trainer.Result {
-		b, err := os.ReadFile(filepath.Join(out, "result.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r trainer.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	single, whole := filepath.Join(dir, "single"), filepath.Join(dir, "whole")
 	if out, err := exec.Command(bin, args(single)...).CombinedOutput(); err != nil {
 		t.Fatalf("single process: %v\n%s", err, out)
@@ -90,7 +76,7 @@ func TestTrainNProcKillResume(t *testing.T) {
 	if out, err := exec.Command(bin, args(whole, "--nproc", "2")...).CombinedOutput(); err != nil {
 		t.Fatalf("--nproc 2: %v\n%s", err, out)
 	}
-	s, w := result(single).Final[0], result(whole).Final[0]
+	s, w := readResult(t, single).Final[0], readResult(t, whole).Final[0]
 	if w.TestTop1 < 0.7 || math.Abs(s.TestTop1-w.TestTop1) > 0.05 {
 		t.Errorf("test top-1: --nproc 2 %.4f, one process %.4f", w.TestTop1, s.TestTop1)
 	}
@@ -151,7 +137,7 @@ func TestTrainNProcKillResume(t *testing.T) {
 	if out, err := exec.Command(bin, args(killed, "--nproc", "2", "--resume")...).CombinedOutput(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
-	a, b := result(whole), result(killed)
+	a, b := readResult(t, whole), readResult(t, killed)
 	if len(b.Epochs) != 3 {
 		t.Fatalf("resumed run has %d epochs", len(b.Epochs))
 	}

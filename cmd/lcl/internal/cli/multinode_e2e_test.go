@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/lcl-project/lcl/internal/testdep"
-	"github.com/lcl-project/lcl/trainer"
 )
 
 // netnsNodes are two "machines" for a data-parallel run: network
@@ -137,18 +135,7 @@ func sameRun(t *testing.T, what, dir, ref string) {
 			}
 		}
 	}
-	result := func(d string) trainer.Result {
-		b, err := os.ReadFile(filepath.Join(d, "result.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r trainer.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	a, b := result(ref), result(dir)
+	a, b := readResult(t, ref), readResult(t, dir)
 	if len(a.Epochs) != len(b.Epochs) {
 		t.Fatalf("%s: %d epochs, one process %d", what, len(b.Epochs), len(a.Epochs))
 	}

@@ -26,17 +26,6 @@ func TestTrainKillResume(t *testing.T) {
 		return []string{"train", "--synsets", "fashion-mnist", "--model", "cnn", "--fraction", "0.05", "--epochs", "5",
 			"--seed", "3", "--threads", "1", "--no-store", "--quiet", "--out", out}
 	}
-	result := func(out string) trainer.Result {
-		b, err := os.ReadFile(filepath.Join(out, "result.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r trainer.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	whole := filepath.Join(dir, "whole")
 	if out, err := exec.Command(bin, args(whole)...).CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
@@ -59,7 +48,7 @@ func TestTrainKillResume(t *testing.T) {
 	if out, err := exec.Command(bin, append(args(killed), "--resume")...).CombinedOutput(); err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, out)
 	}
-	a, b := result(whole), result(killed)
+	a, b := readResult(t, whole), readResult(t, killed)
 	if len(a.Epochs) != 5 || len(b.Epochs) != 5 {
 		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
 	}
@@ -91,4 +80,18 @@ func waitForEpochs(t *testing.T, dir string, n int, timeout time.Duration, stop 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// readResult reads the result.json of the run directory dir.
+func readResult(t *testing.T, dir string) trainer.Result {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r trainer.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
