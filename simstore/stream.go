@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"unsafe"
+
+	"github.com/lcl-project/lcl/internal/f32"
 )
 
 // Records are written and read as streams of the encoding codec.go
@@ -16,18 +17,6 @@ import (
 // machines, where the encoding is the values' own bytes), and a read decodes
 // each chunk straight into the one result slice, checking the same CRC-32C
 // over the same bytes as a whole-value decode.
-
-// littleEndian reports whether float32 values are stored in memory as the
-// encoding writes them.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// floatBytes is the memory of data as bytes (shared, not copied).
-func floatBytes(data []float32) []byte {
-	if len(data) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), 4*len(data))
-}
 
 // encoding is one record's encoded value: head (header, meta length, meta
 // JSON and count) followed by the float32 data, little-endian.
@@ -66,8 +55,8 @@ func (e *encoding) len() int { return len(e.head) + e.dataLen() }
 // own memory where it is the encoding, else converted into buf (grown as
 // needed).
 func (e *encoding) dataPiece(off, n int, buf []byte) []byte {
-	if littleEndian {
-		return floatBytes(e.data)[off : off+n]
+	if f32.LittleEndian {
+		return f32.Bytes(e.data)[off : off+n]
 	}
 	buf = buf[:0]
 	for k := off / 4; k < (off+n)/4; k++ {
@@ -81,7 +70,7 @@ func (e *encoding) dataPiece(off, n int, buf []byte) []byte {
 // fresh (the store keeps a written piece until its transaction commits).
 func (e *encoding) piece(off, n int) []byte {
 	h := len(e.head)
-	if off >= h && littleEndian {
+	if off >= h && f32.LittleEndian {
 		return e.dataPiece(off-h, n, nil)
 	}
 	out := make([]byte, 0, n)
@@ -185,7 +174,7 @@ func (d *decoder) write(p []byte) error {
 			continue
 		}
 		d.data = make([]float32, n)
-		d.raw = floatBytes(d.data)
+		d.raw = f32.Bytes(d.data)
 	}
 	return nil
 }
@@ -219,7 +208,7 @@ func (d *decoder) finish(meta any) ([]float32, error) {
 	if err := d.unmarshalMeta(meta); err != nil {
 		return nil, err
 	}
-	if !littleEndian {
+	if !f32.LittleEndian {
 		for i := range d.data {
 			d.data[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.raw[4*i:]))
 		}

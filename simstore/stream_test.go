@@ -11,6 +11,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/lcl-project/lcl/internal/bounded/boundedtest"
+	"github.com/lcl-project/lcl/internal/f32"
 )
 
 // The stream encoding is the whole-value encoding, and its data pieces are
@@ -28,7 +29,7 @@ func TestEncodingPiecesShareTheValues(t *testing.T) {
 	for off := 0; off < e.len(); off += step {
 		p := e.piece(off, min(step, e.len()-off))
 		got = append(got, p...)
-		if littleEndian && off >= len(e.head) && unsafe.SliceData(p) != (*byte)(unsafe.Add(unsafe.Pointer(&m.Data[0]), off-len(e.head))) {
+		if f32.LittleEndian && off >= len(e.head) && unsafe.SliceData(p) != (*byte)(unsafe.Add(unsafe.Pointer(&m.Data[0]), off-len(e.head))) {
 			t.Fatalf("piece at %d is a copy, not the values' memory", off)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
+	"github.com/lcl-project/lcl/internal/f32"
 	sdk "github.com/lcl-project/lcl/plugins/internal/api"
 	pb "github.com/lcl-project/lcl/plugins/proto"
 )
@@ -30,18 +30,6 @@ const DefaultInlineLimit = 64 << 20
 const maxSharedElements = 1 << 31
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// littleEndian reports whether float32 values sit in memory as a shared
-// file holds them.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// float32Bytes is the memory of v as bytes (shared, not copied).
-func float32Bytes(v []float32) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-}
 
 // Sharing says where matrices too large for a message go: a private folder
 // (Dir, "" for none: every matrix inline) and the size above which a
@@ -102,8 +90,8 @@ func writeShared(dir string, m *sdk.Matrix) (path, digest string, err error) {
 	var crc uint32
 	var le []byte
 	err = eachRowBlock(m, func(block []float32) error {
-		b := float32Bytes(block)
-		if !littleEndian {
+		b := f32.Bytes(block)
+		if !f32.LittleEndian {
 			le = le[:0]
 			for _, x := range block {
 				le = binary.LittleEndian.AppendUint32(le, math.Float32bits(x))
@@ -288,7 +276,7 @@ func readShared(sh *pb.SharedMatrix, rows, cols int, consume bool, into []float3
 		data = make([]float32, rows*cols)
 	}
 	data = data[:rows*cols]
-	raw := float32Bytes(data)
+	raw := f32.Bytes(data)
 	// Parts of 4 MiB read on every CPU (the copy and the page faults of a
 	// 1.9 GB matrix are most of its reading), then one digest pass.
 	const part = 4 << 20
@@ -327,7 +315,7 @@ func readShared(sh *pb.SharedMatrix, rows, cols int, consume bool, into []float3
 	if got := hex.EncodeToString(check.Sum(nil)); got != want {
 		return nil, fmt.Errorf("shared matrix %s: digest %s, the message says %s", path, got, want)
 	}
-	if !littleEndian {
+	if !f32.LittleEndian {
 		for i := range data {
 			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/lcl-project/lcl/internal/f32"
 	sdk "github.com/lcl-project/lcl/plugins/internal/api"
 	pb "github.com/lcl-project/lcl/plugins/proto"
 )
@@ -90,7 +91,7 @@ func TestDecodeSharedRefuses(t *testing.T) {
 		}
 		return p
 	}
-	good := float32Bytes(vals)
+	good := f32.Bytes(vals)
 	sum := sha256.Sum256(good)
 	sha := "sha256:" + hex.EncodeToString(sum[:])
 	outside := write(other, "m.f32", good)
