@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -40,6 +41,32 @@ struct Net : nn::Module {
 	int64_t feature_dim = 0;
 };
 
+
+// wanted_threads is the intra-op thread count lt_set_threads last asked for
+// (0: never asked). libtorch's set_num_threads sets OpenMP's count for the
+// calling OS thread only; another thread takes the global count once, at its
+// first parallel region, and keeps it. Go runs each cgo call on whichever OS
+// thread its goroutine sits on, so a call after SetThreads(1) could run on a
+// thread that still used 2: a different reduction order, different bits in
+// "identical" seeded runs (the random failure of
+// TestDeterministicSingleThread under load). sync_threads, at the top of
+// every entry of the shim that computes, brings the calling thread to the
+// wanted count: one thread-local compare when nothing changed.
+inline std::atomic<int32_t> &wanted_threads() {
+	static std::atomic<int32_t> n{0};
+	return n;
+}
+inline int32_t &applied_threads() {
+	thread_local int32_t n = 0;
+	return n;
+}
+inline void sync_threads() {
+	auto want = wanted_threads().load(std::memory_order_acquire);
+	if (want > 0 && applied_threads() != want) {
+		torch::set_num_threads(want);
+		applied_threads() = want;
+	}
+}
 
 // Entry is one named tensor of a model's or an optimizer's state.
 struct Entry {

@@ -100,7 +100,7 @@ inline Tensor stage_copy(lt_engine *e, const void *src, at::IntArrayRef shape, t
 extern "C" {
 
 lt_engine *lt_engine_new(const char *device, const lt_engine_opts *o, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	auto e = std::make_unique<lt_engine>();
 	e->dev = torch::Device(device);
 	if (e->cuda()) {
@@ -141,7 +141,7 @@ void lt_engine_free(lt_engine *e) noexcept {
 
 int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int64_t c, int64_t h, int64_t w,
                       const int64_t *y, const float *weights, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	if (e->queue.size() >= 2) throw std::logic_error("two batches are staged already: train or evaluate first");
 	if (n < 0 || c < 1 || h < 1 || w < 1) throw std::invalid_argument("bad batch shape");
 	if (dtype != LT_DTYPE_F32 && dtype != LT_DTYPE_U8) throw std::invalid_argument("staged batches are LT_DTYPE_F32 or LT_DTYPE_U8");
@@ -177,7 +177,7 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
                         lt_tensor *targets, lt_coefs coefs, double lr, double loss_scale, int32_t *found_inf,
                         char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	// The staged batch is consumed whatever happens next (the binding
 	// counts it as consumed once the call returns).
 	auto s = e->take();
@@ -239,7 +239,7 @@ int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **op
 }
 
 int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *correct, int64_t *n, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	for (int i = 0; i < k; i++) {
 		loss_sum[i] = 0;
 		correct[i] = 0;
@@ -259,7 +259,7 @@ int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *co
 
 int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum,
                        float *logits_out, float *features_out, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	auto s = e->take();
 	std::unique_ptr<c10::DeviceGuard> dg;
 	if (e->cuda()) dg = std::make_unique<c10::DeviceGuard>(e->dev);
@@ -287,14 +287,14 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 // ---- Devices.
 
 int32_t lt_cuda_device_count(int32_t *out, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	*out = (int32_t)torch::cuda::device_count();
 	return 0;
 	LT_CATCH(err, -1)
 }
 
 int32_t lt_set_cuda_flags(int32_t cudnn_benchmark, int32_t tf32, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	auto &ctx = at::globalContext();
 	ctx.setBenchmarkCuDNN(cudnn_benchmark != 0);
 	ctx.setAllowTF32CuBLAS(tf32 != 0);
@@ -304,7 +304,7 @@ int32_t lt_set_cuda_flags(int32_t cudnn_benchmark, int32_t tf32, char **err) {
 }
 
 int32_t lt_synchronize(const char *device, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	torch::Device d(device);
 	if (d.is_cuda()) torch::cuda::synchronize(d.has_index() ? d.index() : -1);
 	return 0;
@@ -313,7 +313,7 @@ int32_t lt_synchronize(const char *device, char **err) {
 
 int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_allocated, int64_t *peak_reserved,
                          char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	torch::Device d(device);
 	*peak_allocated = *peak_reserved = -1;
 #ifdef LT_DEVICE_ALLOCATOR

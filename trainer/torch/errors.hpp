@@ -21,6 +21,12 @@ inline void set_err(char **err, const char *msg) {
 } // namespace lts
 
 #define LT_TRY try {
+// LT_TRY_SYNCED is LT_TRY for an entry that runs libtorch kernels: it first
+// brings the calling OS thread to the intra-op thread count last set
+// (lts::sync_threads in common.hpp; only files that include torch use it).
+#define LT_TRY_SYNCED \
+	try {             \
+		::lts::sync_threads();
 #define LT_CATCH(err, ret)                                         \
 	}                                                              \
 	catch (const c10::Error &e) {                                  \

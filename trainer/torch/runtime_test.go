@@ -3,6 +3,7 @@
 package torch
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -42,3 +43,63 @@ func TestInitOnce(t *testing.T) {
 		t.Errorf("second Init: %v", err)
 	}
 }
+
+// TestThreadsHoldOnEveryOSThread: SetThreads on one OS thread holds for a
+// call made on another that had already run a parallel region with another
+// count. libtorch's set_num_threads sets OpenMP's count for the calling
+// thread only, and Go runs cgo calls on any thread, so without the shim's
+// per-call sync the other thread went on with its old count (the cause of
+// TestDeterministicSingleThread's random failures under load: a seeded run
+// reduced in another order).
+func TestThreadsHoldOnEveryOSThread(t *testing.T) {
+	defer SetThreads(1)
+	a, b := newLockedThread(), newLockedThread()
+	defer a.stop()
+	defer b.stop()
+	var got int
+	// Each thread sets 2 and asks (libtorch settles a thread's count at its
+	// first query or parallel region: after that only a call on the thread
+	// itself changes it).
+	a.do(func() { SetThreads(2); Threads() })
+	b.do(func() { SetThreads(2); Threads() })
+	a.do(func() { SetThreads(1) })
+	b.do(func() { got, _ = Threads() })
+	if got != 1 {
+		t.Fatalf("after SetThreads(1) on another OS thread, this one runs with %d threads, want 1", got)
+	}
+	// And a call that computes, on the thread that set nothing since.
+	b.do(func() { SetThreads(2) })
+	a.do(func() {
+		m, err := NewModel(mlpSpec(1, 4, 4, 3, 8), "cpu")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		m.Close()
+		got, _ = Threads()
+	})
+	if got != 2 {
+		t.Fatalf("after SetThreads(2) on another OS thread, this one runs with %d threads, want 2", got)
+	}
+}
+
+// lockedThread runs functions, one at a time, on one OS thread of its own.
+type lockedThread struct {
+	jobs chan func()
+	done chan struct{}
+}
+
+func newLockedThread() *lockedThread {
+	l := &lockedThread{jobs: make(chan func()), done: make(chan struct{})}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the OS thread ends with the goroutine
+		for fn := range l.jobs {
+			fn()
+			l.done <- struct{}{}
+		}
+	}()
+	return l
+}
+
+func (l *lockedThread) do(fn func()) { l.jobs <- fn; <-l.done }
+func (l *lockedThread) stop()        { close(l.jobs) }

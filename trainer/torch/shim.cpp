@@ -67,18 +67,22 @@ int32_t lt_abi_version(void) noexcept { return LT_ABI_VERSION; }
 const char *lt_torch_version(void) noexcept { return TORCH_VERSION; }
 int32_t lt_set_threads(int32_t n, char **err) {
 	LT_TRY
-	if (n > 0) torch::set_num_threads(n);
+	if (n > 0) {
+		torch::set_num_threads(n);
+		lts::applied_threads() = n;
+		lts::wanted_threads().store(n, std::memory_order_release);
+	}
 	return 0;
 	LT_CATCH(err, -1)
 }
 int32_t lt_get_threads(int32_t *out, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	*out = (int32_t)torch::get_num_threads();
 	return 0;
 	LT_CATCH(err, -1)
 }
 int32_t lt_manual_seed(uint64_t seed, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	torch::manual_seed(seed);
 	return 0;
 	LT_CATCH(err, -1)
@@ -86,7 +90,7 @@ int32_t lt_manual_seed(uint64_t seed, char **err) {
 
 int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t *allocator_installed,
                         int32_t *blas_set, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	std::lock_guard<std::mutex> l(runtime_mu);
 	if (runtime_done) throw std::logic_error("the runtime is set once per process (torch.Init was called before)");
 	std::string mode = cpu_allocator && *cpu_allocator ? cpu_allocator : "system";
@@ -99,7 +103,7 @@ int32_t lt_runtime_init(const char *cpu_allocator, int32_t blas_threads, int32_t
 }
 
 int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	*installed = cpu_allocator_installed ? 1 : 0;
 	if (!cpu_allocator_installed) return 0;
 	auto st = CachingCPUAllocator::instance()->stats();
@@ -115,7 +119,7 @@ int32_t lt_cpu_alloc_stats(int64_t *out, int32_t *installed, char **err) {
 // ---- Tensors.
 
 lt_tensor *lt_tensor_new(const float *data, const int64_t *shape, int32_t ndim, const char *device, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	std::vector<int64_t> s(shape, shape + ndim);
 	auto t = blob(data, s).clone().to(torch::Device(device));
 	return new lt_tensor{t};
@@ -127,7 +131,7 @@ void lt_tensor_free(lt_tensor *t) noexcept { delete t; }
 
 lt_model *lt_model_new(const lt_node *nodes, int32_t n_nodes, int32_t in_c, int32_t in_h, int32_t in_w,
                        int32_t num_classes, const char *device, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	check_input(in_c, in_h, in_w, num_classes);
 	torch::Device dev(device);
 	return finish_model(std::make_shared<GraphNet>(nodes, n_nodes), dev, num_classes);
@@ -136,7 +140,7 @@ lt_model *lt_model_new(const lt_node *nodes, int32_t n_nodes, int32_t in_c, int3
 
 lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes,
                         int32_t reinit, const char *device, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	check_input(in_c, in_h, in_w, num_classes);
 	torch::Device dev(device);
 	auto net = std::make_shared<ScriptNet>(path, dev, reinit != 0);
@@ -172,7 +176,7 @@ lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in
 void lt_model_free(lt_model *m) noexcept { delete m; }
 
 int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	int64_t n = 0;
 	for (auto &p : m->net->parameters()) n += p.numel();
 	*out = n;
@@ -180,21 +184,21 @@ int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err) {
 	LT_CATCH(err, -1)
 }
 int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	*out = m->net->feature_dim;
 	return 0;
 	LT_CATCH(err, -1)
 }
 
 int32_t lt_model_channels_last(lt_model *m, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	to_channels_last(m);
 	return 0;
 	LT_CATCH(err, -1)
 }
 
 int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	if (!(decay >= 0 && decay <= 1)) throw std::invalid_argument("EMA decay outside [0, 1]");
 	ema_update(ema->state, m->state, decay);
 	return 0;
@@ -207,26 +211,26 @@ lt_state *lt_model_state(lt_model *m) noexcept { return &m->state; }
 lt_state *lt_optim_state(lt_optim *o) noexcept { return &o->bufs; }
 
 int32_t lt_state_count(lt_state *s, int32_t *out, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	*out = (int32_t)s->size();
 	return 0;
 	LT_CATCH(err, -1)
 }
 int32_t lt_state_info(lt_state *s, int32_t i, const char **name, int32_t *dtype, int64_t *shape, int32_t *ndim,
                       int64_t *nbytes, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	entry_info(entry(s, i), name, dtype, shape, ndim, nbytes);
 	return 0;
 	LT_CATCH(err, -1)
 }
 int32_t lt_state_read(lt_state *s, int32_t i, void *dst, int64_t nbytes, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	entry_read(entry(s, i), dst, nbytes);
 	return 0;
 	LT_CATCH(err, -1)
 }
 int32_t lt_state_write(lt_state *s, int32_t i, const void *src, int64_t nbytes, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	entry_write(entry(s, i), src, nbytes);
 	return 0;
 	LT_CATCH(err, -1)
@@ -235,7 +239,7 @@ int32_t lt_state_write(lt_state *s, int32_t i, const void *src, int64_t nbytes, 
 // ---- Optimizers.
 
 lt_optim *lt_optim_new_sgd(lt_model *m, double momentum, double weight_decay, int32_t nesterov, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	if (nesterov && momentum <= 0) throw std::invalid_argument("Nesterov momentum requires a momentum > 0");
 	auto o = new_optim(m);
 	o->momentum = momentum;
@@ -248,7 +252,7 @@ lt_optim *lt_optim_new_sgd(lt_model *m, double momentum, double weight_decay, in
 
 lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
                                char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	if (!(decay >= 0 && decay < 1) || !(eps > 0) || momentum < 0 || weight_decay < 0)
 		throw std::invalid_argument("RMSProp needs 0 <= decay < 1, eps > 0, momentum >= 0 and weight decay >= 0");
 	auto o = new_optim(m);
@@ -266,7 +270,7 @@ lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double mom
 
 lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
                             int32_t decoupled, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps >= 0) || !(weight_decay >= 0))
 		throw std::invalid_argument("Adam needs 0 <= beta1, beta2 < 1, eps >= 0 and weight decay >= 0");
 	auto o = new_optim(m);
@@ -290,7 +294,7 @@ lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps,
 void lt_optim_free(lt_optim *o) noexcept { delete o; }
 
 int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	if (std::isnan(max_norm)) throw std::invalid_argument("gradient clipping norm is NaN");
 	o->clip = max_norm > 0 ? max_norm : 0;
 	return 0;
@@ -301,7 +305,7 @@ int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err) {
 // has the rest).
 
 int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	std::vector<Tensor> ts;
 	if (!buffers_only)
 		for (auto &p : m->net->parameters(true)) ts.push_back(p);
@@ -312,7 +316,7 @@ int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char 
 }
 
 int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err) {
-	LT_TRY
+	LT_TRY_SYNCED
 	std::vector<Tensor> ts;
 	for (auto &b : o->bufs)
 		// Adam's step counts stay on the CPU, as torch.optim keeps them: with

@@ -307,6 +307,14 @@ func TestMemoryFlat(t *testing.T) {
 }
 
 func TestDeterministicSingleThread(t *testing.T) {
+	// The two runs go to two OS threads that used 2 threads before
+	// SetThreads(1) (as an earlier test's may have): both must run with 1.
+	a, b := newLockedThread(), newLockedThread()
+	defer a.stop()
+	defer b.stop()
+	for _, l := range []*lockedThread{a, b} {
+		l.do(func() { SetThreads(2); Threads() })
+	}
 	SetThreads(1)
 	run := func() []Named {
 		ManualSeed(42)
@@ -327,10 +335,12 @@ func TestDeterministicSingleThread(t *testing.T) {
 		s, _ := m.State().Copy()
 		return s
 	}
-	a, b := run(), run()
-	for i := range a {
-		if !bytes.Equal(a[i].Data, b[i].Data) {
-			t.Fatalf("%s differs between identical seeded runs", a[i].Name)
+	var sa, sb []Named
+	a.do(func() { sa = run() })
+	b.do(func() { sb = run() })
+	for i := range sa {
+		if !bytes.Equal(sa[i].Data, sb[i].Data) {
+			t.Fatalf("%s differs between identical seeded runs", sa[i].Name)
 		}
 	}
 }
