@@ -65,9 +65,15 @@ race: deps libtorch-check
 	$(GO) test $(GOTAGS) -race -count=1 -run 'Group|Abort|Peer' ./trainer/torch/
 	$(GO) test $(GOTAGS) -race -count=1 ./plugins/ ./experiment/...
 
+# lint also holds plugins/proto/lcl.proto, as protoc compiles it, to the
+# released protocol (plugins/proto/testdata/vN): it only grows (docs/plugins.md).
 lint:
+	@scripts/deps.sh lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@d=$$(mktemp -d) && protoc -I plugins/proto --descriptor_set_out=$$d/lcl.binpb plugins/proto/lcl.proto \
+	  && $(GO) test -count=1 -run 'TestProtocolOnlyGrows' ./plugins/proto/ -args -current $$d/lcl.binpb; \
+	  rc=$$?; rm -rf "$$d"; exit $$rc
 
 # The demo times its stages, the build included (LCL_DEMO_START).
 demo:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,6 +164,46 @@ func TestBuiltinLCLOverTheProtocol(t *testing.T) {
 }
 
 func abs(x float64) float64 { return max(x, -x) }
+
+// mbm-soft served by lcl, as lcl train runs it: the plan that crosses the
+// protocol is the one the strategy computes in-process, bit for bit, and
+// the same every epoch.
+func TestBuiltinMBMSoftOverTheProtocol(t *testing.T) {
+	h := testHost(t)
+	ctx := context.Background()
+	st, err := h.Strategy("mbm-soft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Describe(ctx)
+	if err != nil || info.Name != "mbm-soft" || !info.NeedsSimilarity || len(info.Params) != 1 || info.Params[0].Name != "beta" || info.Params[0].Default != "10" {
+		t.Fatalf("Describe = %+v, %v", info, err)
+	}
+	run := testRun(3, 6)
+	run.Similarity = &sdk.Matrix{Rows: 3, Cols: 3, Data: []float32{1, 0.5, 0, 0.5, 1, 0.25, 0, 0.25, 1}}
+	run.Params = map[string]string{"beta": "4"}
+	if _, err := st.Begin(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	want, err := strategy.MBMSoftTargets(run.Similarity, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = want.Dense()
+	for e := range 3 {
+		p, err := st.Plan(ctx, sdk.PlanAt{Epoch: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.Targets.Data, want.Data) || p.Coefs != (sdk.Coefs{SoftCE: 1}) {
+			t.Fatalf("epoch %d: plan %v %+v, want targets %v", e, p.Targets.Data, p.Coefs, want.Data)
+		}
+	}
+	run.Params = map[string]string{"beta": "0"}
+	if _, err := st.Begin(ctx, run); err == nil || !strings.Contains(err.Error(), `strategy plugin "mbm-soft" (built-in): Begin: beta = 0, want a finite value > 0`) {
+		t.Fatalf("beta = 0: err = %v", err)
+	}
+}
 
 func TestMisbehavingPlugins(t *testing.T) {
 	h := testHost(t)

@@ -3,6 +3,7 @@
 #   scripts/deps.sh build    what the build and `make demo` need (the demo runs on nothing else)
 #   scripts/deps.sh          also what the tests compare against (the default: `make test`)
 #   scripts/deps.sh bench    also the reference tools the benchmarks compare with
+#   scripts/deps.sh lint     what `make lint` needs: the build set (go vet compiles the cgo packages) and protoc
 #   scripts/deps.sh e2e      also what the end-to-end tests use: chromium (to render the HTML report),
 #                            slurm-wlm and munge (a one-machine Slurm cluster), iproute2 (network namespaces)
 #   scripts/deps.sh --list [SET]   print a set's packages (internal/testdep's test reads it)
@@ -30,10 +31,11 @@ case "$kind" in
   bench) list=("${build[@]}" "${test[@]}" "${bench[@]}") ;;
   e2e) list=("${build[@]}" "${test[@]}" "${e2e[@]}") ;;
   proto) list=("${build[@]}" "${test[@]}" "${proto[@]}") ;;
-  *) echo "deps: unknown set '$kind' (want build, test, bench, e2e or proto)" >&2; exit 2 ;;
+  lint) list=("${build[@]}" "${proto[@]}") ;;
+  *) echo "deps: unknown set '$kind' (want build, test, bench, e2e, proto or lint)" >&2; exit 2 ;;
 esac
 if [ "${1:-}" = --list ]; then
-  # scripts/deps.sh --list [build|test|bench|e2e|proto]: the packages, one per line.
+  # scripts/deps.sh --list [build|test|bench|e2e|proto|lint]: the packages, one per line.
   printf '%s\n' "${list[@]}"
   exit 0
 fi

@@ -4,6 +4,7 @@
 #   Python: examples/lcl-similarity-py/lcl_pb2.py and examples/lcl-strategy-py/lcl_pb2.py
 #           (messages only; the Python examples register their gRPC handlers
 #           by hand, so no grpcio-tools)
+#   the released protocols' baselines: plugins/proto/testdata/vN/lcl.binpb from the lcl.proto beside it
 # and the TensorBoard event messages from internal/tensorboard/tbpb/tensorboard.proto:
 #   Go:     internal/tensorboard/tbpb/tensorboard.pb.go
 #   Python: internal/tensorboard/testdata/tensorboard_pb2.py (the tests' independent reader)
@@ -26,6 +27,12 @@ PATH="$bin:$PATH" protoc -I plugins/proto \
   --python_out=examples/lcl-similarity-py \
   plugins/proto/lcl.proto
 cp examples/lcl-similarity-py/lcl_pb2.py examples/lcl-strategy-py/lcl_pb2.py
+# The released protocols' lcl.proto, kept as they were (a release copies
+# plugins/proto/lcl.proto to plugins/proto/testdata/vN/), compiled to the
+# FileDescriptorSet that `make lint` (TestProtocolOnlyGrows) compares with.
+for v in plugins/proto/testdata/v*/; do
+  protoc -I "$v" --descriptor_set_out="$v/lcl.binpb" "$v/lcl.proto"
+done
 PATH="$bin:$PATH" protoc -I internal/tensorboard/tbpb \
   --go_out=internal/tensorboard/tbpb --go_opt=paths=source_relative \
   --python_out=internal/tensorboard/testdata \

@@ -26,13 +26,15 @@ func New(name string) (sdk.Strategy, bool) {
 		return &DML{}, true
 	case "cn":
 		return &CN{}, true
+	case "mbm-soft":
+		return &MBMSoft{}, true
 	}
 	return nil, false
 }
 
 // Names lists the built-in strategies.
 func Names() []string {
-	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn"}
+	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn", "mbm-soft"}
 	sort.Strings(n)
 	return n
 }

@@ -143,6 +143,35 @@ func TestPlanMatrixFile(t *testing.T) {
 	}
 }
 
+// lcl plan --strategy mbm-soft on the worked example's matrix, by hand:
+// d = 1 − s = [[0, .5, .5], [.8, 0, .4], [1, .75, 0]], max d = 1, so at
+// β = 2 row c is exp(−2·d_c) normalised, the same every epoch.
+func TestPlanMBMSoft(t *testing.T) {
+	out := t.TempDir()
+	r := cliRun(t, "plan", "--strategy", "mbm-soft", "--param", "beta=2", "--matrix", writeWorkedExample(t), "--epochs", "2", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	var want []float64
+	for _, d := range [][]float64{{0, 0.5, 0.5}, {0.8, 0, 0.4}, {1, 0.75, 0}} {
+		sum := 0.0
+		for _, x := range d {
+			sum += math.Exp(-2 * x)
+		}
+		for _, x := range d {
+			want = append(want, math.Exp(-2*x)/sum)
+		}
+	}
+	for _, f := range []string{"epoch-000.npy", "epoch-001.npy"} {
+		_, _, got := readNpy(t, filepath.Join(out, f))
+		for i, w := range want {
+			if math.Abs(got[i]-w) > 1e-7 { // float32 targets
+				t.Fatalf("%s = %v, want %v", f, got, want)
+			}
+		}
+	}
+}
+
 func TestPlanStages(t *testing.T) {
 	out := t.TempDir()
 	r := cliRun(t, "plan", "--strategy", "kd", "--matrix", writeWorkedExample(t), "--epochs", "2", "--out", out)
