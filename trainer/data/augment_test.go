@@ -590,3 +590,30 @@ func TestAugmentParseAndCheck(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAugmentPolicy times the policies alone on one worker's buffers
+// (the image is restored from a copy each time, which is timed too).
+func BenchmarkAugmentPolicy(b *testing.B) {
+	for _, pol := range []struct {
+		name string
+		a    Augment
+	}{
+		{"randaugment=2,9", Augment{RandAugmentN: 2, RandAugmentM: 9}},
+		{"trivialaugment", Augment{TrivialAugment: true}},
+	} {
+		for _, s := range []int{32, 224} {
+			b.Run(fmt.Sprintf("%s/%dx%d", pol.name, s, s), func(b *testing.B) {
+				src := augImage(3, s, s, 1)
+				img := make([]uint8, len(src))
+				rng := rand.New(rand.NewPCG(1, 2))
+				var g augmenter
+				b.SetBytes(int64(len(src)))
+				b.ReportAllocs()
+				for b.Loop() {
+					copy(img, src)
+					g.policy(img, 3, s, s, &pol.a, rng)
+				}
+			})
+		}
+	}
+}

@@ -352,7 +352,8 @@ func (l *Loader) augmented(u8 U8Decoder, aug *augmenter, idx int, b *Batch, n in
 		}
 		erase(img, c, h, w, y, x, bh, bw, fill[:c])
 	} else {
-		erase(b.X[n*l.size:(n+1)*l.size], c, h, w, y, x, bh, bw, []float32{0, 0, 0}[:c])
+		var zero [3]float32
+		erase(b.X[n*l.size:(n+1)*l.size], c, h, w, y, x, bh, bw, zero[:c])
 	}
 	return nil
 }

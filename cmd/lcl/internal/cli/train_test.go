@@ -95,6 +95,10 @@ func TestTrainUsageErrors(t *testing.T) {
 		// Checked before a launcher starts its workers: no advice to resume.
 		{[]string{"train", "--data", synth, "--nproc", "2", "--fraction", "2"}, "--fraction 2: want 0 < fraction ≤ 1"},
 		{[]string{"train", "--config", "/nonexistent.yaml"}, "--config: open /nonexistent.yaml"},
+		{[]string{"train", "--data", synth, "--randaugment", "2,31"}, "--randaugment"},
+		{[]string{"train", "--data", synth, "--randaugment", "2,9", "--trivialaugment"}, "choose one policy"},
+		{[]string{"train", "--data", synth, "--random-erasing", "2"}, "--random-erasing 2: want a probability"},
+		{[]string{"train", "--data", synth, "--trivialaugment"}, "no pixels to augment"},
 	}
 	for _, tc := range cases {
 		code, _, errs := runLCL(context.Background(), t, tc.args...)
@@ -269,5 +273,32 @@ func TestTrainSynsetsMustLoad(t *testing.T) {
 		"--out", filepath.Join(t.TempDir(), "run"))
 	if code != 1 || !strings.Contains(errs, "--synsets") || !strings.Contains(errs, "fashion-mnst") {
 		t.Errorf("exit %d, %q", code, errs)
+	}
+}
+
+// --randaugment and --random-erasing train Fashion-MNIST, are recorded in
+// result.json and in the run's identity: continuing the run with another
+// policy is refused, with the same one it goes on.
+func TestTrainAugment(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	args := func(epochs string, extra ...string) []string {
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=16", "--fraction", "0.01", "--epochs", epochs,
+			"--batch", "32", "--threads", "1", "--no-store", "--out", run}, extra...)
+	}
+	code, out, errs := runLCL(context.Background(), t, args("1", "--randaugment", "2,9", "--random-erasing", "0.5")...)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	var res trainer.Result
+	if b, err := os.ReadFile(filepath.Join(run, "result.json")); err != nil || json.Unmarshal(b, &res) != nil || res.Augment != "randaugment=2,9 erasing=0.5" {
+		t.Fatalf("result.json: %v, augment %q", err, res.Augment)
+	}
+	code, _, errs = runLCL(context.Background(), t, args("2", "--resume", "--trivialaugment", "--random-erasing", "0.5")...)
+	if code == 0 || !strings.Contains(errs, `written for augment "randaugment=2,9 erasing=0.5", this run has "trivialaugment erasing=0.5"`) {
+		t.Errorf("continued with another policy: exit %d, %s", code, errs)
+	}
+	code, out, errs = runLCL(context.Background(), t, args("2", "--resume", "--randaugment", "2,9", "--random-erasing", "0.5")...)
+	if code != 0 {
+		t.Fatalf("continued with the same policy: exit %d\n%s\n%s", code, out, errs)
 	}
 }
