@@ -350,8 +350,10 @@ func (g *augmenter) affine(img []uint8, c, h, w int, m [6]float64) {
 		for x := range w {
 			xc := x0 + float32(x)
 			// The grid's product with theta as libtorch's CPU bmm sums it
-			// (fused multiply-adds in order, checked bit for bit against
-			// torchvision: a tie between two pixels falls as there).
+			// on FMA (AVX2) CPUs: fused multiply-adds in order, checked bit
+			// for bit against torchvision, so a tie between two pixels
+			// falls as there (a libtorch without FMA may round a tie the
+			// other way: one pixel's neighbour).
 			gx := fma32(yc, r10, float32(xc*r00)) + r20
 			gy := fma32(yc, r11, float32(xc*r01)) + r21
 			ix := float32(float32(gx+1)*hw) - 0.5

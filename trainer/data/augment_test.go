@@ -372,7 +372,7 @@ func ksStatistic(a, b []float64) float64 {
 // tests at α = 0.001), on a square and a flat image.
 func TestEraseBoxMatchesTorchvision(t *testing.T) {
 	py := testdep.PythonModules(t, "torch", "torchvision")
-	const n, p = 20000, 0.6
+	const n, p = 10000, 0.6
 	for _, sh := range [][2]int{{32, 32}, {24, 80}} {
 		h, w := sh[0], sh[1]
 		out := py.Run(`
