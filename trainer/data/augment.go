@@ -510,8 +510,9 @@ func (g *augmenter) sharpness(img []uint8, c, h, w int, ratio float64) {
 	}
 }
 
-// autocontrast stretches each channel of img to [0, 255]: (v − min)·255 /
-// (max − min) in float32, truncated; a flat channel is left alone.
+// autocontrast stretches each channel of img to [0, 255]: (v − min) ·
+// (1/(max − min) · 255) in float32, truncated; a flat channel is left
+// alone.
 func autocontrast(img []uint8, c, n int) {
 	for ch := range c {
 		p := img[ch*n : (ch+1)*n]
@@ -522,7 +523,8 @@ func autocontrast(img []uint8, c, n int) {
 		if lo == hi {
 			continue
 		}
-		scale := 255 / float32(hi-lo)
+		// bound / tensor is Tensor.__rtruediv__: the reciprocal times 255.
+		scale := float32(1/float32(hi-lo)) * 255
 		var lut [256]uint8
 		for v := range lut {
 			x := float32(float32(v)-float32(lo)) * scale
