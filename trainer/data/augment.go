@@ -162,16 +162,22 @@ func magnitude(op augOp, b int, wide bool, h, w int) float64 {
 	return 0
 }
 
-// linspace32 is element i of torch.linspace(start, end, 31) in float32:
-// ATen steps from the start in the first half, back from the end in the
-// second.
+// linspace32 is element i of torch.linspace(start, end, 31) in float32 as
+// libtorch 1.13's CPU kernel computes it on AVX2: ATen counts from the
+// start in the first half and back from the end in the second, and its
+// vectorised loop writes elements 0–15 as two vectors of eight, each
+// base + k·step, and the rest one by one, compiled into fused
+// multiply-adds (checked bit for bit against torch.linspace; other
+// builds may differ in the last bit).
 func linspace32(start, end float64, i int) float64 {
 	s, e := float32(start), float32(end)
 	step := (e - s) / float32(magnitudeBins-1)
-	if i < magnitudeBins/2 {
-		return float64(s + float32(step*float32(i)))
+	if i < 16 {
+		b := i &^ 7 // the vector's first element
+		base := s + float32(step*float32(b))
+		return float64(base + float32(float32(i-b)*step))
 	}
-	return float64(e - float32(step*float32(magnitudeBins-1-i)))
+	return float64(fma32(-step, float32(magnitudeBins-1-i), e))
 }
 
 // augStep is one drawn op: its bin (of magnitudeBins) and sign.
