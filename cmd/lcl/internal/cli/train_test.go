@@ -278,27 +278,64 @@ func TestTrainSynsetsMustLoad(t *testing.T) {
 
 // --randaugment and --random-erasing train Fashion-MNIST, are recorded in
 // result.json and in the run's identity: continuing the run with another
-// policy is refused, with the same one it goes on.
+// policy is refused; with the same one it goes on to the figures of an
+// uninterrupted run (with other data workers: each example's augmentation
+// is drawn from its own seed).
 func TestTrainAugment(t *testing.T) {
-	run := filepath.Join(t.TempDir(), "run")
-	args := func(epochs string, extra ...string) []string {
+	dir := t.TempDir()
+	args := func(run, epochs string, extra ...string) []string {
 		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=16", "--fraction", "0.01", "--epochs", epochs,
-			"--batch", "32", "--threads", "1", "--no-store", "--out", run}, extra...)
+			"--batch", "32", "--schedule", "constant", "--threads", "1", "--no-store", "--out", filepath.Join(dir, run)}, extra...)
 	}
-	code, out, errs := runLCL(context.Background(), t, args("1", "--randaugment", "2,9", "--random-erasing", "0.5")...)
+	policy := []string{"--randaugment", "2,9", "--random-erasing", "0.5"}
+	code, out, errs := runLCL(context.Background(), t, args("run", "1", append(policy, "--workers", "1")...)...)
 	if code != 0 {
 		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
 	}
-	var res trainer.Result
-	if b, err := os.ReadFile(filepath.Join(run, "result.json")); err != nil || json.Unmarshal(b, &res) != nil || res.Augment != "randaugment=2,9 erasing=0.5" {
-		t.Fatalf("result.json: %v, augment %q", err, res.Augment)
+	if res := readResult(t, filepath.Join(dir, "run")); res.Augment != "randaugment=2,9 erasing=0.5" {
+		t.Fatalf("result.json: augment %q", res.Augment)
 	}
-	code, _, errs = runLCL(context.Background(), t, args("2", "--resume", "--trivialaugment", "--random-erasing", "0.5")...)
+	code, _, errs = runLCL(context.Background(), t, args("run", "2", "--resume", "--trivialaugment", "--random-erasing", "0.5")...)
 	if code == 0 || !strings.Contains(errs, `written for augment "randaugment=2,9 erasing=0.5", this run has "trivialaugment erasing=0.5"`) {
 		t.Errorf("continued with another policy: exit %d, %s", code, errs)
 	}
-	code, out, errs = runLCL(context.Background(), t, args("2", "--resume", "--randaugment", "2,9", "--random-erasing", "0.5")...)
+	code, out, errs = runLCL(context.Background(), t, args("run", "2", append(policy, "--resume", "--workers", "1")...)...)
 	if code != 0 {
 		t.Fatalf("continued with the same policy: exit %d\n%s\n%s", code, out, errs)
 	}
+	code, out, errs = runLCL(context.Background(), t, args("whole", "2", append(policy, "--workers", "3")...)...)
+	if code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", code, out, errs)
+	}
+	a, b := readResult(t, filepath.Join(dir, "run")), readResult(t, filepath.Join(dir, "whole"))
+	if len(a.Epochs) != 2 || len(b.Epochs) != 2 {
+		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
+	}
+	for i := range a.Epochs {
+		if a.Epochs[i].PeerMetrics != b.Epochs[i].PeerMetrics {
+			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
+		}
+	}
+	// Without the policy the run trains on other images.
+	code, out, errs = runLCL(context.Background(), t, args("plain", "1")...)
+	if code != 0 {
+		t.Fatalf("plain run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if p := readResult(t, filepath.Join(dir, "plain")); p.Augment != "" || p.Epochs[0].PeerMetrics == a.Epochs[0].PeerMetrics {
+		t.Errorf("the plain run: augment %q, epoch 1 %+v like the augmented run's", p.Augment, p.Epochs[0].PeerMetrics)
+	}
+}
+
+// readResult reads the result.json of the run directory dir.
+func readResult(t *testing.T, dir string) trainer.Result {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r trainer.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
