@@ -13,6 +13,7 @@ import (
 	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
+	"github.com/lcl-project/lcl/trainer/data"
 )
 
 // TrainSpec is one training run, typed: what `lcl train`'s flags bind to
@@ -53,6 +54,12 @@ type TrainSpec struct {
 	Select         *string
 	Patience       *int
 	TestEveryEpoch *bool
+	// Training augmentation on top of the data set's crop and flip
+	// (docs/data.md; nil: none): RandAugment's N,M, TrivialAugmentWide,
+	// random erasing's probability.
+	RandAugment    *string
+	TrivialAugment *bool
+	RandomErasing  *float64
 
 	Exec TrainExec
 }
@@ -121,6 +128,26 @@ func (s *TrainSpec) InitFile() string {
 		return ""
 	}
 	return *s.Init
+}
+
+// Augment is the training augmentation asked for (--randaugment,
+// --trivialaugment, --random-erasing), checked.
+func (s *TrainSpec) Augment() (data.Augment, error) {
+	var a data.Augment
+	if s.RandAugment != nil {
+		n, m, err := data.ParseRandAugment(*s.RandAugment)
+		if err != nil {
+			return a, fmt.Errorf("--randaugment %s: %w", *s.RandAugment, err)
+		}
+		a.RandAugmentN, a.RandAugmentM = n, m
+	}
+	if s.TrivialAugment != nil {
+		a.TrivialAugment = *s.TrivialAugment
+	}
+	if s.RandomErasing != nil {
+		a.Erasing = *s.RandomErasing
+	}
+	return a, a.Check()
 }
 
 // Selection is the model selection asked for: the validation fraction (0:
@@ -238,6 +265,9 @@ func (s *TrainSpec) Validate() error {
 	if _, err := s.StrategyParams(); err != nil {
 		return err
 	}
+	if _, err := s.Augment(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -334,6 +364,14 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return float(&s.Fraction) }},
 	{name: "seed", own: true, usage: "seed of the subset, initialisation, order, augmentation and dropout",
 		bind: func(s *TrainSpec) pflag.Value { return int64v(&s.Seed) }},
+	{name: "randaugment", usage: "RandAugment N,M in training: N ops drawn from torchvision's 14 at magnitude bin M of 31 (0..30), signs drawn (e.g. 2,9; docs/data.md)",
+		bind: func(s *TrainSpec) pflag.Value {
+			return optional[string]{&s.RandAugment, parseRandAugment, func(v string) string { return v }, "N,M", ""}
+		}},
+	{name: "trivialaugment", usage: "TrivialAugmentWide in training: one op, magnitude bin and sign drawn per image (torchvision's)",
+		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.TrivialAugment) }},
+	{name: "random-erasing", usage: "random erasing in training with this probability: a box of 2–33 % of the image, aspect ratio 0.3–3.3, set to the channel mean (torchvision's RandomErasing(value=0) after normalisation)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.RandomErasing, "0") }},
 	{name: "threads", exec: true, usage: "libtorch threads (0 = libtorch's default)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
 	{name: "device", exec: true, usage: "cpu, cuda or cuda:N",
@@ -470,6 +508,16 @@ func (v optional[T]) Set(s string) error {
 }
 
 func parseString(s string) (string, error) { return s, nil }
+
+// parseRandAugment checks --randaugment's N,M and keeps it as written
+// without spaces.
+func parseRandAugment(s string) (string, error) {
+	n, m, err := data.ParseRandAugment(s)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d,%d", n, m), nil
+}
 func parseFloat(s string) (float64, error) { return numErr(strconv.ParseFloat(s, 64)) }
 func parseInt(s string) (int, error)       { return numErr(strconv.Atoi(s)) }
 func parseInt64(s string) (int64, error)   { return numErr(strconv.ParseInt(s, 10, 64)) }

@@ -266,3 +266,51 @@ func TestStrategyParamsOfAGrid(t *testing.T) {
 		t.Errorf("Spec().Config() = %+v, want %+v", c, r.Config)
 	}
 }
+
+// --randaugment, --trivialaugment and --random-erasing become the data's
+// Augment, key the run (its Args) as given, and bad values are refused
+// naming the flag.
+func TestTrainSpecAugment(t *testing.T) {
+	s := parseTrain(t, "--randaugment", "2, 9", "--random-erasing", "0.25")
+	a, err := s.Augment()
+	if err != nil || a.RandAugmentN != 2 || a.RandAugmentM != 9 || a.TrivialAugment || a.Erasing != 0.25 {
+		t.Fatalf("Augment() = %+v, %v", a, err)
+	}
+	c, err := s.Config(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Args["randaugment"] != "2,9" || c.Args["random-erasing"] != "0.25" || len(c.Args) != 2 {
+		t.Errorf("Args = %v, want randaugment=2,9 random-erasing=0.25", c.Args)
+	}
+	plain := parseTrain(t)
+	if c2, _ := plain.Config(false); c2.ID() == c.ID() {
+		t.Errorf("augmented and plain runs share the key %s", c.ID())
+	}
+	ta := parseTrain(t, "--trivialaugment")
+	if a, err := ta.Augment(); err != nil || !a.TrivialAugment || a.String() != "trivialaugment" {
+		t.Errorf("--trivialaugment: %+v, %v", a, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--randaugment", "2,9", "--trivialaugment"}, "choose one"},
+		{[]string{"--random-erasing", "1.5"}, "--random-erasing 1.5"},
+	} {
+		s := parseTrain(t, c.args...)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: Validate() = %v, want %q", c.args, err, c.want)
+		}
+	}
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	sp := NewTrainSpec()
+	BindTrainFlags(fs, &sp)
+	if err := fs.Parse([]string{"--randaugment", "2,31"}); err == nil || !strings.Contains(err.Error(), "randaugment") {
+		t.Errorf("--randaugment 2,31: %v", err)
+	}
+	if err := sp.SetTrainFlag("randaugment", "3"); err == nil {
+		t.Errorf("a grid's randaugment: 3 accepted")
+	}
+}

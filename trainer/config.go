@@ -61,6 +61,11 @@ type Config struct {
 	// Identity holds further settings a resumed run must share with the
 	// checkpoint (dataset, fraction, ...).
 	Identity map[string]string
+	// Augment names the training augmentation BatchSource applies on top
+	// of the data set's crop and flip (trainer/data's Augment, e.g.
+	// "randaugment=2,9 erasing=0.25"; "" none): part of the run's identity
+	// and recorded in result.json.
+	Augment string
 	// Progress, when set, is called after every read of the metrics
 	// (MetricsEvery).
 	Progress func(Progress)
@@ -262,6 +267,9 @@ func (r *runner) identity() map[string]string {
 	}
 	if r.val != nil {
 		id["val"] = fmt.Sprintf("fraction=%g n=%d select=%s", r.cfg.ValFraction, len(r.val.indices), r.cfg.SelectMetric)
+	}
+	if r.cfg.Augment != "" { // (runs without keep their older identity)
+		id["augment"] = r.cfg.Augment
 	}
 	for k, v := range r.cfg.Identity {
 		id[k] = v

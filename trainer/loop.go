@@ -394,7 +394,7 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 
 func (r *runner) finish(peers *peerSet) (*Result, error) {
 	user, sys := processCPU()
-	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Precision: r.cfg.Precision.String(), Epochs: r.history,
+	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Precision: r.cfg.Precision.String(), Augment: r.cfg.Augment, Epochs: r.history,
 		Seconds: time.Since(r.start).Seconds(), UserSeconds: (user - r.user0).Seconds(), SystemSeconds: (sys - r.sys0).Seconds()}
 	if n := len(r.history); n > 0 {
 		last := r.history[n-1]

@@ -123,12 +123,15 @@ type Result struct {
 	Seed     int64  `json:"seed"`
 	// Precision is the forward passes' precision the run executed in (what
 	// --precision auto chose, too).
-	Precision string         `json:"precision"`
-	Final     []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
-	Top1      []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
-	Top5      []float64      `json:"top5"`
-	Epochs    []EpochMetrics `json:"epochs"`
-	Seconds   float64        `json:"seconds"`
+	Precision string `json:"precision"`
+	// Augment is the training augmentation on top of the data set's crop
+	// and flip (Config.Augment), when there was one.
+	Augment string         `json:"augment,omitempty"`
+	Final   []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
+	Top1    []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5    []float64      `json:"top5"`
+	Epochs  []EpochMetrics `json:"epochs"`
+	Seconds float64        `json:"seconds"`
 	// UserSeconds and SystemSeconds are the CPU time of this process (every
 	// thread) during the run, in user mode and in the kernel. A system share
 	// above a few percent means time lost to page faults or spinning threads

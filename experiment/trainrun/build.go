@@ -90,6 +90,13 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	aug, err := spec.Augment()
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if _, ok := d.Train.(data.U8Decoder); aug.Enabled() && !ok {
+		return nil, usagef("--data %s: the %s data set has no pixels to augment (%s)", ds, data.Kind(ds), aug)
+	}
 	_, h, _ := d.Train.Shape()
 	preset := spec.PresetName()
 	if preset == "" {
@@ -110,7 +117,8 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	}
 	cfg := trainer.Config{
 		Out: e.Out, Model: spec.Model, Train: d.Train, Test: d.Test, TrainIndices: d.Indices,
-		BatchSource: data.BatchSource(data.LoaderConfig{Workers: e.Workers}),
+		BatchSource: data.BatchSource(data.LoaderConfig{Workers: e.Workers, Augment: aug}),
+		Augment:     aug.String(), // BatchSource's, for the identity and result.json
 		Strategy:    spec.Strategy, Optim: op, Seed: spec.Seed, Threads: e.Threads, Device: e.Device,
 		EvalBatch: e.EvalBatch, CheckpointEvery: e.CheckpointEvery,
 		Init: spec.InitFile(), InitSkip: spec.InitSkip,

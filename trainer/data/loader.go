@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -41,6 +42,13 @@ type LoaderConfig struct {
 	SkipBad bool
 	// Warn receives warnings; nil writes them to stderr.
 	Warn func(msg string)
+	// Augment is the policy applied on top of the data set's crop and
+	// flip in training passes (Train), drawn from each example's generator
+	// after them; it needs a U8Decoder (the policies work on the bytes
+	// before normalisation). Random erasing comes last, on the normalised
+	// image (or, for U8 batches, with the byte nearest each channel's
+	// mean): see docs/data.md.
+	Augment Augment
 }
 
 // Batch is a decoded batch: the trainer's batch (X holds N examples of shape
@@ -132,6 +140,15 @@ func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, erro
 	if _, ok := ds.(U8Decoder); cfg.U8 && !ok {
 		return nil, fmt.Errorf("data: loader: %T has no 8-bit pixels (U8)", ds)
 	}
+	if err := cfg.Augment.Check(); err != nil {
+		return nil, fmt.Errorf("data: loader: %w", err)
+	}
+	if !cfg.Train {
+		cfg.Augment = Augment{} // evaluation is never augmented
+	}
+	if _, ok := ds.(U8Decoder); cfg.Augment.Enabled() && !ok {
+		return nil, fmt.Errorf("data: loader: %T has no 8-bit pixels to augment (%s)", ds, cfg.Augment)
+	}
 	l := &Loader{ds: ds, cfg: cfg, order: order, batches: batches, size: c * h * w, base: base,
 		queue: make(chan chan result, cfg.Prefetch),
 		free:  make(chan *Batch, cfg.Prefetch+cfg.Workers+2),
@@ -143,8 +160,9 @@ func NewLoader(ctx context.Context, ds Dataset, cfg LoaderConfig) (*Loader, erro
 		go func() {
 			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
 			defer l.wg.Done()
+			var aug augmenter // this worker's scratch
 			for j := range jobs {
-				b, err := l.fill(j.k)
+				b, err := l.fill(j.k, &aug)
 				j.out <- result{b, err} // buffered: never blocks
 			}
 		}()
@@ -228,8 +246,8 @@ func (l *Loader) Close() error {
 	return nil
 }
 
-// fill decodes batch k.
-func (l *Loader) fill(k int) (*Batch, error) {
+// fill decodes batch k (aug: the worker's scratch for Augment).
+func (l *Loader) fill(k int, aug *augmenter) (*Batch, error) {
 	var b *Batch
 	select {
 	case b = <-l.free:
@@ -262,9 +280,12 @@ func (l *Loader) fill(k int) (*Batch, error) {
 			r = rng
 		}
 		var err error
-		if l.cfg.U8 {
+		switch {
+		case l.cfg.Augment.Enabled():
+			err = l.augmented(u8, aug, idx, b, n, r)
+		case l.cfg.U8:
 			err = u8.DecodeU8(idx, b.X8[n*l.size:(n+1)*l.size], l.cfg.Train, r)
-		} else {
+		default:
 			err = l.ds.Decode(idx, b.X[n*l.size:(n+1)*l.size], l.cfg.Train, r)
 		}
 		if err != nil {
@@ -290,6 +311,65 @@ func (l *Loader) fill(k int) (*Batch, error) {
 		b.X = b.X[:n*l.size]
 	}
 	return b, nil
+}
+
+// augmented decodes example idx as slot n of b with the training
+// augmentation and Augment: the data set's crop and flip into bytes, the
+// policy on them, normalisation (unless the batch is of bytes), then random
+// erasing, all drawn from rng in that order.
+func (l *Loader) augmented(u8 U8Decoder, aug *augmenter, idx int, b *Batch, n int, rng *rand.Rand) error {
+	c, h, w := l.ds.Shape()
+	img := aug.img
+	if l.cfg.U8 {
+		img = b.X8[n*l.size : (n+1)*l.size]
+	} else if len(img) != l.size {
+		aug.img = make([]uint8, l.size)
+		img = aug.img
+	}
+	if err := u8.DecodeU8(idx, img, true, rng); err != nil {
+		return err
+	}
+	a := &l.cfg.Augment
+	aug.policy(img, c, h, w, a, rng)
+	mean, std := u8.Normalization()
+	if !l.cfg.U8 {
+		normalize(img, b.X[n*l.size:(n+1)*l.size], mean, std)
+	}
+	if a.Erasing == 0 {
+		return nil
+	}
+	y, x, bh, bw, ok := eraseBox(h, w, a.Erasing, rng)
+	if !ok {
+		return nil
+	}
+	// torchvision erases the normalised tensor with 0, the channel mean;
+	// bytes take the byte nearest it, which the device normalises to
+	// within half a level of 0.
+	if l.cfg.U8 {
+		var fill [3]uint8
+		for ch := range c {
+			fill[ch] = uint8(math.Round(min(max(float64(mean[ch]), 0), 1) * 255))
+		}
+		erase(img, c, h, w, y, x, bh, bw, fill[:c])
+	} else {
+		var zero [3]float32
+		erase(b.X[n*l.size:(n+1)*l.size], c, h, w, y, x, bh, bw, zero[:c])
+	}
+	return nil
+}
+
+// normalize writes the c planes of bytes src to dst as (v/255 − mean)/std,
+// with the arithmetic of the data sets' Decode (v·scale + bias).
+func normalize(src []uint8, dst []float32, mean, std []float32) {
+	n := len(src) / len(mean)
+	for ch := range mean {
+		scale := 1 / (255 * std[ch])
+		bias := -mean[ch] / std[ch]
+		out := dst[ch*n : (ch+1)*n]
+		for i, p := range src[ch*n : (ch+1)*n] {
+			out[i] = float32(p)*scale + bias
+		}
+	}
 }
 
 // shard is slice r of s contiguous slices of [lo, hi), sizes differing by at

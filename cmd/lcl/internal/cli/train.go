@@ -53,6 +53,14 @@ depends on the model) whose settings the flags --epochs --batch --lr
 --step-size --warmup --optimizer --betas --eps --clip-grad-norm --ema-decay
 override (--optimizer adamw --lr 1e-3: torch.optim's AdamW).
 
+Augmentation on top of the data set's crop and flip (docs/data.md):
+--randaugment N,M (torchvision's RandAugment: N ops at magnitude bin M of
+31, e.g. 2,9) or --trivialaugment (TrivialAugmentWide), and
+--random-erasing P (RandomErasing after normalisation, the box set to the
+channel mean). They run on the uint8 images in the data workers, drawn per
+example from the run seed, epoch and example, and are recorded in
+result.json and the run's identity.
+
 Model selection: --val-fraction F holds out a class-stratified part of the
 training set; every epoch reports its validation figures, the epoch with the
 best --select metric is kept (model-best.safetensors), --patience N stops

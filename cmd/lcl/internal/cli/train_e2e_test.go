@@ -4,14 +4,11 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/lcl-project/lcl/trainer"
 )
 
 // TestTrainKillResume kills lcl train with SIGKILL during epoch 3 of 5 and
@@ -80,18 +77,4 @@ func waitForEpochs(t *testing.T, dir string, n int, timeout time.Duration, stop 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// readResult reads the result.json of the run directory dir.
-func readResult(t *testing.T, dir string) trainer.Result {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r trainer.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -95,6 +95,10 @@ func TestTrainUsageErrors(t *testing.T) {
 		// Checked before a launcher starts its workers: no advice to resume.
 		{[]string{"train", "--data", synth, "--nproc", "2", "--fraction", "2"}, "--fraction 2: want 0 < fraction ≤ 1"},
 		{[]string{"train", "--config", "/nonexistent.yaml"}, "--config: open /nonexistent.yaml"},
+		{[]string{"train", "--data", synth, "--randaugment", "2,31"}, "--randaugment"},
+		{[]string{"train", "--data", synth, "--randaugment", "2,9", "--trivialaugment"}, "choose one policy"},
+		{[]string{"train", "--data", synth, "--random-erasing", "2"}, "--random-erasing 2: want a probability"},
+		{[]string{"train", "--data", synth, "--trivialaugment"}, "no pixels to augment"},
 	}
 	for _, tc := range cases {
 		code, _, errs := runLCL(context.Background(), t, tc.args...)
@@ -270,4 +274,68 @@ func TestTrainSynsetsMustLoad(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "--synsets") || !strings.Contains(errs, "fashion-mnst") {
 		t.Errorf("exit %d, %q", code, errs)
 	}
+}
+
+// --randaugment and --random-erasing train Fashion-MNIST, are recorded in
+// result.json and in the run's identity: continuing the run with another
+// policy is refused; with the same one it goes on to the figures of an
+// uninterrupted run (with other data workers: each example's augmentation
+// is drawn from its own seed).
+func TestTrainAugment(t *testing.T) {
+	dir := t.TempDir()
+	args := func(run, epochs string, extra ...string) []string {
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=16", "--fraction", "0.01", "--epochs", epochs,
+			"--batch", "32", "--schedule", "constant", "--threads", "1", "--no-store", "--out", filepath.Join(dir, run)}, extra...)
+	}
+	policy := []string{"--randaugment", "2,9", "--random-erasing", "0.5"}
+	code, out, errs := runLCL(context.Background(), t, args("run", "1", append(policy, "--workers", "1")...)...)
+	if code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	if res := readResult(t, filepath.Join(dir, "run")); res.Augment != "randaugment=2,9 erasing=0.5" {
+		t.Fatalf("result.json: augment %q", res.Augment)
+	}
+	code, _, errs = runLCL(context.Background(), t, args("run", "2", "--resume", "--trivialaugment", "--random-erasing", "0.5")...)
+	if code == 0 || !strings.Contains(errs, `written for augment "randaugment=2,9 erasing=0.5", this run has "trivialaugment erasing=0.5"`) {
+		t.Errorf("continued with another policy: exit %d, %s", code, errs)
+	}
+	code, out, errs = runLCL(context.Background(), t, args("run", "2", append(policy, "--resume", "--workers", "1")...)...)
+	if code != 0 {
+		t.Fatalf("continued with the same policy: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = runLCL(context.Background(), t, args("whole", "2", append(policy, "--workers", "3")...)...)
+	if code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", code, out, errs)
+	}
+	a, b := readResult(t, filepath.Join(dir, "run")), readResult(t, filepath.Join(dir, "whole"))
+	if len(a.Epochs) != 2 || len(b.Epochs) != 2 {
+		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
+	}
+	for i := range a.Epochs {
+		if a.Epochs[i].PeerMetrics != b.Epochs[i].PeerMetrics {
+			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
+		}
+	}
+	// Without the policy the run trains on other images.
+	code, out, errs = runLCL(context.Background(), t, args("plain", "1")...)
+	if code != 0 {
+		t.Fatalf("plain run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if p := readResult(t, filepath.Join(dir, "plain")); p.Augment != "" || p.Epochs[0].PeerMetrics == a.Epochs[0].PeerMetrics {
+		t.Errorf("the plain run: augment %q, epoch 1 %+v like the augmented run's", p.Augment, p.Epochs[0].PeerMetrics)
+	}
+}
+
+// readResult reads the result.json of the run directory dir.
+func readResult(t *testing.T, dir string) trainer.Result {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r trainer.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
