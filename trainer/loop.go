@@ -300,6 +300,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 		resumed, pos = ck, ck.State.Position
 		r.history = ck.State.History
+		if r.cfg.OnResume != nil {
+			r.cfg.OnResume(Resumed{Stage: r.stages[pos.Stage].Name, Stages: len(r.stages), Epoch: pos.Epoch,
+				Epochs: r.stages[pos.Stage].Epochs, Step: pos.Step})
+		}
 	}
 	if err := r.openEngine(resumed); err != nil {
 		return nil, err
@@ -404,6 +408,15 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 			return nil, err
 		}
 		r.final = final
+		if sk, ok := r.sink().(FinalSink); ok {
+			fm := FinalMetrics{Stage: r.stages[s].Name, GlobalStep: r.stepsBefore(), Peers: final}
+			for _, b := range r.sel.best {
+				fm.Epochs = append(fm.Epochs, b.Epoch)
+			}
+			if err := sk.Final(fm); err != nil {
+				return nil, fmt.Errorf("trainer: metrics: %w", err)
+			}
+		}
 		if err := r.saveCheckpoint(peers, position{Stage: s + 1}, true); err != nil {
 			return nil, err
 		}

@@ -392,3 +392,38 @@ func TestRefusalWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A strategy is told an epoch of model selection as it is: its validation
+// figures, and no test figures (not zeros) when the test set was not
+// evaluated.
+func TestObservationOfASelection(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Optim.Epochs, cfg.ValFraction, cfg.TestEveryEpoch = 2, 0.25, false
+	var seen []EpochMetrics
+	cfg.OnEpoch = func(m EpochMetrics) { seen = append(seen, m) }
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range seen {
+		o := m.Observation()
+		if len(o.Peers) != 1 || o.Epoch != m.Epoch {
+			t.Fatalf("observation %+v of epoch %+v", o, m)
+		}
+		p := o.Peers[0]
+		if !p.Untested || p.Val == nil || p.Val.Top1 != m.Val[0].Top1 || p.Val.Top5 != m.Val[0].Top5 || p.Val.Loss != m.Val[0].Loss ||
+			p.TrainLoss != m.TrainLoss || p.Val.Top1 == 0 {
+			t.Errorf("epoch %d: observation %+v, validation %+v", m.Epoch, p, m.Val)
+		}
+	}
+	// Without a split: tested, no validation figures.
+	plain := testConfig(t, t.TempDir())
+	plain.Optim.Epochs = 1
+	plain.OnEpoch = func(m EpochMetrics) {
+		if p := m.Observation().Peers[0]; p.Untested || p.Val != nil || p.TestTop1 != m.TestTop1 {
+			t.Errorf("observation %+v of a plain epoch %+v", p, m)
+		}
+	}
+	if _, err := Run(context.Background(), plain); err != nil {
+		t.Fatal(err)
+	}
+}

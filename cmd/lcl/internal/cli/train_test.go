@@ -331,3 +331,41 @@ func TestTrainSynsetsMustLoad(t *testing.T) {
 		t.Errorf("exit %d, %q", code, errs)
 	}
 }
+
+// What lcl train, models and the global help show: the run's header names
+// the optimiser and counts threads in words, the summary labels the
+// system share, a resumed run says where it continues, presets are
+// listed by name, --store names every fallback.
+func TestTrainShowsWhatItRuns(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	args := []string{"--store", filepath.Join(dir, "store"), "train", "--data", synth, "--model", "mlp:hidden=8", "--batch", "16",
+		"--optimizer", "adamw", "--lr", "1e-3", "--threads", "1", "--out", run}
+	code, out, errs := runLCL(context.Background(), t, append(args, "--epochs", "1")...)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "(adamw, epochs 1, batch 16, lr 0.001 ") || !strings.Contains(errs, ", 1 thread, OMP_WAIT_POLICY=") ||
+		strings.Contains(errs, "resumed") {
+		t.Errorf("header:\n%s", errs)
+	}
+	if !strings.Contains(out, "s system, ") || !strings.Contains(out, "% of it system): ") {
+		t.Errorf("summary:\n%s", out)
+	}
+	code, out, errs = runLCL(context.Background(), t, append(args, "--epochs", "2", "--resume")...)
+	if code != 0 || !strings.Contains(errs, "\nlcl train: resumed from epoch 2 of 2\n") {
+		t.Errorf("resume: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runLCL(context.Background(), t, "models")
+	_, presets, _ := strings.Cut(out, "PRESET")
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(presets), "\n")[1:] {
+		names = append(names, strings.Fields(l)[0])
+	}
+	if code != 0 || len(names) < 10 || !slices.IsSorted(names) {
+		t.Errorf("lcl models' presets: %q", names)
+	}
+	if _, out, _ := runLCL(context.Background(), t, "--help"); !strings.Contains(out, "$LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store") {
+		t.Errorf("--store's help:\n%s", out)
+	}
+}
