@@ -31,7 +31,7 @@ that.
 Keys look like art/SET/CLASS, vec/SET/MODEL, sim/SET/KIND/DIGEST and run/ID;
 "lcl store ls" counts them by kind, "lcl store ls --all" lists them.`,
 		Example: `  lcl store info
-  lcl store ls --all --kind matrix
+  lcl store ls --kind matrix
   lcl store export sim/imagenet/semantic/0123abcd4567ef89 --format npy -o semantic.npy
   lcl store rm run/3f2a
   lcl store verify
@@ -110,13 +110,15 @@ func newStoreLsCmd(f *Factory) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "Summarise the stored records by kind; --all lists them (key, kind, size)",
+		Short: "Summarise the stored records by kind; --all (or --kind) lists them",
 		Long: `Summarise the store's records: how many of each kind and their size. A
 store holds a record per class for articles (a thousand for ImageNet), so the
-records themselves are listed only with --all (--kind restricts both to one
-kind). With --json every record is one store_entry line.`,
+records themselves (key, kind, size) follow only with --all, or with --kind
+KIND, which restricts both to one kind. With --json every record is one
+store_entry line.`,
 		Example: `  lcl store ls
-  lcl store ls --all --kind matrix
+  lcl store ls --all
+  lcl store ls --kind matrix
   lcl store ls --kind article --json`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -151,7 +153,7 @@ kind). With --json every record is one store_entry line.`,
 					fmt.Fprintf(tw, "%s\t%d\t%s\n", plural(k), count[k], humanBytes(size[k]))
 				}
 			}
-			if !all {
+			if !all && kind == "" {
 				if len(entries) > 0 && !f.Quiet {
 					fmt.Fprintln(tw, "\nthe records: lcl store ls --all [--kind KIND]")
 				}
@@ -166,7 +168,7 @@ kind). With --json every record is one store_entry line.`,
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&kind, "kind", "", "only records of this kind: "+strings.Join(storeKinds, ", "))
+	cmd.Flags().StringVar(&kind, "kind", "", "only records of this kind, listed after their summary: "+strings.Join(storeKinds, ", "))
 	cmd.Flags().BoolVar(&all, "all", false, "list every record (key, kind, size) after the summary")
 	return cmd
 }
