@@ -12,6 +12,7 @@ import (
 	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
@@ -64,6 +65,10 @@ func Check(spec *experiment.TrainSpec) (string, error) {
 		if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
 			return "", usagef("--init %s: no such file (give lcl's model.safetensors of a run, or a state dict written as safetensors: docs/trainer.md)", f)
 		}
+	}
+	// The strategy's name, not its parameters (those need it started).
+	if _, err := (&plugins.Host{}).Resolve(plugins.KindStrategy, spec.Strategy); err != nil {
+		return "", usagef("--strategy: %v", err)
 	}
 	if err := models.Builtin().Check(spec.Model); err != nil {
 		return "", usagef("--model: %v", err)

@@ -148,6 +148,8 @@ func TestTrainRefusalsWriteNothing(t *testing.T) {
 		{"a misspelt optimizer", []string{"--optimizer", "adamx"}, 2,
 			"--optimizer adamx: want sgd, rmsprop, adam or adamw; did you mean adam or adamw?"},
 		{"a misspelt strategy", []string{"--strategy", "lcll"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
+		// Found before a launcher starts its workers.
+		{"a misspelt strategy under --nproc", []string{"--strategy", "lcll", "--nproc", "2"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
 		{"a misspelt model", []string{"--model", "resnt18"}, 2, `unknown model "resnt18"; did you mean resnet18`},
 		{"weights that are not", []string{"--init", notWeights}, 1, "--init"},
 	} {
