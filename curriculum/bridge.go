@@ -212,9 +212,14 @@ func (b *Bridge) Observe(ctx context.Context, o Observation) {
 		return
 	}
 	for k, m := range o.Peers {
-		err := b.st.Observe(ctx, sdk.Metrics{Stage: o.StageIndex, Epoch: o.Epoch - 1, Peer: k, Values: map[string]float64{
-			"train_loss": m.TrainLoss, "train_top1": m.TrainTop1, "test_top1": m.TestTop1, "test_top5": m.TestTop5,
-			"test_loss": m.TestLoss, "lr": o.LR}})
+		v := map[string]float64{"train_loss": m.TrainLoss, "train_top1": m.TrainTop1, "lr": o.LR}
+		if !m.Untested {
+			v["test_top1"], v["test_top5"], v["test_loss"] = m.TestTop1, m.TestTop5, m.TestLoss
+		}
+		if m.Val != nil {
+			v["val_top1"], v["val_top5"], v["val_loss"] = m.Val.Top1, m.Val.Top5, m.Val.Loss
+		}
+		err := b.st.Observe(ctx, sdk.Metrics{Stage: o.StageIndex, Epoch: o.Epoch - 1, Peer: k, Values: v})
 		if err != nil {
 			b.observeErr = err
 			return

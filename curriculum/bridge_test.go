@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"strings"
@@ -298,5 +299,42 @@ func TestBridgeOverPluginProcess(t *testing.T) {
 	var pe *plugins.Error
 	if _, err := b.Plan(ctx, curriculum.PlanContext{Epoch: 1}); err == nil || (!errors.As(err, &pe) && !strings.Contains(err.Error(), "lcl")) {
 		t.Fatalf("plan from a stopped plugin: %v", err)
+	}
+}
+
+// recorder keeps what Observe is sent.
+type recorder struct {
+	flaky
+	got []sdk.Metrics
+}
+
+func (r *recorder) Observe(_ context.Context, m sdk.Metrics) error {
+	r.got = append(r.got, m)
+	return nil
+}
+
+// Observe sends an epoch's figures by name: the test figures only when the
+// test set was evaluated, the validation figures when there is a split.
+func TestBridgeObserveNames(t *testing.T) {
+	ctx := context.Background()
+	st := &recorder{flaky: flaky{fresh: true}}
+	b, err := curriculum.New(ctx, st, curriculum.Run{Classes: threeClasses(), Labels: []int{0, 1, 2}, Epochs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Observe(ctx, curriculum.Observation{Epoch: 1, LR: 0.1, Peers: []curriculum.PeerMetrics{{TrainLoss: 1, TrainTop1: 0.5, Untested: true,
+		Val: &curriculum.ValMetrics{Top1: 0.25, Top5: 0.75, Loss: 2}}}})
+	b.Observe(ctx, curriculum.Observation{Epoch: 2, LR: 0.1, Peers: []curriculum.PeerMetrics{{TrainLoss: 1, TrainTop1: 0.5, TestTop1: 0.3, TestTop5: 0.9, TestLoss: 1.5}}})
+	want := []map[string]float64{
+		{"train_loss": 1, "train_top1": 0.5, "lr": 0.1, "val_top1": 0.25, "val_top5": 0.75, "val_loss": 2},
+		{"train_loss": 1, "train_top1": 0.5, "lr": 0.1, "test_top1": 0.3, "test_top5": 0.9, "test_loss": 1.5},
+	}
+	if len(st.got) != 2 {
+		t.Fatalf("observed %d times", len(st.got))
+	}
+	for i, m := range st.got {
+		if m.Epoch != i || !maps.Equal(m.Values, want[i]) {
+			t.Errorf("observe %d: epoch %d %v, want %v", i, m.Epoch, m.Values, want[i])
+		}
 	}
 }

@@ -103,4 +103,16 @@ type Observation struct {
 // PeerMetrics are one model's results of an epoch.
 type PeerMetrics struct {
 	TrainLoss, TrainTop1, TestTop1, TestTop5, TestLoss float64
+	// Untested says the epoch did not evaluate the test set (model
+	// selection without --test-every-epoch): its test figures are not
+	// zeros but absent, and the strategy is not sent them.
+	Untested bool
+	// Val holds the figures on the validation split (--val-fraction);
+	// nil without one.
+	Val *ValMetrics
+}
+
+// ValMetrics are a model's figures on the validation split.
+type ValMetrics struct {
+	Top1, Top5, Loss float64
 }

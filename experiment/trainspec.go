@@ -262,6 +262,20 @@ func (s *TrainSpec) Validate() error {
 	default:
 		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto", p)
 	}
+	if s.PrecisionName() == "fp16" && s.Exec.Device == "cpu" {
+		// Refused here, not by the engine: by then the run directory exists.
+		return fmt.Errorf("--precision fp16 needs a CUDA device (--device cuda); on the CPU use --precision bf16 (or auto, or fp32)")
+	}
+	if len(s.InitSkip) > 0 && s.InitFile() == "" {
+		return fmt.Errorf("--init-skip %s keeps those modules of --init's weights at their initialisation: give --init FILE.safetensors too, or drop --init-skip",
+			strings.Join(s.InitSkip, ","))
+	}
+	if s.Matrix != "" && s.SimilarityKey != "" {
+		return fmt.Errorf("--matrix %s and --similarity-key %s both name the similarity matrix: give one of them", s.Matrix, s.SimilarityKey)
+	}
+	if err := s.Optim.Check(); err != nil {
+		return err
+	}
 	if _, err := s.StrategyParams(); err != nil {
 		return err
 	}

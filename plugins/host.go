@@ -22,7 +22,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lcl-project/lcl/internal/digest"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/plugins/internal/shim"
+	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/plugins/source"
 	"github.com/lcl-project/lcl/plugins/strategy"
 )
@@ -167,8 +169,25 @@ func (h *Host) Resolve(kind, name string) (string, error) {
 			known = append(known, f.Name)
 		}
 	}
-	return "", fmt.Errorf("unknown %s plugin %q: not built in, and no executable lcl-%s-%s in %s (known: %s)",
-		kind, name, kind, name, strings.Join(dirs, ":"), strings.Join(known, ", "))
+	return "", fmt.Errorf("unknown %s plugin %q%s (not built in, and no executable lcl-%s-%s in %s; known: %s)",
+		kind, name, suggest.DidYouMean(name, known), kind, name, strings.Join(dirs, ":"), strings.Join(known, ", "))
+}
+
+// BuiltinStrategiesTaking names the built-in strategies that declare the
+// parameter param (for the hint of a parameter given to another).
+func BuiltinStrategiesTaking(param string) []string {
+	var out []string
+	for _, name := range strategy.Names() {
+		st, _ := strategy.New(name)
+		info, err := st.Describe(context.Background())
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(info.Params, func(p sdk.Param) bool { return p.Name == param }) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // conn is one running plugin.

@@ -87,8 +87,11 @@ type Report struct {
 	Ranks   *RankTest // nil when fewer than two complete blocks or methods
 	RankErr string    // why Ranks is nil
 	Paired  []PairedRow
-	Plots   []Plot
-	entries []Entry
+	// Selected lists the entries whose figures are of weights model
+	// selection kept, with the epoch (nil when no run selected).
+	Selected []Entry
+	Plots    []Plot
+	entries  []Entry
 }
 
 // Alpha is the significance level of the rank tests.
@@ -129,6 +132,27 @@ func Build(title string, entries []Entry) (*Report, error) {
 	}
 	r.Ranks, r.RankErr = rankTest(entries)
 	r.Paired = pairedRows(entries)
+	for _, e := range entries {
+		if e.Selected > 0 {
+			r.Selected = append(r.Selected, e)
+		}
+	}
+	sort.SliceStable(r.Selected, func(i, j int) bool {
+		a, b := r.Selected[i], r.Selected[j]
+		if a.Dataset != b.Dataset {
+			return a.Dataset < b.Dataset
+		}
+		if a.Fraction != b.Fraction {
+			return a.Fraction < b.Fraction
+		}
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		if a.Method != b.Method {
+			return a.Method < b.Method
+		}
+		return a.Seed < b.Seed
+	})
 	return r, nil
 }
 

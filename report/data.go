@@ -29,6 +29,10 @@ type Entry struct {
 	Top1     float64
 	Top5     float64 // NaN when the run did not report it
 	Curve    []EpochPoint
+	// Selected is the epoch whose weights model selection kept (the run
+	// had a validation split: its figures are of those weights), of the
+	// Trained epochs the run logged; 0 without model selection.
+	Selected, Trained int
 }
 
 // EpochPoint is one epoch of a run's metrics log for one model.
@@ -54,6 +58,10 @@ func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("run %s: epochs: %w", r.ID, err)
 		}
+		selected, err := selectedEpochs(r.Epochs)
+		if err != nil {
+			return nil, 0, fmt.Errorf("run %s: epochs: %w", r.ID, err)
+		}
 		method := c.Method()
 		for i, top1 := range r.Top1 {
 			m := method
@@ -67,7 +75,10 @@ func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 			}
 			entries = append(entries, Entry{RunID: r.ID, Dataset: dataset(c), Model: c.Model,
 				Fraction: c.Fraction, Strategy: c.Strategy, Method: m, Seed: c.Seed,
-				Top1: 100 * top1, Top5: top5, Curve: curves[i]})
+				Top1: 100 * top1, Top5: top5, Curve: curves[i], Trained: len(curves[i])})
+			if i < len(selected) {
+				entries[len(entries)-1].Selected = selected[i]
+			}
 		}
 	}
 	return entries, skipped, nil
@@ -131,6 +142,24 @@ func parseEpochs(raw json.RawMessage, models int) ([][]EpochPoint, error) {
 		}
 	}
 	return curves, nil
+}
+
+// selectedEpochs is model selection's pick per model: the best_epoch of
+// the log's last epoch (nil when the run selected nothing).
+func selectedEpochs(raw json.RawMessage) ([]int, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var epochs []struct {
+		Best []int `json:"best_epoch"`
+	}
+	if err := json.Unmarshal(raw, &epochs); err != nil {
+		return nil, err
+	}
+	if len(epochs) == 0 {
+		return nil, nil
+	}
+	return epochs[len(epochs)-1].Best, nil
 }
 
 func numbers(raw json.RawMessage) ([]float64, error) {

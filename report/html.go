@@ -83,6 +83,14 @@ figcaption { color: #444; font-size: .9em; }
 {{end}}</table>
 <p>{{summary .}}</p>
 {{else}}<p class="note">Not computed: {{.R.RankErr}}.</p>{{end}}
+{{if .R.Selected}}
+<h2>Selected weights</h2>
+<p class="note">Runs with a validation split report the test figures of the weights of their best validation epoch.</p>
+<table>
+<tr><th>Data set</th><th>DR</th><th>Model</th><th>Method</th><th>Seed</th><th>Epoch</th><th>of</th></tr>
+{{range .R.Selected}}<tr><td>{{.Dataset}}</td><td>{{pct .Fraction}}</td><td>{{.Model}}</td><td>{{.Method}}</td><td class="n">{{.Seed}}</td><td class="n">{{.Selected}}</td><td class="n">{{.Trained}}</td></tr>
+{{end}}</table>
+{{end}}
 {{if .R.Paired}}
 <h2>Paired differences in top-1 (method − baseline, paired t-test over seeds)</h2>
 <table>

@@ -105,6 +105,13 @@ func (r *Report) markdown(w io.Writer) error {
 		}
 		p.printf("\n%s\n", k.Summary())
 	}
+	if len(r.Selected) > 0 {
+		p.printf("\n## Selected weights\n\nRuns with a validation split report the test figures of the weights of their best validation epoch.\n\n")
+		p.printf("| Data set | DR | Model | Method | Seed | Epoch | of |\n|---|---|---|---|--:|--:|--:|\n")
+		for _, e := range r.Selected {
+			p.printf("| %s | %s | %s | %s | %d | %d | %d |\n", e.Dataset, experiment.Percent(e.Fraction), e.Model, e.Method, e.Seed, e.Selected, e.Trained)
+		}
+	}
 	if len(r.Paired) > 0 {
 		p.printf("\n## Paired differences in top-1 (method − baseline, paired t-test over seeds)\n\n")
 		p.printf("| Data set | DR | Model | Method | vs | Δ mean | t | p | seeds |\n|---|---|---|---|---|--:|--:|--:|--:|\n")

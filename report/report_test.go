@@ -268,3 +268,48 @@ func TestCliques(t *testing.T) {
 		}
 	}
 }
+
+// A run with model selection reports the test figures of its best
+// validation epoch: the report says which epoch (per peer: the last
+// logged epoch's best_epoch) of how many; runs without selection are not
+// listed, and a report without any has no such section.
+func TestSelectedWeights(t *testing.T) {
+	runs := fakeRuns(t)
+	if r := buildFake(t); r.Selected != nil {
+		t.Fatalf("runs without selection listed: %+v", r.Selected)
+	}
+	var md bytes.Buffer
+	if err := buildFake(t).Write(&md, "md"); err != nil || strings.Contains(md.String(), "Selected weights") {
+		t.Fatalf("markdown without selection: %v\n%s", err, md.String())
+	}
+	c := simstore.RunConfig{Labels: "fashion-mnist", Model: "cnn", Fraction: 0.1, Strategy: "dml", Seed: 9, Epochs: 5}
+	// Four epochs of five (early stopping), no test figures per epoch.
+	ep := `[{"epoch":1,"val":[{"top1":0.5},{"top1":0.4}],"best_epoch":[1,1]},{"epoch":2,"best_epoch":[2,1]},` +
+		`{"epoch":3,"best_epoch":[2,3]},{"epoch":4,"best_epoch":[2,3]}]`
+	runs = append(runs, simstore.Run{ID: c.ID(), Config: c, Status: "done", Top1: []float64{0.8, 0.7}, Top5: []float64{0.9, 0.9}, Epochs: json.RawMessage(ep)})
+	entries, _, err := FromRuns(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build("with selection", entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Selected) != 2 || r.Selected[0].Method != "DML₁" || r.Selected[0].Selected != 2 || r.Selected[1].Selected != 3 ||
+		r.Selected[0].Trained != 4 || r.Selected[0].Seed != 9 {
+		t.Fatalf("selected %+v", r.Selected)
+	}
+	md.Reset()
+	if err := r.Write(&md, "md"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n## Selected weights\n", "| fashion-mnist | 10% | cnn | DML₁ | 9 | 2 | 4 |\n", "| fashion-mnist | 10% | cnn | DML₂ | 9 | 3 | 4 |\n"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	var html bytes.Buffer
+	if err := r.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `<td>DML₂</td><td class="n">9</td><td class="n">3</td><td class="n">4</td>`) {
+		t.Errorf("HTML lacks the selected epoch: %v", err)
+	}
+}

@@ -71,6 +71,9 @@ type Config struct {
 	Progress func(Progress)
 	// OnEpoch, when set, is called with each epoch's metrics.
 	OnEpoch func(EpochMetrics)
+	// OnResume, when set, is told where a resumed run continues, once its
+	// checkpoint is read.
+	OnResume func(Resumed)
 	// Sink, when set, receives the figures the run logs (TensorBoard
 	// event files, a CSV: trainer/runlog) on the process that writes Out.
 	Sink MetricsSink
@@ -94,6 +97,15 @@ type Config struct {
 	// writes to Out. A resumed run reads rank 0's checkpoint on rank 0 and
 	// broadcasts it.
 	Group *torch.Group
+}
+
+// Resumed is where a resumed run continues: in stage Stage (of Stages),
+// after Epoch of its Epochs epochs (the epochs' count, which a larger
+// --epochs may have grown), at step Step of the next epoch (0: its start).
+type Resumed struct {
+	Stage               string
+	Stages              int
+	Epoch, Epochs, Step int
 }
 
 // Progress is the state of the run after a step.

@@ -46,6 +46,9 @@ type runner struct {
 	// final holds the test figures of the selected weights (model
 	// selection), per peer.
 	final []PeerMetrics
+	// openDir opens metrics.jsonl and the sink before the first epoch;
+	// nil once it has (or before the run starts).
+	openDir func() error
 }
 
 // openEngine creates the run's engine (after the checkpoint, whose loss
@@ -297,15 +300,23 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 		resumed, pos = ck, ck.State.Position
 		r.history = ck.State.History
-	}
-	if err := r.openMetrics(resumed); err != nil {
-		return nil, err
-	}
-	if err := r.startSink(pos); err != nil {
-		return nil, err
+		if r.cfg.OnResume != nil {
+			r.cfg.OnResume(Resumed{Stage: r.stages[pos.Stage].Name, Stages: len(r.stages), Epoch: pos.Epoch,
+				Epochs: r.stages[pos.Stage].Epochs, Step: pos.Step})
+		}
 	}
 	if err := r.openEngine(resumed); err != nil {
 		return nil, err
+	}
+	// The run directory is written once the first stage's models are
+	// built (runStage): what the engine, the models or --init refuse
+	// leaves nothing on disk.
+	r.openDir = func() error {
+		r.openDir = nil
+		if err := r.openMetrics(resumed); err != nil {
+			return err
+		}
+		return r.startSink(pos)
 	}
 	var peers *peerSet
 	for s := pos.Stage; s < len(r.stages); s++ {
@@ -321,6 +332,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	defer peers.close()
+	if r.openDir != nil {
+		if err := r.openDir(); err != nil {
+			return nil, err
+		}
+	}
 	return r.finish(peers)
 }
 
@@ -344,6 +360,11 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 	if err := r.syncPeers(peers); err != nil {
 		return nil, err
 	}
+	if r.openDir != nil {
+		if err := r.openDir(); err != nil {
+			return nil, err
+		}
+	}
 	start := 0
 	if s == pos.Stage {
 		start = pos.Epoch
@@ -359,7 +380,9 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 		if err := r.runEpoch(ctx, peers, p); err != nil {
 			return nil, err
 		}
-		if selecting && r.sel.stop(e+1) {
+		if selecting && e+1 < r.stages[s].Epochs && r.sel.stop(e+1) {
+			// Only a stop before the last epoch ended the run early: one
+			// at the last would claim it, and refuse a longer --resume.
 			r.sel.stopped = e + 1
 		}
 		last := e == r.stages[s].Epochs-1 || (selecting && r.sel.stopped > 0)
@@ -385,6 +408,15 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 			return nil, err
 		}
 		r.final = final
+		if sk, ok := r.sink().(FinalSink); ok {
+			fm := FinalMetrics{Stage: r.stages[s].Name, GlobalStep: r.stepsBefore(), Peers: final}
+			for _, b := range r.sel.best {
+				fm.Epochs = append(fm.Epochs, b.Epoch)
+			}
+			if err := sk.Final(fm); err != nil {
+				return nil, fmt.Errorf("trainer: metrics: %w", err)
+			}
+		}
 		if err := r.saveCheckpoint(peers, position{Stage: s + 1}, true); err != nil {
 			return nil, err
 		}

@@ -276,8 +276,14 @@ func (m EpochMetrics) Observation() curriculum.Observation {
 		peers = []PeerMetrics{m.PeerMetrics}
 	}
 	o := curriculum.Observation{StageIndex: m.StageIndex, Epoch: m.Epoch, LR: m.LR}
-	for _, p := range peers {
-		o.Peers = append(o.Peers, curriculum.PeerMetrics(p))
+	for k, p := range peers {
+		pm := curriculum.PeerMetrics{TrainLoss: p.TrainLoss, TrainTop1: p.TrainTop1, TestTop1: p.TestTop1, TestTop5: p.TestTop5,
+			TestLoss: p.TestLoss, Untested: !m.Tested()}
+		if k < len(m.Val) {
+			v := m.Val[k]
+			pm.Val = &curriculum.ValMetrics{Top1: v.Top1, Top5: v.Top5, Loss: v.Loss}
+		}
+		o.Peers = append(o.Peers, pm)
 	}
 	return o
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/suggest"
 )
 
 // Overrides replace settings of a preset (lcl train's --epochs, --lr, …);
@@ -18,6 +20,60 @@ type Overrides struct {
 	Betas                            []float64 // adam, adamw: beta1, beta2
 	Eps                              *float64  // adam, adamw: epsilon
 	ClipGradNorm, EMADecay           *float64
+}
+
+// Optimizers are the names --optimizer takes.
+var Optimizers = []string{"sgd", "rmsprop", "adam", "adamw"}
+
+// Check refuses the overrides that are wrong whatever the preset they are
+// applied to, so that a run is refused before it reads its data: a count
+// below 1, a negative rate, an optimizer lcl does not have, a setting the
+// optimizer given does not have. Each error names the flag, the value
+// and what is accepted.
+func (o Overrides) Check() error {
+	for _, c := range []struct {
+		name string
+		v    *int
+	}{{"epochs", o.Epochs}, {"batch", o.Batch}} {
+		if c.v != nil && *c.v <= 0 {
+			return fmt.Errorf("--%s %d: want a whole number ≥ 1", c.name, *c.v)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    *float64
+	}{{"momentum", o.Momentum}, {"weight-decay", o.WeightDecay}} {
+		if c.v != nil && !(*c.v >= 0) {
+			return fmt.Errorf("--%s %g: want ≥ 0", c.name, *c.v)
+		}
+	}
+	if o.Optimizer == nil {
+		return nil
+	}
+	name := *o.Optimizer
+	if err := checkOptimizer(name); err != nil {
+		return err
+	}
+	if name == "adam" || name == "adamw" {
+		if o.Momentum != nil && *o.Momentum != 0 {
+			return fmt.Errorf("--optimizer %s has no --momentum (given %g): its moments decay at --betas B1,B2 (default 0.9,0.999); drop --momentum, or use --optimizer sgd", name, *o.Momentum)
+		}
+		if o.Nesterov != nil && *o.Nesterov {
+			return fmt.Errorf("--optimizer %s has no --nesterov momentum: drop --nesterov, or use --optimizer sgd", name)
+		}
+	}
+	return nil
+}
+
+// checkOptimizer refuses a name --optimizer does not take, with the
+// nearest ones.
+func checkOptimizer(name string) error {
+	for _, o := range Optimizers {
+		if o == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("--optimizer %s: want sgd, rmsprop, adam or adamw%s", name, suggest.DidYouMean(name, Optimizers))
 }
 
 // Apply returns the preset's optimisation for a run of world data-parallel
@@ -77,11 +133,14 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	setF(&op.AdamEps, o.Eps)
 	setF(&op.ClipNorm, o.ClipGradNorm)
 	setF(&op.EMADecay, o.EMADecay)
+	if err := o.Check(); err != nil {
+		return Optim{}, err
+	}
 	if (o.Betas != nil || o.Eps != nil) && !op.adam() {
 		return Optim{}, fmt.Errorf("--betas and --eps are settings of --optimizer adam or adamw")
 	}
 	if op.Epochs <= 0 || op.Batch <= 0 {
-		return Optim{}, fmt.Errorf("--epochs and --batch must be > 0")
+		return Optim{}, fmt.Errorf("--epochs %d, --batch %d: want both ≥ 1", op.Epochs, op.Batch)
 	}
 	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0 && !op.adam()) {
 		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")

@@ -44,10 +44,14 @@ func TestPresetApply(t *testing.T) {
 		o    Overrides
 		want string
 	}{
-		{Overrides{Batch: pi(0)}, "--batch must be > 0"},
+		{Overrides{Batch: pi(0)}, "--batch 0: want a whole number ≥ 1"},
+		{Overrides{Epochs: pi(-1)}, "--epochs -1: want a whole number ≥ 1"},
+		{Overrides{Optimizer: ps("adamx")}, "--optimizer adamx: want sgd, rmsprop, adam or adamw; did you mean adam or adamw?"},
+		{Overrides{Optimizer: ps("adam"), Momentum: pf(0.9)}, "--optimizer adam has no --momentum (given 0.9): its moments decay at --betas B1,B2 (default 0.9,0.999); drop --momentum, or use --optimizer sgd"},
+		{Overrides{Optimizer: ps("adam"), Nesterov: new(true)}, "--optimizer adam has no --nesterov momentum"},
 		{Overrides{Momentum: pf(0), Nesterov: new(true)}, "--nesterov needs a momentum"},
 		{Overrides{Schedule: ps("poly")}, "unknown kind"},
-		{Overrides{Optimizer: ps("adamw"), Momentum: pf(0.9)}, "adamw has no momentum"},
+		{Overrides{Optimizer: ps("adamw"), Momentum: pf(0.9)}, "--optimizer adamw has no --momentum"},
 		{Overrides{Betas: []float64{0.9, 0.99}}, "--betas and --eps are settings of --optimizer adam or adamw"},
 		{Overrides{Optimizer: ps("adam"), Betas: []float64{0.9, 1}}, "want 0 ≤ beta < 1"},
 		{Overrides{ClipGradNorm: pf(-1)}, "clipping norm -1"},

@@ -43,13 +43,14 @@ func (r *runner) resumePosition(ck *checkpoint) error {
 	}
 	if p.Stage == len(r.stages) {
 		switch {
-		case st.Stopped > 0:
-			return fmt.Errorf("the run already finished: early stopping ended it after epoch %d", st.Stopped)
+		case st.Stopped > 0 && st.Stopped < was[last]:
+			return fmt.Errorf("the run already finished: early stopping ended it after epoch %d of %d (a larger --epochs does not continue it)", st.Stopped, was[last])
 		case r.stages[last].Epochs <= was[last] || st.Peers == 0:
 			return fmt.Errorf("the run already finished (%d epochs; a larger --epochs continues it)", was[last])
 		}
-		// Continue the last stage from its end.
-		st.Position = position{Stage: last, Epoch: was[last]}
+		// Continue the last stage from its end (a stop that older lcl
+		// recorded at the last epoch ended nothing early).
+		st.Position, st.Stopped = position{Stage: last, Epoch: was[last]}, 0
 		return nil
 	}
 	if n := r.stages[p.Stage].Epochs; n < p.Epoch {

@@ -220,7 +220,7 @@ func (p Preset) For(world int, batchSet bool, b int, lrSet bool) Optim {
 // own (the paper trained every architecture with the protocol of its
 // publication) and a few general ones.
 func Presets() []Preset {
-	return []Preset{
+	p := []Preset{
 		{"cifar-resnet", "ResNet on CIFAR (He et al.): 164 epochs, lr 0.1 ×0.1 at 82/123, wd 1e-4, batch 128",
 			Optim{Epochs: 164, Batch: 128, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}, 0, 0},
 		{"densenet-cifar", "DenseNet on CIFAR (Huang et al. 2017): 300 epochs, batch 64, lr 0.1 ×0.1 at 150/225, wd 1e-4, Nesterov",
@@ -245,6 +245,9 @@ func Presets() []Preset {
 		{"wrn-cifar", "Wide ResNet (Zagoruyko & Komodakis): 200 epochs, lr 0.1 ×0.2 at 60/120/160, wd 5e-4, batch 128, Nesterov",
 			Optim{Epochs: 200, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}, 0, 0},
 	}
+	// By name: how lcl models lists them.
+	slices.SortFunc(p, func(a, b Preset) int { return strings.Compare(a.Name, b.Name) })
+	return p
 }
 
 // PresetByName finds a preset.

@@ -318,3 +318,112 @@ func TestResumeLongerRun(t *testing.T) {
 		})
 	}
 }
+
+// Early stopping whose patience runs out at the last epoch ended nothing
+// early: the result does not claim it, and --resume with more epochs
+// continues the run (and may then stop it early, before its new end).
+func TestPatienceAtTheLastEpoch(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	// A constant rate: a shorter run trains the same first epochs.
+	cfg.Optim.Epochs, cfg.Optim.Schedule = 8, Schedule{Kind: "constant", LR: 0.05}
+	cfg.Planner, cfg.Strategy = collapse{from: 2}, "collapse"
+	cfg.ValFraction, cfg.Patience = 0.25, 2
+	long, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := long.Selection.StoppedAt
+	if n == 0 || n >= 7 || len(long.Epochs) != n {
+		t.Fatalf("8 epochs stopped early after %d (%d trained): want a stop before epoch 7", n, len(long.Epochs))
+	}
+	c := cfg
+	c.Out, c.Optim.Epochs = t.TempDir(), n
+	short, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(short.Epochs) != n || short.Selection.StoppedAt != 0 || short.Selection.Epochs[0] != long.Selection.Epochs[0] {
+		t.Fatalf("%d epochs: trained %d, stopped at %d, selected %v; want %d, none, %v", n, len(short.Epochs),
+			short.Selection.StoppedAt, short.Selection.Epochs, n, long.Selection.Epochs)
+	}
+	c.Optim.Epochs, c.Resume = n+2, true
+	more, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatalf("resume to %d epochs: %v", n+2, err)
+	}
+	if len(more.Epochs) != n+1 || more.Selection.StoppedAt != n+1 {
+		t.Errorf("resumed to %d epochs: trained %d, stopped at %d; want a stop after epoch %d", n+2, len(more.Epochs), more.Selection.StoppedAt, n+1)
+	}
+}
+
+// What the engine or --init refuses leaves the run directory unwritten.
+func TestRefusalWritesNothing(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	if err := os.WriteFile(bad, []byte("not weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"fp16 on the CPU", func(c *Config) { c.Precision = torch.FP16 }, "fp16 needs a CUDA device"},
+		{"--init-skip a module the model lacks", func(c *Config) {
+			src := testConfig(t, t.TempDir())
+			src.Optim.Epochs = 1
+			res, err := Run(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Init, c.InitSkip = res.Weights, []string{"nothere"}
+		}, `--init-skip nothere: the model has no tensor under "nothere"`},
+		{"--init of no weights", func(c *Config) { c.Init = bad }, "--init"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			c := testConfig(t, dir)
+			tc.set(&c)
+			if _, err := Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want %q", err, tc.want)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused run left %s (%v)", dir, err)
+			}
+		})
+	}
+}
+
+// A strategy is told an epoch of model selection as it is: its validation
+// figures, and no test figures (not zeros) when the test set was not
+// evaluated.
+func TestObservationOfASelection(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Optim.Epochs, cfg.ValFraction, cfg.TestEveryEpoch = 2, 0.25, false
+	var seen []EpochMetrics
+	cfg.OnEpoch = func(m EpochMetrics) { seen = append(seen, m) }
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range seen {
+		o := m.Observation()
+		if len(o.Peers) != 1 || o.Epoch != m.Epoch {
+			t.Fatalf("observation %+v of epoch %+v", o, m)
+		}
+		p := o.Peers[0]
+		if !p.Untested || p.Val == nil || p.Val.Top1 != m.Val[0].Top1 || p.Val.Top5 != m.Val[0].Top5 || p.Val.Loss != m.Val[0].Loss ||
+			p.TrainLoss != m.TrainLoss || p.Val.Top1 == 0 {
+			t.Errorf("epoch %d: observation %+v, validation %+v", m.Epoch, p, m.Val)
+		}
+	}
+	// Without a split: tested, no validation figures.
+	plain := testConfig(t, t.TempDir())
+	plain.Optim.Epochs = 1
+	plain.OnEpoch = func(m EpochMetrics) {
+		if p := m.Observation().Peers[0]; p.Untested || p.Val != nil || p.TestTop1 != m.TestTop1 {
+			t.Errorf("observation %+v of a plain epoch %+v", p, m)
+		}
+	}
+	if _, err := Run(context.Background(), plain); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,6 +16,23 @@ type MetricsSink interface {
 	Close() error
 }
 
+// FinalSink is a MetricsSink that also records the test figures of the
+// weights model selection kept (a run with a validation split evaluates
+// the test set once, after its last epoch: no epoch carries them).
+type FinalSink interface {
+	MetricsSink
+	Final(FinalMetrics) error
+}
+
+// FinalMetrics are the test figures of the selected weights, per peer, and
+// the epochs they are of, at the run's last optimiser step.
+type FinalMetrics struct {
+	Stage      string
+	GlobalStep int64
+	Peers      []PeerMetrics
+	Epochs     []int // the selected epoch, per peer
+}
+
 // SinkStart is what a sink is told before the first step.
 type SinkStart struct {
 	Stages []string // the run's stage names, in order

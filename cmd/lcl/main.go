@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/lcl-project/lcl/cmd/lcl/internal/cli"
 	"github.com/lcl-project/lcl/internal/crash"
@@ -13,6 +14,12 @@ import (
 )
 
 func main() {
+	// A command line that only prints help or the version needs neither a
+	// supervisor nor libtorch's settings: each is a start of the program,
+	// which loads libtorch (linked in) again.
+	if printsOnly(os.Args[1:]) {
+		os.Exit(cli.Main(os.Args[1:]))
+	}
 	// A parent process turns crashes no recover catches (a library's
 	// goroutine, a fatal runtime error) into exit status 70 with a report.
 	// A plugin serving its handshake must be the process its host started.
@@ -44,4 +51,31 @@ func withOMPPolicy(env []string) []string {
 		return env
 	}
 	return append(env, "OMP_WAIT_POLICY="+torch.DefaultOMPWaitPolicy)
+}
+
+// printsOnly reports whether args ask only for help or the version: no
+// command, the commands version, help and completion, or -h/--help
+// anywhere before "--" (cobra then prints the help and runs nothing).
+// Anything it does not recognise runs the usual way.
+func printsOnly(args []string) bool {
+	command := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return command == ""
+		case a == "-h" || a == "--help":
+			return true
+		case a == "--store" || a == "--wordnet":
+			i++ // the global flags that take a value
+		case strings.HasPrefix(a, "-"):
+		case command == "":
+			command = a
+		}
+	}
+	switch command {
+	case "", "version", "help", "completion":
+		return true
+	}
+	return false
 }

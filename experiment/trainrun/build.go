@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"time"
 
 	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
@@ -47,13 +50,25 @@ func Check(spec *experiment.TrainSpec) (string, error) {
 	}
 	ds, err := data.SpecFor(spec.Synsets, spec.Data)
 	var se *data.SpecError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) || errors.Is(err, fs.ErrNotExist) {
+		// A folder that is not there is what was asked for, not a failure.
 		return "", &UsageError{err}
 	} else if err != nil {
 		return "", err
 	}
-	if err := data.Check(ds); err != nil {
+	if err := data.Check(ds); errors.Is(err, fs.ErrNotExist) {
+		return "", usagef("--data %s: %w", ds, err)
+	} else if err != nil {
 		return "", fmt.Errorf("--data %s: %w", ds, err)
+	}
+	if f := spec.InitFile(); f != "" {
+		if _, err := os.Stat(f); errors.Is(err, fs.ErrNotExist) {
+			return "", usagef("--init %s: no such file (give lcl's model.safetensors of a run, or a state dict written as safetensors: docs/trainer.md)", f)
+		}
+	}
+	// The strategy's name, not its parameters (those need it started).
+	if _, err := (&plugins.Host{}).Resolve(plugins.KindStrategy, spec.Strategy); err != nil {
+		return "", usagef("--strategy: %v", err)
 	}
 	if err := models.Builtin().Check(spec.Model); err != nil {
 		return "", usagef("--model: %v", err)
@@ -145,7 +160,8 @@ func (r *Run) Plan(ctx context.Context, env Env) error {
 	if err != nil {
 		return &UsageError{err}
 	}
-	sel := Selection{Strategy: r.Spec.Strategy, Params: params, Source: r.Spec.Source, File: r.Spec.Matrix, Key: r.Spec.SimilarityKey}
+	sel := Selection{Strategy: r.Spec.Strategy, Params: params, EpsilonFlag: r.Spec.Epsilon != nil, Source: r.Spec.Source,
+		File: r.Spec.Matrix, Key: r.Spec.SimilarityKey}
 	pl, closePlanner, err := OpenPlanner(ctx, env, sel, r.Spec.Exec.PluginTimeout, r.Data.Set, r.Data.Train, r.Data.Indices,
 		r.Config.Optim.Epochs, r.Config.Optim.Batch, r.Spec.Model)
 	if err != nil {

@@ -107,7 +107,9 @@ func TestStrategyUsageErrorsFirst(t *testing.T) {
 		want string
 	}{
 		{Selection{Strategy: "lcl", Params: map[string]string{"epsilon": "1.5"}, Source: "semantic"}, "epsilon = 1.5, want a value in (0,1]"},
-		{Selection{Strategy: "lcl", Params: map[string]string{"epsilom": "0.9"}, Source: "semantic"}, `unknown parameter "epsilom"`},
+		{Selection{Strategy: "lcl", Params: map[string]string{"epsilom": "0.9"}, Source: "semantic"}, "--param epsilom=0.9: strategy lcl takes epsilon, per-step, clip-negative; did you mean epsilon?"},
+		{Selection{Strategy: "sl", Params: map[string]string{"epsilon": "0.9"}, EpsilonFlag: true}, "--epsilon 0.9: strategy sl takes no parameters (epsilon is a parameter of --strategy lcl)"},
+		{Selection{Strategy: "lcll"}, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
 		{Selection{Strategy: "lcl", Source: "matrix"}, "--source matrix reads a matrix file: give it as --matrix FILE.npy"},
 		{Selection{Strategy: "lcll"}, "--strategy"},
 	} {

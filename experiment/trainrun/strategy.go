@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lcl-project/lcl/curriculum"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
@@ -64,9 +65,12 @@ func (e Env) logf(format string, a ...any) {
 type Selection struct {
 	Strategy string
 	Params   map[string]string
-	Source   string
-	File     string
-	Key      string
+	// EpsilonFlag says Params["epsilon"] was given as --epsilon (not
+	// --param epsilon=): errors name the flag the user wrote.
+	EpsilonFlag bool
+	Source      string
+	File        string
+	Key         string
 }
 
 // Strategy is a started strategy with what its Begin needs.
@@ -105,6 +109,10 @@ func OpenStrategy(ctx context.Context, env Env, host *plugins.Host, sel Selectio
 	}
 	if _, err := sdk.ParseParams(info.Params, sel.Params); err != nil {
 		st.Close()
+		var ue *sdk.UnknownParamError
+		if errors.As(err, &ue) {
+			return nil, unknownParam(sel, info.Name, ue)
+		}
 		return nil, usagef("strategy %s: %v", info.Name, err)
 	}
 	out := &Strategy{Strategy: st, Info: info, Params: sel.Params}
@@ -122,6 +130,28 @@ func OpenStrategy(ctx context.Context, env Env, host *plugins.Host, sel Selectio
 		return nil, err
 	}
 	return out, nil
+}
+
+// unknownParam is the usage error of a parameter the strategy does not
+// take: the flag as given, what the strategy takes (the nearest first),
+// and else the built-in strategies that take it.
+func unknownParam(sel Selection, strategy string, e *sdk.UnknownParamError) error {
+	flag := fmt.Sprintf("--param %s=%s", e.Name, e.Value)
+	if e.Name == "epsilon" && sel.EpsilonFlag {
+		flag = "--epsilon " + e.Value
+	}
+	if len(e.Known) == 0 {
+		flag += fmt.Sprintf(": strategy %s takes no parameters", strategy)
+	} else {
+		flag += fmt.Sprintf(": strategy %s takes %s", strategy, strings.Join(e.Known, ", "))
+		if hint := suggest.DidYouMean(e.Name, e.Known); hint != "" {
+			return usagef("%s%s", flag, hint)
+		}
+	}
+	if others := slices.DeleteFunc(plugins.BuiltinStrategiesTaking(e.Name), func(s string) bool { return s == strategy }); len(others) > 0 {
+		flag += fmt.Sprintf(" (%s is a parameter of --strategy %s)", e.Name, strings.Join(others, " or "))
+	}
+	return usagef("%s", flag)
 }
 
 // trialBegin begins a second instance of the strategy on the identity

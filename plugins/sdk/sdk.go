@@ -46,6 +46,8 @@ type (
 	FeatureStream     = api.FeatureStream
 	ChunkSlice        = api.ChunkSlice
 	Values            = api.Values
+	// UnknownParamError is ParseParams' error for a parameter not declared.
+	UnknownParamError = api.UnknownParamError
 )
 
 // The parameter types (Param.Type).

@@ -28,7 +28,8 @@ func TestParseParams(t *testing.T) {
 		raw  map[string]string
 		want string
 	}{
-		{map[string]string{"epsilom": "1"}, `unknown parameter "epsilom" (known: epsilon, n, on, shares)`},
+		{map[string]string{"epsilom": "1"}, `unknown parameter "epsilom" (known: epsilon, n, on, shares); did you mean epsilon?`},
+		{map[string]string{"alpha": "1"}, `unknown parameter "alpha" (known: epsilon, n, on, shares)`},
 		{map[string]string{"n": "2.5"}, `parameter "n": "2.5" is not a valid int`},
 		{map[string]string{"shares": "1,x"}, `parameter "shares": "1,x" is not a valid floats`},
 	}
@@ -36,6 +37,12 @@ func TestParseParams(t *testing.T) {
 		if _, err := sdk.ParseParams(specs, tt.raw); err == nil || err.Error() != tt.want {
 			t.Errorf("ParseParams(%v) = %v, want %q", tt.raw, err, tt.want)
 		}
+	}
+	// A strategy that declares none says so; the error names the parameter.
+	_, err = sdk.ParseParams(nil, map[string]string{"epsilon": "0.9"})
+	var ue *sdk.UnknownParamError
+	if err == nil || err.Error() != `unknown parameter "epsilon" (it takes none)` || !errors.As(err, &ue) || ue.Name != "epsilon" || ue.Value != "0.9" {
+		t.Errorf("no parameters declared: %v", err)
 	}
 }
 

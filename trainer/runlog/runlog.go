@@ -11,8 +11,11 @@
 // split), epoch/ema_test_top1, epoch/ema_val_top1 (with a moving average),
 // epoch/best_epoch (model selection's), epoch/lr, epoch/target_entropy,
 // epoch/img_per_s and epoch/epoch, at the epoch's last step; other peers'
-// figures as epoch/peerK/…; with several stages each tag starts with the
-// stage's name. Steps count every optimiser step of the run.
+// figures as epoch/peerK/…; with model selection, once at the end,
+// final/test_loss, final/test_top1, final/test_top5 and
+// final/selected_epoch (the test of the selected weights); with several
+// stages each tag starts with the stage's name. Steps count every
+// optimiser step of the run.
 package runlog
 
 import (
@@ -46,7 +49,7 @@ type Log struct {
 	loss, hits float64
 }
 
-var _ trainer.MetricsSink = (*Log)(nil)
+var _ trainer.FinalSink = (*Log)(nil)
 
 // Start implements trainer.MetricsSink: a new event file (TensorBoard
 // drops what earlier files logged at or after the step a resumed run
@@ -163,6 +166,30 @@ func (l *Log) Epoch(em trainer.EpochMetrics) error {
 	}
 	l.epochs = append(l.epochs, em)
 	return l.writeCSV()
+}
+
+// Final implements trainer.FinalSink: the test figures of the weights
+// model selection kept, as final/test_loss, final/test_top1,
+// final/test_top5 and final/selected_epoch (further peers as
+// final/peerK/…), at the run's last step.
+func (l *Log) Final(f trainer.FinalMetrics) error {
+	var vals []tensorboard.Scalar
+	for k, p := range f.Peers {
+		peer := ""
+		if k > 0 {
+			peer = "peer" + strconv.Itoa(k+1) + "/"
+		}
+		t := func(name string) string { return l.tag(f.Stage, "final/"+peer+name) }
+		vals = append(vals, tensorboard.Scalar{Tag: t("test_loss"), Value: p.TestLoss}, tensorboard.Scalar{Tag: t("test_top1"), Value: p.TestTop1},
+			tensorboard.Scalar{Tag: t("test_top5"), Value: p.TestTop5})
+		if k < len(f.Epochs) {
+			vals = append(vals, tensorboard.Scalar{Tag: t("selected_epoch"), Value: float64(f.Epochs[k])})
+		}
+	}
+	if err := l.tb.Scalars(f.GlobalStep, vals...); err != nil {
+		return err
+	}
+	return l.tb.Flush()
 }
 
 // Close implements trainer.MetricsSink.

@@ -261,3 +261,38 @@ func TestLogOfAResumedRun(t *testing.T) {
 		t.Errorf("step points at %v, want %v", trainSteps, want)
 	}
 }
+
+// With model selection the test set is evaluated once, after the last
+// epoch: its figures (of the selected weights) and the selected epoch go to
+// the events as final/…, at the run's last step.
+func TestLogFinalOfASelection(t *testing.T) {
+	train, test, err := data.Open("synthetic?n=48&test=16&classes=3&shape=1,4,4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, err := trainer.Run(context.Background(), trainer.Config{Out: dir, Model: "mlp", Train: train, Test: test,
+		BatchSource: data.BatchSource(data.LoaderConfig{Workers: 1}), Planner: sl{}, Strategy: "sl", Seed: 1, Threads: 1,
+		Optim:       trainer.Optim{Epochs: 3, Batch: 8, Momentum: 0.9, Schedule: trainer.Schedule{Kind: "constant", LR: 0.05}},
+		ValFraction: 0.25, Sink: &Log{Dir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := readEvents(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("%d event files", len(files))
+	}
+	ev := files[0]
+	last, end := ev[len(ev)-1], res.Epochs[len(res.Epochs)-1].GlobalStep
+	f := res.Final[0]
+	if last.Step != end || len(last.Scalars) != 4 || !near32(last.Scalars["final/test_top1"], f.TestTop1) ||
+		!near32(last.Scalars["final/test_top5"], f.TestTop5) || !near32(last.Scalars["final/test_loss"], f.TestLoss) ||
+		last.Scalars["final/selected_epoch"] != float64(res.Selection.Epochs[0]) {
+		t.Errorf("last event %+v; want the final figures %+v of epoch %d at step %d", last, f, res.Selection.Epochs[0], end)
+	}
+	for _, e := range ev[:len(ev)-1] {
+		if _, ok := e.Scalars["epoch/test_top1"]; ok {
+			t.Errorf("an epoch of model selection logs test figures: %+v", e)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/suggest"
 )
 
 // Values are parameter values checked against their Params: unknown names
@@ -46,7 +48,7 @@ func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 	for _, k := range names {
 		p, ok := v.specs[k]
 		if !ok {
-			return nil, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(paramNames(specs), ", "))
+			return nil, &UnknownParamError{Name: k, Value: raw[k], Known: paramNames(specs)}
 		}
 		if err := checkType(p, raw[k]); err != nil {
 			return nil, err
@@ -54,6 +56,20 @@ func ParseParams(specs []Param, raw map[string]string) (*Values, error) {
 		v.raw[k] = raw[k]
 	}
 	return v, nil
+}
+
+// UnknownParamError is a parameter given that the plugin does not
+// declare: its name and value, and the names it declares.
+type UnknownParamError struct {
+	Name, Value string
+	Known       []string
+}
+
+func (e *UnknownParamError) Error() string {
+	if len(e.Known) == 0 {
+		return fmt.Sprintf("unknown parameter %q (it takes none)", e.Name)
+	}
+	return fmt.Sprintf("unknown parameter %q (known: %s)%s", e.Name, strings.Join(e.Known, ", "), suggest.DidYouMean(e.Name, e.Known))
 }
 
 func paramNames(specs []Param) []string {

@@ -252,7 +252,7 @@ func TestStoreVerifyAndReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cliRun(t, "--store", dir, "store", "ls"); r.code != 0 || strings.Count(r.out, "art/x/") != 6 {
+	if r := cliRun(t, "--store", dir, "store", "ls", "--all"); r.code != 0 || strings.Count(r.out, "art/x/") != 6 {
 		t.Errorf("store ls beside a reader: exit %d\n%s%s", r.code, r.out, r.err)
 	}
 	if r := cliRun(t, "--store", dir, "store", "rm", "art/x/c1"); r.code != 1 || !strings.Contains(r.err, "store is in use by another process") {

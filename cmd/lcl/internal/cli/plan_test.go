@@ -203,7 +203,7 @@ func TestPlanErrors(t *testing.T) {
 		want string
 	}{
 		// Parameters are usage errors, found before the similarity.
-		{"misspelt param", []string{"--param", "epsilom=0.9"}, 2, `strategy lcl: unknown parameter "epsilom" (known: epsilon, per-step, clip-negative)`},
+		{"misspelt param", []string{"--param", "epsilom=0.9"}, 2, `--param epsilom=0.9: strategy lcl takes epsilon, per-step, clip-negative; did you mean epsilon?`},
 		{"bad epsilon", []string{"--epsilon", "1.5"}, 2, `strategy lcl refuses its parameters (epsilon=1.5): strategy plugin "lcl" (built-in): Begin: epsilon = 1.5, want a value in (0,1]`},
 		{"bad epsilon, no similarity yet", []string{"--epsilon", "1.5", "--matrix", "", "--synsets", "fashion-mnist", "--source", "nothing-stored"}, 2,
 			`Begin: epsilon = 1.5, want a value in (0,1]`},

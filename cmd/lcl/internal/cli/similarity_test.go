@@ -148,7 +148,7 @@ func TestSimilarityMaxMemoryRefuses(t *testing.T) {
 	if r.code != ExitFailure || !strings.Contains(r.err, want) {
 		t.Fatalf("exit %d, stderr %q\nwant %q", r.code, r.err, want)
 	}
-	if r := cliRun(t, "--store", store, "store", "ls"); r.code != 0 || strings.Contains(r.out, "sim/") {
+	if r := cliRun(t, "--store", store, "store", "ls", "--all"); r.code != 0 || strings.Contains(r.out, "sim/") {
 		t.Errorf("after the refusal the store holds %q", r.out)
 	}
 }

@@ -29,7 +29,7 @@ that opens it (every committed record is kept); "lcl store recover" does only
 that.
 
 Keys look like art/SET/CLASS, vec/SET/MODEL, sim/SET/KIND/DIGEST and run/ID;
-list them with "lcl store ls".`,
+"lcl store ls" counts them by kind, "lcl store ls --all" lists them.`,
 		Example: `  lcl store info
   lcl store ls --kind matrix
   lcl store export sim/imagenet/semantic/0123abcd4567ef89 --format npy -o semantic.npy
@@ -107,10 +107,17 @@ var storeKinds = []string{simstore.KindArticle, simstore.KindVectors, simstore.K
 
 func newStoreLsCmd(f *Factory) *cobra.Command {
 	var kind string
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List stored records: key, kind and size",
+		Short: "Summarise the stored records by kind; --all (or --kind) lists them",
+		Long: `Summarise the store's records: how many of each kind and their size. A
+store holds a record per class for articles (a thousand for ImageNet), so the
+records themselves (key, kind, size) follow only with --all, or with --kind
+KIND, which restricts both to one kind. With --json every record is one
+store_entry line.`,
 		Example: `  lcl store ls
+  lcl store ls --all
   lcl store ls --kind matrix
   lcl store ls --kind article --json`,
 		Args: noArgsOrUsage,
@@ -126,20 +133,43 @@ func newStoreLsCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.JSON {
+				for _, e := range entries {
+					f.Emit("store_entry", e)
+				}
+				return nil
+			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			if !f.JSON && !f.Quiet {
-				fmt.Fprintln(tw, "KEY\tKIND\tSIZE")
+			count, size := map[string]int{}, map[string]int64{}
+			for _, e := range entries {
+				count[e.Kind]++
+				size[e.Kind] += e.Size
+			}
+			if !f.Quiet {
+				fmt.Fprintln(tw, "KIND\tRECORDS\tSIZE")
+			}
+			for _, k := range storeKinds {
+				if kind == "" || k == kind {
+					fmt.Fprintf(tw, "%s\t%d\t%s\n", plural(k), count[k], humanBytes(size[k]))
+				}
+			}
+			if !all && kind == "" {
+				if len(entries) > 0 && !f.Quiet {
+					fmt.Fprintln(tw, "\nthe records: lcl store ls --all [--kind KIND]")
+				}
+				return tw.Flush()
+			}
+			if !f.Quiet {
+				fmt.Fprintln(tw, "\nKEY\tKIND\tSIZE")
 			}
 			for _, e := range entries {
-				if f.Emit("store_entry", e) {
-					continue
-				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Kind, humanBytes(e.Size))
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&kind, "kind", "", "only records of this kind: "+strings.Join(storeKinds, ", "))
+	cmd.Flags().StringVar(&kind, "kind", "", "only records of this kind, listed after their summary: "+strings.Join(storeKinds, ", "))
+	cmd.Flags().BoolVar(&all, "all", false, "list every record (key, kind, size) after the summary")
 	return cmd
 }
 

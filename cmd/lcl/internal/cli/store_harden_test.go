@@ -133,7 +133,7 @@ func TestReadAfterKilledWriter(t *testing.T) {
 	if files(t, dir) != before {
 		t.Error("store verify changed the store")
 	}
-	r = cliRun(t, "--store", dir, "store", "ls", "--kind", "article")
+	r = cliRun(t, "--store", dir, "store", "ls", "--all", "--kind", "article")
 	if r.code != 0 || !strings.Contains(r.err, "recovered the store") {
 		t.Fatalf("store ls after kill -9: exit %d, stderr %q", r.code, r.err)
 	}

@@ -57,8 +57,9 @@ func TestStoreCommands(t *testing.T) {
 	}{
 		{"info", []string{"store", "info"}, 0, []string{"store     " + dir, "articles  1", "vectors   1", "matrices  1", "runs      1"}, ""},
 		{"info json", []string{"--json", "store", "info"}, 0, []string{`"message_type":"store_info"`, `"counts":{"article":1,"matrix":1,"run":1,"vectors":1}`}, ""},
-		{"ls", []string{"store", "ls"}, 0, []string{"KEY", "art/toy/n01", "run/r1", "vec/toy/d2v", mkey}, ""},
-		{"ls kind", []string{"store", "ls", "--kind", "vectors"}, 0, []string{"vec/toy/d2v  vectors"}, ""},
+		{"ls", []string{"store", "ls"}, 0, []string{"KIND      RECORDS  SIZE\narticles  1        ", "\nvectors   1 ", "\nmatrices  1 ", "\nruns      1 ", "\nthe records: lcl store ls --all [--kind KIND]\n"}, ""},
+		{"ls all", []string{"store", "ls", "--all"}, 0, []string{"KEY", "art/toy/n01", "run/r1", "vec/toy/d2v", mkey}, ""},
+		{"ls kind", []string{"store", "ls", "--kind", "vectors"}, 0, []string{"KIND     RECORDS  SIZE\nvectors  1        ", "\n\nKEY          KIND     SIZE\nvec/toy/d2v  vectors  "}, ""},
 		{"ls json", []string{"--json", "store", "ls", "--kind", "run"}, 0, []string{`{"key":"run/r1","kind":"run","message_type":"store_entry","size":`}, ""},
 		{"ls bad kind", []string{"store", "ls", "--kind", "movie"}, ExitUsage, nil, `--kind "movie"`},
 		{"matrix csv", []string{"store", "export", mkey, "--format", "csv"}, 0, []string{"class,n01,n02,n03\nn01,1,0.25,0.1\nn02,0.25,1,1e-30\nn03,0.1,1e-30,1\n"}, ""},
@@ -73,7 +74,7 @@ func TestStoreCommands(t *testing.T) {
 		{"missing key", []string{"store", "export", "sim/toy/visual/0000"}, ExitFailure, nil, `no record at key "sim/toy/visual/0000"`},
 		{"unknown subcommand", []string{"store", "frobnicate"}, ExitUsage, nil, `unknown command "frobnicate"`},
 		{"rm missing leaves all", []string{"store", "rm", "run/r1", "run/nope"}, ExitFailure, nil, "run/nope"},
-		{"run still there", []string{"store", "ls", "--kind", "run"}, 0, []string{"run/r1"}, ""},
+		{"run still there", []string{"store", "ls", "--all", "--kind", "run"}, 0, []string{"run/r1"}, ""},
 		{"rm", []string{"store", "rm", "run/r1"}, 0, nil, "deleted run/r1"},
 		{"run gone", []string{"store", "export", "run/r1"}, ExitFailure, nil, "no record"},
 	}
@@ -210,7 +211,7 @@ func TestStoreExportCorruptValueNamesKey(t *testing.T) {
 	if r.code != ExitFailure || strings.Count(r.err, "\n") != 1 || !strings.Contains(r.err, `corrupt value at key "`+key+`"`) {
 		t.Errorf("export of a flipped value: exit %d, stderr %q; want exit 1 and one line naming %s", r.code, r.err, key)
 	}
-	if r := cliRun(t, "--store", dir, "store", "ls"); r.code != 0 || !strings.Contains(r.out, key) {
+	if r := cliRun(t, "--store", dir, "store", "ls", "--all"); r.code != 0 || !strings.Contains(r.out, key) {
 		t.Errorf("ls on a store with a corrupt value: exit %d, %q %q", r.code, r.out, r.err)
 	}
 }

@@ -63,5 +63,8 @@ func (o *strategyOptions) selection(fs *pflag.FlagSet) (trainrun.Selection, erro
 	if err != nil {
 		return trainrun.Selection{}, err
 	}
-	return trainrun.Selection{Strategy: o.Strategy, Params: params, Source: o.Source, File: o.Matrix, Key: o.Key}, nil
+	if o.Matrix != "" && o.Key != "" {
+		return trainrun.Selection{}, usagef("--matrix %s and --similarity-key %s both name the similarity matrix: give one of them", o.Matrix, o.Key)
+	}
+	return trainrun.Selection{Strategy: o.Strategy, Params: params, EpsilonFlag: fs.Changed("epsilon"), Source: o.Source, File: o.Matrix, Key: o.Key}, nil
 }

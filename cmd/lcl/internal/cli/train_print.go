@@ -35,9 +35,35 @@ func (p *trainPrinter) begin(cfg trainer.Config, spec, preset string, dist *laun
 	if threads <= 0 {
 		threads, _ = torch.Threads() // only printed; torch.Check already passed
 	}
-	f.Logf("lcl train: %s, %d of %d training images, %d test; model %s; strategy %s; preset %s (epochs %d, batch %d, lr %g %s); libtorch %s, %d threads, OMP_WAIT_POLICY=%s; run %s",
-		spec, nTrain, cfg.Train.Len(), cfg.Test.Len(), cfg.Model, cfg.Strategy, preset,
-		op.Epochs, op.Batch, op.Schedule.LR, op.Schedule.Kind, torch.Version(), threads, os.Getenv("OMP_WAIT_POLICY"), cfg.Out)
+	optimizer := op.Optimizer
+	if optimizer == "" {
+		optimizer = "sgd"
+	}
+	f.Logf("lcl train: %s, %d of %d training images, %d test; model %s; strategy %s; preset %s (%s, epochs %d, batch %d, lr %g %s); libtorch %s, %s, OMP_WAIT_POLICY=%s; run %s",
+		spec, nTrain, cfg.Train.Len(), cfg.Test.Len(), cfg.Model, cfg.Strategy, preset, optimizer,
+		op.Epochs, op.Batch, op.Schedule.LR, op.Schedule.Kind, torch.Version(), count(threads, "thread"), os.Getenv("OMP_WAIT_POLICY"), cfg.Out)
+}
+
+// count is "1 thread", "2 threads".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// resumed says where a resumed run continues (its checkpoint's position).
+func (p *trainPrinter) resumed(r trainer.Resumed) {
+	at := fmt.Sprintf("epoch %d of %d", r.Epoch+1, r.Epochs)
+	if r.Epoch == r.Epochs {
+		at = fmt.Sprintf("the test of the selected weights after epoch %d", r.Epoch)
+	} else if r.Step > 0 {
+		at += fmt.Sprintf(" at step %d", r.Step+1)
+	}
+	if r.Stages > 1 {
+		at = fmt.Sprintf("stage %q, %s", r.Stage, at)
+	}
+	p.f.Logf("lcl train: resumed from %s", at)
 }
 
 // progress draws the bar of the epoch after each step.
@@ -121,6 +147,6 @@ func (p *trainPrinter) summary(res *trainer.Result, out string) {
 	if s := res.Selection; s != nil && s.StoppedAt > 0 {
 		fmt.Fprintf(f.IO.Out, "early stopping ended the run after epoch %d\n", s.StoppedAt)
 	}
-	fmt.Fprintf(f.IO.Out, "run %s (%.0f s; CPU %.0f s user, %.0f s system = %.1f%%): %s\n", out, res.Seconds,
+	fmt.Fprintf(f.IO.Out, "run %s (%.0f s; CPU %.0f s user, %.0f s system, %.1f%% of it system): %s\n", out, res.Seconds,
 		res.UserSeconds, res.SystemSeconds, 100*res.SystemSeconds/max(res.UserSeconds+res.SystemSeconds, 1e-9), res.Weights)
 }

@@ -111,7 +111,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if r.PrecisionNote != "" {
 		f.Logf("lcl train: %s", r.PrecisionNote)
 	}
-	cfg.Progress = pr.progress
+	cfg.Progress, cfg.OnResume = pr.progress, pr.resumed
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
 		r.Planner.Observe(ctx, m.Observation())
 		pr.epoch(m)

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,7 +82,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
 		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
 		{[]string{"train", "--data", synth, "--optimizer", "lamb"}, "want sgd, rmsprop, adam or adamw"},
-		{[]string{"train", "--data", synth, "--optimizer", "adamw", "--momentum", "0.9"}, "adamw has no momentum"},
+		{[]string{"train", "--data", synth, "--optimizer", "adamw", "--momentum", "0.9"}, "--optimizer adamw has no --momentum (given 0.9)"},
 		{[]string{"train", "--data", synth, "--betas", "0.9"}, "--betas"},
 		{[]string{"train", "--data", synth, "--betas", "0.9,0.99"}, "settings of --optimizer adam or adamw"},
 		{[]string{"train", "--data", synth, "--patience", "3"}, "need --val-fraction"},
@@ -107,9 +109,69 @@ func TestTrainUsageErrors(t *testing.T) {
 		}
 	}
 	// A folder that is not there is named, with the kinds a spec may name.
-	if code, _, errs := runLCL(context.Background(), t, "train", "--data", "/nonexistent"); code != 1 ||
-		errs != "lcl: --data /nonexistent: no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, cifar10, cifar100, folder, cub, nabirds, synthetic)\n" {
+	if code, _, errs := runLCL(context.Background(), t, "train", "--data", "/nonexistent"); code != 2 ||
+		!strings.HasPrefix(errs, "lcl: --data /nonexistent: no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, cifar10, cifar100, folder, cub, nabirds, synthetic)\n") {
 		t.Errorf("--data /nonexistent: exit %d, %q", code, errs)
+	}
+}
+
+// Every refused flag combination of lcl train is refused before anything
+// is written: no run directory (no metrics, no event file), and the line
+// names the flag, its value and what would do. Conflicting or impossible
+// combinations are usage errors (exit 2); weights that do not fit the
+// model are found by the trainer (exit 1), still before the directory.
+func TestTrainRefusalsWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	notWeights := filepath.Join(dir, "not.safetensors")
+	if err := os.WriteFile(notWeights, []byte("no header"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--store", filepath.Join(dir, "store"), "train", "--data", synth, "--model", "mlp:hidden=8", "--epochs", "1", "--threads", "1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"fp16 on the CPU", []string{"--precision", "fp16"}, 2,
+			"--precision fp16 needs a CUDA device (--device cuda); on the CPU use --precision bf16 (or auto, or fp32)"},
+		{"two matrices", []string{"--strategy", "lcl", "--matrix", "sim.npy", "--similarity-key", "semantic/other"}, 2,
+			"--matrix sim.npy and --similarity-key semantic/other both name the similarity matrix: give one of them"},
+		{"--init-skip alone", []string{"--init-skip", "fc"}, 2,
+			"--init-skip fc keeps those modules of --init's weights at their initialisation: give --init FILE.safetensors too, or drop --init-skip"},
+		{"--init not there", []string{"--init", "/nonexistent.safetensors"}, 2, "--init /nonexistent.safetensors: no such file"},
+		{"--data not there", []string{"--data", "/nonexistent"}, 2, "--data /nonexistent: no such folder"},
+		{"epsilon of a strategy without", []string{"--strategy", "sl", "--epsilon", "0.9"}, 2,
+			"--epsilon 0.9: strategy sl takes no parameters (epsilon is a parameter of --strategy lcl)"},
+		{"a misspelt parameter", []string{"--strategy", "lcl", "--param", "epsilom=0.9"}, 2,
+			"--param epsilom=0.9: strategy lcl takes epsilon, per-step, clip-negative; did you mean epsilon?"},
+		{"adam's momentum", []string{"--optimizer", "adam", "--momentum", "0.9"}, 2,
+			"--optimizer adam has no --momentum (given 0.9): its moments decay at --betas B1,B2 (default 0.9,0.999); drop --momentum, or use --optimizer sgd"},
+		{"negative epochs", []string{"--epochs", "-1"}, 2, "--epochs -1: want a whole number ≥ 1"},
+		{"no batch", []string{"--batch", "0"}, 2, "--batch 0: want a whole number ≥ 1"},
+		{"a misspelt optimizer", []string{"--optimizer", "adamx"}, 2,
+			"--optimizer adamx: want sgd, rmsprop, adam or adamw; did you mean adam or adamw?"},
+		{"a misspelt strategy", []string{"--strategy", "lcll"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
+		// Found before a launcher starts its workers.
+		{"a misspelt strategy under --nproc", []string{"--strategy", "lcll", "--nproc", "2"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
+		{"a misspelt model", []string{"--model", "resnt18"}, 2, `unknown model "resnt18"; did you mean resnet18`},
+		{"weights that are not", []string{"--init", notWeights}, 1, "--init"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			args := append(append(slices.Clone(base), tc.args...), "--out", out)
+			code, _, errs := runLCL(context.Background(), t, args...)
+			// A usage error is the only line; the trainer's refusal follows
+			// the run's header.
+			lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+			last := lines[len(lines)-1]
+			if code != tc.code || !strings.HasPrefix(last, "lcl: ") || !strings.Contains(last, tc.want) || (code == 2 && len(lines) != 1) {
+				t.Errorf("exit %d, %q; want exit %d and a line with %q", code, errs, tc.code, tc.want)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused run left %s (%v)", out, err)
+			}
+		})
 	}
 }
 
@@ -338,4 +400,42 @@ func readResult(t *testing.T, dir string) trainer.Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// What lcl train, models and the global help show: the run's header names
+// the optimiser and counts threads in words, the summary labels the
+// system share, a resumed run says where it continues, presets are
+// listed by name, --store names every fallback.
+func TestTrainShowsWhatItRuns(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	args := []string{"--store", filepath.Join(dir, "store"), "train", "--data", synth, "--model", "mlp:hidden=8", "--batch", "16",
+		"--optimizer", "adamw", "--lr", "1e-3", "--threads", "1", "--out", run}
+	code, out, errs := runLCL(context.Background(), t, append(args, "--epochs", "1")...)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "(adamw, epochs 1, batch 16, lr 0.001 ") || !strings.Contains(errs, ", 1 thread, OMP_WAIT_POLICY=") ||
+		strings.Contains(errs, "resumed") {
+		t.Errorf("header:\n%s", errs)
+	}
+	if !strings.Contains(out, "s system, ") || !strings.Contains(out, "% of it system): ") {
+		t.Errorf("summary:\n%s", out)
+	}
+	code, out, errs = runLCL(context.Background(), t, append(args, "--epochs", "2", "--resume")...)
+	if code != 0 || !strings.Contains(errs, "\nlcl train: resumed from epoch 2 of 2\n") {
+		t.Errorf("resume: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runLCL(context.Background(), t, "models")
+	_, presets, _ := strings.Cut(out, "PRESET")
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(presets), "\n")[1:] {
+		names = append(names, strings.Fields(l)[0])
+	}
+	if code != 0 || len(names) < 10 || !slices.IsSorted(names) {
+		t.Errorf("lcl models' presets: %q", names)
+	}
+	if _, out, _ := runLCL(context.Background(), t, "--help"); !strings.Contains(out, "$LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store") {
+		t.Errorf("--store's help:\n%s", out)
+	}
 }
