@@ -15,9 +15,11 @@ import (
 // the smallest node index), and a class and itself cost 0 (as MBM's
 // DistanceDict). Two classes with no common ancestor cost the graph's
 // greatest height, so that Distance(i, j) = H·(1 − s(i, j)) for the height
-// form's similarity s. MBM's trees have every leaf at the same depth, where
-// "longest path down" is every path down; on a WordNet DAG the longest
-// path is the ILSVRC rule their distances follow.
+// form's similarity s. MBM measures on trees (every leaf at the same depth,
+// or WordNet cut to a tree with single-child nodes removed), where every
+// path down has the same length; here the graph is taken as it is (a
+// WordNet DAG keeps its several parents and its chains), and the longest
+// path down is the ILSVRC hierarchical cost's rule.
 type Hierarchy struct {
 	e     *lcaEngine
 	graph string
