@@ -105,6 +105,18 @@ func TestHierarchicalTablesAndPaired(t *testing.T) {
 	if !strings.Contains(pc.String(), ",mistake_severity\n") || !strings.HasPrefix(pc.String(), "dataset,fraction,model,method,baseline,diff,sd,t,p,seeds,metric\n") {
 		t.Errorf("paired CSV:\n%s", pc.String())
 	}
+	if err := r.AddPlots(); err != nil {
+		t.Fatal(err)
+	}
+	plots := map[string]bool{}
+	for _, p := range r.Plots {
+		plots[p.Name] = len(p.PNG) > 0
+	}
+	for _, want := range []string{"tradeoff-mistake_severity-fashion-mnist-cnn-10.png", "tradeoff-hdist5-fashion-mnist-cnn-10.png"} {
+		if !plots[want] {
+			t.Errorf("no plot %s among %v", want, plots)
+		}
+	}
 	var html bytes.Buffer
 	if err := r.WriteHTML(&html); err != nil {
 		t.Fatal(err)
