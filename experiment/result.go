@@ -62,8 +62,12 @@ func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 		return simstore.Run{}, err
 	}
 	var res struct {
-		Top1 perModel `json:"top1"`
-		Top5 perModel `json:"top5"`
+		Top1            perModel `json:"top1"`
+		Top5            perModel `json:"top5"`
+		MistakeSeverity perModel `json:"mistake_severity"`
+		HDist1          perModel `json:"hdist1"`
+		HDist5          perModel `json:"hdist5"`
+		HDist20         perModel `json:"hdist20"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return simstore.Run{}, fmt.Errorf("%s: %w", path, err)
@@ -78,9 +82,34 @@ func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 	if err != nil {
 		return simstore.Run{}, err
 	}
+	var hier map[string][]float64
+	for _, h := range []struct {
+		name string
+		v    perModel
+	}{{HierSeverity, res.MistakeSeverity}, {HierDist1, res.HDist1}, {HierDist5, res.HDist5}, {HierDist20, res.HDist20}} {
+		if len(h.v) == 0 {
+			continue
+		}
+		if len(h.v) != len(res.Top1) {
+			return simstore.Run{}, fmt.Errorf("%s: %d %s values for %d top1 values: want one per model", bounded.Quote(path), len(h.v), h.name, len(res.Top1))
+		}
+		if hier == nil {
+			hier = map[string][]float64{}
+		}
+		hier[h.name] = h.v
+	}
 	return simstore.Run{ID: c.ID(), Config: c, Status: simstore.RunDone, Top1: res.Top1, Top5: res.Top5,
-		Epochs: epochs, Dir: dir}, nil
+		Hier: hier, Epochs: epochs, Dir: dir}, nil
 }
+
+// The names of the hierarchical metrics in result.json and in a stored
+// run's Hier.
+const (
+	HierSeverity = "mistake_severity"
+	HierDist1    = "hdist1"
+	HierDist5    = "hdist5"
+	HierDist20   = "hdist20"
+)
 
 // maxResultBytes bounds result.json (a few numbers per model).
 const maxResultBytes = 1 << 20

@@ -11,25 +11,70 @@ import (
 // Metric names a reported quantity.
 type Metric string
 
-// The metrics every report has.
+// The metrics every report has, and the hierarchical ones of runs with a
+// hierarchy (Bertinetto et al., CVPR 2020; lower is better).
 const (
-	Top1 Metric = "top1"
-	Top5 Metric = "top5"
+	Top1     Metric = "top1"
+	Top5     Metric = "top5"
+	Severity Metric = "mistake_severity"
+	HDist1   Metric = "hdist1"
+	HDist5   Metric = "hdist5"
+	HDist20  Metric = "hdist20"
 )
+
+// metrics are the reported metrics in table order.
+var metrics = []Metric{Top1, Top5, Severity, HDist1, HDist5, HDist20}
 
 // Title is how tables and plots name the metric.
 func (m Metric) Title() string {
-	if m == Top5 {
+	switch m {
+	case Top5:
 		return "Top-5 accuracy (%)"
+	case Severity:
+		return "Mistake severity (LCA height)"
+	case HDist1:
+		return "Hierarchical distance@1"
+	case HDist5:
+		return "Hierarchical distance@5"
+	case HDist20:
+		return "Hierarchical distance@20"
 	}
 	return "Top-1 accuracy (%)"
 }
 
+// Short is how a paired table's rows name the metric.
+func (m Metric) Short() string {
+	switch m {
+	case Top1:
+		return "top-1"
+	case Top5:
+		return "top-5"
+	case Severity:
+		return "severity"
+	case HDist1:
+		return "hdist@1"
+	case HDist5:
+		return "hdist@5"
+	case HDist20:
+		return "hdist@20"
+	}
+	return string(m)
+}
+
+// LowerIsBetter says the best mean of a row is the least.
+func (m Metric) LowerIsBetter() bool { return m != Top1 && m != Top5 }
+
 func (m Metric) of(e Entry) float64 {
-	if m == Top5 {
+	switch m {
+	case Top1:
+		return e.Top1
+	case Top5:
 		return e.Top5
 	}
-	return e.Top1
+	if v, ok := e.Hier[string(m)]; ok {
+		return v
+	}
+	return math.NaN()
 }
 
 // Cell is one method's result in one setting, over seeds.
@@ -71,6 +116,7 @@ type RankTest struct {
 
 // PairedRow compares one method with a baseline in one setting, paired by seed.
 type PairedRow struct {
+	Metric   Metric
 	Dataset  string
 	Model    string
 	Fraction float64
@@ -124,14 +170,18 @@ func Build(title string, entries []Entry) (*Report, error) {
 				sub = append(sub, e)
 			}
 		}
-		for _, m := range []Metric{Top1, Top5} {
+		for _, m := range metrics {
 			if t, ok := buildTable(ds, m, sub); ok {
 				r.Tables = append(r.Tables, t)
 			}
 		}
 	}
 	r.Ranks, r.RankErr = rankTest(entries)
-	r.Paired = pairedRows(entries)
+	for _, m := range metrics {
+		if m != Top5 {
+			r.Paired = append(r.Paired, pairedRows(entries, m)...)
+		}
+	}
 	for _, e := range entries {
 		if e.Selected > 0 {
 			r.Selected = append(r.Selected, e)
@@ -216,15 +266,19 @@ func buildTable(ds string, m Metric, entries []Entry) (Table, bool) {
 				continue
 			}
 			row := Row{Model: model, Cells: make([]*Cell, len(t.Methods)), Best: make([]bool, len(t.Methods))}
+			sign := 1.0 // the best is the greatest sign·mean
+			if m.LowerIsBetter() {
+				sign = -1
+			}
 			best := math.Inf(-1)
 			for j, meth := range t.Methods {
 				row.Cells[j] = byMethod[meth]
-				if c := row.Cells[j]; c != nil && c.Mean > best {
-					best = c.Mean
+				if c := row.Cells[j]; c != nil && sign*c.Mean > best {
+					best = sign * c.Mean
 				}
 			}
 			for j, c := range row.Cells {
-				row.Best[j] = c != nil && c.Mean == best
+				row.Best[j] = c != nil && sign*c.Mean == best
 			}
 			b.Rows = append(b.Rows, row)
 		}
@@ -297,8 +351,10 @@ func rankTest(entries []Entry) (*RankTest, string) {
 // Baselines are the methods every other method is compared with, paired by seed.
 var Baselines = []string{"SL", "LS"}
 
-func pairedRows(entries []Entry) []PairedRow {
-	cs := cells(entries, Top1)
+// pairedRows compares every method with the Baselines in metric m, paired
+// by seed.
+func pairedRows(entries []Entry, m Metric) []PairedRow {
+	cs := cells(entries, m)
 	keys := make([]settingKey, 0, len(cs))
 	for k := range cs {
 		keys = append(keys, k)
@@ -321,10 +377,10 @@ func pairedRows(entries []Entry) []PairedRow {
 			if bc == nil {
 				continue
 			}
-			for _, m := range ms {
-				c := cs[k][m]
+			for _, meth := range ms {
+				c := cs[k][meth]
 				// Baselines are compared with those before them only (LS vs SL, not SL vs LS).
-				if mi := slices.Index(Baselines, m); m == base || c == nil || (mi >= 0 && mi < slices.Index(Baselines, base)) {
+				if mi := slices.Index(Baselines, meth); meth == base || c == nil || (mi >= 0 && mi < slices.Index(Baselines, base)) {
 					continue
 				}
 				var a, b []float64
@@ -341,8 +397,8 @@ func pairedRows(entries []Entry) []PairedRow {
 						p.Diff = a[0] - b[0]
 					}
 				}
-				out = append(out, PairedRow{Dataset: k.Dataset, Model: k.Model, Fraction: k.Fraction,
-					Method: m, Baseline: base, Paired: p})
+				out = append(out, PairedRow{Metric: m, Dataset: k.Dataset, Model: k.Model, Fraction: k.Fraction,
+					Method: meth, Baseline: base, Paired: p})
 			}
 		}
 	}

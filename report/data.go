@@ -28,7 +28,10 @@ type Entry struct {
 	Seed     int
 	Top1     float64
 	Top5     float64 // NaN when the run did not report it
-	Curve    []EpochPoint
+	// Hier holds the hierarchical metrics of a run with a hierarchy, by
+	// Metric name (mistake_severity, hdist1, hdist5, hdist20).
+	Hier  map[string]float64
+	Curve []EpochPoint
 	// Selected is the epoch whose weights model selection kept (the run
 	// had a validation split: its figures are of those weights), of the
 	// Trained epochs the run logged; 0 without model selection.
@@ -73,9 +76,18 @@ func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 			if i < len(r.Top5) {
 				top5 = 100 * r.Top5[i]
 			}
+			var hier map[string]float64
+			for name, v := range r.Hier {
+				if i < len(v) {
+					if hier == nil {
+						hier = map[string]float64{}
+					}
+					hier[name] = v[i]
+				}
+			}
 			entries = append(entries, Entry{RunID: r.ID, Dataset: dataset(c), Model: c.Model,
 				Fraction: c.Fraction, Strategy: c.Strategy, Method: m, Seed: c.Seed,
-				Top1: 100 * top1, Top5: top5, Curve: curves[i], Trained: len(curves[i])})
+				Top1: 100 * top1, Top5: top5, Hier: hier, Curve: curves[i], Trained: len(curves[i])})
 			if i < len(selected) {
 				entries[len(entries)-1].Selected = selected[i]
 			}

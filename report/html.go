@@ -91,11 +91,11 @@ figcaption { color: #444; font-size: .9em; }
 {{range .R.Selected}}<tr><td>{{.Dataset}}</td><td>{{pct .Fraction}}</td><td>{{.Model}}</td><td>{{.Method}}</td><td class="n">{{.Seed}}</td><td class="n">{{.Selected}}</td><td class="n">{{.Trained}}</td></tr>
 {{end}}</table>
 {{end}}
-{{if .R.Paired}}
-<h2>Paired differences in top-1 (method − baseline, paired t-test over seeds)</h2>
+{{range .R.PairedByMetric}}
+<h2>Paired differences in {{(index . 0).Metric.Short}} (method − baseline, paired t-test over seeds)</h2>
 <table>
 <tr><th>Data set</th><th>DR</th><th>Model</th><th>Method</th><th>vs</th><th>Δ mean</th><th>t</th><th>p</th><th>seeds</th></tr>
-{{range .R.Paired}}<tr{{if sig .P}} class="sig"{{end}}><td>{{.Dataset}}</td><td>{{pct .Fraction}}</td><td>{{.Model}}</td><td>{{.Method}}</td><td>{{.Baseline}}</td><td class="n">{{signed .Diff}}</td><td class="n">{{num .T}}</td><td class="n">{{pval .P}}</td><td class="n">{{.N}}</td></tr>
+{{range .}}<tr{{if sig .P}} class="sig"{{end}}><td>{{.Dataset}}</td><td>{{pct .Fraction}}</td><td>{{.Model}}</td><td>{{.Method}}</td><td>{{.Baseline}}</td><td class="n">{{signed .Diff}}</td><td class="n">{{num .T}}</td><td class="n">{{pval .P}}</td><td class="n">{{.N}}</td></tr>
 {{end}}</table>
 <p class="note">Shaded rows: p &lt; 0.05 (not corrected for multiple comparisons).</p>
 {{end}}

@@ -22,8 +22,9 @@ type Plot struct {
 
 // AddPlots renders the report's figures: top-1 against DR per method (when
 // there are several ratios), per-epoch test accuracy, the mean target
-// entropy per epoch of the LCL runs (when logged), and the critical
-// difference diagram of the rank test.
+// entropy per epoch of the LCL runs (when logged), the trade-off of top-1
+// error against mistake severity and hier. dist@5 (runs with a hierarchy),
+// and the critical difference diagram of the rank test.
 func (r *Report) AddPlots() error {
 	type mkey struct{ ds, model string }
 	byModel := map[mkey][]Entry{}
@@ -64,6 +65,15 @@ func (r *Report) AddPlots() error {
 			}
 			for _, kind := range []curveKind{curveTop1, curveEntropy} {
 				p, ok, err := curves(k.ds, k.model, f, sub, kind)
+				if err != nil {
+					return err
+				}
+				if ok {
+					r.Plots = append(r.Plots, p)
+				}
+			}
+			for _, m := range []Metric{Severity, HDist5} {
+				p, ok, err := tradeoff(k.ds, k.model, f, sub, m)
 				if err != nil {
 					return err
 				}
@@ -195,4 +205,26 @@ func Cliques(sortedRanks []float64, cd float64) [][2]int {
 		}
 	}
 	return out
+}
+
+// tradeoff plots each method's mean top-1 error against its mean metric m
+// (lower-left is better), as Bertinetto et al.'s Figure 1 does; ok is false
+// when no method of the setting has m.
+func tradeoff(ds, model string, frac float64, es []Entry, m Metric) (Plot, bool, error) {
+	c := figure.Chart{Title: fmt.Sprintf("%s, %s, DR %s: %s vs top-1 error (mean over seeds)", ds, model, experiment.Percent(frac), m.Short()),
+		XLabel: "test top-1 error (%)", YLabel: m.Title(), Pad: 0.15, LegendTop: true}
+	top1, other := cells(es, Top1), cells(es, m)
+	k := settingKey{ds, model, frac}
+	for i, meth := range methods(es) {
+		a, b := top1[k][meth], other[k][meth]
+		if a == nil || b == nil {
+			continue
+		}
+		c.Series = append(c.Series, figure.Series{Name: meth, Style: i, Points: []figure.XY{{X: 100 - a.Mean, Y: b.Mean}}})
+	}
+	if len(c.Series) == 0 {
+		return Plot{}, false, nil
+	}
+	png, err := figure.Lines(c)
+	return Plot{Name: fileName("tradeoff", string(m), ds, model, experiment.Percent(frac)), Title: c.Title, PNG: png}, true, err
 }

@@ -112,10 +112,10 @@ func (r *Report) markdown(w io.Writer) error {
 			p.printf("| %s | %s | %s | %s | %d | %d | %d |\n", e.Dataset, experiment.Percent(e.Fraction), e.Model, e.Method, e.Seed, e.Selected, e.Trained)
 		}
 	}
-	if len(r.Paired) > 0 {
-		p.printf("\n## Paired differences in top-1 (method − baseline, paired t-test over seeds)\n\n")
+	for _, part := range r.PairedByMetric() {
+		p.printf("\n## Paired differences in %s (method − baseline, paired t-test over seeds)\n\n", part[0].Metric.Short())
 		p.printf("| Data set | DR | Model | Method | vs | Δ mean | t | p | seeds |\n|---|---|---|---|---|--:|--:|--:|--:|\n")
-		for _, d := range r.Paired {
+		for _, d := range part {
 			p.printf("| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", d.Dataset, experiment.Percent(d.Fraction),
 				d.Model, d.Method, d.Baseline, signed(d.Diff), num(d.T), pval(d.P), d.N)
 		}
@@ -222,10 +222,10 @@ func (r *Report) latex(w io.Writer) error {
 		}
 		p.printf("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
 	}
-	if len(r.Paired) > 0 {
-		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{Paired differences in top-1 (method $-$ baseline), paired t-test over seeds}\n")
+	for _, part := range r.PairedByMetric() {
+		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{Paired differences in %s (method $-$ baseline), paired t-test over seeds}\n", tex(part[0].Metric.Short()))
 		p.printf("\\begin{tabular}{lllllrrrr}\n\\toprule\nData set & DR & Model & Method & vs & $\\Delta$ mean & $t$ & $p$ & seeds \\\\\n\\midrule\n")
-		for _, d := range r.Paired {
+		for _, d := range part {
 			p.printf("%s & %s & %s & %s & %s & %s & %s & %s & %d \\\\\n", tex(d.Dataset), tex(experiment.Percent(d.Fraction)),
 				tex(d.Model), tex(d.Method), tex(d.Baseline), tex(signed(d.Diff)), tex(num(d.T)), tex(pval(d.P)), d.N)
 		}
@@ -280,10 +280,10 @@ func (r *Report) WriteRanksCSV(w io.Writer) error {
 // WritePairedCSV writes the paired differences as CSV.
 func (r *Report) WritePairedCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"dataset", "fraction", "model", "method", "baseline", "diff", "sd", "t", "p", "seeds"})
+	cw.Write([]string{"dataset", "fraction", "model", "method", "baseline", "diff", "sd", "t", "p", "seeds", "metric"})
 	for _, d := range r.Paired {
 		cw.Write([]string{d.Dataset, strconv.FormatFloat(d.Fraction, 'g', -1, 64), d.Model, d.Method, d.Baseline,
-			f4(d.Diff), f4(d.SD), f4(d.T), fmt.Sprint(d.P), strconv.Itoa(d.N)})
+			f4(d.Diff), f4(d.SD), f4(d.T), fmt.Sprint(d.P), strconv.Itoa(d.N), string(d.Metric)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -301,4 +301,21 @@ func (p *errWriter) printf(format string, a ...any) {
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format, a...)
 	}
+}
+
+// PairedByMetric splits Paired into its metrics' parts, in table order.
+func (r *Report) PairedByMetric() [][]PairedRow {
+	var out [][]PairedRow
+	for _, m := range metrics {
+		var part []PairedRow
+		for _, d := range r.Paired {
+			if d.Metric == m {
+				part = append(part, d)
+			}
+		}
+		if len(part) > 0 {
+			out = append(out, part)
+		}
+	}
+	return out
 }

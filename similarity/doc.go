@@ -1,7 +1,9 @@
 // Package similarity computes C×C class-similarity matrices for a label set
 // from several sources (semantic, visual, simrank, lca, matrix), applies one
 // normalisation policy to all of them, and provides the tools to inspect them
-// (nearest neighbours, Spearman comparison, clustering order, spectrum).
+// (nearest neighbours, Spearman comparison, clustering order, spectrum). The
+// lca source's LCA heights also serve as a Hierarchy: the costs of the
+// hierarchy-aware evaluation metrics.
 //
 // A Source is data in, matrix out: it receives the label set (class ids,
 // names, wnids, optional attributes) and string parameters, and returns a

@@ -28,6 +28,9 @@ type Run struct {
 	Status string    `json:"status"`         // RunRunning, RunDone, RunFailed
 	Top1   []float64 `json:"top1,omitempty"` // final test top-1 per model (peers: one each), as fractions
 	Top5   []float64 `json:"top5,omitempty"`
+	// Hier holds the final hierarchical metrics per model of a run with a
+	// hierarchy, by name: mistake_severity, hdist1, hdist5, hdist20.
+	Hier map[string][]float64 `json:"hier,omitempty"`
 	// Epochs is the per-epoch metrics log (metrics.jsonl) as a JSON array.
 	Epochs    json.RawMessage `json:"epochs,omitempty"`
 	Dir       string          `json:"dir,omitempty"` // run directory (checkpoints, logs)

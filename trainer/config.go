@@ -32,6 +32,9 @@ type Config struct {
 	Threads      int    // libtorch threads; 0 keeps libtorch's default
 	Device       string // "cpu" (default), "cuda", "cuda:1"
 	EvalBatch    int    // 0 = 256
+	// Hierarchy, when set, adds the hierarchical metrics (mistake
+	// severity, hierarchical distance@1/5/20) to every test evaluation.
+	Hierarchy Hierarchy
 	// GPU path (docs/trainer.md): the forward passes' precision (autocast;
 	// fp16 with a GradScaler), channels-last memory format, TF32 in
 	// float32 matmuls and convolutions, cuDNN autotuning.

@@ -270,9 +270,14 @@ func TestPresetForWorld(t *testing.T) {
 	}
 }
 
+// shardCost is a 4-class cost matrix (the blobs' classes) for the
+// hierarchical metrics of the sharded evaluation.
+var shardCost = matrixCost{c: 4, d: []float64{0, 1, 2, 2, 1, 0, 2, 2, 2, 2, 0, 1, 2, 2, 1, 0}}
+
 // TestShardedEvaluationMatchesOneProcess: the test figures of two ranks,
 // each evaluating its slices of the batches, are those of one process, in
-// every precision and memory format (they go through the run's engine,
+// every precision and memory format, the hierarchical metrics included
+// (they go through the run's engine,
 // autocast included), and bf16's differ from fp32's (so the comparison sees
 // the precision).
 func TestShardedEvaluationMatchesOneProcess(t *testing.T) {
@@ -303,7 +308,8 @@ func TestShardedEvaluationMatchesOneProcess(t *testing.T) {
 	}{{torch.FP32, false}, {torch.BF16, false}, {torch.FP32, true}, {torch.BF16, true}} {
 		name := fmt.Sprintf("%v channels-last=%v", tc.prec, tc.cl)
 		m := newModel(tc.cl)
-		one, err := EvaluateOn(context.Background(), m, test, memLoader, EvalOptions{Batch: 16, Precision: tc.prec, ChannelsLast: tc.cl})
+		one, err := EvaluateOn(context.Background(), m, test, memLoader, EvalOptions{Batch: 16, Precision: tc.prec, ChannelsLast: tc.cl,
+			Hierarchy: shardCost})
 		m.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -312,7 +318,7 @@ func TestShardedEvaluationMatchesOneProcess(t *testing.T) {
 		_, errs := runGroupFn(t, 2, func(rank int, g *torch.Group) error {
 			cfg := testConfig(t, "")
 			cfg.Model, cfg.Train, cfg.Test, cfg.EvalBatch = model, test, test, 16
-			cfg.Precision, cfg.ChannelsLast, cfg.Group = tc.prec, tc.cl, g
+			cfg.Precision, cfg.ChannelsLast, cfg.Group, cfg.Hierarchy = tc.prec, tc.cl, g, shardCost
 			r, err := newRunner(cfg)
 			if err != nil {
 				return err
@@ -328,10 +334,18 @@ func TestShardedEvaluationMatchesOneProcess(t *testing.T) {
 				t.Fatalf("%s: rank %d: %v", name, r, err)
 			}
 		}
+		if one.TestHier == nil || one.TestHier.HDist5 == 0 {
+			t.Fatalf("%s: hierarchical metrics %+v: want some cost", name, one.TestHier)
+		}
 		for r := range two {
 			if two[r].TestTop1 != one.TestTop1 || two[r].TestTop5 != one.TestTop5 ||
 				math.Abs(two[r].TestLoss-one.TestLoss) > 1e-6*math.Abs(one.TestLoss) {
 				t.Errorf("%s: rank %d of two %+v, one process %+v", name, r, two[r], one)
+			}
+			// The hierarchical sums are sums of small integers over
+			// 1, 5 or the class count: exact up to float64 rounding.
+			if h := two[r].TestHier; h == nil || !closeHier(*h, *one.TestHier, 1e-12) {
+				t.Errorf("%s: rank %d of two: hierarchical %+v, one process %+v", name, r, h, *one.TestHier)
 			}
 		}
 		if !tc.cl {

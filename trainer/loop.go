@@ -450,6 +450,12 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 		res.Selection = r.selection()
 	}
+	for _, pm := range res.Final {
+		if h := pm.TestHier; h != nil {
+			res.MistakeSeverity, res.HDist1 = append(res.MistakeSeverity, h.MistakeSeverity), append(res.HDist1, h.HDist1)
+			res.HDist5, res.HDist20 = append(res.HDist5, h.HDist5), append(res.HDist20, h.HDist20)
+		}
+	}
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}

@@ -20,6 +20,21 @@ type PeerMetrics struct {
 	TestTop1  float64 `json:"test_top1"`
 	TestTop5  float64 `json:"test_top5"`
 	TestLoss  float64 `json:"test_loss"`
+	// TestHier holds the hierarchical metrics on the test set when the
+	// run has a hierarchy (Config.Hierarchy).
+	TestHier *HierMetrics `json:"test_hier,omitempty"`
+	// TestCRM holds the figures of conditional risk minimisation's
+	// predictions (EvalOptions.Cost; lcl eval --crm only).
+	TestCRM *CRMMetrics `json:"test_crm,omitempty"`
+}
+
+// CRMMetrics are the figures of the predictions of conditional risk
+// minimisation (Karthik et al., ICLR 2021): each example's classes ranked
+// by their expected cost Σ_i p_i·D[i][j] under the model's softmax p,
+// least first.
+type CRMMetrics struct {
+	Top1 float64 `json:"top1"`
+	HierMetrics
 }
 
 // EpochMetrics is one line of metrics.jsonl.
@@ -94,7 +109,7 @@ func (m EpochMetrics) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"test_top1", "test_top5", "test_loss", "top1", "top5"} {
+	for _, k := range []string{"test_top1", "test_top5", "test_loss", "test_hier", "top1", "top5"} {
 		delete(obj, k)
 	}
 	if len(m.Peers) > 0 {
@@ -126,12 +141,18 @@ type Result struct {
 	Precision string `json:"precision"`
 	// Augment is the training augmentation on top of the data set's crop
 	// and flip (Config.Augment), when there was one.
-	Augment string         `json:"augment,omitempty"`
-	Final   []PeerMetrics  `json:"final"` // each peer of the last stage after its last epoch
-	Top1    []float64      `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
-	Top5    []float64      `json:"top5"`
-	Epochs  []EpochMetrics `json:"epochs"`
-	Seconds float64        `json:"seconds"`
+	Augment string        `json:"augment,omitempty"`
+	Final   []PeerMetrics `json:"final"` // each peer of the last stage after its last epoch
+	Top1    []float64     `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5    []float64     `json:"top5"`
+	// MistakeSeverity, HDist1, HDist5 and HDist20 repeat Final's
+	// hierarchical metrics, one per peer, when the run has a hierarchy.
+	MistakeSeverity []float64      `json:"mistake_severity,omitempty"`
+	HDist1          []float64      `json:"hdist1,omitempty"`
+	HDist5          []float64      `json:"hdist5,omitempty"`
+	HDist20         []float64      `json:"hdist20,omitempty"`
+	Epochs          []EpochMetrics `json:"epochs"`
+	Seconds         float64        `json:"seconds"`
 	// UserSeconds and SystemSeconds are the CPU time of this process (every
 	// thread) during the run, in user mode and in the kernel. A system share
 	// above a few percent means time lost to page faults or spinning threads

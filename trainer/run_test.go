@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -112,8 +113,8 @@ func sameMetrics(t *testing.T, a, b []EpochMetrics) {
 		t.Fatalf("%d epochs vs %d", len(a), len(b))
 	}
 	for i := range a {
-		if a[i].PeerMetrics != b[i].PeerMetrics || a[i].LR != b[i].LR {
-			t.Errorf("epoch %d: %+v vs %+v", i+1, a[i].PeerMetrics, b[i].PeerMetrics)
+		if !reflect.DeepEqual(a[i].PeerMetrics, b[i].PeerMetrics) || a[i].LR != b[i].LR {
+			t.Errorf("epoch %d: %+v %+v vs %+v %+v", i+1, a[i].PeerMetrics, a[i].TestHier, b[i].PeerMetrics, b[i].TestHier)
 		}
 	}
 }
@@ -127,15 +128,24 @@ func readMetrics(t *testing.T, dir string) []string {
 }
 
 func TestResumeEqualsUninterrupted(t *testing.T) {
-	whole, err := Run(context.Background(), testConfig(t, t.TempDir()))
+	// With a hierarchy: its metrics are in the history a resume reads back.
+	hierConfig := func(t *testing.T, dir string) Config {
+		c := testConfig(t, dir)
+		c.Hierarchy = shardCost
+		return c
+	}
+	whole, err := Run(context.Background(), hierConfig(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if whole.Epochs[0].TestHier == nil {
+		t.Fatal("no hierarchical metrics in a run with a hierarchy")
 	}
 
 	t.Run("cancelled mid-epoch", func(t *testing.T) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
-		cfg := testConfig(t, dir)
+		cfg := hierConfig(t, dir)
 		cfg.Progress = func(p Progress) {
 			if p.Epoch == 3 && p.Step == 3 {
 				cancel()
@@ -145,7 +155,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled run: %v", err)
 		}
-		cfg = testConfig(t, dir)
+		cfg = hierConfig(t, dir)
 		cfg.Resume = true
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -160,7 +170,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	t.Run("cancelled after the last step of epoch 2", func(t *testing.T) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
-		cfg := testConfig(t, dir)
+		cfg := hierConfig(t, dir)
 		cfg.Progress = func(p Progress) {
 			if p.Epoch == 2 && p.Step == p.Steps {
 				cancel()
@@ -169,7 +179,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		if _, err := Run(ctx, cfg); !errors.Is(err, ErrCanceled) {
 			t.Fatalf("cancelled run: %v", err)
 		}
-		cfg = testConfig(t, dir)
+		cfg = hierConfig(t, dir)
 		cfg.Resume = true
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -182,7 +192,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		// Save the checkpoint as it was during epoch 3, let the run finish,
 		// put the old checkpoint back: the state a kill -9 leaves.
 		dir := t.TempDir()
-		cfg := testConfig(t, dir)
+		cfg := hierConfig(t, dir)
 		var saved []byte
 		cfg.Progress = func(p Progress) {
 			if p.Epoch == 3 && p.Step == 1 {
@@ -208,7 +218,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, checkpointName), saved, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg = testConfig(t, dir)
+		cfg = hierConfig(t, dir)
 		cfg.Resume = true
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -225,7 +235,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		// (nor cut it to zero): it refuses and leaves the file alone.
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
-		cfg := testConfig(t, dir)
+		cfg := hierConfig(t, dir)
 		cfg.Progress = func(p Progress) {
 			if p.Epoch == 3 && p.Step == 2 {
 				cancel()
@@ -239,7 +249,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 		if err := os.WriteFile(path, cut, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg = testConfig(t, dir)
+		cfg = hierConfig(t, dir)
 		cfg.Resume = true
 		_, err := Run(context.Background(), cfg)
 		if err == nil || !strings.Contains(err.Error(), "was cut or replaced") {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -200,7 +201,7 @@ func TestModelSelection(t *testing.T) {
 					t.Fatalf("%s: %v", at, err)
 				}
 				if !slices.Equal(got.Selection.Epochs, sel.Epochs) || !slices.Equal(got.Top1, res.Top1) ||
-					got.Final[0] != res.Final[0] || got.Selection.StoppedAt != sel.StoppedAt {
+					!reflect.DeepEqual(got.Final[0], res.Final[0]) || got.Selection.StoppedAt != sel.StoppedAt {
 					t.Errorf("resumed at %s: %+v %v, uninterrupted %+v %v", at, got.Selection, got.Final, sel, res.Final)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
@@ -169,6 +170,12 @@ func (r *Run) Plan(ctx context.Context, env Env) error {
 	}
 	r.Planner, r.close = pl, closePlanner
 	r.Config.Planner = pl
+	if h, why := Hierarchy(r.Data.Set, env.WordNet); h != nil {
+		r.Config.Hierarchy = h
+		env.logf("hierarchical metrics on the %s graph of %s (LCA heights up to %d)", h.Graph(), r.Data.Set.Name, h.MaxHeight())
+	} else {
+		env.logf("no hierarchical metrics: %s", why)
+	}
 	id := map[string]string{"data": r.DataSpec, "fraction": fmt.Sprint(r.Spec.Fraction)}
 	maps.Copy(id, pl.Identity())
 	r.Config.Identity = id
@@ -263,4 +270,31 @@ func (r *Run) Record(ctx context.Context, st Runs) error {
 		return err
 	}
 	return st.PutRun(ctx, run)
+}
+
+// Hierarchy is the label graph the hierarchical metrics of set are
+// measured on (similarity.Hierarchy): the set's built-in hierarchy
+// (NABirds, AwA2, CUB), else WordNet when every class has a wnid
+// (ImageNet, CIFAR-100, Fashion-MNIST, ImageNet-21k). It is nil, with the
+// reason, for a set with neither (or no set) or when WordNet cannot be
+// opened: the run then reports no hierarchical metrics.
+func Hierarchy(set *labels.Set, wn similarity.WordNetFunc) (*similarity.Hierarchy, string) {
+	if set == nil {
+		return nil, "the classes have no label set"
+	}
+	if len(set.Hierarchy) == 0 {
+		for _, c := range set.Classes {
+			if c.WNID == "" {
+				return nil, fmt.Sprintf("label set %s has no hierarchy and class %s no wnid", set.Name, c.ID)
+			}
+		}
+		if wn == nil {
+			return nil, "WordNet is not available"
+		}
+	}
+	h, err := similarity.NewHierarchy(set, "", wn)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return h, ""
 }

@@ -50,6 +50,9 @@ type Env struct {
 	Host func(timeout time.Duration) *plugins.Host
 	// Logf, when set, receives one line per note ("similarity from ...").
 	Logf func(format string, a ...any)
+	// WordNet opens WordNet for the hierarchical metrics of a label set
+	// without a hierarchy of its own (nil: none).
+	WordNet similarity.WordNetFunc
 }
 
 func (e Env) logf(format string, a ...any) {

@@ -3,6 +3,7 @@ package figure
 import (
 	"bytes"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -32,6 +33,9 @@ type Chart struct {
 	Series                []Series
 	// LegendTop puts the legend at the top right (else bottom right).
 	LegendTop bool
+	// Pad widens both axes by this share of the data's range on each
+	// side (a scatter of single points would otherwise sit on the frame).
+	Pad float64
 }
 
 // dpi of the report's charts and diagrams.
@@ -60,6 +64,15 @@ func Lines(c Chart) ([]byte, error) {
 		pts.Shape = plotutil.Shape(s.Style)
 		p.Add(l, pts)
 		p.Legend.Add(s.Name, l, pts)
+	}
+	if c.Pad > 0 {
+		for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+			d := (ax.Max - ax.Min) * c.Pad
+			if d == 0 {
+				d = math.Max(math.Abs(ax.Max)*c.Pad, c.Pad)
+			}
+			ax.Min, ax.Max = ax.Min-d, ax.Max+d
+		}
 	}
 	return render(p, 7*vg.Inch, 4.5*vg.Inch)
 }

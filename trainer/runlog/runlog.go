@@ -7,7 +7,9 @@
 // every N steps (means over the steps since the previous point); per
 // epoch epoch/train_loss, epoch/train_top1, epoch/test_loss,
 // epoch/test_top1, epoch/test_top5 (in the epochs that evaluate the test
-// set), epoch/val_loss, epoch/val_top1, epoch/val_top5 (with a validation
+// set), epoch/test_mistake_severity, epoch/test_hdist1, epoch/test_hdist5,
+// epoch/test_hdist20 (those epochs of a run with a hierarchy; no severity
+// without a mistake), epoch/val_loss, epoch/val_top1, epoch/val_top5 (with a validation
 // split), epoch/ema_test_top1, epoch/ema_val_top1 (with a moving average),
 // epoch/best_epoch (model selection's), epoch/lr, epoch/target_entropy,
 // epoch/img_per_s and epoch/epoch, at the epoch's last step; other peers'
@@ -117,6 +119,14 @@ func peerFigures(em trainer.EpochMetrics, k int) []figure {
 	tested := em.Tested()
 	f := []figure{{"train_loss", p.TrainLoss, true}, {"train_top1", p.TrainTop1, true},
 		{"test_loss", p.TestLoss, tested}, {"test_top1", p.TestTop1, tested}, {"test_top5", p.TestTop5, tested}}
+	var hier trainer.HierMetrics
+	hasHier := tested && p.TestHier != nil
+	if hasHier {
+		hier = *p.TestHier
+	}
+	f = append(f, figure{"test_mistake_severity", hier.MistakeSeverity, hasHier && hier.Mistakes > 0},
+		figure{"test_hdist1", hier.HDist1, hasHier}, figure{"test_hdist5", hier.HDist5, hasHier},
+		figure{"test_hdist20", hier.HDist20, hasHier})
 	var val trainer.HeldOut
 	hasVal := k < len(em.Val)
 	if hasVal {
@@ -204,7 +214,8 @@ func (l *Log) Close() error {
 // crash leaves the old or the new table). Its columns: stage, epoch,
 // global_step, lr, target_entropy, img_per_s, seconds, eval_seconds, then
 // peer 0's figures (train_loss, train_top1, test_loss, test_top1,
-// test_top5, val_loss, val_top1, val_top5, ema_test_top1, ema_val_top1,
+// test_top5, test_mistake_severity, test_hdist1, test_hdist5,
+// test_hdist20, val_loss, val_top1, val_top5, ema_test_top1, ema_val_top1,
 // best_epoch; empty where an epoch has none), then further peers' as
 // peerK_train_loss, ….
 func (l *Log) writeCSV() error {

@@ -148,6 +148,7 @@ func columns(t *testing.T, header []string) map[string]int {
 		col[h] = i
 	}
 	for _, want := range []string{"stage", "epoch", "global_step", "lr", "train_loss", "train_top1", "test_loss", "test_top1", "test_top5",
+		"test_mistake_severity", "test_hdist1", "test_hdist5", "test_hdist20",
 		"val_loss", "val_top1", "val_top5", "ema_test_top1", "ema_val_top1", "best_epoch", "target_entropy", "img_per_s", "seconds", "eval_seconds"} {
 		if _, ok := col[want]; !ok {
 			t.Errorf("csv header %q lacks %s", header, want)

@@ -103,6 +103,13 @@ inline void copy_out(const Tensor &t, float *dst) {
 	std::memcpy(dst, c.data_ptr<float>(), sizeof(float) * c.numel());
 }
 
+// copy_out_i32 copies integer tensor t (class indices, any device) into
+// the caller's int32 buffer of t.numel() values.
+inline void copy_out_i32(const Tensor &t, int32_t *dst) {
+	auto c = t.to(torch::kCPU, torch::kInt32).contiguous();
+	std::memcpy(dst, c.data_ptr<int32_t>(), sizeof(int32_t) * c.numel());
+}
+
 } // namespace lts
 
 struct lt_tensor {

@@ -198,6 +198,11 @@ func (e *Engine) Metrics(k int) (EngineMetrics, error) {
 // summed cross-entropy against its labels (when it has them), and the
 // logits and penultimate features when asked for.
 func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
+	return e.EvalWith(m, EvalRequest{Logits: logits, Features: features})
+}
+
+// EvalWith is Eval returning what q asks for.
+func (e *Engine) EvalWith(m *Model, q EvalRequest) (EvalResult, error) {
 	const op = "eval"
 	c, err := e.handle(op)
 	if err != nil {
@@ -207,6 +212,18 @@ func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 	if err != nil {
 		return EvalResult{}, err
 	}
+	if q.TopK < 0 || q.TopK > m.spec.NumClasses {
+		return EvalResult{}, fmt.Errorf("torch: %s: top-%d of %d classes", op, q.TopK, m.spec.NumClasses)
+	}
+	if q.Cost != nil && q.TopK == 0 {
+		return EvalResult{}, fmt.Errorf("torch: %s: a cost matrix without TopK", op)
+	}
+	var cost *C.lt_tensor
+	if q.Cost != nil {
+		if cost, err = q.Cost.ptr(op); err != nil {
+			return EvalResult{}, err
+		}
+	}
 	n, err := e.next(op)
 	if err != nil {
 		return EvalResult{}, err
@@ -215,19 +232,28 @@ func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 	var top1, top5 C.int64_t
 	var loss C.double
 	var lp, fp *C.float
-	if logits && n > 0 {
+	var kp, rp *C.int32_t
+	if q.Logits && n > 0 {
 		r.Logits = make([]float32, n*m.spec.NumClasses)
 		lp = (*C.float)(&r.Logits[0])
 	}
-	if features && n > 0 {
+	if q.Features && n > 0 {
 		// A TorchScript model without penultimate features has width 0:
 		// the C++ side then fails with the reason before writing.
 		buf := make([]float32, max(n*m.featureDim, 1))
 		r.Features, fp = buf[:n*m.featureDim], (*C.float)(&buf[0])
 	}
+	if q.TopK > 0 && n > 0 {
+		r.TopK = make([]int32, n*q.TopK)
+		kp = (*C.int32_t)(&r.TopK[0])
+		if cost != nil {
+			r.RiskTopK = make([]int32, n*q.TopK)
+			rp = (*C.int32_t)(&r.RiskTopK[0])
+		}
+	}
 	err = call(op, func(er **C.char) C.int32_t {
-		return C.lt_engine_eval(c, mc, &top1, &top5, &loss, lp, fp, er)
-	}, e, m, r.Logits, r.Features)
+		return C.lt_engine_eval(c, mc, &top1, &top5, &loss, lp, fp, C.int32_t(q.TopK), kp, cost, rp, er)
+	}, e, m, q.Cost, r.Logits, r.Features, r.TopK, r.RiskTopK)
 	if err != nil {
 		return EvalResult{}, err
 	}

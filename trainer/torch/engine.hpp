@@ -258,7 +258,8 @@ int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *co
 }
 
 int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum,
-                       float *logits_out, float *features_out, char **err) {
+                       float *logits_out, float *features_out, int32_t k, int32_t *topk_out, lt_tensor *cost,
+                       int32_t *crm_topk_out, char **err) {
 	LT_TRY_SYNCED
 	auto s = e->take();
 	std::unique_ptr<c10::DeviceGuard> dg;
@@ -278,6 +279,26 @@ int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, 
 	if (f.defined()) f = f.to(torch::kFloat32);
 	z = z.to(torch::kFloat32);
 	if (s.y.defined() && top1) lts::eval_figures(z, s.y, top1, top5, loss_sum);
+	if (k > 0 && (topk_out || crm_topk_out)) {
+		auto C = z.size(1);
+		if (k > C) throw std::invalid_argument("top-" + std::to_string(k) + " of " + std::to_string(C) + " classes");
+		// Only n*k class indices travel back: the hierarchical metrics
+		// look their costs up on the host (a C x C matrix of costs for
+		// ImageNet-21k would not fit the device next to the model).
+		if (topk_out) lts::copy_out_i32(std::get<1>(z.topk(k, 1, true, true)), topk_out);
+		if (crm_topk_out) {
+			if (!cost || !cost->t.defined()) throw std::invalid_argument("conditional risk without a cost matrix");
+			auto &D = cost->t;
+			if (D.dim() != 2 || D.size(0) != C || D.size(1) != C || D.scalar_type() != torch::kFloat32)
+				throw std::invalid_argument("the cost matrix must be a " + std::to_string(C) + "x" +
+				                            std::to_string(C) + " float32 tensor");
+			if (D.device() != z.device()) throw std::invalid_argument("the cost matrix is on another device than the engine");
+			// Conditional risk minimisation (Karthik et al., ICLR 2021): the
+			// classes of least expected cost sum_i p_i D[i][j], least first.
+			auto risk = torch::softmax(z, 1).mm(D);
+			lts::copy_out_i32(std::get<1>(risk.topk(k, 1, false, true)), crm_topk_out);
+		}
+	}
 	lts::copy_out(z, logits_out);
 	lts::copy_out(f, features_out);
 	return 0;

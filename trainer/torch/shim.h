@@ -34,7 +34,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 9
+#define LT_ABI_VERSION 10
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -285,9 +285,15 @@ int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *co
 /* Evaluation (eval mode, no grad, the engine's precision) of m on the
    oldest staged batch: with labels, top-1 and top-5 hits and the summed
    cross-entropy (top1 NULL: not computed); logits_out (n*num_classes) and
-   features_out (n*feature_dim) are filled when not NULL. */
+   features_out (n*feature_dim) are filled when not NULL. With 0 < k <=
+   num_classes, topk_out (n*k, when not NULL) receives each example's k
+   classes of highest logit, highest first, and crm_topk_out (n*k, when not
+   NULL) its k classes of least conditional risk sum_i softmax(z)_i
+   cost[i][j], least first (cost: a num_classes x num_classes float32
+   tensor on the engine's device). */
 int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum,
-                       float *logits_out, float *features_out, char **err);
+                       float *logits_out, float *features_out, int32_t k, int32_t *topk_out, lt_tensor *cost,
+                       int32_t *crm_topk_out, char **err);
 
 /* ---- Devices. */
 int32_t lt_cuda_device_count(int32_t *out, char **err);

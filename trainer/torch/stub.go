@@ -81,3 +81,6 @@ func (e *Engine) Metrics(k int) (EngineMetrics, error)          { return EngineM
 func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }
+func (e *Engine) EvalWith(m *Model, q EvalRequest) (EvalResult, error) {
+	return EvalResult{}, ErrNoLibtorch
+}

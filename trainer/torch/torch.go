@@ -159,6 +159,23 @@ type EvalResult struct {
 	LossSum    float64   // summed cross-entropy against the labels
 	Logits     []float32 // n×classes when asked for
 	Features   []float32 // n×FeatureDim when asked for
+	// TopK holds each example's EvalRequest.TopK classes of highest
+	// logit, highest first (n×k), and RiskTopK its k classes of least
+	// conditional risk under EvalRequest.Cost, least first (n×k), when
+	// asked for.
+	TopK, RiskTopK []int32
+}
+
+// EvalRequest says what an evaluation returns besides the figures: the
+// logits, the penultimate features, and each example's TopK best classes
+// (0: none; at most the class count). With Cost, a C×C float32 tensor on
+// the engine's device, it returns the TopK classes of least conditional
+// risk Σ_i softmax(z)_i·Cost[i][j] as well (conditional risk
+// minimisation, Karthik et al., ICLR 2021), computed on the device.
+type EvalRequest struct {
+	Logits, Features bool
+	TopK             int
+	Cost             *Tensor
 }
 
 func checkStateMatch(want []Named, have map[string]Named, what string) error {

@@ -96,4 +96,54 @@ func nprocEqualsSingleProcess(t *testing.T, model string) {
 			t.Errorf("%s: --nproc 2 %v, single process %v", k, m2[k], m1[k])
 		}
 	}
+	// The hierarchical metrics (Fashion-MNIST's WordNet graph) pass
+	// through the all-reduce: the sums of per-example means may differ in
+	// their last bits only.
+	h1, h2 := hierOf(t, m1["test_hier"]), hierOf(t, m2["test_hier"])
+	for _, k := range []string{"mistake_severity", "mistakes", "hdist1", "hdist5", "hdist20"} {
+		if math.Abs(h1[k]-h2[k]) > 1e-12*max(1, math.Abs(h1[k])) {
+			t.Errorf("test_hier.%s: --nproc 2 %v, single process %v", k, h2[k], h1[k])
+		}
+	}
+	if model != "mlp" {
+		return
+	}
+	// lcl eval of the same weights reports the same figures, and with
+	// --crm conditional risk minimisation's beside them.
+	code, out, stderr := runLCL(context.Background(), t, "--json", "eval", "--checkpoint", one, "--threads", "1", "--crm")
+	if code != 0 {
+		t.Fatalf("eval --crm: exit %d\n%s", code, stderr)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatalf("eval --crm output %q: %v", out, err)
+	}
+	he := hierOf(t, ev["test_hier"])
+	for k, v := range h1 {
+		if math.Abs(he[k]-v) > 1e-12*max(1, math.Abs(v)) {
+			t.Errorf("eval test_hier.%s %v, the run's %v", k, he[k], v)
+		}
+	}
+	crm := hierOf(t, ev["test_crm"])
+	if top1 := crm["top1"]; top1 <= 0 || top1 > 1 || crm["hdist5"] <= 0 {
+		t.Errorf("eval test_crm %v", crm)
+	}
+}
+
+// hierOf reads a JSON object of numbers (test_hier, test_crm).
+func hierOf(t *testing.T, v any) map[string]float64 {
+	t.Helper()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("hierarchical metrics %v: want an object", v)
+	}
+	out := map[string]float64{}
+	for k, x := range obj {
+		f, ok := x.(float64)
+		if !ok {
+			t.Fatalf("%s = %v: want a number", k, x)
+		}
+		out[k] = f
+	}
+	return out
 }

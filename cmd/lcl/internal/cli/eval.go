@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/experiment/trainrun"
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/models"
@@ -16,9 +18,9 @@ import (
 )
 
 type evalOptions struct {
-	Checkpoint, Data, Model, Device, Precision string
-	Threads, Batch, Workers                    int
-	TF32, ChannelsLast, TrustModel             bool
+	Checkpoint, Data, Model, Device, Precision, Synsets string
+	Threads, Batch, Workers                             int
+	TF32, ChannelsLast, TrustModel, CRM                 bool
 }
 
 func newEvalCmd(f *Factory) *cobra.Command {
@@ -27,7 +29,18 @@ func newEvalCmd(f *Factory) *cobra.Command {
 		Use:   "eval",
 		Short: "Evaluate a checkpoint on a test set",
 		Long: `Evaluate trained weights on the whole test split: top-1 and top-5 accuracy and
-the mean cross-entropy.
+the mean cross-entropy, and for a label set with a hierarchy (its own, or
+WordNet when every class has a wnid) the hierarchical metrics of Bertinetto
+et al. (CVPR 2020): mistake severity (the mean height of the lowest common
+ancestor of the true class and the top-1 prediction, over the mistakes) and
+the hierarchical distance@1/5/20 (the mean over examples of that height for
+each of the k best classes).
+
+--crm adds the same figures for conditional risk minimisation (Karthik et
+al., ICLR 2021): each example's classes ranked by their expected LCA
+height under the model's softmax, least first (the argmin is the
+prediction), next to the plain argmax. It holds the C×C cost matrix on the
+device.
 
 --checkpoint is a run directory (its model.safetensors, or
 model-best.safetensors, the selected weights, after model selection), a
@@ -36,7 +49,8 @@ weights file (model.safetensors, model-ema.safetensors, ...) or a checkpoint
 model and data set recorded in the file are used unless --model or --data
 name others.`,
 		Example: `  lcl eval --checkpoint runs/fm-cnn
-  lcl eval --checkpoint runs/fm-cnn/checkpoint.safetensors --threads 2 --json`,
+  lcl eval --checkpoint runs/fm-cnn/checkpoint.safetensors --threads 2 --json
+  lcl eval --checkpoint runs/c100-resnet18 --crm`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, f, o) },
 	}
@@ -44,6 +58,8 @@ name others.`,
 	fl.StringVar(&o.Checkpoint, "checkpoint", "", "run directory, weights file or checkpoint (required)")
 	fl.StringVar(&o.Data, "data", "", "data set spec (default: the one the weights were trained on)")
 	fl.StringVar(&o.Model, "model", "", "architecture (default: the one recorded in the file)")
+	fl.StringVar(&o.Synsets, "synsets", "", "label set of the classes, for the hierarchical metrics (default: the built-in set named like the data)")
+	fl.BoolVar(&o.CRM, "crm", false, "also report conditional risk minimisation's predictions (needs a hierarchy)")
 	fl.BoolVar(&o.TrustModel, "trust-model", false, "let a TorchScript model call operators that reach the file system, the network or the terminal (see lcl train --help)")
 	fl.StringVar(&o.Device, "device", "cpu", "cpu, cuda or cuda:N")
 	fl.IntVar(&o.Threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
@@ -89,6 +105,26 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if err != nil {
 		return err
 	}
+	set, err := data.LabelSet(o.Synsets, spec)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if set != nil && set.Len() != test.NumClasses() {
+		return usagef("--synsets: label set %s has %d classes, the data %s has %d", set.Name, set.Len(), spec, test.NumClasses())
+	}
+	eo := trainer.EvalOptions{Batch: o.Batch, Device: o.Device, ChannelsLast: o.ChannelsLast}
+	if h, why := trainrun.Hierarchy(set, f.WordNet); h != nil {
+		eo.Hierarchy = h
+		if o.CRM {
+			if eo.Cost, err = h.Matrix(0); err != nil {
+				return fmt.Errorf("--crm: %w", err)
+			}
+		}
+	} else if o.CRM {
+		return usagef("--crm needs a hierarchy of the classes: %s (give --synsets)", why)
+	} else if set != nil {
+		f.Logf("lcl eval: no hierarchical metrics: %s", why)
+	}
 	prec, err := torch.ParsePrecision(o.Precision)
 	if err != nil {
 		return usagef("--precision: %v", err)
@@ -130,8 +166,8 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 			return err
 		}
 	}
-	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.BatchSource(data.LoaderConfig{Workers: o.Workers}),
-		trainer.EvalOptions{Batch: o.Batch, Device: o.Device, Precision: prec, ChannelsLast: o.ChannelsLast})
+	eo.Precision = prec
+	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.BatchSource(data.LoaderConfig{Workers: o.Workers}), eo)
 	if err != nil {
 		return err
 	}
@@ -142,12 +178,34 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	}
 	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device,
 		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}
+	if h := pm.TestHier; h != nil {
+		res["test_hier"], res["hierarchy"] = h, eo.Hierarchy.(*similarity.Hierarchy).Graph()
+	}
+	if c := pm.TestCRM; c != nil {
+		res["test_crm"] = c
+	}
 	if f.Emit("eval", res) {
 		return nil
 	}
 	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%s)\n",
 		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, path)
+	if h := pm.TestHier; h != nil {
+		fmt.Fprintf(f.IO.Out, "  argmax: %s\n", hierLine(pm.TestTop1, *h))
+	}
+	if c := pm.TestCRM; c != nil {
+		fmt.Fprintf(f.IO.Out, "  CRM:    %s\n", hierLine(c.Top1, c.HierMetrics))
+	}
 	return nil
+}
+
+// hierLine is one line of an evaluation's hierarchical figures.
+func hierLine(top1 float64, h trainer.HierMetrics) string {
+	sev := "–"
+	if h.Mistakes > 0 {
+		sev = fmt.Sprintf("%.3f", h.MistakeSeverity)
+	}
+	return fmt.Sprintf("top-1 %.2f%%  mistake severity %s  hier. dist@1 %.3f  @5 %.3f  @20 %.3f",
+		100*top1, sev, h.HDist1, h.HDist5, h.HDist20)
 }
 
 // fileExists reports whether path names an existing file.

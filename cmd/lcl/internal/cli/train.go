@@ -68,6 +68,12 @@ early, and the test set is evaluated once, on the selected weights
 (--test-every-epoch also every epoch). The final figures and result.json's
 "selection" say which epoch's weights they are of.
 
+When the label set has a hierarchy (its own: nabirds, cub, awa2; else
+WordNet, for classes with wnids) every test evaluation also reports the
+hierarchical metrics of Bertinetto et al. (CVPR 2020): mistake severity and
+hierarchical distance@1/5/20, on the LCA heights of the lca source's height
+form (docs/trainer.md, "Hierarchical metrics").
+
 The run directory (--out) receives metrics.jsonl (one line per epoch),
 metrics.csv (the same as a table), TensorBoard event files (scalars per epoch
 and every --log-every steps: tensorboard --logdir runs/),

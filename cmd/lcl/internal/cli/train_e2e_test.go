@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -50,11 +51,11 @@ func TestTrainKillResume(t *testing.T) {
 		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
 	}
 	for i := range a.Epochs {
-		if a.Epochs[i].PeerMetrics != b.Epochs[i].PeerMetrics {
+		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
 			t.Errorf("epoch %d: uninterrupted %+v, resumed %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
 		}
 	}
-	if a.Final[0] != b.Final[0] {
+	if !reflect.DeepEqual(a.Final[0], b.Final[0]) {
 		t.Errorf("final: uninterrupted %+v, resumed %+v", a.Final[0], b.Final[0])
 	}
 	t.Logf("final top-1 %.4f in both runs", a.Final[0].TestTop1)

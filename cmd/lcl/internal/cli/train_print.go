@@ -95,6 +95,9 @@ func (p *trainPrinter) epoch(m trainer.EpochMetrics) {
 	line := fmt.Sprintf("%s epoch %d/%d  lr %.4g  train loss %.4f acc %.2f%%", m.Stage, m.Epoch, m.Epochs, m.LR, m.TrainLoss, 100*m.TrainTop1)
 	if m.Tested() {
 		line += fmt.Sprintf("  test top-1 %.2f%% top-5 %.2f%% loss %.4f", 100*m.TestTop1, 100*m.TestTop5, m.TestLoss)
+		if h := m.TestHier; h != nil {
+			line += fmt.Sprintf(" hdist@5 %.3f", h.HDist5)
+		}
 	}
 	if len(m.Val) > 0 {
 		line += fmt.Sprintf("  val top-1 %.2f%% loss %.4f", 100*m.Val[0].Top1, m.Val[0].Loss)
@@ -139,6 +142,9 @@ func (p *trainPrinter) summary(res *trainer.Result, out string) {
 			of = fmt.Sprintf(" (the %s of epoch %d, best %s %.4g)", weights, s.Epochs[k], s.Metric, s.Values[k])
 		}
 		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f%s\n", name, 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, of)
+		if h := pm.TestHier; h != nil {
+			fmt.Fprintf(f.IO.Out, "%s: %s\n", name, hierLine(pm.TestTop1, *h))
+		}
 		if k < len(res.EMA) {
 			fmt.Fprintf(f.IO.Out, "%s, moving average of the weights: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name,
 				100*res.EMA[k].Top1, 100*res.EMA[k].Top5, res.EMA[k].Loss)

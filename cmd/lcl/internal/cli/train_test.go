@@ -53,6 +53,14 @@ func TestTrainEvalModelsCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ev); err != nil || ev["message_type"] != "eval" || ev["test_top1"] != res.Final[0].TestTop1 {
 		t.Errorf("eval %q (%v), train final %v", out, err, res.Final[0].TestTop1)
 	}
+	if _, ok := ev["test_hier"]; ok {
+		t.Errorf("eval of synthetic data (no label set) reports hierarchical metrics: %q", out)
+	}
+	// --crm needs a hierarchy: refused before evaluating, with the reason.
+	code, _, errs = runLCL(context.Background(), t, "eval", "--checkpoint", run, "--threads", "1", "--crm")
+	if code != 2 || !strings.Contains(errs, "--crm needs a hierarchy of the classes: the classes have no label set") {
+		t.Errorf("eval --crm without a hierarchy: exit %d, %s", code, errs)
+	}
 	st, err := simstore.Open(store)
 	if err != nil {
 		t.Fatal(err)
