@@ -1,7 +1,10 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,10 +17,13 @@ type Overrides struct {
 	Nesterov                         *bool
 	Schedule                         *string
 	Milestones                       []int     // nil keeps the preset's
-	Optimizer                        *string   // sgd, rmsprop, adam or adamw
-	Betas                            []float64 // adam, adamw: beta1, beta2
-	Eps                              *float64  // adam, adamw: epsilon
-	ClipGradNorm, EMADecay           *float64
+	Optimizer                        *string   // one of Optimizers
+	Betas                            []float64 // the optimizer's beta1, beta2
+	Eps                              *float64  // the optimizer's eps
+	// OptimParams are the optimizer's parameters by name, as given
+	// (--optim-param NAME=VALUE).
+	OptimParams            map[string]string
+	ClipGradNorm, EMADecay *float64
 }
 
 // Apply returns the preset's optimisation for a run of world data-parallel
@@ -58,33 +64,16 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	setF(&op.Schedule.Gamma, o.Gamma)
 	set(&op.Schedule.StepSize, o.StepSize)
 	set(&op.Schedule.Warmup, o.Warmup)
-	if o.Optimizer != nil {
-		op.Optimizer = *o.Optimizer
-		if op.adam() {
-			// The preset's momentum is SGD's: Adam has its betas instead
-			// (a --momentum or --nesterov given with adam is refused below).
-			if o.Momentum == nil {
-				op.Momentum = 0
-			}
-			if o.Nesterov == nil {
-				op.Nesterov = false
-			}
-		}
-	}
-	if o.Betas != nil {
-		op.Beta1, op.Beta2 = o.Betas[0], o.Betas[1]
-	}
-	setF(&op.AdamEps, o.Eps)
 	setF(&op.ClipNorm, o.ClipGradNorm)
 	setF(&op.EMADecay, o.EMADecay)
-	if (o.Betas != nil || o.Eps != nil) && !op.adam() {
-		return Optim{}, fmt.Errorf("--betas and --eps are settings of --optimizer adam or adamw")
+	if err := o.applyOptimizer(p.Optimizer, &op); err != nil {
+		return Optim{}, err
 	}
 	if op.Epochs <= 0 || op.Batch <= 0 {
 		return Optim{}, fmt.Errorf("--epochs and --batch must be > 0")
 	}
-	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0 && !op.adam()) {
-		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
+	if op.Momentum < 0 || op.WeightDecay < 0 {
+		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0")
 	}
 	if err := op.Validate(); err != nil {
 		return Optim{}, err
@@ -92,11 +81,60 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	return op, nil
 }
 
+// applyOptimizer sets op's optimizer and its parameters: another optimizer
+// than the preset's (presetKind) starts from its defaults (the preset's
+// parameters are its own optimizer's), and one without momentum from no
+// momentum unless --momentum or --nesterov is given (which it then refuses).
+func (o Overrides) applyOptimizer(presetKind string, op *Optim) error {
+	if o.Optimizer != nil {
+		op.Optimizer = *o.Optimizer
+	}
+	k, err := OptimizerByName(op.Optimizer)
+	if err != nil {
+		return err
+	}
+	if o.Optimizer != nil && *o.Optimizer != presetKind {
+		op.Params = nil
+		if !k.Has("momentum") && o.Momentum == nil {
+			op.Momentum = 0
+		}
+		if !k.Has("nesterov") && o.Nesterov == nil {
+			op.Nesterov = false
+		}
+	}
+	set := func(flag, name string, v float64) error {
+		if ownParam(name) || !k.Has(name) {
+			return fmt.Errorf("%s: optimizer %s has no parameter %s (its parameters: %s)", flag, k.Name, name,
+				strings.Join(k.ParamNames(), ", "))
+		}
+		if op.Params == nil {
+			op.Params = map[string]float64{}
+		}
+		op.Params[name] = v
+		return nil
+	}
+	var errs []error
+	if o.Betas != nil {
+		errs = append(errs, set("--betas", "beta1", o.Betas[0]), set("--betas", "beta2", o.Betas[1]))
+	}
+	if o.Eps != nil {
+		errs = append(errs, set("--eps", "eps", *o.Eps))
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.OptimParams)) {
+		v, err := strconv.ParseFloat(o.OptimParams[name], 64)
+		if err != nil {
+			return fmt.Errorf("--optim-param %s=%s: want a number", name, o.OptimParams[name])
+		}
+		errs = append(errs, set("--optim-param "+name, name, v))
+	}
+	return errors.Join(errs...)
+}
+
 // OverrideFlags are the names Overrides are given by (lcl train's flags, a
 // grid's args), in the order lcl train documents them.
 func OverrideFlags() []string {
 	return []string{"epochs", "batch", "lr", "momentum", "nesterov", "weight-decay", "schedule", "milestones", "gamma", "step-size", "warmup", "optimizer",
-		"betas", "eps", "clip-grad-norm", "ema-decay"}
+		"betas", "eps", "optim-param", "clip-grad-norm", "ema-decay"}
 }
 
 // ParseOverrides reads the overrides given by name (OverrideFlags) as
@@ -130,6 +168,12 @@ func ParseOverrides(given map[string]string) (Overrides, error) {
 			o.Milestones, err = ParseMilestones(v)
 		case name == "betas":
 			o.Betas, err = parseBetas(v)
+		case name == "optim-param":
+			k, x, ok := strings.Cut(v, "=")
+			if !ok || k == "" {
+				err = fmt.Errorf("%q: want NAME=VALUE", v)
+			}
+			o.OptimParams = map[string]string{k: x}
 		default:
 			return Overrides{}, fmt.Errorf("--%s: not a setting of a preset (those are: %v)", name, OverrideFlags())
 		}

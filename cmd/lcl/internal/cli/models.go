@@ -14,12 +14,14 @@ import (
 func newModelsCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "models",
-		Short: "List the model architectures and optimisation presets",
+		Short: "List the model architectures, optimisation presets and optimizers",
 		Long: `List the architectures lcl train --model accepts, with their parameter
 counts (for the input their published count is for: ImageNet 3×224×224 or
 3×299×299 with 1000 classes, CIFAR 3×32×32, Fashion-MNIST 1×28×28) and
-options (--model NAME:key=value,...), and the optimisation presets of
---preset. A star marks the nine architectures of the paper; PUBLISHED is the
+options (--model NAME:key=value,...), the optimisation presets of
+--preset, and the optimizers of --optimizer with their parameters
+(--optim-param NAME=VALUE; momentum, weight_decay and nesterov are the
+preset's or --momentum, --weight-decay, --nesterov). A star marks the nine architectures of the paper; PUBLISHED is the
 count their papers or torchvision/timm state. --model torchscript:FILE.pt
 trains any TorchScript module (docs/trainer.md).`,
 		Example: `  lcl models
@@ -64,7 +66,28 @@ trains any TorchScript module (docs/trainer.md).`,
 				}
 				fmt.Fprintf(tw, "%s\t\t%s\n", p.Name, p.Doc)
 			}
+			printOptimizers(f, tw)
 			return tw.Flush()
 		},
+	}
+}
+
+// printOptimizers lists --optimizer's choices with their parameters and
+// defaults (--optim-param NAME=VALUE).
+func printOptimizers(f *Factory, tw *tabwriter.Writer) {
+	if !f.JSON {
+		fmt.Fprintln(tw, "\nOPTIMIZER\tPARAMETERS (DEFAULTS)\tDESCRIPTION")
+	}
+	for _, k := range trainer.Optimizers() {
+		var params []string
+		var js []map[string]any
+		for _, p := range k.Params {
+			params = append(params, fmt.Sprintf("%s=%g", p.Name, p.Default))
+			js = append(js, map[string]any{"name": p.Name, "default": p.Default, "doc": p.Doc})
+		}
+		if f.Emit("optimizer", map[string]any{"name": k.Name, "doc": k.Doc, "params": js}) {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, strings.Join(params, ","), k.Doc)
 	}
 }
