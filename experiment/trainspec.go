@@ -340,7 +340,7 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Device) }},
 	{name: "out", exec: true, usage: "run directory (default runs/DATA-MODEL-STRATEGY-sSEED)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Out) }},
-	{name: "preset", own: true, usage: "optimisation preset (default by model: fmnist-cnn, cifar-resnet, imagenet-resnet, wrn-cifar)",
+	{name: "preset", own: true, usage: "optimisation preset (default: the model's; lcl models): " + strings.Join(trainer.PresetNames(), ", "),
 		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Preset, "") }},
 	{name: "epochs", own: true, usage: "epochs (overrides the preset)",
 		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Epochs) }},

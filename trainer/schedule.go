@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/suggest"
+	"github.com/lcl-project/lcl/trainer/models"
 )
 
 // Schedule is a learning-rate schedule over epochs with linear warm-up.
@@ -194,40 +197,30 @@ func Presets() []Preset {
 	}
 }
 
-// PresetByName finds a preset.
+// PresetByName finds a preset; an unknown name is an error naming the
+// presets.
 func PresetByName(name string) (Preset, error) {
-	var names []string
 	for _, p := range Presets() {
 		if p.Name == name {
 			return p, nil
 		}
-		names = append(names, p.Name)
 	}
-	return Preset{}, fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+	names := PresetNames()
+	return Preset{}, fmt.Errorf("unknown preset %q%s (known: %s)", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
-// DefaultPreset is the preset used when none is named: the protocol of the
-// model's family, by input size where the family has CIFAR and ImageNet
-// variants.
-func DefaultPreset(model string, h int) string {
-	name, _, _ := strings.Cut(model, ":")
-	switch {
-	case strings.HasPrefix(name, "wrn"):
-		return "wrn-cifar"
-	case strings.HasPrefix(name, "resnext"):
-		return "resnext-imagenet"
-	case strings.HasPrefix(name, "senet"):
-		return "senet-imagenet"
-	case strings.HasPrefix(name, "inception-resnet"):
-		return "inception-resnet-v2"
-	case strings.HasPrefix(name, "densenet") && h > 64:
-		return "densenet-imagenet"
-	case strings.HasPrefix(name, "densenet"):
-		return "densenet-cifar"
-	case strings.HasPrefix(name, "resnet") && h > 64:
-		return "imagenet-resnet"
-	case strings.HasPrefix(name, "resnet"):
-		return "cifar-resnet"
+// PresetNames lists the presets by name.
+func PresetNames() []string {
+	var names []string
+	for _, p := range Presets() {
+		names = append(names, p.Name)
 	}
-	return "fmnist-cnn"
+	return names
+}
+
+// DefaultPreset is the preset used when none is named: the one the model's
+// architecture registers (models.Model's Preset, by input size where a
+// family has CIFAR and ImageNet variants); an unknown model is an error.
+func DefaultPreset(model string, in models.Input) (string, error) {
+	return models.Builtin().DefaultPreset(model, in)
 }
