@@ -103,7 +103,10 @@ func (o Overrides) applyOptimizer(presetKind string, op *Optim) error {
 		}
 	}
 	set := func(flag, name string, v float64) error {
-		if ownParam(name) || !k.Has(name) {
+		if ownParam(name) {
+			return fmt.Errorf("%s: set %s with --%s", flag, name, strings.ReplaceAll(name, "_", "-"))
+		}
+		if !k.Has(name) {
 			return fmt.Errorf("%s: optimizer %s has no parameter %s (its parameters: %s)", flag, k.Name, name,
 				strings.Join(k.ParamNames(), ", "))
 		}

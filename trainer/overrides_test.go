@@ -51,6 +51,7 @@ func TestPresetApply(t *testing.T) {
 		{Overrides{Optimizer: ps("adam"), Betas: []float64{0.9, 1}}, "adam beta2 1: want 0 ≤ value < 1"},
 		{Overrides{Optimizer: ps("radam"), OptimParams: map[string]string{"momentum_decay": "0.1"}}, "--optim-param momentum_decay: optimizer radam has no parameter momentum_decay"},
 		{Overrides{Optimizer: ps("nadam"), OptimParams: map[string]string{"momentum_decay": "x"}}, "--optim-param momentum_decay=x: want a number"},
+		{Overrides{OptimParams: map[string]string{"weight_decay": "0.1"}}, "--optim-param weight_decay: set weight_decay with --weight-decay"},
 		{Overrides{Optimizer: ps("lamb")}, `optimizer "lamb": want sgd, rmsprop, adam, adamw, `},
 		{Overrides{ClipGradNorm: pf(-1)}, "clipping norm -1"},
 		{Overrides{EMADecay: pf(1)}, "EMA decay 1"},
