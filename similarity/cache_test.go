@@ -29,7 +29,7 @@ func TestCached(t *testing.T) {
 	if err := os.WriteFile(file, []byte("1,0.5,0\n0.5,1,0.25\n0,0.25,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := Builtin(Deps{})["matrix"]
+	src := Builtins()["matrix"].New(Deps{})
 	params := map[string]string{"file": file}
 	if hit, err := Cached(ctx, st, src, set, params); hit != nil || err != nil {
 		t.Fatalf("empty store: %+v %v", hit, err)

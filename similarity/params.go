@@ -19,37 +19,13 @@ type Param struct {
 	Help    string
 }
 
-// Spec documents a source: what it computes and its parameters.
+// Spec documents a source: what it computes, its parameters, and whether
+// it reads the label set's attribute matrices (a plugin host then sends
+// them).
 type Spec struct {
-	Summary string
-	Params  []Param
-}
-
-// graphParam is shared by simrank and lca.
-var graphParam = Param{Name: "graph", Type: "string",
-	Help: `wordnet, hierarchy or an edge-list FILE ("child parent" lines) (default: hierarchy where the label set has one, else wordnet)`}
-
-// Specs returns the parameter spec of every built-in source by name: the one
-// place their defaults are written.
-func Specs() map[string]Spec {
-	return map[string]Spec{
-		"semantic": {"cosine of the class vectors from `lcl embed` (doc2vec of each class's article)", []Param{
-			{Name: "model", Type: "string", Help: "embedding model id (default: the label set's most recent vectors)"}}},
-		"visual": {"cosine of per-class attribute vectors (AwA2, CUB)", []Param{
-			{Name: "attributes", Type: "string", Default: "continuous", Help: "built-in attribute matrix of the label set (continuous, binary) or a FILE of C rows × A columns"},
-			{Name: "missing", Type: "string", Default: MissingMean, Help: "missing attribute values: mean (of the attribute over the other classes) or zero"}}},
-		"simrank": {"SimRank on a label graph", []Param{
-			graphParam,
-			{Name: "decay", Type: "float", Default: "0.8", Help: "decay factor C in (0,1) (networkx uses 0.9)"},
-			{Name: "iterations", Type: "int", Default: "1000", Help: "maximum iterations"},
-			{Name: "tolerance", Type: "float", Default: "1e-06", Help: "stop when no score changes by more than this"},
-			{Name: "variant", Type: "string", Default: VariantJehWidom, Help: "jeh-widom, star (SimRank*, Yu et al. 2013) or undirected (undirected graph with self-loops)"}}},
-		"lca": {"similarity of the lowest common ancestor in a label graph", []Param{
-			graphParam,
-			{Name: "form", Type: "string", Default: FormWuPalmer, Help: "wup (Wu-Palmer) or height (1 − height(LCA)/max height, Bertinetto et al. 2020)"}}},
-		"matrix": {"a precomputed C×C matrix (CSV, text or .npy) in class order", []Param{
-			{Name: "file", Type: "string", Help: "CSV, text or .npy file with the C×C matrix in class order"}}},
-	}
+	Summary         string
+	Params          []Param
+	NeedsAttributes bool
 }
 
 // params is a typed view of a source's string parameters, checked against
@@ -62,7 +38,8 @@ type params struct {
 
 // newParams checks in against the spec of the built-in source name.
 func newParams(in map[string]string, source string) (*params, error) {
-	sp, ok := Specs()[source]
+	b, ok := Builtins()[source]
+	sp := b.Spec
 	if !ok {
 		return nil, fmt.Errorf("no parameter spec for source %q", source) // a built-in without a spec: a bug
 	}

@@ -14,23 +14,19 @@ import (
 	"github.com/lcl-project/lcl/simstore"
 )
 
-// Every built-in has a spec, takes exactly its spec's parameters, and uses
-// the spec's defaults: with no parameters given, each declared default is
+// Every built-in takes exactly its spec's parameters, and uses the spec's
+// defaults: with no parameters given, each declared default is
 // the effective value recorded in the matrix's provenance.
 func TestSpecsAreTheSourcesParameters(t *testing.T) {
 	ctx := context.Background()
-	specs := Specs()
-	var names, builtins []string
-	for n := range specs {
-		names = append(names, n)
-	}
-	for n := range Builtin(Deps{}) {
-		builtins = append(builtins, n)
-	}
-	sort.Strings(names)
-	sort.Strings(builtins)
-	if strings.Join(names, " ") != strings.Join(builtins, " ") {
-		t.Fatalf("specs %v, built-ins %v", names, builtins)
+	specs := Builtins()
+	for name, b := range specs {
+		if got := b.New(Deps{}).Name(); got != name {
+			t.Errorf("built-in %q makes a source called %q", name, got)
+		}
+		if b.NeedsAttributes != (name == "visual") {
+			t.Errorf("%s: NeedsAttributes %v: only visual reads the label set's attributes", name, b.NeedsAttributes)
+		}
 	}
 	// A label set with a hierarchy (simrank, lca) and attributes (visual).
 	set := &labels.Set{Name: "t", Classes: []labels.Class{{ID: "a"}, {ID: "b"}, {ID: "c"}},
@@ -42,7 +38,7 @@ func TestSpecsAreTheSourcesParameters(t *testing.T) {
 	}
 	given := map[string]map[string]string{"matrix": {"file": file}}
 	for _, name := range []string{"visual", "simrank", "lca", "matrix"} {
-		src := Builtin(Deps{})[name].(Preparer)
+		src := specs[name].New(Deps{}).(Preparer)
 		prov, err := src.Prepare(ctx, set, given[name])
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -264,15 +264,10 @@ func (r *runner) identity() map[string]string {
 		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
 			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
 	}
-	if o.Optimizer == "rmsprop" {
-		// (SGD runs keep the identity of checkpoints written before
-		// RMSProp existed.)
-		decay, eps := o.rms()
-		id["optim"] += fmt.Sprintf(" rmsprop decay=%g eps=%g", decay, eps)
-	}
-	if o.adam() { // (as RMSProp: what older checkpoints lack is appended)
-		a := o.adamOptions()
-		id["optim"] += fmt.Sprintf(" %s betas=%g,%g eps=%g", o.Optimizer, a.Beta1, a.Beta2, a.Eps)
+	if k, err := OptimizerByName(o.Optimizer); err == nil { // (validated)
+		// What an optimizer adds is appended: the runs of SGD keep the
+		// identity of checkpoints written before the other optimizers.
+		id["optim"] += k.identityOf(o)
 	}
 	if o.ClipNorm > 0 {
 		id["optim"] += fmt.Sprintf(" clip=%g", o.ClipNorm)

@@ -206,14 +206,9 @@ func (r *runner) buildPeers(stage int) (*peerSet, error) {
 			}
 		}
 		var opt *torch.Optimizer
-		switch {
-		case o.Optimizer == "rmsprop":
-			decay, eps := o.rms()
-			opt, err = torch.NewRMSProp(m, decay, eps, o.Momentum, o.WeightDecay)
-		case o.adam():
-			opt, err = torch.NewAdam(m, o.adamOptions())
-		default:
-			opt, err = torch.NewSGD(m, o.Momentum, o.WeightDecay, o.Nesterov)
+		kind, err := OptimizerByName(o.Optimizer) // (Validate accepted it)
+		if err == nil {
+			opt, err = kind.newOptimizer(m, o)
 		}
 		if err == nil && o.ClipNorm > 0 {
 			err = opt.SetClipNorm(o.ClipNorm)

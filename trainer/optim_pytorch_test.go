@@ -43,9 +43,9 @@ func writeState(t *testing.T, path string, s interface{ State() *torch.State }) 
 	}
 }
 
-// TestOptimizersMatchPyTorch trains a linear model four steps (one-hot
+// TestOptimizersMatchPyTorch trains a linear model eight steps (one-hot
 // loss, a different learning rate every step) with each of lcl's
-// optimizers, and the same module in PyTorch from the same weights on the
+// torch.optim optimizers, created through the registry (Optimizers), and the same module in PyTorch from the same weights on the
 // same batches with torch.optim and torch.nn.utils.clip_grad_norm_: the
 // weights and the optimizer's state must be bit-identical (SGD: see its
 // case). (A linear model
@@ -59,30 +59,34 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n, steps = 8, 4
+	const n, steps = 8, 8
 	root := t.TempDir()
 	var dirs []string
 	for _, tc := range []struct {
 		name string
-		opt  func(*torch.Model) (*torch.Optimizer, error)
+		opt  Optim // through the registry, as a run creates it
 		clip float64
 		py   string
 		tol  float64
 	}{
-		{"adam", func(m *torch.Model) (*torch.Optimizer, error) {
-			return torch.NewAdam(m, torch.AdamOptions{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01})
-		}, 0, "torch.optim.Adam(m.parameters(), lr=1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)", 0},
-		{"adamw", func(m *torch.Model) (*torch.Optimizer, error) {
-			return torch.NewAdam(m, torch.AdamOptions{Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.05, Decoupled: true})
-		}, 0, "torch.optim.AdamW(m.parameters(), lr=1, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05)", 0},
-		{"adamw clipped", func(m *torch.Model) (*torch.Optimizer, error) {
-			return torch.NewAdam(m, torch.AdamOptions{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true})
-		}, 0.05, "torch.optim.AdamW(m.parameters(), lr=1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)", 0},
+		{"adam", Optim{Optimizer: "adam", WeightDecay: 0.01}, 0,
+			"torch.optim.Adam(m.parameters(), lr=1, weight_decay=0.01)", 0},
+		{"adamw", Optim{Optimizer: "adamw", WeightDecay: 0.05, Params: map[string]float64{"beta1": 0.8, "beta2": 0.99, "eps": 1e-6}}, 0,
+			"torch.optim.AdamW(m.parameters(), lr=1, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05)", 0},
+		{"adamw clipped", Optim{Optimizer: "adamw", WeightDecay: 0.01}, 0.05,
+			"torch.optim.AdamW(m.parameters(), lr=1, weight_decay=0.01)", 0},
+		// torch.optim's defaults against the registry's: RAdam rectifies
+		// from its 6th step on (rho_t > 5), NAdam's momentum_decay is 4e-3.
+		{"radam", Optim{Optimizer: "radam"}, 0, "torch.optim.RAdam(m.parameters(), lr=1)", 0},
+		{"radam wd", Optim{Optimizer: "radam", WeightDecay: 0.01, Params: map[string]float64{"beta1": 0.8, "beta2": 0.95, "eps": 1e-6}}, 0.05,
+			"torch.optim.RAdam(m.parameters(), lr=1, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.01)", 0},
+		{"nadam", Optim{Optimizer: "nadam"}, 0, "torch.optim.NAdam(m.parameters(), lr=1)", 0},
+		{"nadam wd", Optim{Optimizer: "nadam", WeightDecay: 0.01, Params: map[string]float64{"beta1": 0.8, "beta2": 0.95, "eps": 1e-6, "momentum_decay": 0.05}}, 0.05,
+			"torch.optim.NAdam(m.parameters(), lr=1, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.01, momentum_decay=0.05)", 0},
 		// lcl's fused SGD update rounds unlike torch.optim.SGD in the last
 		// bits (up to 6e-8 here): clipping composes with it to that tolerance.
-		{"sgd clipped", func(m *torch.Model) (*torch.Optimizer, error) {
-			return torch.NewSGD(m, 0.9, 1e-4, true)
-		}, 0.1, "torch.optim.SGD(m.parameters(), lr=1, momentum=0.9, nesterov=True, weight_decay=1e-4)", 1e-6},
+		{"sgd clipped", Optim{Momentum: 0.9, WeightDecay: 1e-4, Nesterov: true}, 0.1,
+			"torch.optim.SGD(m.parameters(), lr=1, momentum=0.9, nesterov=True, weight_decay=1e-4)", 1e-6},
 	} {
 		dir := filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-"))
 		os.Mkdir(dir, 0o755)
@@ -92,7 +96,16 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := tc.opt(m)
+		valid := tc.opt
+		valid.Schedule = Schedule{Kind: "constant", LR: 1}
+		if err := valid.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		kind, err := OptimizerByName(tc.opt.Optimizer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := kind.newOptimizer(m, tc.opt)
 		if err != nil {
 			t.Fatal(err)
 		}

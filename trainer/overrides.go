@@ -1,7 +1,10 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,20 +19,20 @@ type Overrides struct {
 	Nesterov                         *bool
 	Schedule                         *string
 	Milestones                       []int     // nil keeps the preset's
-	Optimizer                        *string   // sgd, rmsprop, adam or adamw
-	Betas                            []float64 // adam, adamw: beta1, beta2
-	Eps                              *float64  // adam, adamw: epsilon
-	ClipGradNorm, EMADecay           *float64
+	Optimizer                        *string   // one of Optimizers
+	Betas                            []float64 // the optimizer's beta1, beta2
+	Eps                              *float64  // the optimizer's eps
+	// OptimParams are the optimizer's parameters by name, as given
+	// (--optim-param NAME=VALUE).
+	OptimParams            map[string]string
+	ClipGradNorm, EMADecay *float64
 }
-
-// Optimizers are the names --optimizer takes.
-var Optimizers = []string{"sgd", "rmsprop", "adam", "adamw"}
 
 // Check refuses the overrides that are wrong whatever the preset they are
 // applied to, so that a run is refused before it reads its data: a count
-// below 1, a negative rate, an optimizer lcl does not have, a setting the
-// optimizer given does not have. Each error names the flag, the value
-// and what is accepted.
+// below 1, a negative rate, an optimizer lcl does not have, a momentum the
+// optimizer given does not have. Each error names the flag, the value and
+// what is accepted.
 func (o Overrides) Check() error {
 	for _, c := range []struct {
 		name string
@@ -50,30 +53,35 @@ func (o Overrides) Check() error {
 	if o.Optimizer == nil {
 		return nil
 	}
-	name := *o.Optimizer
-	if err := checkOptimizer(name); err != nil {
+	k, err := optimizerFlag(*o.Optimizer)
+	if err != nil {
 		return err
 	}
-	if name == "adam" || name == "adamw" {
-		if o.Momentum != nil && *o.Momentum != 0 {
-			return fmt.Errorf("--optimizer %s has no --momentum (given %g): its moments decay at --betas B1,B2 (default 0.9,0.999); drop --momentum, or use --optimizer sgd", name, *o.Momentum)
-		}
-		if o.Nesterov != nil && *o.Nesterov {
-			return fmt.Errorf("--optimizer %s has no --nesterov momentum: drop --nesterov, or use --optimizer sgd", name)
-		}
+	alt := ""
+	if k.Has("beta1") {
+		alt = ": its moments decay at --betas B1,B2 (default 0.9,0.999)"
+	}
+	if o.Momentum != nil && *o.Momentum != 0 && !k.Has("momentum") {
+		return fmt.Errorf("--optimizer %s has no --momentum (given %g)%s; drop --momentum, or use --optimizer sgd", k.Name, *o.Momentum, alt)
+	}
+	if o.Nesterov != nil && *o.Nesterov && !k.Has("nesterov") {
+		return fmt.Errorf("--optimizer %s has no --nesterov momentum: drop --nesterov, or use --optimizer sgd", k.Name)
 	}
 	return nil
 }
 
-// checkOptimizer refuses a name --optimizer does not take, with the
-// nearest ones.
-func checkOptimizer(name string) error {
-	for _, o := range Optimizers {
-		if o == name {
-			return nil
-		}
+// optimizerFlag is the optimizer --optimizer names; the error names the
+// choices and the nearest ones.
+func optimizerFlag(name string) (Optimizer, error) {
+	k, err := OptimizerByName(name)
+	if err == nil {
+		return k, nil
 	}
-	return fmt.Errorf("--optimizer %s: want sgd, rmsprop, adam or adamw%s", name, suggest.DidYouMean(name, Optimizers))
+	var names []string
+	for _, k := range Optimizers() {
+		names = append(names, k.Name)
+	}
+	return Optimizer{}, fmt.Errorf("--optimizer %s: want %s%s", name, OptimizerNames(), suggest.DidYouMean(name, names))
 }
 
 // Apply returns the preset's optimisation for a run of world data-parallel
@@ -114,36 +122,19 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	setF(&op.Schedule.Gamma, o.Gamma)
 	set(&op.Schedule.StepSize, o.StepSize)
 	set(&op.Schedule.Warmup, o.Warmup)
-	if o.Optimizer != nil {
-		op.Optimizer = *o.Optimizer
-		if op.adam() {
-			// The preset's momentum is SGD's: Adam has its betas instead
-			// (a --momentum or --nesterov given with adam is refused below).
-			if o.Momentum == nil {
-				op.Momentum = 0
-			}
-			if o.Nesterov == nil {
-				op.Nesterov = false
-			}
-		}
-	}
-	if o.Betas != nil {
-		op.Beta1, op.Beta2 = o.Betas[0], o.Betas[1]
-	}
-	setF(&op.AdamEps, o.Eps)
 	setF(&op.ClipNorm, o.ClipGradNorm)
 	setF(&op.EMADecay, o.EMADecay)
 	if err := o.Check(); err != nil {
 		return Optim{}, err
 	}
-	if (o.Betas != nil || o.Eps != nil) && !op.adam() {
-		return Optim{}, fmt.Errorf("--betas and --eps are settings of --optimizer adam or adamw")
+	if err := o.applyOptimizer(p.Optimizer, &op); err != nil {
+		return Optim{}, err
 	}
 	if op.Epochs <= 0 || op.Batch <= 0 {
 		return Optim{}, fmt.Errorf("--epochs %d, --batch %d: want both ≥ 1", op.Epochs, op.Batch)
 	}
-	if op.Momentum < 0 || op.WeightDecay < 0 || (op.Nesterov && op.Momentum == 0 && !op.adam()) {
-		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0, and --nesterov needs a momentum")
+	if op.Momentum < 0 || op.WeightDecay < 0 {
+		return Optim{}, fmt.Errorf("--momentum and --weight-decay must be ≥ 0")
 	}
 	if err := op.Validate(); err != nil {
 		return Optim{}, err
@@ -151,11 +142,63 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	return op, nil
 }
 
+// applyOptimizer sets op's optimizer and its parameters: another optimizer
+// than the preset's (presetKind) starts from its defaults (the preset's
+// parameters are its own optimizer's), and one without momentum from no
+// momentum unless --momentum or --nesterov is given (which it then refuses).
+func (o Overrides) applyOptimizer(presetKind string, op *Optim) error {
+	if o.Optimizer != nil {
+		op.Optimizer = *o.Optimizer
+	}
+	k, err := OptimizerByName(op.Optimizer)
+	if err != nil {
+		return err
+	}
+	if o.Optimizer != nil && *o.Optimizer != presetKind {
+		op.Params = nil
+		if !k.Has("momentum") && o.Momentum == nil {
+			op.Momentum = 0
+		}
+		if !k.Has("nesterov") && o.Nesterov == nil {
+			op.Nesterov = false
+		}
+	}
+	set := func(flag, name string, v float64) error {
+		if ownParam(name) {
+			return fmt.Errorf("%s: set %s with --%s", flag, name, strings.ReplaceAll(name, "_", "-"))
+		}
+		if !k.Has(name) {
+			return fmt.Errorf("%s: optimizer %s has no parameter %s (its parameters: %s)", flag, k.Name, name,
+				strings.Join(k.ParamNames(), ", "))
+		}
+		if op.Params == nil {
+			op.Params = map[string]float64{}
+		}
+		op.Params[name] = v
+		return nil
+	}
+	var errs []error
+	if o.Betas != nil {
+		errs = append(errs, set("--betas", "beta1", o.Betas[0]), set("--betas", "beta2", o.Betas[1]))
+	}
+	if o.Eps != nil {
+		errs = append(errs, set("--eps", "eps", *o.Eps))
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.OptimParams)) {
+		v, err := strconv.ParseFloat(o.OptimParams[name], 64)
+		if err != nil {
+			return fmt.Errorf("--optim-param %s=%s: want a number", name, o.OptimParams[name])
+		}
+		errs = append(errs, set("--optim-param "+name, name, v))
+	}
+	return errors.Join(errs...)
+}
+
 // OverrideFlags are the names Overrides are given by (lcl train's flags, a
 // grid's args), in the order lcl train documents them.
 func OverrideFlags() []string {
 	return []string{"epochs", "batch", "lr", "momentum", "nesterov", "weight-decay", "schedule", "milestones", "gamma", "step-size", "warmup", "optimizer",
-		"betas", "eps", "clip-grad-norm", "ema-decay"}
+		"betas", "eps", "optim-param", "clip-grad-norm", "ema-decay"}
 }
 
 // ParseOverrides reads the overrides given by name (OverrideFlags) as
@@ -189,6 +232,12 @@ func ParseOverrides(given map[string]string) (Overrides, error) {
 			o.Milestones, err = ParseMilestones(v)
 		case name == "betas":
 			o.Betas, err = parseBetas(v)
+		case name == "optim-param":
+			k, x, ok := strings.Cut(v, "=")
+			if !ok || k == "" {
+				err = fmt.Errorf("%q: want NAME=VALUE", v)
+			}
+			o.OptimParams = map[string]string{k: x}
 		default:
 			return Overrides{}, fmt.Errorf("--%s: not a setting of a preset (those are: %v)", name, OverrideFlags())
 		}

@@ -1,11 +1,10 @@
 package trainer
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 func TestPresetApply(t *testing.T) {
@@ -46,14 +45,18 @@ func TestPresetApply(t *testing.T) {
 	}{
 		{Overrides{Batch: pi(0)}, "--batch 0: want a whole number ≥ 1"},
 		{Overrides{Epochs: pi(-1)}, "--epochs -1: want a whole number ≥ 1"},
-		{Overrides{Optimizer: ps("adamx")}, "--optimizer adamx: want sgd, rmsprop, adam or adamw; did you mean adam or adamw?"},
+		{Overrides{Optimizer: ps("adamx")}, "--optimizer adamx: want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"},
 		{Overrides{Optimizer: ps("adam"), Momentum: pf(0.9)}, "--optimizer adam has no --momentum (given 0.9): its moments decay at --betas B1,B2 (default 0.9,0.999); drop --momentum, or use --optimizer sgd"},
 		{Overrides{Optimizer: ps("adam"), Nesterov: new(true)}, "--optimizer adam has no --nesterov momentum"},
-		{Overrides{Momentum: pf(0), Nesterov: new(true)}, "--nesterov needs a momentum"},
+		{Overrides{Momentum: pf(0), Nesterov: new(true)}, "nesterov needs a momentum"},
 		{Overrides{Schedule: ps("poly")}, "unknown kind"},
 		{Overrides{Optimizer: ps("adamw"), Momentum: pf(0.9)}, "--optimizer adamw has no --momentum"},
-		{Overrides{Betas: []float64{0.9, 0.99}}, "--betas and --eps are settings of --optimizer adam or adamw"},
-		{Overrides{Optimizer: ps("adam"), Betas: []float64{0.9, 1}}, "want 0 ≤ beta < 1"},
+		{Overrides{Betas: []float64{0.9, 0.99}}, "--betas: optimizer sgd has no parameter beta1 (its parameters: momentum, weight_decay, nesterov)"},
+		{Overrides{Optimizer: ps("adam"), Betas: []float64{0.9, 1}}, "adam beta2 1: want 0 ≤ value < 1"},
+		{Overrides{Optimizer: ps("radam"), OptimParams: map[string]string{"momentum_decay": "0.1"}}, "--optim-param momentum_decay: optimizer radam has no parameter momentum_decay"},
+		{Overrides{Optimizer: ps("nadam"), OptimParams: map[string]string{"momentum_decay": "x"}}, "--optim-param momentum_decay=x: want a number"},
+		{Overrides{OptimParams: map[string]string{"weight_decay": "0.1"}}, "--optim-param weight_decay: set weight_decay with --weight-decay"},
+		{Overrides{Optimizer: ps("lamb")}, "--optimizer lamb: want sgd, rmsprop, adam, adamw, "},
 		{Overrides{ClipGradNorm: pf(-1)}, "clipping norm -1"},
 		{Overrides{EMADecay: pf(1)}, "EMA decay 1"},
 	} {
@@ -75,14 +78,29 @@ func TestPresetApplyAdam(t *testing.T) {
 		t.Fatal(err)
 	}
 	op, err := fm.Apply(1, o)
-	if err != nil || op.Momentum != 0 || op.Nesterov || op.ClipNorm != 1 || op.EMADecay != 0.999 ||
-		op.adamOptions() != (torch.AdamOptions{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: fm.WeightDecay, Decoupled: true}) {
+	if err != nil || op.Momentum != 0 || op.Nesterov || op.ClipNorm != 1 || op.EMADecay != 0.999 || op.Optimizer != "adamw" || op.Params != nil {
 		t.Fatalf("adamw: %+v %v", op, err)
 	}
 	o, _ = ParseOverrides(map[string]string{"optimizer": "adam", "betas": "0.8, 0.99", "eps": "1e-6"})
 	op, err = fm.Apply(1, o)
-	if err != nil || op.adamOptions() != (torch.AdamOptions{Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: fm.WeightDecay}) {
+	if err != nil || !maps.Equal(op.Params, map[string]float64{"beta1": 0.8, "beta2": 0.99, "eps": 1e-6}) {
 		t.Fatalf("adam: %+v %v", op, err)
+	}
+	// Any parameter by name; the preset's own (rmsprop's decay and
+	// epsilon) are dropped with its optimizer.
+	inc, err := PresetByName("inception-resnet-v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ = ParseOverrides(map[string]string{"optimizer": "nadam", "optim-param": "momentum_decay=0.01"})
+	op, err = inc.Apply(1, o)
+	if err != nil || op.Momentum != 0 || !maps.Equal(op.Params, map[string]float64{"momentum_decay": 0.01}) {
+		t.Fatalf("nadam: %+v %v", op, err)
+	}
+	o, _ = ParseOverrides(map[string]string{"eps": "0.5"})
+	op, err = inc.Apply(1, o)
+	if err != nil || !maps.Equal(op.Params, map[string]float64{"decay": 0.9, "eps": 0.5}) || op.Momentum != 0.9 {
+		t.Fatalf("rmsprop: %+v %v", op, err)
 	}
 }
 
@@ -111,6 +129,7 @@ func TestParseOverrides(t *testing.T) {
 		{"nesterov", "maybe", "--nesterov: invalid syntax"},
 		{"device", "cpu", "--device: not a setting of a preset"},
 		{"betas", "0.9", `--betas: "0.9": want two numbers like 0.9,0.999`},
+		{"optim-param", "decay", `--optim-param: "decay": want NAME=VALUE`},
 	} {
 		if _, err := ParseOverrides(map[string]string{tt.name: tt.value}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%s=%s: %v, want %q", tt.name, tt.value, err, tt.want)

@@ -565,7 +565,9 @@ func mlp32(t *testing.T) torch.Spec {
 }
 
 // Every architecture of the paper trains by default with the protocol of
-// its own publication.
+// its own publication; every registered architecture names a preset that
+// exists; an unknown model and an unknown preset are errors naming the
+// choices.
 func TestDefaultPresets(t *testing.T) {
 	for _, tc := range []struct {
 		model  string
@@ -578,17 +580,34 @@ func TestDefaultPresets(t *testing.T) {
 		{"densenet-bc-190-40", 32, "densenet-cifar"}, {"densenet121", 224, "densenet-imagenet"},
 		{"cnn", 28, "fmnist-cnn"}, {"torchscript:/x/resnet.pt", 224, "fmnist-cnn"},
 	} {
-		got := DefaultPreset(tc.model, tc.h)
-		if got != tc.preset {
-			t.Errorf("DefaultPreset(%q, %d) = %q, want %q", tc.model, tc.h, got, tc.preset)
+		got, err := DefaultPreset(tc.model, models.Input{C: 3, H: tc.h, W: tc.h, NumClasses: 10})
+		if err != nil || got != tc.preset {
+			t.Errorf("DefaultPreset(%q, %d) = %q, %v, want %q", tc.model, tc.h, got, err, tc.preset)
 		}
-		p, err := PresetByName(got)
-		if err != nil {
-			t.Fatal(err)
+	}
+	for _, m := range models.Builtin().List() {
+		names := []string{m.Preset}
+		if m.LargePreset != "" {
+			names = append(names, m.LargePreset)
 		}
-		if err := p.Optim.Validate(); err != nil {
-			t.Errorf("preset %s: %v", got, err)
+		for _, name := range names {
+			p, err := PresetByName(name)
+			if err != nil {
+				t.Errorf("model %s: %v", m.Name, err)
+				continue
+			}
+			if err := p.Optim.Validate(); err != nil {
+				t.Errorf("preset %s: %v", name, err)
+			}
 		}
+	}
+	if _, err := DefaultPreset("resnet19", models.Input{C: 3, H: 32, W: 32, NumClasses: 10}); err == nil ||
+		!strings.Contains(err.Error(), `unknown model "resnet19"`) || !strings.Contains(err.Error(), "resnet18") {
+		t.Errorf("an unknown model's preset: %v", err)
+	}
+	if _, err := PresetByName("wrn-cifa"); err == nil || !strings.Contains(err.Error(), `unknown preset "wrn-cifa"`) ||
+		!strings.Contains(err.Error(), strings.Join(PresetNames(), ", ")) {
+		t.Errorf("an unknown preset: %v", err)
 	}
 	if p, _ := PresetByName("senet-imagenet"); p.For(1, true, 256, false).Schedule.LR != 0.15 {
 		t.Error("senet-imagenet: lr 0.6 for 1024 examples should scale to 0.15 for 256")

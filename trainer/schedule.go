@@ -1,14 +1,15 @@
 package trainer
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/lcl-project/lcl/trainer/torch"
+	"github.com/lcl-project/lcl/internal/suggest"
+	"github.com/lcl-project/lcl/trainer/models"
 )
 
 // Schedule is a learning-rate schedule over epochs with linear warm-up.
@@ -100,16 +101,11 @@ type Optim struct {
 	Nesterov    bool
 	WeightDecay float64
 	Schedule    Schedule
-	// Optimizer is "sgd" ("" too: torch.optim.SGD's update), "rmsprop"
-	// (TensorFlow's, the Inception papers': torch.NewRMSProp) with decay
-	// RMSDecay and epsilon RMSEps (0: 0.9 and 1.0), or "adam" or "adamw"
-	// (torch.optim.Adam and AdamW: torch.NewAdam) with Beta1, Beta2 and
-	// AdamEps (all 0: 0.9, 0.999 and 1e-8; WeightDecay is Adam's L2 term or
-	// AdamW's decoupled decay; Momentum and Nesterov do not apply).
-	Optimizer        string
-	RMSDecay, RMSEps float64
-	Beta1, Beta2     float64
-	AdamEps          float64
+	// Optimizer is one of Optimizers ("" is sgd); Params are its
+	// parameters other than Momentum, Nesterov and WeightDecay, by name
+	// (absent: the default). An optimizer without momentum refuses one.
+	Optimizer string
+	Params    map[string]float64
 	// ClipNorm > 0 scales each peer's gradients to an L2 norm of at most
 	// ClipNorm before every update (torch.nn.utils.clip_grad_norm_).
 	ClipNorm float64
@@ -120,49 +116,14 @@ type Optim struct {
 	EMADecay float64
 }
 
-// adam reports whether the optimizer is Adam or AdamW.
-func (o Optim) adam() bool { return o.Optimizer == "adam" || o.Optimizer == "adamw" }
-
-// adamOptions returns Adam's settings with their defaults.
-func (o Optim) adamOptions() torch.AdamOptions {
-	a := torch.AdamOptions{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.AdamEps, WeightDecay: o.WeightDecay,
-		Decoupled: o.Optimizer == "adamw"}
-	if a.Beta1 == 0 && a.Beta2 == 0 {
-		a.Beta1, a.Beta2 = 0.9, 0.999
-	}
-	if a.Eps == 0 {
-		a.Eps = 1e-8
-	}
-	return a
-}
-
 // Validate checks the optimizer's fields.
 func (o Optim) Validate() error {
-	switch o.Optimizer {
-	case "", "sgd":
-		if o.Nesterov && o.Momentum <= 0 {
-			return errors.New("nesterov needs a momentum > 0")
-		}
-	case "rmsprop":
-		if o.Nesterov {
-			return errors.New("rmsprop has no Nesterov momentum")
-		}
-		if o.RMSDecay < 0 || o.RMSDecay >= 1 || o.RMSEps < 0 {
-			return fmt.Errorf("rmsprop decay %v and epsilon %v: want 0 ≤ decay < 1, epsilon > 0", o.RMSDecay, o.RMSEps)
-		}
-	case "adam", "adamw":
-		if o.Momentum != 0 || o.Nesterov {
-			return fmt.Errorf("%s has no momentum or Nesterov momentum (its betas are %v, %v)", o.Optimizer, o.Beta1, o.Beta2)
-		}
-		a := o.adamOptions()
-		if !(a.Beta1 >= 0 && a.Beta1 < 1 && a.Beta2 >= 0 && a.Beta2 < 1) || !(a.Eps > 0) {
-			return fmt.Errorf("%s betas %v, %v and epsilon %v: want 0 ≤ beta < 1 and epsilon > 0", o.Optimizer, a.Beta1, a.Beta2, a.Eps)
-		}
-	default:
-		return fmt.Errorf("optimizer %q: want sgd, rmsprop, adam or adamw", o.Optimizer)
+	k, err := OptimizerByName(o.Optimizer)
+	if err != nil {
+		return err
 	}
-	if o.Momentum < 0 || o.WeightDecay < 0 {
-		return fmt.Errorf("momentum %v and weight decay %v: want ≥ 0", o.Momentum, o.WeightDecay)
+	if err := k.validate(o); err != nil {
+		return err
 	}
 	if !(o.ClipNorm >= 0) {
 		return fmt.Errorf("gradient clipping norm %v: want ≥ 0 (0: none)", o.ClipNorm)
@@ -171,18 +132,6 @@ func (o Optim) Validate() error {
 		return fmt.Errorf("EMA decay %v: want 0 ≤ decay < 1 (0: none)", o.EMADecay)
 	}
 	return o.Schedule.Validate()
-}
-
-// rms returns the RMSProp decay and epsilon with their defaults.
-func (o Optim) rms() (decay, eps float64) {
-	decay, eps = o.RMSDecay, o.RMSEps
-	if decay == 0 {
-		decay = 0.9
-	}
-	if eps == 0 {
-		eps = 1
-	}
-	return decay, eps
 }
 
 // Preset is a named protocol of the original papers.
@@ -205,6 +154,7 @@ type Preset struct {
 func (p Preset) For(world int, batchSet bool, b int, lrSet bool) Optim {
 	o := p.Optim
 	o.Schedule.Milestones = append([]int(nil), o.Schedule.Milestones...)
+	o.Params = maps.Clone(o.Params)
 	if batchSet {
 		o.Batch = b
 	} else if p.WorkerBatch > 0 {
@@ -239,7 +189,7 @@ func Presets() []Preset {
 			Optim{Epochs: 100, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
 		{"inception-resnet-v2", "Inception-ResNet-v2 (Szegedy et al. 2017): TensorFlow's RMSProp (decay 0.9, ε 1.0, momentum 0.9), lr 0.045 ×0.94 every 2 epochs, batch 32, wd 4e-5 (on every parameter; TF-Slim spares biases and batch norm), 100 epochs (the paper gives none)",
 			Optim{Epochs: 100, Batch: 32, Momentum: 0.9, WeightDecay: 4e-5, Schedule: Schedule{Kind: "step", LR: 0.045, Gamma: 0.94, StepSize: 2},
-				Optimizer: "rmsprop", RMSDecay: 0.9, RMSEps: 1}, 0, 0},
+				Optimizer: "rmsprop", Params: map[string]float64{"decay": 0.9, "eps": 1}}, 0, 0},
 		{"senet-imagenet", "SENet on ImageNet (Hu et al. 2018): 100 epochs, batch 1024, lr 0.6×batch/1024 ×0.1 every 30, wd 1e-4",
 			Optim{Epochs: 100, Batch: 1024, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.6, Gamma: 0.1, StepSize: 30}}, 0, 1024},
 		{"wrn-cifar", "Wide ResNet (Zagoruyko & Komodakis): 200 epochs, lr 0.1 ×0.2 at 60/120/160, wd 5e-4, batch 128, Nesterov",
@@ -250,40 +200,30 @@ func Presets() []Preset {
 	return p
 }
 
-// PresetByName finds a preset.
+// PresetByName finds a preset; an unknown name is an error naming the
+// presets.
 func PresetByName(name string) (Preset, error) {
-	var names []string
 	for _, p := range Presets() {
 		if p.Name == name {
 			return p, nil
 		}
-		names = append(names, p.Name)
 	}
-	return Preset{}, fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+	names := PresetNames()
+	return Preset{}, fmt.Errorf("unknown preset %q%s (known: %s)", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
-// DefaultPreset is the preset used when none is named: the protocol of the
-// model's family, by input size where the family has CIFAR and ImageNet
-// variants.
-func DefaultPreset(model string, h int) string {
-	name, _, _ := strings.Cut(model, ":")
-	switch {
-	case strings.HasPrefix(name, "wrn"):
-		return "wrn-cifar"
-	case strings.HasPrefix(name, "resnext"):
-		return "resnext-imagenet"
-	case strings.HasPrefix(name, "senet"):
-		return "senet-imagenet"
-	case strings.HasPrefix(name, "inception-resnet"):
-		return "inception-resnet-v2"
-	case strings.HasPrefix(name, "densenet") && h > 64:
-		return "densenet-imagenet"
-	case strings.HasPrefix(name, "densenet"):
-		return "densenet-cifar"
-	case strings.HasPrefix(name, "resnet") && h > 64:
-		return "imagenet-resnet"
-	case strings.HasPrefix(name, "resnet"):
-		return "cifar-resnet"
+// PresetNames lists the presets by name.
+func PresetNames() []string {
+	var names []string
+	for _, p := range Presets() {
+		names = append(names, p.Name)
 	}
-	return "fmnist-cnn"
+	return names
+}
+
+// DefaultPreset is the preset used when none is named: the one the model's
+// architecture registers (models.Model's Preset, by input size where a
+// family has CIFAR and ImageNet variants); an unknown model is an error.
+func DefaultPreset(model string, in models.Input) (string, error) {
+	return models.Builtin().DefaultPreset(model, in)
 }

@@ -113,10 +113,12 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	if _, ok := d.Train.(data.U8Decoder); aug.Enabled() && !ok {
 		return nil, usagef("--data %s: the %s data set has no pixels to augment (%s)", ds, data.Kind(ds), aug)
 	}
-	_, h, _ := d.Train.Shape()
 	preset := spec.PresetName()
 	if preset == "" {
-		preset = trainer.DefaultPreset(spec.Model, h)
+		c, h, w := d.Train.Shape()
+		if preset, err = trainer.DefaultPreset(spec.Model, models.Input{C: c, H: h, W: w, NumClasses: d.Train.NumClasses()}); err != nil {
+			return nil, usagef("--model: %v", err)
+		}
 	}
 	p, err := trainer.PresetByName(preset)
 	if err != nil {

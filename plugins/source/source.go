@@ -35,7 +35,7 @@ const (
 
 // Names lists the built-in sources.
 func Names() []string {
-	specs := similarity.Specs()
+	specs := similarity.Builtins()
 	out := make([]string, 0, len(specs))
 	for n := range specs {
 		out = append(out, n)
@@ -46,31 +46,29 @@ func Names() []string {
 
 // New returns a built-in source by name, or false.
 func New(name string) (sdk.SimilaritySource, bool) {
-	if _, ok := similarity.Specs()[name]; !ok {
+	b, ok := similarity.Builtins()[name]
+	if !ok {
 		return nil, false
 	}
 	e := &env{}
-	src, err := similarity.Lookup(similarity.Deps{WordNet: e.wordNet, Vectors: e}, name)
-	if err != nil {
-		return nil, false
-	}
-	return &Source{name: name, src: src}, true
+	return &Source{name: name, spec: b.Spec, src: b.New(similarity.Deps{WordNet: e.wordNet, Vectors: e})}, true
 }
 
 // Source serves one similarity.Source.
 type Source struct {
 	name string
+	spec similarity.Spec
 	src  similarity.Source
 }
 
 func (s *Source) Describe(context.Context) (sdk.SourceInfo, error) {
-	sp := similarity.Specs()[s.name]
+	sp := s.spec
 	params := make([]sdk.Param, len(sp.Params))
 	for i, q := range sp.Params {
 		params[i] = sdk.Param{Name: q.Name, Type: sdk.ParamType(q.Type), Default: q.Default, Help: q.Help}
 	}
 	return sdk.SourceInfo{Name: s.name, Version: Version, Summary: sp.Summary, Params: params,
-		NeedsAttributes: s.name == "visual"}, nil
+		NeedsAttributes: sp.NeedsAttributes}, nil
 }
 
 // Compute rebuilds the label set from the request and runs the source with

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/lcl-project/lcl/trainer/torch"
@@ -99,4 +100,96 @@ func (c DenseNet) Build(in Input) (torch.Spec, error) {
 		Features: pooled(torch.Seq("features", feats...), torch.ReLU()),
 		Head:     head("classifier", ch, in.NumClasses, 0, torch.InitZeroBias),
 	}, nil
+}
+
+// densenetOptions are the options of every DenseNet.
+func densenetOptions() []string {
+	return []string{"growth", "depth", "blocks", "init", "bottleneck", "compression", "dropout", "stem"}
+}
+
+// registerDenseNets registers the DenseNets: the CIFAR protocol for inputs
+// up to 64 pixels, ImageNet's above.
+func registerDenseNets(r *Registry) error {
+	model := func(m Model) Model {
+		m.Options, m.Preset, m.LargePreset = densenetOptions(), "densenet-cifar", "densenet-imagenet"
+		return m
+	}
+	errs := []error{
+		r.Register(model(Model{Name: "densenet", Doc: "DenseNet (Huang et al. 2017): depth L (CIFAR: 3 blocks) or blocks=6x12x24x16, growth k, init channels (2k), bottleneck, compression θ",
+			Reference: cifar100, Build: densenetBuilder(12, nil, 100, 0, true, 0.5, "")})),
+		// Huang et al.'s Table 2 gives one count, 25.6M, for CIFAR-10 and
+		// CIFAR-100: it is the 10-class network's (25,624,430); the 100-class
+		// classifier adds 197,190 (25,821,620).
+		r.Register(model(Model{Name: "densenet-bc-190-40", Doc: "DenseNet-BC (L = 190, k = 40) for CIFAR (Huang et al. 2017), torchvision's names",
+			Reference: cifar10, Published: "25.6", Paper: true, Build: densenetBuilder(40, nil, 190, 0, true, 0.5, "cifar")})),
+	}
+	for _, d := range []struct {
+		name, published string
+		growth, init    int
+		blocks          []int
+	}{
+		{"densenet121", "7.98", 32, 64, []int{6, 12, 24, 16}},
+		{"densenet161", "28.68", 48, 96, []int{6, 12, 36, 24}},
+		{"densenet169", "14.15", 32, 64, []int{6, 12, 32, 32}},
+		{"densenet201", "20.01", 32, 64, []int{6, 12, 48, 32}},
+	} {
+		errs = append(errs, r.Register(model(Model{Name: d.name, Doc: fmt.Sprintf("torchvision %s (ImageNet DenseNet-BC, k = %d, blocks %v)", d.name, d.growth, d.blocks),
+			Reference: imageNet, Published: d.published, Build: densenetBuilder(d.growth, d.blocks, 0, d.init, true, 0.5, "imagenet")})))
+	}
+	return errors.Join(errs...)
+}
+
+// densenetBuilder builds a DenseNet of these defaults with the options given.
+func densenetBuilder(growth int, blocks []int, depth, init int, bottleneck bool, compression float64, stem string) Builder {
+	return func(in Input, o Options) (torch.Spec, error) {
+		c := DenseNet{}
+		var err error
+		if c.Growth, err = o.int("growth", growth); err != nil {
+			return torch.Spec{}, err
+		}
+		if o["stem"] == "" && stem != "" {
+			o["stem"] = stem
+		}
+		if c.CIFARStem, err = o.stem(in); err != nil {
+			return torch.Spec{}, err
+		}
+		bneck, err := o.bool("bottleneck", bottleneck, "1 (BN-ReLU-conv1×1 before each 3×3, DenseNet-B) or 0")
+		if err != nil {
+			return torch.Spec{}, err
+		}
+		if bneck {
+			c.BNSize = 4
+		}
+		_, hasDepth := o["depth"]
+		switch {
+		case hasDepth && o["blocks"] != "":
+			return torch.Spec{}, fmt.Errorf("give depth or blocks, not both")
+		case hasDepth || (blocks == nil && o["blocks"] == ""):
+			d, err := o.int("depth", depth)
+			if err != nil {
+				return torch.Spec{}, err
+			}
+			if c.Blocks, err = DenseNetDepth(d, bneck); err != nil {
+				return torch.Spec{}, err
+			}
+		default:
+			if c.Blocks, err = o.ints("blocks", blocks); err != nil {
+				return torch.Spec{}, err
+			}
+		}
+		defInit := init
+		if defInit == 0 {
+			defInit = 2 * c.Growth // the CIFAR -BC networks start with 2k channels
+		}
+		if c.Init, err = o.int("init", defInit); err != nil {
+			return torch.Spec{}, err
+		}
+		if c.Compression, err = o.fraction("compression", compression); err != nil {
+			return torch.Spec{}, err
+		}
+		if c.Dropout, err = o.float("dropout", 0); err != nil {
+			return torch.Spec{}, err
+		}
+		return c.Build(in)
+	}
 }

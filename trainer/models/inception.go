@@ -116,3 +116,26 @@ func (c InceptionResNetV2) Build(in Input) (torch.Spec, error) {
 	nodes[11] = torch.Seq("mixed_7a", nodes[11])
 	return torch.Spec{Features: pooled(nodes...), Head: head("classif", 1536, in.NumClasses, c.Dropout, torch.InitDefault)}, nil
 }
+
+// registerInception registers Inception-ResNet-v2, trained with its paper's
+// RMSProp protocol.
+func registerInception(r *Registry) error {
+	return r.Register(Model{Name: "inception-resnet-v2", Doc: "Inception-ResNet-v2 (Szegedy et al. 2017), timm's inception_resnet_v2; 299×299 inputs, dropout 0.2",
+		Options: []string{"repeats", "dropout"}, Reference: imageNet2, Published: "55.84", Paper: true,
+		Preset: "inception-resnet-v2", Build: buildInception})
+}
+
+func buildInception(in Input, o Options) (torch.Spec, error) {
+	rep, err := o.ints("repeats", []int{10, 20, 9})
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	if len(rep) != 3 {
+		return torch.Spec{}, fmt.Errorf("option repeats=%q: want three counts like 10x20x9", o["repeats"])
+	}
+	d, err := o.float("dropout", 0.2)
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	return InceptionResNetV2{Repeats: [3]int{rep[0], rep[1], rep[2]}, Dropout: d}.Build(in)
+}

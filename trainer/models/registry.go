@@ -44,7 +44,24 @@ type Model struct {
 	Published string
 	// Paper marks the nine architectures of the paper's Table 1.
 	Paper bool
+	// Preset is the optimisation preset a run of the architecture takes
+	// when none is named (trainer.Presets: the protocol of its
+	// publication), and LargePreset, where set, the one for inputs over 64
+	// pixels a side (a family's ImageNet protocol beside its CIFAR one).
+	Preset, LargePreset string
 }
+
+// DefaultPreset is the preset of m for input in.
+func (m Model) DefaultPreset(in Input) string {
+	if m.LargePreset != "" && (in.H > 64 || in.W > 64) {
+		return m.LargePreset
+	}
+	return m.Preset
+}
+
+// ScriptPreset is the preset of a TorchScript model when none is named:
+// nothing is known of its architecture, so the small-image protocol.
+const ScriptPreset = "fmnist-cnn"
 
 // ScriptPrefix starts a model name that is a TorchScript file:
 // "torchscript:PATH", or "torchscript:PATH@sha256:HEX" to pin the file's
@@ -100,6 +117,24 @@ func (r *Registry) Check(spec string) error {
 		return r.unknown(name)
 	}
 	return nil
+}
+
+// DefaultPreset is the optimisation preset of the model spec names
+// ("name[:options]" or a TorchScript file) for input in when none is
+// named; an unknown model is an error.
+func (r *Registry) DefaultPreset(spec string, in Input) (string, error) {
+	if strings.HasPrefix(spec, ScriptPrefix) {
+		return ScriptPreset, nil
+	}
+	name, _, _ := strings.Cut(spec, ":")
+	m, ok := r.models[name]
+	if !ok {
+		return "", r.unknown(name)
+	}
+	if m.Preset == "" {
+		return "", fmt.Errorf("models: %s has no default preset: name one", name)
+	}
+	return m.DefaultPreset(in), nil
 }
 
 // unknown is the error for a name no model has, with the nearest names.

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/lcl-project/lcl/trainer/torch"
@@ -118,4 +119,86 @@ func (c WRN) Build(in Input) (torch.Spec, error) {
 	}
 	nodes = append(nodes, torch.BN("bn", ch), torch.ReLU())
 	return torch.Spec{Features: pooled(nodes...), Head: head("fc", ch, in.NumClasses, 0, torch.InitDefault)}, nil
+}
+
+// resnetOptions are the options of every ResNet and ResNeXt.
+func resnetOptions() []string { return []string{"width", "groups", "group-width", "layers", "stem"} }
+
+// registerResNets registers torchvision's ResNets (the CIFAR protocol for
+// inputs up to 64 pixels, ImageNet's above) and ResNeXts.
+func registerResNets(r *Registry) error {
+	var errs []error
+	for _, rn := range []struct {
+		name, published string
+		layers          []int
+		bneck           bool
+	}{
+		{"resnet18", "11.69", []int{2, 2, 2, 2}, false},
+		{"resnet34", "21.80", []int{3, 4, 6, 3}, false},
+		{"resnet50", "25.56", []int{3, 4, 6, 3}, true},
+		{"resnet101", "44.55", []int{3, 4, 23, 3}, true},
+	} {
+		errs = append(errs, r.Register(Model{Name: rn.name, Doc: fmt.Sprintf("torchvision %s (He et al. 2016; layers %v)", rn.name, rn.layers),
+			Options: resnetOptions(), Reference: imageNet, Published: rn.published, Paper: true,
+			Preset: "cifar-resnet", LargePreset: "imagenet-resnet", Build: resnetBuilder(rn.layers, rn.bneck, 1, 64)}))
+	}
+	return errors.Join(append(errs,
+		r.Register(Model{Name: "resnext50-32x4d", Doc: "torchvision resnext50_32x4d (Xie et al. 2017): 32 groups of 4 channels",
+			Options: resnetOptions(), Reference: imageNet, Published: "25.03", Preset: "resnext-imagenet",
+			Build: resnetBuilder([]int{3, 4, 6, 3}, true, 32, 4)}),
+		r.Register(Model{Name: "resnext101-32x8d", Doc: "torchvision resnext101_32x8d (Xie et al. 2017): 32 groups of 8 channels",
+			Options: resnetOptions(), Reference: imageNet, Published: "88.79", Paper: true, Preset: "resnext-imagenet",
+			Build: resnetBuilder([]int{3, 4, 23, 3}, true, 32, 8)}))...)
+}
+
+// resnetBuilder builds a ResNet of these defaults with the options given.
+func resnetBuilder(layers []int, bneck bool, groups, groupWidth int) Builder {
+	return func(in Input, o Options) (torch.Spec, error) {
+		c := ResNet{Bottleneck: bneck}
+		var err error
+		if c.Width, err = o.int("width", 64); err != nil {
+			return torch.Spec{}, err
+		}
+		if c.Groups, err = o.int("groups", groups); err != nil {
+			return torch.Spec{}, err
+		}
+		if c.GroupWidth, err = o.int("group-width", groupWidth); err != nil {
+			return torch.Spec{}, err
+		}
+		if c.Layers, err = o.ints("layers", layers); err != nil {
+			return torch.Spec{}, err
+		}
+		if c.CIFARStem, err = o.stem(in); err != nil {
+			return torch.Spec{}, err
+		}
+		return c.Build(in)
+	}
+}
+
+// registerWRN registers the Wide ResNets, trained with their CIFAR protocol.
+func registerWRN(r *Registry) error {
+	return errors.Join(
+		r.Register(Model{Name: "wrn", Doc: "pre-activation Wide ResNet (depth 6n+4, widen k)",
+			Options: []string{"depth", "widen", "dropout"}, Reference: cifar100, Preset: "wrn-cifar", Build: wrnBuilder(28, 10)}),
+		r.Register(Model{Name: "wrn-28-10", Doc: "Wide ResNet 28-10 for CIFAR (Zagoruyko & Komodakis 2016)",
+			Options: []string{"dropout"}, Reference: cifar100, Published: "36.5", Paper: true, Preset: "wrn-cifar", Build: wrnBuilder(28, 10)}))
+}
+
+// wrnBuilder builds a Wide ResNet of these defaults with the options given.
+func wrnBuilder(depth, widen int) Builder {
+	return func(in Input, o Options) (torch.Spec, error) {
+		d, err := o.int("depth", depth)
+		if err != nil {
+			return torch.Spec{}, err
+		}
+		k, err := o.int("widen", widen)
+		if err != nil {
+			return torch.Spec{}, err
+		}
+		p, err := o.float("dropout", 0)
+		if err != nil {
+			return torch.Spec{}, err
+		}
+		return WRN{Depth: d, Widen: k, Dropout: p}.Build(in)
+	}
 }

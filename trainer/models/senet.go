@@ -83,3 +83,28 @@ func (c SENet) Build(in Input) (torch.Spec, error) {
 	}
 	return torch.Spec{Features: pooled(nodes...), Head: head("last_linear", inplanes, in.NumClasses, c.Dropout, torch.InitDefault)}, nil
 }
+
+// registerSENet registers SENet-154, trained with its ImageNet protocol.
+func registerSENet(r *Registry) error {
+	return r.Register(Model{Name: "senet154", Doc: "SENet-154 (Hu et al. 2018), timm's legacy_senet154: SE-ResNeXt bottlenecks, 64 groups, reduction 16, dropout 0.2",
+		Options: []string{"layers", "groups", "reduction", "dropout"}, Reference: imageNet, Published: "115.09", Paper: true,
+		Preset: "senet-imagenet", Build: buildSENet})
+}
+
+func buildSENet(in Input, o Options) (torch.Spec, error) {
+	c := SENet{}
+	var err error
+	if c.Layers, err = o.ints("layers", []int{3, 8, 36, 3}); err != nil {
+		return torch.Spec{}, err
+	}
+	if c.Groups, err = o.int("groups", 64); err != nil {
+		return torch.Spec{}, err
+	}
+	if c.Reduction, err = o.int("reduction", 16); err != nil {
+		return torch.Spec{}, err
+	}
+	if c.Dropout, err = o.float("dropout", 0.2); err != nil {
+		return torch.Spec{}, err
+	}
+	return c.Build(in)
+}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/lcl-project/lcl/trainer/torch"
@@ -61,4 +62,46 @@ func (c CNN) Build(in Input) (torch.Spec, error) {
 		nodes = append(nodes, torch.Dropout(c.Dropout))
 	}
 	return torch.Spec{Features: torch.Seq("", nodes...), Head: head("fc", c.FC, in.NumClasses, 0, torch.InitDefault)}, nil
+}
+
+// registerSmall registers the small networks, trained by default with the
+// (Fashion-)MNIST protocol.
+func registerSmall(r *Registry) error {
+	return errors.Join(
+		r.Register(Model{Name: "mlp", Doc: "multi-layer perceptron (flatten, Linear+ReLU layers fc1.., fc)",
+			Options: []string{"hidden", "dropout"}, Reference: fmnist, Preset: "fmnist-cnn", Build: buildMLP}),
+		r.Register(Model{Name: "cnn", Doc: "small CNN: conv3x3-BN-ReLU-maxpool stages conv1.., fc1, fc",
+			Options: []string{"channels", "fc", "dropout", "bn"}, Reference: fmnist, Preset: "fmnist-cnn", Build: buildCNN}))
+}
+
+func buildMLP(in Input, o Options) (torch.Spec, error) {
+	h, err := o.ints("hidden", []int{256, 128})
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	d, err := o.float("dropout", 0)
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	return MLP{Hidden: h, Dropout: d}.Build(in)
+}
+
+func buildCNN(in Input, o Options) (torch.Spec, error) {
+	ch, err := o.ints("channels", []int{32, 64})
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	fc, err := o.int("fc", 128)
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	d, err := o.float("dropout", 0)
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	bn, err := o.bool("bn", true, "1 (batch norm, the default) or 0 (none)")
+	if err != nil {
+		return torch.Spec{}, err
+	}
+	return CNN{Channels: ch, FC: fc, Dropout: d, NoBN: !bn}.Build(in)
 }

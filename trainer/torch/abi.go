@@ -22,7 +22,8 @@ const abiVersion = C.LT_ABI_VERSION
 
 // The Go constants that mirror shim.h's (declared without cgo, so a build
 // without libtorch still has them) are checked against the header when
-// this file compiles: each line is an array of length 0 exactly when the
+// this file compiles (optimizer rules are not constants of the header:
+// lt_optim_new checks a Rule's number against its name at run time): each line is an array of length 0 exactly when the
 // two agree, and a difference of either sign fails the build.
 var (
 	_ [0]int = [OpSeq - C.LT_SEQ]int{}

@@ -2,10 +2,14 @@
 
 package torch
 
+// #include <stdlib.h>
 // #include "shim.h"
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // The optimizer section of shim.h (state.hpp, optim.hpp).
 
@@ -17,15 +21,25 @@ func (o *Optimizer) handle(op string) (*C.lt_optim, error) {
 	return o.c, nil
 }
 
-// newOptimizer creates an optimizer of m's parameters with newC, one of
-// shim.h's optimizer constructors.
-func newOptimizer(m *Model, newC func(mc *C.lt_model, err **C.char) *C.lt_optim) (*Optimizer, error) {
+// NewOptimizer creates an optimizer of m's parameters with rule r and its
+// parameters v, in the rule's order (optim.hpp documents each rule's
+// parameters and state; trainer.Optimizers lists them by name). Create it
+// after ChannelsLast: the state follows the parameters' memory format.
+func NewOptimizer(m *Model, r Rule, v []float64) (*Optimizer, error) {
 	const op = "new optimizer"
 	mc, err := m.handle(op)
 	if err != nil {
 		return nil, err
 	}
-	c, err := create(op, func(e **C.char) *C.lt_optim { return newC(mc, e) }, m)
+	name := C.CString(r.Name)
+	defer C.free(unsafe.Pointer(name))
+	var vp *C.double
+	if len(v) > 0 {
+		vp = (*C.double)(unsafe.Pointer(&v[0]))
+	}
+	c, err := create(op, func(e **C.char) *C.lt_optim {
+		return C.lt_optim_new(mc, C.int32_t(r.Kind), name, vp, C.int32_t(len(v)), e)
+	}, m, v)
 	if err != nil {
 		return nil, err
 	}
@@ -40,32 +54,11 @@ func freeOptim(c *C.lt_optim) { C.lt_optim_free(c) }
 // parameters: the update of torch.optim.SGD with dampening 0. Its state is
 // every parameter's "<param>.momentum_buffer" (none without momentum).
 func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer, error) {
-	return newOptimizer(m, func(mc *C.lt_model, e **C.char) *C.lt_optim {
-		return C.lt_optim_new_sgd(mc, C.double(momentum), C.double(weightDecay), cbool(nesterov), e)
-	})
-}
-
-// NewRMSProp creates TensorFlow's RMSProp over m's parameters (the
-// optimizer of the Inception papers): ms ← decay·ms + (1−decay)·d² with ms
-// starting at 1, mom ← momentum·mom + lr·d/√(ms+eps), p ← p − mom, where
-// d = grad + weightDecay·p. Its state is every parameter's
-// "<param>.square_avg", then (with momentum) every "<param>.momentum_buffer".
-func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
-	return newOptimizer(m, func(mc *C.lt_model, e **C.char) *C.lt_optim {
-		return C.lt_optim_new_rmsprop(mc, C.double(decay), C.double(eps), C.double(momentum), C.double(weightDecay), e)
-	})
-}
-
-// NewAdam creates Adam (o.Decoupled false) or AdamW over m's parameters:
-// the update of PyTorch 1.13's torch.optim.Adam/AdamW (amsgrad off), bit
-// for bit on the same libtorch. Its state is every parameter's
-// "<param>.exp_avg", then "<param>.exp_avg_sq", then "<param>.step" (a
-// float32 scalar). Create it after ChannelsLast, like NewSGD.
-func NewAdam(m *Model, o AdamOptions) (*Optimizer, error) {
-	return newOptimizer(m, func(mc *C.lt_model, e **C.char) *C.lt_optim {
-		return C.lt_optim_new_adam(mc, C.double(o.Beta1), C.double(o.Beta2), C.double(o.Eps), C.double(o.WeightDecay),
-			cbool(o.Decoupled), e)
-	})
+	n := 0.0
+	if nesterov {
+		n = 1
+	}
+	return NewOptimizer(m, Rule{0, "sgd"}, []float64{momentum, weightDecay, n}) // optim.hpp's rule 0
 }
 
 // Close frees the optimizer; it is idempotent.

@@ -136,9 +136,9 @@ func TestUseAfterClose(t *testing.T) {
 			func() error { return lo.State().Load(byName(oState)) }},
 		{"NewSGD", "of a closed model", func() error { _, err := NewSGD(cm, 0, 0, false); return err },
 			func() error { o, err := NewSGD(lm, 0, 0, false); o.Close(); return err }},
-		{"NewAdam", "of a closed model", func() error { _, err := NewAdam(cm, AdamOptions{}); return err },
+		{"NewOptimizer", "of a closed model", func() error { _, err := NewOptimizer(cm, Rule{2, "adam"}, []float64{0.9, 0.999, 1e-8, 0}); return err },
 			func() error {
-				o, err := NewAdam(lm, AdamOptions{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+				o, err := NewOptimizer(lm, Rule{2, "adam"}, []float64{0.9, 0.999, 1e-8, 0})
 				o.Close()
 				return err
 			}},

@@ -1,9 +1,9 @@
 //go:build cgo && !ltshim
 
 // shim.cpp: the C ABI of shim.h, section by section: runtime, tensors,
-// models, state, optimizers, the model and optimizer broadcasts of process
-// groups (the rest of them is dist.cpp's), and the engine and devices
-// (engine.hpp). The shim is split by concern into headers (common, models,
+// models, state, optimizers (optim.hpp's rules), the model and optimizer
+// broadcasts of process groups (the rest of them is dist.cpp's), and the
+// engine and devices (engine.hpp). The shim is split by concern into headers (common, models,
 // state, optim, loss, step, engine) but compiled as this one translation unit:
 // parsing <torch/torch.h> costs about 8 s per translation unit, and cgo
 // rebuilds every C++ file of the package when any file changes, so four
@@ -17,6 +17,7 @@
 #include "common.hpp"
 #include "models.hpp"
 #include "state.hpp"
+#include "optim.hpp"
 #include "step.hpp"
 #include "engine.hpp"
 #include "scriptcheck.hpp" // lt_script_check: scriptcheck.h
@@ -45,17 +46,6 @@ lt_model *finish_model(std::shared_ptr<Net> net, torch::Device dev, int64_t num_
 
 void check_input(int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes) {
 	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || num_classes < 1) throw std::invalid_argument("bad input shape or class count");
-}
-
-// new_optim is an optimizer of m's parameters without state; add_state
-// appends a buffer per parameter, named <param>.<what>, made by make.
-std::unique_ptr<lt_optim> new_optim(lt_model *m) {
-	auto o = std::make_unique<lt_optim>();
-	for (auto &p : m->net->named_parameters(true)) o->params.push_back({p.key(), p.value()});
-	return o;
-}
-template <class Make> void add_state(lt_optim *o, const char *what, Make make) {
-	for (auto &p : o->params) o->bufs.push_back({p.name + "." + what, make(p.t)});
 }
 } // namespace
 
@@ -238,56 +228,12 @@ int32_t lt_state_write(lt_state *s, int32_t i, const void *src, int64_t nbytes, 
 
 // ---- Optimizers.
 
-lt_optim *lt_optim_new_sgd(lt_model *m, double momentum, double weight_decay, int32_t nesterov, char **err) {
+lt_optim *lt_optim_new(lt_model *m, int32_t kind, const char *name, const double *v, int32_t n_params,
+                       char **err) {
 	LT_TRY_SYNCED
-	if (nesterov && momentum <= 0) throw std::invalid_argument("Nesterov momentum requires a momentum > 0");
-	auto o = new_optim(m);
-	o->momentum = momentum;
-	o->wd = weight_decay;
-	o->nesterov = nesterov != 0;
-	if (momentum != 0) add_state(o.get(), "momentum_buffer", [](const Tensor &p) { return torch::zeros_like(p).detach(); });
-	return o.release();
-	LT_CATCH(err, nullptr)
-}
-
-lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
-                               char **err) {
-	LT_TRY_SYNCED
-	if (!(decay >= 0 && decay < 1) || !(eps > 0) || momentum < 0 || weight_decay < 0)
-		throw std::invalid_argument("RMSProp needs 0 <= decay < 1, eps > 0, momentum >= 0 and weight decay >= 0");
-	auto o = new_optim(m);
-	o->rmsprop = true;
-	o->rho = decay;
-	o->eps = eps;
-	o->momentum = momentum;
-	o->wd = weight_decay;
-	// TensorFlow 1 starts the mean squares at 1.
-	add_state(o.get(), "square_avg", [](const Tensor &p) { return torch::ones_like(p).detach(); });
-	if (momentum != 0) add_state(o.get(), "momentum_buffer", [](const Tensor &p) { return torch::zeros_like(p).detach(); });
-	return o.release();
-	LT_CATCH(err, nullptr)
-}
-
-lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
-                            int32_t decoupled, char **err) {
-	LT_TRY_SYNCED
-	if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps >= 0) || !(weight_decay >= 0))
-		throw std::invalid_argument("Adam needs 0 <= beta1, beta2 < 1, eps >= 0 and weight decay >= 0");
-	auto o = new_optim(m);
-	o->adam = true;
-	o->adam_h.beta1 = beta1;
-	o->adam_h.beta2 = beta2;
-	o->adam_h.eps = eps;
-	o->adam_h.wd = weight_decay;
-	o->adam_h.decoupled = decoupled != 0;
-	o->wd = weight_decay;
-	// zeros_like keeps a channels-last parameter's format, as torch.optim's
-	// torch.zeros_like(p, memory_format=torch.preserve_format).
-	auto zeros = [](const Tensor &p) { return torch::zeros_like(p).detach(); };
-	add_state(o.get(), "exp_avg", zeros);
-	add_state(o.get(), "exp_avg_sq", zeros);
-	add_state(o.get(), "step", [](const Tensor &) { return torch::zeros({}, torch::kFloat32); });
-	return o.release();
+	std::vector<Entry> params;
+	for (auto &p : m->net->named_parameters(true)) params.push_back({p.key(), p.value()});
+	return lts::new_optim(std::move(params), kind, name, v, n_params).release();
 	LT_CATCH(err, nullptr)
 }
 
@@ -319,9 +265,10 @@ int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err) {
 	LT_TRY_SYNCED
 	std::vector<Tensor> ts;
 	for (auto &b : o->bufs)
-		// Adam's step counts stay on the CPU, as torch.optim keeps them: with
-		// parameters elsewhere they are not broadcast (NCCL moves device
-		// memory only); every rank counts the same steps from the same start.
+		// The Adam family's step counts (and NAdam's products) stay on the
+		// CPU, as torch.optim keeps them: with parameters elsewhere they are
+		// not broadcast (NCCL moves device memory only); every rank counts
+		// the same steps from the same start.
 		if (o->params.empty() || b.t.device() == o->params[0].t.device()) ts.push_back(b.t);
 	if (!ts.empty()) ltdist::broadcast(g, ts, "optimizer broadcast");
 	return 0;

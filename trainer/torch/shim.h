@@ -169,27 +169,17 @@ int32_t lt_state_read(lt_state *s, int32_t i, void *dst, int64_t nbytes, char **
 int32_t lt_state_write(lt_state *s, int32_t i, const void *src, int64_t nbytes, char **err);
 
 /* ---- Optimizers over all parameters of m. An engine's train step updates
-   each with its learning rate (lt_engine_train). */
-/* SGD with momentum, Nesterov and weight decay: the same update as
-   torch.optim.SGD with dampening 0. State: <param>.momentum_buffer when
-   momentum != 0. */
-lt_optim *lt_optim_new_sgd(lt_model *m, double momentum, double weight_decay, int32_t nesterov, char **err);
-/* RMSProp as TensorFlow (and the Inception papers) define it:
-   ms <- decay ms + (1 - decay) d^2 (ms starts at 1),
-   mom <- momentum mom + lr d / sqrt(ms + eps), p <- p - mom, with
-   d = grad + weight_decay p. State: <param>.square_avg, then
-   <param>.momentum_buffer when momentum != 0. */
-lt_optim *lt_optim_new_rmsprop(lt_model *m, double decay, double eps, double momentum, double weight_decay,
-                               char **err);
-/* Adam (decoupled == 0: weight_decay*p added to the gradient) or AdamW
-   (decoupled != 0: p <- p*(1 - lr*weight_decay) first): torch.optim.Adam/
-   AdamW with amsgrad off, PyTorch's Python code op for op (optim.hpp),
-   bit-identical on the same libtorch. State: every parameter's
-   <param>.exp_avg, then every <param>.exp_avg_sq, then every <param>.step
-   (a float32 scalar on the CPU, as torch.optim keeps it, also for
-   parameters on a GPU; lt_pg_broadcast_optim leaves such CPU tensors out). */
-lt_optim *lt_optim_new_adam(lt_model *m, double beta1, double beta2, double eps, double weight_decay,
-                            int32_t decoupled, char **err);
+   each with its learning rate (lt_engine_train). lt_optim_new creates the
+   optimizer of rule kind (optim.hpp's lts::Kind, numbered from 0: sgd),
+   which must be called name in the shim
+   (the caller's numbering is checked against the shim's that way, so a
+   new rule changes no declaration here), with its n_params parameters v in
+   the rule's order. Each rule's parameters, checks and state tensors (the
+   table lt_optim_state returns) are documented at the rule in optim.hpp;
+   the torch.optim rules are PyTorch's Python code op for op, bit-identical
+   on the same libtorch. */
+lt_optim *lt_optim_new(lt_model *m, int32_t kind, const char *name, const double *v, int32_t n_params,
+                       char **err);
 void lt_optim_free(lt_optim *o) LT_NOEXCEPT;
 /* Gradient clipping by norm before each update of o (max_norm <= 0: none):
    torch.nn.utils.clip_grad_norm_(parameters, max_norm), after the fp16 loss

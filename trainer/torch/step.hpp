@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "dist.hpp"
 #include "loss.hpp"
+#include "optim.hpp"
 #include "state.hpp"
 
 namespace lts {

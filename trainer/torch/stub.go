@@ -55,12 +55,9 @@ func (s *State) Load(map[string]Named) error                { return ErrNoLibtor
 func NewSGD(m *Model, momentum, weightDecay float64, nesterov bool) (*Optimizer, error) {
 	return nil, ErrNoLibtorch
 }
-func NewRMSProp(m *Model, decay, eps, momentum, weightDecay float64) (*Optimizer, error) {
-	return nil, ErrNoLibtorch
-}
-func NewAdam(m *Model, o AdamOptions) (*Optimizer, error) { return nil, ErrNoLibtorch }
-func (o *Optimizer) Close()                               {}
-func (o *Optimizer) SetClipNorm(maxNorm float64) error    { return ErrNoLibtorch }
+func NewOptimizer(m *Model, r Rule, v []float64) (*Optimizer, error) { return nil, ErrNoLibtorch }
+func (o *Optimizer) Close()                                          {}
+func (o *Optimizer) SetClipNorm(maxNorm float64) error               { return ErrNoLibtorch }
 
 func NewGroup(GroupConfig) (*Group, error)         { return nil, ErrNoLibtorch }
 func (g *Group) Close()                            {}

@@ -221,27 +221,28 @@ func (m *Model) Spec() Spec { return m.spec }
 // FeatureDim is the width of the penultimate features.
 func (m *Model) FeatureDim() int { return m.featureDim }
 
-// Optimizer updates all of a model's parameters at each training step: SGD
-// (NewSGD), TensorFlow's RMSProp (NewRMSProp) or Adam/AdamW (NewAdam). Its
-// State holds what it keeps per parameter (momentum buffers, mean squares,
-// moments).
+// Optimizer updates all of a model's parameters at each training step
+// with one of the shim's update rules (NewOptimizer). Its State holds what
+// the rule keeps per parameter (momentum buffers, mean squares, moments,
+// step counts).
 type Optimizer struct {
 	c       optimHandle // nil once closed
 	cleanup runtime.Cleanup
 }
 
-// AdamOptions are Adam's settings (torch.optim.Adam/AdamW's): the moments'
-// decay rates Beta1 and Beta2, Eps added to the denominator, and the weight
-// decay, added to the gradient (Adam) or decoupled from it (AdamW: the
-// weights shrink by lr·WeightDecay before each update).
-type AdamOptions struct {
-	Beta1, Beta2, Eps, WeightDecay float64
-	Decoupled                      bool // AdamW
+// Rule names one of the shim's update rules (optim.hpp's lts::Kind): its
+// number and its name there, which the shim checks against each other, so
+// a caller's table that has drifted from optim.hpp fails with both named.
+// The trainer's optimizer registry (trainer.Optimizers) holds every rule
+// with its parameters.
+type Rule struct {
+	Kind int32
+	Name string
 }
 
 // State is the named state of a Model (its parameters, then its buffers,
 // with torchvision's names) or of an Optimizer (what it keeps per
-// parameter: see NewSGD, NewRMSProp, NewAdam), held by libtorch and read
+// parameter: see its rule in optim.hpp), held by libtorch and read
 // and written in place: Info lists the tensors, Read copies one out, Copy
 // copies all of them, Load overwrites all of them. It refers to its owner:
 // after the owner's Close every method returns an error wrapping

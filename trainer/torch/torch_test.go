@@ -412,7 +412,7 @@ func TestRMSPropUpdate(t *testing.T) {
 	}
 	defer m.Close()
 	const lr, rho, eps, mom, wd = 0.05, 0.9, 1.0, 0.9, 0.01
-	o, err := NewRMSProp(m, rho, eps, mom, wd)
+	o, err := NewOptimizer(m, Rule{1, "rmsprop"}, []float64{rho, eps, mom, wd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,39 @@ func TestRMSPropUpdate(t *testing.T) {
 	}
 	check("fc.weight", W, after["fc.weight"], gW)
 	check("fc.bias", b, after["fc.bias"], gb)
-	if _, err := NewRMSProp(m, 1.5, 1, 0, 0); err == nil {
+	if _, err := NewOptimizer(m, Rule{1, "rmsprop"}, []float64{1.5, 1, 0, 0}); err == nil {
 		t.Error("decay 1.5 accepted")
+	}
+}
+
+// TestNewOptimizerChecksTheRule: the shim refuses a rule number it lacks,
+// a name that is not its rule's, and a parameter count not the rule's,
+// each naming what it has; what the trainer's registry relies on to find
+// a table out of step with optim.hpp.
+func TestNewOptimizerChecksTheRule(t *testing.T) {
+	m, err := NewModel(mlpSpec(1, 1, 4, 3), "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, tc := range []struct {
+		r    Rule
+		v    []float64
+		want string
+	}{
+		{Rule{99, "sgd"}, []float64{0, 0, 0}, "optimizer kind 99: this shim has kinds 0 to"},
+		{Rule{-1, "sgd"}, []float64{0, 0, 0}, "optimizer kind -1: this shim has kinds 0 to"},
+		{Rule{1, "sgd"}, []float64{0, 0, 0}, "optimizer kind 1 is rmsprop in this shim, not sgd"},
+		{Rule{0, "sgd"}, []float64{0, 0}, "sgd takes 3 parameters, not 2"},
+		{Rule{0, "sgd"}, nil, "sgd takes 3 parameters, not 0"},
+		{Rule{0, "sgd"}, []float64{math.NaN(), 0, 0}, "sgd: a parameter is NaN"},
+		{Rule{0, "sgd"}, []float64{0, 0, 1}, "Nesterov momentum requires a momentum > 0"},
+		{Rule{5, "nadam"}, []float64{0.9, 0.999, 1e-8, 0, -1}, "NAdam needs momentum decay >= 0"},
+	} {
+		o, err := NewOptimizer(m, tc.r, tc.v)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			o.Close()
+			t.Errorf("NewOptimizer(%v, %v): %v, want an error containing %q", tc.r, tc.v, err, tc.want)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,17 +15,24 @@ import (
 )
 
 // sourceFlag is a flag of lcl similarity: one per source parameter name,
-// documented from the sources' specs (similarity.Specs), so every default
+// documented from the sources' specs (similarity.Builtins), so every default
 // is written once. Only flags the user set are passed to the source.
 type sourceFlag struct{ name, usage string }
 
 // similarityFlags lists the built-in sources' parameters as flags, in the
 // order of the sources in the help.
 func similarityFlags() []sourceFlag {
-	specs := similarity.Specs()
+	specs := similarity.Builtins()
 	var params []similarity.Param
 	users := map[string][]string{} // parameter → the sources that take it
-	for _, src := range []string{"semantic", "visual", "simrank", "lca", "matrix"} {
+	// The help's order, then any source added later (its flags too).
+	order := []string{"semantic", "visual", "simrank", "lca", "matrix"}
+	for _, n := range slices.Sorted(maps.Keys(specs)) {
+		if !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
+	for _, src := range order {
 		for _, p := range specs[src].Params {
 			if users[p.Name] == nil {
 				params = append(params, p)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/trainer"
 )
 
 // trainOptions are lcl train's flags: the run's TrainSpec, which they bind
@@ -50,8 +51,10 @@ classifier at its initialisation, for another number of classes.
 The optimisation protocol is a preset (lcl models lists them; the default
 depends on the model) whose settings the flags --epochs --batch --lr
 --momentum --nesterov --weight-decay --schedule --milestones --gamma
---step-size --warmup --optimizer --betas --eps --clip-grad-norm --ema-decay
-override (--optimizer adamw --lr 1e-3: torch.optim's AdamW).
+--step-size --warmup --optimizer --betas --eps --optim-param
+--clip-grad-norm --ema-decay override (--optimizer adamw --lr 1e-3:
+torch.optim's AdamW). The optimizers (lcl models lists their parameters):
+` + trainer.OptimizerNames() + `.
 
 Augmentation on top of the data set's crop and flip (docs/data.md):
 --randaugment N,M (torchvision's RandAugment: N ops at magnitude bin M of

@@ -70,9 +70,10 @@ func TestTrainEvalModelsCLI(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].Status != "done" || runs[0].Dir != run || len(runs[0].Top1) != 1 {
 		t.Errorf("store runs: %v %+v", err, runs)
 	}
-	// lcl models lists architectures and presets.
+	// lcl models lists architectures, presets and optimizers.
 	code, out, errs = runLCL(context.Background(), t, "models")
-	if code != 0 || !strings.Contains(out, "resnet50") || !strings.Contains(out, "wrn-cifar") {
+	if code != 0 || !strings.Contains(out, "resnet50") || !strings.Contains(out, "wrn-cifar") ||
+		!strings.Contains(out, "beta1=0.9,beta2=0.999,eps=1e-08,weight_decay=0,momentum_decay=0.004") {
 		t.Errorf("models: %d %s %s", code, out, errs)
 	}
 }
@@ -89,10 +90,10 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--preset", "nope"}, "unknown preset"},
 		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
 		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
-		{[]string{"train", "--data", synth, "--optimizer", "lamb"}, "want sgd, rmsprop, adam or adamw"},
+		{[]string{"train", "--data", synth, "--optimizer", "lamb"}, "--optimizer lamb: want sgd, rmsprop, adam, adamw, "},
 		{[]string{"train", "--data", synth, "--optimizer", "adamw", "--momentum", "0.9"}, "--optimizer adamw has no --momentum (given 0.9)"},
 		{[]string{"train", "--data", synth, "--betas", "0.9"}, "--betas"},
-		{[]string{"train", "--data", synth, "--betas", "0.9,0.99"}, "settings of --optimizer adam or adamw"},
+		{[]string{"train", "--data", synth, "--betas", "0.9,0.99"}, "--betas: optimizer sgd has no parameter beta1"},
 		{[]string{"train", "--data", synth, "--patience", "3"}, "need --val-fraction"},
 		{[]string{"train", "--data", synth, "--val-fraction", "1"}, "--val-fraction 1"},
 		{[]string{"train", "--data", synth, "--val-fraction", "0.1", "--select", "auc"}, "--select"},
@@ -158,7 +159,7 @@ func TestTrainRefusalsWriteNothing(t *testing.T) {
 		{"negative epochs", []string{"--epochs", "-1"}, 2, "--epochs -1: want a whole number ≥ 1"},
 		{"no batch", []string{"--batch", "0"}, 2, "--batch 0: want a whole number ≥ 1"},
 		{"a misspelt optimizer", []string{"--optimizer", "adamx"}, 2,
-			"--optimizer adamx: want sgd, rmsprop, adam or adamw; did you mean adam or adamw?"},
+			"--optimizer adamx: want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"},
 		{"a misspelt strategy", []string{"--strategy", "lcll"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
 		// Found before a launcher starts its workers.
 		{"a misspelt strategy under --nproc", []string{"--strategy", "lcll", "--nproc", "2"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
