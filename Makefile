@@ -1,12 +1,13 @@
 # lcl: label-similarity curriculum learning.
 #   make demo   the main job on embedded defaults (installs what is missing)
+#   make demo-methods   the demo against the later soft-label methods (MBM, KD)
 #   make test   the unit tests (installs what is missing)
 GO      ?= go
 BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build build-deps test test-torch2 test-torch2-cuda demo demo-full bench e2e deps bench-deps lint race proto clean fuzz gpu-bundle libtorch-check
+.PHONY: all build build-deps test test-torch2 test-torch2-cuda demo demo-full demo-methods bench e2e deps bench-deps lint race proto clean fuzz gpu-bundle libtorch-check
 
 # LIBTORCH=DIR builds and tests against another libtorch than Debian's: a pip
 # or conda PyTorch's torch/ folder, an unpacked libtorch from pytorch.org
@@ -81,6 +82,11 @@ demo:
 
 demo-full:
 	@start=$$(date +%s); $(MAKE) --no-print-directory build && LCL_DEMO=full LCL_DEMO_START=$$start scripts/demo.sh
+
+# The demo's protocol with the soft-label methods that followed the paper
+# (experiments/methods.yaml); shares the demo's SL, LS and LCL runs.
+demo-methods:
+	@start=$$(date +%s); $(MAKE) --no-print-directory build && LCL_DEMO=methods LCL_DEMO_START=$$start scripts/demo.sh
 
 e2e: build
 	@scripts/deps.sh e2e

@@ -12,7 +12,7 @@ func TestShippedGrids(t *testing.T) {
 		"demo.yaml": 12, "demo-full.yaml": 64, "cifar100-wrn.yaml": 128,
 		"awa2-resnet101.yaml": 176, "cub-resnet.yaml": 352, "nabirds-resnet.yaml": 256, "precision.yaml": 6,
 		"cifar100-densenet.yaml": 128, "awa2-inception-resnet-v2.yaml": 176,
-		"imagenet-resnext.yaml": 128, "imagenet-senet.yaml": 128, "tour.yaml": 2,
+		"imagenet-resnext.yaml": 128, "imagenet-senet.yaml": 128, "tour.yaml": 2, "methods.yaml": 18,
 	}
 	files, err := filepath.Glob("../experiments/*.yaml")
 	if err != nil || len(files) != len(want) {
@@ -33,10 +33,13 @@ func TestShippedGrids(t *testing.T) {
 			ids[filepath.Base(f)][r.ID] = true
 		}
 	}
-	// demo-full contains the demo's runs, so `make demo-full` after `make demo` reuses them.
-	for id := range ids["demo.yaml"] {
-		if !ids["demo-full.yaml"][id] {
-			t.Errorf("demo run %s is not in demo-full", id)
+	// demo-full and methods contain the demo's runs, so `make demo-full` and
+	// `make demo-methods` after `make demo` reuse them.
+	for _, grid := range []string{"demo-full.yaml", "methods.yaml"} {
+		for id := range ids["demo.yaml"] {
+			if !ids[grid][id] {
+				t.Errorf("demo run %s is not in %s", id, grid)
+			}
 		}
 	}
 }

@@ -3,7 +3,10 @@
 #   Fashion-MNIST's classes → WordNet documents → doc2vec vectors → semantic
 #   similarity (plus the lca hierarchy similarity) → the small CNN at DR 10 %
 #   with SL, LS and LCL (ε 0.9, 0.99) for 3 seeds → the table and an HTML report.
-# `make demo-full` (LCL_DEMO=full) runs the 4-seed × 4-DR grid instead.
+# `make demo-full` (LCL_DEMO=full) runs the 4-seed × 4-DR grid instead;
+# `make demo-methods` (LCL_DEMO=methods) the demo's protocol with the later
+# soft-label methods (experiments/methods.yaml: + MBM's soft labels on the
+# WordNet LCA heights, KD), its table adding mistake severity and hier. dist@k.
 # Everything is resumable: run it again after Ctrl-C and it finishes only what
 # is missing.
 set -euo pipefail
@@ -14,10 +17,16 @@ export LCL_STORE=${LCL_STORE:-$PWD/.demo/store}
 RUNS=${LCL_DEMO_RUNS:-$PWD/.demo/runs}
 GRID=experiments/demo.yaml
 OUT=${LCL_DEMO_OUT:-$PWD/.demo/report}
-if [ "${LCL_DEMO:-}" = full ]; then
-  GRID=experiments/demo-full.yaml
-  OUT=${LCL_DEMO_OUT:-$PWD/.demo/report-full}
-fi
+case "${LCL_DEMO:-}" in
+  full)
+    GRID=experiments/demo-full.yaml
+    OUT=${LCL_DEMO_OUT:-$PWD/.demo/report-full} ;;
+  methods)
+    GRID=experiments/methods.yaml
+    OUT=${LCL_DEMO_OUT:-$PWD/.demo/report-methods} ;;
+  "") ;;
+  *) echo "LCL_DEMO=$LCL_DEMO: want full, methods or nothing" >&2; exit 2 ;;
+esac
 start=$(date +%s)
 # Where the time went: each stage's seconds, printed as a table at the end
 # (LCL_DEMO_START, set by `make demo`, adds the build before this script).
@@ -62,6 +71,13 @@ step "similarity matrices: semantic (doc2vec cosine), lca (Wu-Palmer)"
 "$LCL" similarity --synsets fashion-mnist --source semantic
 "$LCL" similarity --synsets fashion-mnist --source lca
 "$LCL" similarity show --synsets fashion-mnist --source semantic --top 3
+if [ "${LCL_DEMO:-}" = methods ]; then
+  # MBM-soft trains on `--source lca`, the latest lca matrix of the set: the
+  # LCA-height form (MBM's distance), stored again now so that it is the
+  # latest whatever was stored before (the Wu-Palmer one above).
+  step "similarity matrix: lca, LCA-height form (MBM's distance)"
+  "$LCL" similarity --synsets fashion-mnist --source lca --form height --force
+fi
 
 step "training: $GRID"
 "$LCL" experiment run "$GRID" --run-dir "$RUNS"

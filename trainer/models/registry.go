@@ -164,10 +164,13 @@ func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
 		if err := checkScriptFile(ref, r.TrustScripts); err != nil {
 			return torch.Spec{}, fmt.Errorf("models: %s: %w", qspec, err)
 		}
-		if err := torch.CheckScript(ref.path, in.C, in.H, in.W, in.NumClasses, r.TrustScripts); err != nil {
+		// Loaded once: the models are built from this checked module, not
+		// from the file again (which may have changed since).
+		loaded, err := torch.LoadScript(ref.path, in.C, in.H, in.W, in.NumClasses, r.TrustScripts)
+		if err != nil {
 			return torch.Spec{}, fmt.Errorf("models: %s: %w", qspec, err)
 		}
-		return torch.Spec{InC: in.C, InH: in.H, InW: in.W, NumClasses: in.NumClasses, Script: ref.path}, nil
+		return torch.Spec{InC: in.C, InH: in.H, InW: in.W, NumClasses: in.NumClasses, Script: ref.path, Loaded: loaded}, nil
 	}
 	name, optStr, _ := strings.Cut(spec, ":")
 	m, ok := r.models[name]

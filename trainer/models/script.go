@@ -22,9 +22,10 @@ import (
 // declare sizes within bounds (tensor data stored, as PyTorch writes it,
 // so no entry inflates beyond the file); and its code must call no
 // operator that reaches the file system, the network or the terminal
-// unless the registry trusts scripts (--trust-model). torch.CheckScript
-// then scans the loaded graphs (the authoritative check) and runs forward
-// once in each mode.
+// unless the registry trusts scripts (--trust-model). torch.LoadScript
+// then loads it, once, scans the loaded graphs (the authoritative check)
+// and runs forward once in each mode; the run's models are copies of that
+// module (torch.Spec.Loaded).
 
 // pinPrefix starts a digest pinned to a TorchScript file name.
 const pinPrefix = "@sha256:"
@@ -132,7 +133,7 @@ var (
 	ioCall = regexp.MustCompile(`\btorch\.(?:from_file|save|load)\b|\bops\.(?:aten|prim)\.(?:from_file|save|to_here|rpc_async|rpc_sync|rpc_remote|Print)\b|\b(?:rpc_async|rpc_sync|rpc_remote|to_here)\s*\(|(?:^|[^.\w])print\s*\(`)
 	// custom operators: ops.NAMESPACE.NAME
 	opsCall = regexp.MustCompile(`\bops\.(\w+)\.`)
-	// libtorch's own operator namespaces (as lt_script_check's)
+	// libtorch's own operator namespaces (as lt_script_load's)
 	ownNamespaces = map[string]bool{"aten": true, "prim": true, "quantized": true, "_quantized": true, "prepacked": true,
 		"mkldnn_prepacked": true, "sparse": true}
 )

@@ -88,6 +88,9 @@ type Spec struct {
 	// Script, when set, is a TorchScript module file (torch.jit.save) that
 	// replaces Features and Head: see NewModel.
 	Script string
+	// Loaded, when set, is Script loaded and checked (LoadScript):
+	// NewModel copies it instead of loading the file again.
+	Loaded *Script `json:"-"`
 	// Reinit starts a Script model from PyTorch's default initialisation
 	// (drawn from libtorch's generator) instead of the file's weights: the
 	// second peer of a mutual-learning run must not start as a copy.

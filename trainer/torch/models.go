@@ -80,7 +80,8 @@ func (m *Model) handle(op string) (*C.lt_model, error) {
 // NewModel builds and initialises the network of spec on device: the node
 // trees of a built-in architecture (checked with Spec.Check first), or the
 // TorchScript module in spec.Script, loaded with its weights (or
-// re-initialised with spec.Reinit) and run once on a zero input to check
+// re-initialised with spec.Reinit) — copied from spec.Loaded when the
+// caller loaded and checked it (LoadScript), else read from the file — and run once on a zero input to check
 // that it gives NumClasses logits. A TorchScript model's penultimate
 // features are its method `penultimate` when it defines one, else the
 // input of the last linear layer of its forward (docs/trainer.md).
@@ -94,7 +95,9 @@ func NewModel(spec Spec, device string) (*Model, error) {
 	in := [4]C.int32_t{C.int32_t(spec.InC), C.int32_t(spec.InH), C.int32_t(spec.InW), C.int32_t(spec.NumClasses)}
 	var c *C.lt_model
 	var err error
-	if spec.Script != "" {
+	if spec.Loaded != nil {
+		c, err = newScriptModel(spec.Loaded, in, spec.Reinit, dev)
+	} else if spec.Script != "" {
 		path, freePath := cstr(spec.Script)
 		defer freePath()
 		c, err = create("new model", func(e **C.char) *C.lt_model {

@@ -217,8 +217,13 @@ struct ScriptNet : Net {
 	std::unique_ptr<torch::jit::GraphFunction> feat_fn;
 	std::string no_features; // why features() fails, when it does
 
-	ScriptNet(const std::string &path, torch::Device dev, bool reinit) {
-		mod = torch::jit::load(path, dev);
+	ScriptNet(const std::string &path, torch::Device dev, bool reinit)
+	    : ScriptNet(torch::jit::load(path, dev), dev, reinit) {}
+
+	// ScriptNet takes a module already loaded (a copy of a checked one,
+	// lt_model_from_script) and moves it to dev.
+	ScriptNet(torch::jit::Module m, torch::Device dev, bool reinit) : mod(std::move(m)) {
+		mod.to(dev);
 		if (reinit) reset_parameters();
 		for (const auto &p : mod.named_parameters(true)) {
 			auto parts = split_dots(p.name);

@@ -218,4 +218,61 @@ print(json.dumps({"logits": logits.flatten().tolist(), "features": feats[0].flat
 	if _, err := NewModel(Spec{InC: 3, InH: 32, InW: 32, NumClasses: 5, Script: bad}, "cpu"); err == nil || !errors.As(err, &te) {
 		t.Errorf("garbage file: %v, want a *torch.Error", err)
 	}
+
+	// Loaded once: models built from the checked module (Spec.Loaded) do
+	// not open the file again — they are the file's model after it was
+	// replaced by garbage — and equal a model loaded from the file: the
+	// check's training-mode forward left the batch-norm statistics (moved
+	// away from 0/1 by the maker) alone, and a re-initialised peer built
+	// first changed only its own copy.
+	once := filepath.Join(dir, "once.pt")
+	b, err := os.ReadFile(script.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(once, b, 0o644)
+	direct, err := NewModel(Spec{InC: 3, InH: 32, InW: 32, NumClasses: classes, Script: once}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stateFloats(t, direct)
+	direct.Close()
+	loaded, err := LoadScript(once, 3, 32, 32, classes, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(once, []byte("not a zip"), 0o644)
+	for _, reinit := range []bool{true, false, false} {
+		ManualSeed(9)
+		m, err := NewModel(Spec{InC: 3, InH: 32, InW: 32, NumClasses: classes, Script: once, Loaded: loaded, Reinit: reinit}, "cpu")
+		if err != nil {
+			t.Fatalf("from the loaded module (reinit %v): %v", reinit, err)
+		}
+		got := stateFloats(t, m)
+		if reinit {
+			if !slices.Equal(got["conv1.weight"], states[0]["conv1.weight"]) {
+				t.Error("Reinit from the loaded module: conv1.weight differs from an equally seeded load of the file")
+			}
+			m.Close()
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("from the loaded module: %d state tensors, the file's model %d", len(got), len(want))
+		}
+		for k, v := range want {
+			if !slices.Equal(got[k], v) {
+				t.Fatalf("from the loaded module: %s differs from the file's model", k)
+			}
+		}
+		ev, err := evalBatch(e, m, in, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		close("loaded module logits", ev.Logits, ref.Logits)
+		m.Close()
+	}
+	loaded.Close()
+	if _, err := NewModel(Spec{InC: 3, InH: 32, InW: 32, NumClasses: classes, Script: once, Loaded: loaded}, "cpu"); err == nil {
+		t.Error("a model from a closed TorchScript module was built")
+	}
 }

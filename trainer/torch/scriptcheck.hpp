@@ -1,4 +1,4 @@
-// scriptcheck.hpp: lt_script_check (scriptcheck.h). Included only by
+// scriptcheck.hpp: lt_script_load (scriptcheck.h). Included only by
 // shim.cpp, after common.hpp (see there why the shim is one translation
 // unit).
 #pragma once
@@ -69,8 +69,13 @@ inline void check_logits(torch::jit::Module &m, bool train, int64_t n, int32_t c
 
 } // namespace lts
 
-extern "C" int32_t lt_script_check(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t classes,
-                                   int32_t trust_ops, char **err) {
+struct lt_script {
+	torch::jit::Module mod; // on the CPU, as the file holds it
+	std::string path;       // for messages
+};
+
+extern "C" lt_script *lt_script_load(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t classes,
+                                     int32_t trust_ops, char **err) {
 	LT_TRY
 	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || classes < 1) throw std::invalid_argument("bad input shape or class count");
 	auto m = torch::jit::load(path, torch::kCPU);
@@ -78,8 +83,12 @@ extern "C" int32_t lt_script_check(const char *path, int32_t in_c, int32_t in_h,
 	torch::NoGradGuard ng;
 	lts::check_logits(m, false, 1, in_c, in_h, in_w, classes, path);
 	// Training mode: a batch of two (batch norm needs more than one value
-	// per channel); the copy's running statistics change, not the run's.
-	lts::check_logits(m, true, 2, in_c, in_h, in_w, classes, path);
-	return 0;
-	LT_CATCH(err, -1)
+	// per channel), on a copy, whose running statistics change: the
+	// module kept for the run keeps the file's.
+	auto copy = m.deepcopy();
+	lts::check_logits(copy, true, 2, in_c, in_h, in_w, classes, path);
+	return new lt_script{std::move(m), path};
+	LT_CATCH(err, nullptr)
 }
+
+extern "C" void lt_script_free(lt_script *s) noexcept { delete s; }

@@ -20,7 +20,7 @@
 #include "optim.hpp"
 #include "step.hpp"
 #include "engine.hpp"
-#include "scriptcheck.hpp" // lt_script_check: scriptcheck.h
+#include "scriptcheck.hpp" // lt_script_load: scriptcheck.h
 
 // lts holds the shim's internals; nothing in it is part of the C ABI.
 using namespace lts;
@@ -46,6 +46,38 @@ lt_model *finish_model(std::shared_ptr<Net> net, torch::Device dev, int64_t num_
 
 void check_input(int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes) {
 	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || num_classes < 1) throw std::invalid_argument("bad input shape or class count");
+}
+
+// finish_script checks a TorchScript network once on a zero input (eval
+// mode, no gradient: the output must be 1 x num_classes), learns its
+// feature width, and wraps it as finish_model does.
+lt_model *finish_script(std::shared_ptr<ScriptNet> net, torch::Device dev, int32_t in_c, int32_t in_h, int32_t in_w,
+                        int32_t num_classes, const std::string &path) {
+	{
+		torch::NoGradGuard ng;
+		net->eval();
+		auto x = torch::zeros({1, in_c, in_h, in_w}, torch::TensorOptions().device(dev));
+		auto z = net->forward(x);
+		if (z.dim() != 2 || z.size(0) != 1 || z.size(1) != num_classes)
+			throw std::invalid_argument("TorchScript model " + path + " gives " + c10::str(z.sizes()) + " for one " +
+			                            std::to_string(in_c) + "x" + std::to_string(in_h) + "x" + std::to_string(in_w) +
+			                            " input, want [1, " + std::to_string(num_classes) + "]");
+		// Features are optional (only CN and feature export need them): a
+		// module without a linear layer or a penultimate method still
+		// trains, and says why when asked for features.
+		try {
+			auto f = net->features(x);
+			if (f.dim() != 2 || f.size(0) != 1)
+				throw std::invalid_argument("penultimate features are " + c10::str(f.sizes()) +
+				                            " for one input, want [1, D]");
+			net->feature_dim = f.size(1);
+		} catch (const std::exception &e) {
+			net->no_features = "TorchScript model " + path + ": " +
+			                   (dynamic_cast<const c10::Error *>(&e) ? static_cast<const c10::Error &>(e).what_without_backtrace() : e.what());
+		}
+		net->train();
+	}
+	return finish_model(net, dev, num_classes);
 }
 } // namespace
 
@@ -133,34 +165,20 @@ lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in
 	LT_TRY_SYNCED
 	check_input(in_c, in_h, in_w, num_classes);
 	torch::Device dev(device);
-	auto net = std::make_shared<ScriptNet>(path, dev, reinit != 0);
-	{
-		// One zero image in eval mode: the output must be 1 x num_classes,
-		// the features a vector.
-		torch::NoGradGuard ng;
-		net->eval();
-		auto x = torch::zeros({1, in_c, in_h, in_w}, torch::TensorOptions().device(dev));
-		auto z = net->forward(x);
-		if (z.dim() != 2 || z.size(0) != 1 || z.size(1) != num_classes)
-			throw std::invalid_argument("TorchScript model " + std::string(path) + " gives " + c10::str(z.sizes()) +
-			                            " for one " + std::to_string(in_c) + "x" + std::to_string(in_h) + "x" +
-			                            std::to_string(in_w) + " input, want [1, " + std::to_string(num_classes) + "]");
-		// Features are optional (only CN and feature export need them): a
-		// module without a linear layer or a penultimate method still
-		// trains, and says why when asked for features.
-		try {
-			auto f = net->features(x);
-			if (f.dim() != 2 || f.size(0) != 1)
-				throw std::invalid_argument("penultimate features are " + c10::str(f.sizes()) +
-				                            " for one input, want [1, D]");
-			net->feature_dim = f.size(1);
-		} catch (const std::exception &e) {
-			net->no_features = std::string("TorchScript model ") + path + ": " +
-			                   (dynamic_cast<const c10::Error *>(&e) ? static_cast<const c10::Error &>(e).what_without_backtrace() : e.what());
-		}
-		net->train();
-	}
-	return finish_model(net, dev, num_classes);
+	return finish_script(std::make_shared<ScriptNet>(path, dev, reinit != 0), dev, in_c, in_h, in_w, num_classes, path);
+	LT_CATCH(err, nullptr)
+}
+
+lt_model *lt_model_from_script(const lt_script *s, int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes,
+                               int32_t reinit, const char *device, char **err) {
+	LT_TRY_SYNCED
+	check_input(in_c, in_h, in_w, num_classes);
+	if (!s) throw std::invalid_argument("no TorchScript module");
+	torch::Device dev(device);
+	// A deep copy: every peer of a run gets its own parameters, and the
+	// checked module stays as loaded for the next.
+	return finish_script(std::make_shared<ScriptNet>(s->mod.deepcopy(), dev, reinit != 0), dev, in_c, in_h, in_w,
+	                     num_classes, s->path);
 	LT_CATCH(err, nullptr)
 }
 void lt_model_free(lt_model *m) noexcept { delete m; }

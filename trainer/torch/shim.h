@@ -34,7 +34,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 10
+#define LT_ABI_VERSION 11
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;

@@ -207,6 +207,19 @@ type Tensor struct {
 // Shape is the tensor's shape.
 func (t *Tensor) Shape() []int64 { return t.shape }
 
+// Script is a TorchScript module loaded and checked once (LoadScript),
+// held on the CPU: NewModel builds each of a run's models from a copy of it
+// (Spec.Loaded), so the module trained is the module checked and its file
+// is read, and its __setstate__ run, once.
+type Script struct {
+	c       scriptHandle // nil once closed
+	path    string
+	cleanup runtime.Cleanup
+}
+
+// Path is the file the module was loaded from.
+func (s *Script) Path() string { return s.path }
+
 // Model is a network built on the C++ side from a Spec.
 type Model struct {
 	c          modelHandle // nil once closed

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // TestMain lets the test binary stand in for lcl itself. With
@@ -22,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LCL_FAKE_TRAIN") != "" && slices.Contains(args, "train") {
 		os.Exit(fakeTrain(args))
 	}
+	if dir := os.Getenv("LCL_TEST_SLOW_STOP"); dir != "" {
+		os.Exit(run(context.Background(), nil, SystemIO(), slowStopRoot(dir)))
+	}
 	if dir := os.Getenv("LCL_TEST_STORE_WRITER"); dir != "" {
 		os.Exit(storeWriter(dir))
 	}
@@ -30,6 +36,26 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// slowStopRoot is a command that, once cancelled, takes slowStop to write
+// DIR/checkpoint before it returns: a training run writing its checkpoint.
+// DIR/started says it is running.
+func slowStopRoot(dir string) func(*Factory) *cobra.Command {
+	return func(*Factory) *cobra.Command {
+		return &cobra.Command{Use: "slow", RunE: func(cmd *cobra.Command, _ []string) error {
+			os.WriteFile(filepath.Join(dir, "started"), nil, 0o644)
+			<-cmd.Context().Done()
+			time.Sleep(slowStop)
+			if err := os.WriteFile(filepath.Join(dir, "checkpoint"), []byte("epoch 1"), 0o644); err != nil {
+				return err
+			}
+			return cmd.Context().Err()
+		}}
+	}
+}
+
+// slowStop is how long slowStopRoot's command takes to stop.
+const slowStop = 4 * time.Second
 
 func flagArg(args []string, name string) string {
 	if i := slices.Index(args, name); i >= 0 && i+1 < len(args) {

@@ -36,26 +36,20 @@ func Run(ctx context.Context, args []string, io *IOStreams) int {
 // sentAgainAfter is how far apart two signals must be to count as two.
 const sentAgainAfter = time.Second
 
+// forceWithin is how soon after the second signal a third must come to
+// kill lcl without the checkpoint its stop is writing.
+const forceWithin = 5 * time.Second
+
 // run is Run with the command tree made by newRoot (tests give their own).
 func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factory) *cobra.Command) (code int) {
 	finished := make(chan struct{})
 	defer close(finished)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first Ctrl-C or SIGTERM cancels the command, which stops cleanly
-	// (a checkpoint, work kept); a second one, sentAgainAfter or more
-	// later, kills lcl at once. Signals closer together are one: a signal
-	// sent to lcl's process group (Ctrl-C, Slurm's scancel) reaches this
-	// process directly and, a moment later, passed on by the parent that
-	// catches its crashes (crash.Supervise).
-	go func() {
-		<-ctx.Done()
-		select {
-		case <-time.After(sentAgainAfter):
-		case <-finished:
-		}
-		stop()
-	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go watchSignals(sigs, cancel, finished, io.Err)
 	defer plugins.Cleanup() // no plugin process outlives the command
 	defer func() {
 		if v := recover(); v != nil {
@@ -86,6 +80,58 @@ func run(ctx context.Context, args []string, io *IOStreams, newRoot func(*Factor
 		}
 	}
 	return exitCode(err)
+}
+
+// watchSignals turns Ctrl-C and SIGTERM into the command's stop. The
+// first cancels the command, which stops cleanly (a checkpoint, work
+// kept). Signals closer together than sentAgainAfter are one: a signal sent
+// to lcl's process group (Ctrl-C, Slurm's scancel) reaches this process
+// directly and, a moment later, passed on by the parent that catches its
+// crashes (crash.Supervise). A second one while the command is still
+// stopping does not kill it — that would lose the checkpoint being written,
+// the point of the first — but says so; a third within forceWithin of the
+// second kills lcl at once, for a stop that hangs.
+func watchSignals(sigs <-chan os.Signal, cancel func(), finished <-chan struct{}, w io.Writer) {
+	var last, warned time.Time
+	for {
+		var sig os.Signal
+		select {
+		case <-finished:
+			return
+		case sig = <-sigs:
+		}
+		now := time.Now()
+		switch {
+		case last.IsZero():
+			cancel()
+		case now.Sub(last) < sentAgainAfter:
+			continue // the same signal, passed on by the supervisor
+		case warned.IsZero() || now.Sub(warned) > forceWithin:
+			warned = now
+			fmt.Fprintf(w, "lcl: still stopping (writing what a resume needs); %s again within %s kills lcl without it\n",
+				signalName(sig), forceWithin)
+		default:
+			// Die of the signal, as a process without a handler would.
+			signal.Reset(sig)
+			if s, ok := sig.(syscall.Signal); ok {
+				syscall.Kill(os.Getpid(), s)
+			}
+			time.Sleep(time.Second) // delivery is asynchronous
+			os.Exit(ExitCancelled)
+		}
+		last = now
+	}
+}
+
+// signalName is how a user sends sig: Ctrl-C for SIGINT.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "Ctrl-C"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // printError prints err on one line, whatever file names or file contents
@@ -161,7 +207,8 @@ strategy (lcl train) → tables and plots (lcl report).`,
        lcl runs as a child of a small parent process that writes this report
        and passes signals on
   130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
-       Ctrl-C, a second or more after the first, kills lcl at once`,
+       Ctrl-C while lcl stops is answered with a line and does not kill it;
+       a third within 5 s of the second kills lcl at once`,
 	})
 	argErrorsAreUsage(root)
 	return root

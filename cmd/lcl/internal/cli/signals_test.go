@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,5 +46,70 @@ func TestSignalsCloseTogetherAreOne(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != ExitCancelled {
 		t.Fatalf("two SIGINTs 50 ms apart: %v, want exit %d (a clean stop)\n%s", err, ExitCancelled, stderr.String())
+	}
+}
+
+// A second Ctrl-C while lcl stops must not kill it before its checkpoint is
+// written (it says so instead); a third soon after the second still does.
+func TestSecondSignalKeepsTheCheckpoint(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		signals    int  // SIGINTs, 1.3 s apart (more than sentAgainAfter)
+		checkpoint bool // written before lcl ended
+	}{
+		{"second is answered", 2, true},
+		{"third kills", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(self)
+			cmd.Env = append(os.Environ(), "LCL_TEST_SLOW_STOP="+dir)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the command never started:\n%s", stderr.String())
+				}
+			}
+			start := time.Now()
+			for i := 0; i < tc.signals; i++ {
+				if i > 0 {
+					time.Sleep(1300 * time.Millisecond)
+				}
+				cmd.Process.Signal(os.Interrupt)
+			}
+			err := cmd.Wait()
+			_, statErr := os.Stat(filepath.Join(dir, "checkpoint"))
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("%d SIGINTs: %v, want an exit status\n%s", tc.signals, err, stderr.String())
+			}
+			if tc.checkpoint {
+				if exit.ExitCode() != ExitCancelled || statErr != nil {
+					t.Fatalf("%d SIGINTs: %v, checkpoint: %v; want exit %d after the checkpoint\n%s", tc.signals, err, statErr, ExitCancelled, stderr.String())
+				}
+				if !strings.Contains(stderr.String(), "Ctrl-C again within 5s kills lcl without it") {
+					t.Errorf("the second Ctrl-C was not answered:\n%s", stderr.String())
+				}
+				return
+			}
+			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+				t.Fatalf("%d SIGINTs: %v, want killed by SIGINT\n%s", tc.signals, err, stderr.String())
+			}
+			if statErr == nil || time.Since(start) >= slowStop {
+				t.Fatalf("%d SIGINTs: lcl ended after %v with its checkpoint written, want killed at once", tc.signals, time.Since(start))
+			}
+		})
 	}
 }
