@@ -106,6 +106,16 @@ func TestUseAfterClose(t *testing.T) {
 	eval := func(m *Model) func() error {
 		return func() error { _, err := evalBatch(newEngine(t), m, in, true, true); return err }
 	}
+	evalWith := func(m *Model, cost *Tensor) func() error {
+		return func() error {
+			e := newEngine(t)
+			if err := e.Put(in); err != nil {
+				return err
+			}
+			_, err := e.EvalWith(m, EvalRequest{TopK: 1, Cost: cost})
+			return err
+		}
+	}
 	type call struct {
 		method string // Type.Method, as the completeness check below names it
 		what   string
@@ -161,6 +171,9 @@ func TestUseAfterClose(t *testing.T) {
 		{"Engine.Eval", "", func() error { _, err := ce.Eval(lm, true, true); return err }, eval(lm)},
 		{"Engine.Eval", "closed model", eval(cm), nil},
 		{"Engine.Eval", "nil model", eval(nil), nil},
+		{"Engine.EvalWith", "", func() error { _, err := ce.EvalWith(lm, EvalRequest{TopK: 1}); return err }, evalWith(lm, nil)},
+		{"Engine.EvalWith", "closed model", evalWith(cm, nil), nil},
+		{"Engine.EvalWith", "closed cost matrix", evalWith(lm, ct), nil},
 		{"Group.AllReduce", "", func() error { return cg.AllReduce([]float64{1}) },
 			func() error { return lg.AllReduce([]float64{1}) }},
 		{"Group.AllReduce", "empty", func() error { return cg.AllReduce(nil) }, func() error { return lg.AllReduce(nil) }},
