@@ -51,12 +51,15 @@ Class documents (--source): "wordnet" uses each class's WordNet synset
 stored articles when the label set has any, else WordNet.
 
 Vectors come from one of:
-  (default)      doc2vec trained here on one document per WordNet noun synset
-                 (82,115 documents, ~1.3 M tokens) plus the class articles, so
-                 it works offline; classes whose document is in the corpus use
-                 their trained vector directly;
-  --corpus FILE  doc2vec trained on FILE (one document per line, optionally
-                 "TAG<TAB>text"), plus the class documents;
+  (default)      the corpus model: doc2vec trained on one document per WordNet
+                 noun synset (82,115 documents, ~1.3 M tokens), so it works
+                 offline, once: it is kept in the store (model/ID) and every
+                 later lcl embed with the same corpus and settings reuses it,
+                 for any label set. Classes whose document is in the corpus
+                 (WordNet glosses) use their trained vector, the others
+                 (articles) a vector inferred against the model;
+  --corpus FILE  the same with a corpus model trained on FILE (one document
+                 per line, optionally "TAG<TAB>text");
   --model FILE   a model saved with --save-model: trained vectors for documents
                  it was trained on, inferred vectors (frozen weights) otherwise;
   --vectors FILE a word2vec text or binary file (e.g. gensim's
@@ -69,9 +72,10 @@ similarity on ImageNet-1k (docs/embed.md): PV-DBOW with skip-gram word
 training, d=100, window 5, 5 negatives, min count 2, sample 1e-3, 15 epochs.
 One worker and a fixed --seed give bit-identical vectors; several workers
 share the weights without locks (Hogwild) and differ by the last bits from
-run to run. The store key names every setting and a digest of the document
-set trained on (docs-HASH). Ctrl-C stops training cleanly; nothing is stored
-then.`,
+run to run. The store key names the corpus model (every setting, the seed
+and a digest of the corpus, docs-HASH) and, for inferred vectors, the
+inference settings and a digest of the class documents. Ctrl-C stops
+training cleanly; nothing is stored then.`,
 		Example: `  lcl embed --synsets imagenet
   lcl embed --synsets cifar100 --source api --epochs 40
   lcl embed --synsets imagenet --workers 1 --seed 7 --save-model imagenet.d2v

@@ -174,8 +174,10 @@ func TestEmbedCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if keys, err := s.List(context.Background(), simstore.KindVectors); err != nil || len(keys) != 0 {
-		t.Errorf("after cancel the store holds %v (%v), want no vectors", keys, err)
+	for _, kind := range []string{simstore.KindVectors, simstore.KindModel} {
+		if keys, err := s.List(context.Background(), kind); err != nil || len(keys) != 0 {
+			t.Errorf("after cancel the store holds %v (%v), want no %s", keys, err, kind)
+		}
 	}
 }
 
