@@ -203,3 +203,42 @@ func TestCorpusModelIsTrainedOnceAndReused(t *testing.T) {
 		t.Error("another document set gave the same corpus model id")
 	}
 }
+
+// A stored corpus model that does not add up is an error naming the record
+// and how to retrain it, not a panic or a silent retraining.
+func TestLoadCorpusModelDamaged(t *testing.T) {
+	ctx := context.Background()
+	store, err := simstore.Open("", simstore.InMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	hdr := []byte(`{"options":{"mode":"dbow","dim":2,"window":1,"negative":1,"min_count":1,"epochs":1,"alpha":0.025},"words":["a"],"counts":[1],"tags":["t"]}`)
+	for _, c := range []struct {
+		name  string
+		parts []int
+		data  []float32
+		want  string
+	}{
+		{"two parts", []int{2, 2}, make([]float32, 4), "2 parts, want 3"},
+		{"short document vectors", []int{2, 2, 1}, make([]float32, 5), "document vectors: 1 values"},
+	} {
+		if err := store.PutModel(ctx, simstore.Model{ID: "m", Header: hdr, Parts: c.parts, Data: c.data}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadCorpusModel(ctx, store, "m")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "lcl store rm model/m") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if err := store.PutModel(ctx, simstore.Model{ID: "m", Header: hdr, Parts: []int{2, 2, 2}, Data: []float32{1, 2, 3, 4, 5, 6}}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := LoadCorpusModel(ctx, store, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cm.DocVector("t"); !ok || !slices.Equal(v, []float32{5, 6}) {
+		t.Errorf("document vector of t: %v %v", v, ok)
+	}
+}
