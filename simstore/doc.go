@@ -1,5 +1,5 @@
 // Package simstore is lcl's store of articles, embedding vectors and models,
-// matrices with provenance, and run results, kept in a Badger database that
+// similarity matrices with provenance, and run results, kept in a Badger database that
 // callers never see.
 //
 // Records are typed (Article, Vectors, Matrix, Run, Model) and addressed by keys
