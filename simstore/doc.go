@@ -1,6 +1,6 @@
 // Package simstore is lcl's store of articles, embedding vectors and models,
-// similarity matrices with provenance, and run results, kept in a Badger database that
-// callers never see.
+// similarity matrices with provenance, and run results, kept in a Badger
+// database that callers never see.
 //
 // Records are typed (Article, Vectors, Matrix, Run, Model) and addressed by keys
 // built from their identity ("sim/SET/KIND/DIGEST"). Every stored value has a
