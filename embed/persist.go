@@ -244,11 +244,37 @@ func ReadModel(r io.Reader) (*Model, error) {
 	if _, err := cr.r.ReadByte(); err != io.EOF {
 		return nil, bad("trailing data after checksum", nil)
 	}
-	m, err := newModel(newVocab(words, counts, o.Sample), o)
+	m, err := Assemble(o, words, counts, tags, mats[0], mats[1], mats[2])
 	if err != nil {
 		return nil, bad("vocabulary", err)
 	}
-	m.WordVecs, m.OutVecs, m.DocVecs = mats[0], mats[1], mats[2]
+	return m, nil
+}
+
+// Assemble builds a model from the parts Encode writes: settings,
+// vocabulary (words, most frequent first, and counts), document tags, word
+// vectors, output weights (nil for word vectors only) and document vectors.
+// It is how a model kept elsewhere than in a model file (lcl's store) is
+// read back; the slices are used, not copied.
+func Assemble(o Options, words []string, counts []int64, tags []string, wordVecs, outVecs, docVecs []float32) (*Model, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	switch d := o.Dim; {
+	case len(counts) != len(words):
+		return nil, fmt.Errorf("embed: %d words, %d counts", len(words), len(counts))
+	case len(wordVecs) != len(words)*d:
+		return nil, fmt.Errorf("embed: word vectors: %d values, want %d words × %d", len(wordVecs), len(words), d)
+	case outVecs != nil && len(outVecs) != len(words)*d:
+		return nil, fmt.Errorf("embed: output weights: %d values, want %d words × %d", len(outVecs), len(words), d)
+	case len(docVecs) != len(tags)*d:
+		return nil, fmt.Errorf("embed: document vectors: %d values, want %d tags × %d", len(docVecs), len(tags), d)
+	}
+	m, err := newModel(newVocab(words, counts, o.Sample), o)
+	if err != nil {
+		return nil, err
+	}
+	m.WordVecs, m.OutVecs, m.DocVecs = wordVecs, outVecs, docVecs
 	m.Tags = tags
 	for i, t := range tags {
 		m.tagIndex[t] = i

@@ -271,3 +271,42 @@ func FuzzReadModel(f *testing.F) {
 		}
 	})
 }
+
+// Assemble puts a model back together from its parts (as lcl's store keeps
+// it): the result infers as the original does; parts of the wrong size are
+// refused, naming the part.
+func TestAssemble(t *testing.T) {
+	m := trainedModel(t)
+	words := m.Vocab.Words[:3]
+	want, err := m.Infer(words, InferOptions{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Assemble(m.Options, m.Vocab.Words, m.Vocab.Counts, m.Tags, m.WordVecs, m.OutVecs, m.DocVecs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Infer(words, InferOptions{Seed: 4})
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("assembled model infers %v (%v), the original %v", got, err, want)
+	}
+	if v, ok := a.DocVector(m.Tags[1]); !ok || !slices.Equal(v, m.DocVecs[m.Options.Dim:2*m.Options.Dim]) {
+		t.Errorf("document vector of %s lost", m.Tags[1])
+	}
+	d := m.Options.Dim
+	for _, tt := range []struct {
+		name                  string
+		counts                []int64
+		wordVecs, out, docVec []float32
+		want                  string
+	}{
+		{"counts", m.Vocab.Counts[1:], m.WordVecs, m.OutVecs, m.DocVecs, "counts"},
+		{"word vectors", m.Vocab.Counts, m.WordVecs[d:], m.OutVecs, m.DocVecs, "word vectors"},
+		{"output weights", m.Vocab.Counts, m.WordVecs, m.OutVecs[d:], m.DocVecs, "output weights"},
+		{"document vectors", m.Vocab.Counts, m.WordVecs, m.OutVecs, m.DocVecs[d:], "document vectors"},
+	} {
+		if _, err := Assemble(m.Options, m.Vocab.Words, tt.counts, m.Tags, tt.wordVecs, tt.out, tt.docVec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s of the wrong size: %v", tt.name, err)
+		}
+	}
+}

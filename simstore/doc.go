@@ -1,8 +1,8 @@
-// Package simstore is lcl's store of articles, embedding vectors, similarity
-// matrices with provenance, and run results, kept in a Badger database that
-// callers never see.
+// Package simstore is lcl's store of articles, embedding vectors and models,
+// similarity matrices with provenance, and run results, kept in a Badger
+// database that callers never see.
 //
-// Records are typed (Article, Vectors, Matrix, Run) and addressed by keys
+// Records are typed (Article, Vectors, Matrix, Run, Model) and addressed by keys
 // built from their identity ("sim/SET/KIND/DIGEST"). Every stored value has a
 // versioned header and a CRC-32C checksum, so damage is reported as a
 // *CorruptError naming the key. Writes are transactions (Store.Update with a

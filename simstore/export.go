@@ -32,7 +32,7 @@ func ExportFormatsOf(kind string) []string {
 		return []string{FormatCSV, FormatNPY, FormatJSON}
 	case KindArticle:
 		return []string{FormatJSON, FormatText}
-	case KindRun:
+	case KindRun, KindModel:
 		return []string{FormatJSON}
 	}
 	return nil
@@ -74,6 +74,8 @@ func TableOf(rec any) Table {
 		return Table{KindVectors, len(r.IDs), r.Dim, r.IDs, r.Data}
 	case *Article:
 		return Table{Kind: KindArticle}
+	case *Model:
+		return Table{Kind: KindModel}
 	default:
 		return Table{Kind: KindRun}
 	}

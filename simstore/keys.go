@@ -14,6 +14,7 @@ const (
 	prefixVectors = "vec"
 	prefixMatrix  = "sim"
 	prefixRun     = "run"
+	prefixModel   = "model"
 	prefixChunk   = "blob"
 
 	keySchema     = "meta/schema"
@@ -26,6 +27,7 @@ const (
 	KindVectors = "vectors"
 	KindMatrix  = "matrix"
 	KindRun     = "run"
+	KindModel   = "model"
 )
 
 var kindPrefix = map[string]string{
@@ -33,6 +35,7 @@ var kindPrefix = map[string]string{
 	KindVectors: prefixVectors,
 	KindMatrix:  prefixMatrix,
 	KindRun:     prefixRun,
+	KindModel:   prefixModel,
 }
 
 func makeKey(prefix string, segs ...string) []byte {

@@ -143,33 +143,42 @@ func (s *Store) LatestMatrix(ctx context.Context, labelSet, kind string) (*Matri
 // record. The checksum, which covers the values, is not checked: read the
 // matrix (GetMatrixByKey) before trusting it.
 func (s *Store) MatrixInfo(ctx context.Context, key string) (*Matrix, error) {
-	if err := ctx.Err(); err != nil {
+	var m Matrix
+	if err := s.metaOnly(ctx, []byte(key), KindMatrix, &m); err != nil {
 		return nil, err
 	}
-	var m Matrix
+	return &m, nil
+}
+
+// metaOnly reads the meta of the record of kind at key into meta, without
+// its values (see MatrixInfo).
+func (s *Store) metaOnly(ctx context.Context, key []byte, kind string, meta any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(key))
+		item, err := txn.Get(key)
 		if err != nil {
 			return err
 		}
-		d, err := streamValue(txn, item, KindMatrix, true)
+		d, err := streamValue(txn, item, kind, true)
 		if err != nil {
 			return err
 		}
 		if d.dataOff == 0 || len(d.head) < d.dataOff {
-			return corrupt([]byte(key), "the record ends before its meta")
+			return corrupt(key, "the record ends before its meta")
 		}
-		return d.unmarshalMeta(&m)
+		return d.unmarshalMeta(meta)
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, fmt.Errorf("simstore: %s %s: %w", KindMatrix, key, ErrNotFound)
+		return fmt.Errorf("simstore: %s %s: %w", kind, key, ErrNotFound)
 	}
 	if err != nil {
 		var ce *CorruptError
 		if errors.As(err, &ce) {
-			return nil, err
+			return err
 		}
-		return nil, fmt.Errorf("simstore: read %s: %w", key, err)
+		return fmt.Errorf("simstore: read %s: %w", key, err)
 	}
-	return &m, nil
+	return nil
 }

@@ -372,7 +372,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 // Record returns the record at a key from List: a *Article, *Vectors,
-// *Matrix or *Run.
+// *Matrix, *Run or *Model.
 func (s *Store) Record(ctx context.Context, key string) (any, error) {
 	switch kindOfKey([]byte(key)) {
 	case KindArticle:
@@ -383,8 +383,10 @@ func (s *Store) Record(ctx context.Context, key string) (any, error) {
 		return s.GetMatrixByKey(ctx, key)
 	case KindRun:
 		return s.runByKey(ctx, []byte(key))
+	case KindModel:
+		return s.modelByKey(ctx, []byte(key))
 	}
-	return nil, fmt.Errorf("simstore: %q is not a record key (keys start with art/, vec/, sim/ or run/): %w", key, ErrNotFound)
+	return nil, fmt.Errorf("simstore: %q is not a record key (keys start with art/, vec/, sim/, run/ or model/): %w", key, ErrNotFound)
 }
 
 // Entry describes one stored record, for listings.
@@ -400,7 +402,7 @@ func (s *Store) List(ctx context.Context, kind string) ([]Entry, error) {
 	if kind != "" {
 		p, ok := kindPrefix[kind]
 		if !ok {
-			return nil, fmt.Errorf("simstore: unknown kind %q (kinds: article, vectors, matrix, run)", kind)
+			return nil, fmt.Errorf("simstore: unknown kind %q (kinds: article, vectors, matrix, run, model)", kind)
 		}
 		prefix = p + "/"
 	}

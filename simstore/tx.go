@@ -83,7 +83,7 @@ func (tx *Tx) Delete(key string) error {
 		return err
 	}
 	if kindOfKey([]byte(key)) == "" {
-		return fmt.Errorf("simstore: %q is not a record key (keys start with art/, vec/, sim/ or run/)", key)
+		return fmt.Errorf("simstore: %q is not a record key (keys start with art/, vec/, sim/, run/ or model/)", key)
 	}
 	if _, err := tx.txn.Get([]byte(key)); errors.Is(err, badger.ErrKeyNotFound) {
 		return fmt.Errorf("simstore: %s: %w", key, ErrNotFound)

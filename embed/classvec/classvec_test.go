@@ -123,3 +123,122 @@ func TestTrainKeyNamesTheDocumentSet(t *testing.T) {
 		t.Errorf("reproducible = %q", a.Meta["reproducible"])
 	}
 }
+
+// The corpus model is trained once and kept in the store: a WordNet-gloss
+// label set gets exactly the vectors (and key) that training the corpus
+// with its documents gives, since they are already in the corpus; a second
+// label set trains nothing (no progress event); documents not in the
+// corpus are inferred, and their key names the corpus model.
+func TestCorpusModelIsTrainedOnceAndReused(t *testing.T) {
+	ctx := context.Background()
+	corpus := Corpus{Name: "tiny", About: "test", Docs: []embed.Document{
+		{Tag: "n02121808", Words: strings.Fields("cat small furry feline pet that meows")},
+		{Tag: "n02084071", Words: strings.Fields("dog domestic canine pet that barks")},
+		{Tag: "x", Words: strings.Fields("a furry pet small canine feline domestic")},
+	}}
+	o := embed.DefaultOptions()
+	o.Dim, o.Epochs, o.Workers, o.MinCount = 8, 2, 1, 1
+	events := 0
+	o.Progress = func(embed.Progress) { events++ }
+	store, err := simstore.Open("", simstore.InMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	wordnetDocs := []Doc{{Class: pets.Classes[0], Tag: "n02121808"}, {Class: pets.Classes[1], Tag: "n02084071"}}
+
+	first, err := LoadOrTrainCorpusModel(ctx, store, corpus, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Trained || events == 0 {
+		t.Fatalf("first call: trained %v, %d progress events; want a training", first.Trained, events)
+	}
+	fresh, err := Train(ctx, corpus, wordnetDocs, o, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events = 0
+	again, err := LoadOrTrainCorpusModel(ctx, store, corpus, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Trained || events != 0 || again.ID != first.ID {
+		t.Fatalf("second call: trained %v, %d progress events, id %s (first %s); want the stored model, no training", again.Trained, events, again.ID, first.ID)
+	}
+	for name, cm := range map[string]*CorpusModel{"just trained": first, "from the store": again} {
+		v, err := cm.Vectors(wordnetDocs, embed.InferOptions{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Model != fresh.Model || v.Meta["inferred"] != "0" || v.Meta["corpus_model"] != "model/"+first.ID {
+			t.Errorf("%s: key %s (meta %v), want %s as a fresh training of corpus and classes gives, from model/%s", name, v.Model, v.Meta, fresh.Model, first.ID)
+		}
+		for i := range fresh.Data {
+			if !slices.Equal(v.Data[i], fresh.Data[i]) {
+				t.Errorf("%s: class %d's vector differs from a fresh training with the same seed", name, i)
+			}
+		}
+	}
+	// Articles are not in the corpus: inferred against the stored model,
+	// repeatably, under a key that names the corpus model and the documents.
+	articles := []Doc{{Class: pets.Classes[0], Tag: "class:cat", Text: "a small furry pet"},
+		{Class: pets.Classes[1], Tag: "class:dog", Text: "a domestic canine that barks"}}
+	a, err := again.Vectors(articles, embed.InferOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := first.Infer(embed.Tokenize(articles[1].Text), embed.InferOptions{Seed: 1})
+	if a.Meta["inferred"] != "2" || !strings.HasPrefix(a.Model, first.ID+"-infer-e2-seed1-docs-") || !slices.Equal(a.Data[1], want) {
+		t.Errorf("articles: key %s, meta %v; want 2 inferred vectors under %s-infer-e2-seed1-docs-…", a.Model, a.Meta, first.ID)
+	}
+	// Other settings or another corpus are another model.
+	o.Seed = 2
+	if CorpusModelID(corpus, o) == first.ID {
+		t.Error("another seed gave the same corpus model id")
+	}
+	o.Seed = 1
+	corpus.Docs = corpus.Docs[:2]
+	if CorpusModelID(corpus, o) == first.ID {
+		t.Error("another document set gave the same corpus model id")
+	}
+}
+
+// A stored corpus model that does not add up is an error naming the record
+// and how to retrain it, not a panic or a silent retraining.
+func TestLoadCorpusModelDamaged(t *testing.T) {
+	ctx := context.Background()
+	store, err := simstore.Open("", simstore.InMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	hdr := []byte(`{"options":{"mode":"dbow","dim":2,"window":1,"negative":1,"min_count":1,"epochs":1,"alpha":0.025},"words":["a"],"counts":[1],"tags":["t"]}`)
+	for _, c := range []struct {
+		name  string
+		parts []int
+		data  []float32
+		want  string
+	}{
+		{"two parts", []int{2, 2}, make([]float32, 4), "2 parts, want 3"},
+		{"short document vectors", []int{2, 2, 1}, make([]float32, 5), "document vectors: 1 values"},
+	} {
+		if err := store.PutModel(ctx, simstore.Model{ID: "m", Header: hdr, Parts: c.parts, Data: c.data}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadCorpusModel(ctx, store, "m")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "lcl store rm model/m") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if err := store.PutModel(ctx, simstore.Model{ID: "m", Header: hdr, Parts: []int{2, 2, 2}, Data: []float32{1, 2, 3, 4, 5, 6}}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := LoadCorpusModel(ctx, store, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cm.DocVector("t"); !ok || !slices.Equal(v, []float32{5, 6}) {
+		t.Errorf("document vector of t: %v %v", v, ok)
+	}
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/classvec"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
 )
 
 type embedFlags struct {
@@ -26,8 +28,16 @@ type embedFlags struct {
 	inferEpochs               int
 }
 
-func newEmbedCmd(f *Factory) *cobra.Command {
+// defaultEmbedFlags are lcl embed's flags as given no value.
+func defaultEmbedFlags(synsets string) *embedFlags {
 	d := embed.DefaultOptions()
+	return &embedFlags{synsets: synsets, source: "auto", mode: string(d.Mode), words: d.DBOWWords,
+		dim: d.Dim, window: d.Window, negative: d.Negative, minCount: d.MinCount, epochs: d.Epochs,
+		workers: runtime.GOMAXPROCS(0), sample: d.Sample, alpha: d.Alpha, minAlpha: d.MinAlpha, seed: d.Seed}
+}
+
+func newEmbedCmd(f *Factory) *cobra.Command {
+	d := defaultEmbedFlags("")
 	fl := &embedFlags{}
 	cmd := &cobra.Command{
 		Use:   "embed",
@@ -41,12 +51,15 @@ Class documents (--source): "wordnet" uses each class's WordNet synset
 stored articles when the label set has any, else WordNet.
 
 Vectors come from one of:
-  (default)      doc2vec trained here on one document per WordNet noun synset
-                 (82,115 documents, ~1.3 M tokens) plus the class articles, so
-                 it works offline; classes whose document is in the corpus use
-                 their trained vector directly;
-  --corpus FILE  doc2vec trained on FILE (one document per line, optionally
-                 "TAG<TAB>text"), plus the class documents;
+  (default)      the corpus model: doc2vec trained on one document per WordNet
+                 noun synset (82,115 documents, ~1.3 M tokens), so it works
+                 offline, once: it is kept in the store (model/ID) and every
+                 later lcl embed with the same corpus and settings reuses it,
+                 for any label set. Classes whose document is in the corpus
+                 (WordNet glosses) use their trained vector, the others
+                 (articles) a vector inferred against the model;
+  --corpus FILE  the same with a corpus model trained on FILE (one document
+                 per line, optionally "TAG<TAB>text");
   --model FILE   a model saved with --save-model: trained vectors for documents
                  it was trained on, inferred vectors (frozen weights) otherwise;
   --vectors FILE a word2vec text or binary file (e.g. gensim's
@@ -59,9 +72,10 @@ similarity on ImageNet-1k (docs/embed.md): PV-DBOW with skip-gram word
 training, d=100, window 5, 5 negatives, min count 2, sample 1e-3, 15 epochs.
 One worker and a fixed --seed give bit-identical vectors; several workers
 share the weights without locks (Hogwild) and differ by the last bits from
-run to run. The store key names every setting and a digest of the document
-set trained on (docs-HASH). Ctrl-C stops training cleanly; nothing is stored
-then.`,
+run to run. The store key names the corpus model (every setting, the seed
+and a digest of the corpus, docs-HASH) and, for inferred vectors, the
+inference settings and a digest of the class documents. Ctrl-C stops
+training cleanly; nothing is stored then.`,
 		Example: `  lcl embed --synsets imagenet
   lcl embed --synsets cifar100 --source api --epochs 40
   lcl embed --synsets imagenet --workers 1 --seed 7 --save-model imagenet.d2v
@@ -72,25 +86,25 @@ then.`,
 	}
 	p := cmd.Flags()
 	p.StringVar(&fl.synsets, "synsets", "", "label set: built-in name or file of wnids (required)")
-	p.StringVar(&fl.source, "source", "auto", "class documents: auto, wordnet, api, dump or dump:PATH")
+	p.StringVar(&fl.source, "source", d.source, "class documents: auto, wordnet, api, dump or dump:PATH")
 	p.StringVar(&fl.corpus, "corpus", "", "train on this corpus file instead of the WordNet noun corpus")
 	p.StringVar(&fl.model, "model", "", "use this saved model instead of training")
 	p.StringVar(&fl.vectors, "vectors", "", "use this word2vec vector file instead of training")
-	p.StringVar(&fl.saveModel, "save-model", "", "also save the trained model to this file")
+	p.StringVar(&fl.saveModel, "save-model", "", "also save the corpus model to this file")
 	p.StringVar(&fl.export, "export", "", "also write the class vectors to this word2vec file (binary if it ends in .bin, else text)")
-	p.StringVar(&fl.mode, "mode", string(d.Mode), "doc2vec architecture: dbow or dm")
-	p.BoolVar(&fl.words, "dbow-words", d.DBOWWords, "in dbow mode, train word vectors by skip-gram too")
-	p.IntVar(&fl.dim, "dim", d.Dim, "vector size")
-	p.IntVar(&fl.window, "window", d.Window, "context window")
-	p.IntVar(&fl.negative, "negative", d.Negative, "negative samples per word")
-	p.IntVar(&fl.minCount, "min-count", d.MinCount, "drop words rarer than this")
-	p.Float64Var(&fl.sample, "sample", d.Sample, "frequent-word down-sampling threshold (0 = off)")
-	p.IntVar(&fl.epochs, "epochs", d.Epochs, "training epochs")
-	p.Float64Var(&fl.alpha, "alpha", d.Alpha, "initial learning rate")
-	p.Float64Var(&fl.minAlpha, "min-alpha", d.MinAlpha, "final learning rate")
-	p.IntVar(&fl.workers, "workers", runtime.GOMAXPROCS(0), "training goroutines (1 = deterministic)")
-	p.Uint64Var(&fl.seed, "seed", d.Seed, "random seed")
-	p.IntVar(&fl.inferEpochs, "infer-epochs", 0, "epochs for inferring vectors of documents not trained on (0 = training epochs)")
+	p.StringVar(&fl.mode, "mode", d.mode, "doc2vec architecture: dbow or dm")
+	p.BoolVar(&fl.words, "dbow-words", d.words, "in dbow mode, train word vectors by skip-gram too")
+	p.IntVar(&fl.dim, "dim", d.dim, "vector size")
+	p.IntVar(&fl.window, "window", d.window, "context window")
+	p.IntVar(&fl.negative, "negative", d.negative, "negative samples per word")
+	p.IntVar(&fl.minCount, "min-count", d.minCount, "drop words rarer than this")
+	p.Float64Var(&fl.sample, "sample", d.sample, "frequent-word down-sampling threshold (0 = off)")
+	p.IntVar(&fl.epochs, "epochs", d.epochs, "training epochs")
+	p.Float64Var(&fl.alpha, "alpha", d.alpha, "initial learning rate")
+	p.Float64Var(&fl.minAlpha, "min-alpha", d.minAlpha, "final learning rate")
+	p.IntVar(&fl.workers, "workers", d.workers, "training goroutines (1 = deterministic)")
+	p.Uint64Var(&fl.seed, "seed", d.seed, "random seed")
+	p.IntVar(&fl.inferEpochs, "infer-epochs", 0, "epochs for inferring vectors of documents not in the corpus (0 = training epochs)")
 	return cmd
 }
 
@@ -99,60 +113,85 @@ func runEmbed(ctx context.Context, f *Factory, fl *embedFlags) error {
 	if err != nil {
 		return err
 	}
-	opts, err := fl.options()
+	r, err := embedSet(ctx, f, set, fl)
 	if err != nil {
 		return err
 	}
-	if !classvec.IsDocSource(fl.source) {
-		return usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", fl.source)
-	}
-	docs, source, err := classvec.Documents(ctx, set, fl.source,
-		func() (classvec.ArticleStore, error) { s, err := f.Store(); return s, err }, f.WordNet)
-	if err != nil {
-		return err
-	}
-	var v *classvec.Vectors
-	switch {
-	case fl.vectors != "":
-		v, err = classvec.FromWord2Vec(fl.vectors, docs)
-	case fl.model != "":
-		v, err = classvec.FromModel(fl.model, docs, embed.InferOptions{Epochs: fl.inferEpochs, Seed: fl.seed})
-	default:
-		v, err = trainClassVectors(ctx, f, fl, opts, docs)
-	}
-	if err != nil {
-		return err
-	}
-	out := v.Record(set, source)
-	s, err := f.Store()
-	if err != nil {
-		return err
-	}
-	if err := s.PutVectors(ctx, out); err != nil {
-		return err
-	}
-	if fl.export != "" {
-		ev := &embed.Vectors{Keys: out.IDs, Dim: out.Dim, Data: out.Data}
-		if err := embed.SaveWord2Vec(fl.export, ev, strings.HasSuffix(fl.export, ".bin")); err != nil {
-			return err
-		}
-	}
-	stats := v.Stats
-	res := map[string]any{"label_set": set.Name, "model": out.Model, "classes": len(out.IDs), "dim": out.Dim, "source": source}
+	out, stats, cm := r.out, r.v.Stats, r.cm
+	res := map[string]any{"label_set": set.Name, "model": out.Model, "classes": len(out.IDs), "dim": out.Dim, "source": r.source}
 	if stats != nil {
 		res["effective_words"], res["seconds"], res["words_per_s"] = stats.EffectiveWords, stats.Elapsed.Seconds(), stats.EffectiveWordsPerSecond()
+	}
+	if cm != nil {
+		res["corpus_model"], res["corpus_model_trained"], res["inferred"] = "model/"+cm.ID, cm.Trained, out.Meta["inferred"]
 	}
 	if f.Emit("embed", res) {
 		return nil
 	}
 	if !f.Quiet {
-		fmt.Fprintf(f.IO.Out, "stored %d vectors (d=%d) as vec/%s/%s\n", len(out.IDs), out.Dim, set.Name, out.Model)
-		if stats != nil {
-			fmt.Fprintf(f.IO.Out, "trained on %d effective words in %s (%.0f words/s)\n",
-				stats.EffectiveWords, stats.Elapsed.Round(time.Millisecond), stats.EffectiveWordsPerSecond())
+		if cm != nil && stats != nil {
+			fmt.Fprintf(f.IO.Out, "trained the corpus model on %d effective words in %s (%.0f words/s), stored as model/%s\n",
+				stats.EffectiveWords, stats.Elapsed.Round(time.Millisecond), stats.EffectiveWordsPerSecond(), cm.ID)
+		} else if cm != nil {
+			fmt.Fprintf(f.IO.Out, "reused the corpus model model/%s (no training)\n", cm.ID)
 		}
+		if n := out.Meta["inferred"]; cm != nil && n != "0" {
+			fmt.Fprintf(f.IO.Out, "inferred the vectors of %s class documents not in the corpus\n", n)
+		}
+		fmt.Fprintf(f.IO.Out, "stored %d vectors (d=%d) as vec/%s/%s\n", len(out.IDs), out.Dim, set.Name, out.Model)
 	}
 	return nil
+}
+
+// embedded is what embedSet stored and how it got it.
+type embedded struct {
+	out    simstore.Vectors
+	v      *classvec.Vectors
+	cm     *classvec.CorpusModel // the corpus model, when the vectors came from one
+	source string                // where the class documents came from
+}
+
+// embedSet gives set's classes their vectors as fl says and stores them.
+func embedSet(ctx context.Context, f *Factory, set *labels.Set, fl *embedFlags) (*embedded, error) {
+	opts, err := fl.options()
+	if err != nil {
+		return nil, err
+	}
+	if !classvec.IsDocSource(fl.source) {
+		return nil, usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", fl.source)
+	}
+	docs, source, err := classvec.Documents(ctx, set, fl.source,
+		func() (classvec.ArticleStore, error) { s, err := f.Store(); return s, err }, f.WordNet)
+	if err != nil {
+		return nil, err
+	}
+	r := &embedded{source: source}
+	switch {
+	case fl.vectors != "":
+		r.v, err = classvec.FromWord2Vec(fl.vectors, docs)
+	case fl.model != "":
+		r.v, err = classvec.FromModel(fl.model, docs, embed.InferOptions{Epochs: fl.inferEpochs, Seed: fl.seed})
+	default:
+		r.v, r.cm, err = trainClassVectors(ctx, f, fl, opts, docs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.out = r.v.Record(set, source)
+	s, err := f.Store()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.PutVectors(ctx, r.out); err != nil {
+		return nil, err
+	}
+	if fl.export != "" {
+		ev := &embed.Vectors{Keys: r.out.IDs, Dim: r.out.Dim, Data: r.out.Data}
+		if err := embed.SaveWord2Vec(fl.export, ev, strings.HasSuffix(fl.export, ".bin")); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func (fl *embedFlags) options() (embed.Options, error) {
@@ -187,12 +226,18 @@ func (fl *embedFlags) options() (embed.Options, error) {
 	return o, nil
 }
 
-// trainClassVectors trains doc2vec on the corpus (--corpus, else WordNet's
-// nouns) plus the class documents, with a progress bar.
-func trainClassVectors(ctx context.Context, f *Factory, fl *embedFlags, o embed.Options, docs []classvec.Doc) (*classvec.Vectors, error) {
+// trainClassVectors gives the classes their vectors from the corpus model
+// (--corpus, else WordNet's nouns) kept in the store: trained once, with a
+// progress bar, then reused by every label set. Classes whose document is in
+// the corpus take their trained vector, the others an inferred one.
+func trainClassVectors(ctx context.Context, f *Factory, fl *embedFlags, o embed.Options, docs []classvec.Doc) (*classvec.Vectors, *classvec.CorpusModel, error) {
 	corpus, err := classvec.OpenCorpus(fl.corpus, f.WordNet)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	store, err := f.Store()
+	if err != nil {
+		return nil, nil, err
 	}
 	var bar interface {
 		Set64(int64) error
@@ -207,12 +252,21 @@ func trainClassVectors(ctx context.Context, f *Factory, fl *embedFlags, o embed.
 		if s := p.Elapsed.Seconds(); s > 0 {
 			wps = float64(p.EffectiveWords) / s
 		}
-		bar.Describe(fmt.Sprintf("embed: epoch %d/%d, %.0fk words/s", p.Epoch, o.Epochs, wps/1000))
+		bar.Describe(fmt.Sprintf("embed: corpus model, epoch %d/%d, %.0fk words/s", p.Epoch, o.Epochs, wps/1000))
 		bar.Set64(p.Words)
 	}
-	v, err := classvec.Train(ctx, corpus, docs, o, fl.saveModel)
+	cm, err := classvec.LoadOrTrainCorpusModel(ctx, store, corpus, o)
 	if bar != nil {
 		bar.Finish()
 	}
-	return v, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if fl.saveModel != "" {
+		if err := cm.Save(fl.saveModel); err != nil {
+			return nil, nil, err
+		}
+	}
+	v, err := cm.Vectors(docs, embed.InferOptions{Epochs: fl.inferEpochs, Seed: fl.seed})
+	return v, cm, err
 }

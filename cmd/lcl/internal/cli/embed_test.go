@@ -78,21 +78,24 @@ func TestEmbedCorpus(t *testing.T) {
 	if !slices.Equal(v.IDs, []string{"n02119789", "n02119022", "n02123045"}) || v.Dim != 16 || len(v.Data) != 48 {
 		t.Fatalf("stored ids %v dim %d len %d", v.IDs, v.Dim, len(v.Data))
 	}
-	// The class documents were trained with the corpus: the saved model
-	// holds them under their wnids, and the stored rows are those vectors.
+	// The class documents are not in the corpus: --save-model saved the
+	// corpus model alone, and the classes' vectors were inferred against it
+	// (repeatably: the seed and the words fix the start).
 	m, err := embed.Load(model)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, id := range v.IDs {
-		dv, ok := m.DocVector(id)
-		if !ok || !slices.Equal(dv, v.Row(i)) {
-			t.Errorf("class %s: stored vector is not the trained document vector", id)
+	if out["inferred"] != "3" || !strings.Contains(id, "-infer-e5-seed3-docs-") {
+		t.Errorf("inferred %v, key %s; want 3 inferred vectors, named so", out["inferred"], id)
+	}
+	for _, id := range v.IDs {
+		if _, ok := m.DocVector(id); ok {
+			t.Errorf("class %s: the saved corpus model holds a class document", id)
 		}
 	}
-	// Same seed, one worker: the same vectors again; --model reuses them.
+	// --model with the same seed infers the same vectors again.
 	export := filepath.Join(dir, "classes.bin")
-	r = cliRun(t, "--store", store, "--json", "embed", "--synsets", set, "--source", "wordnet", "--model", model, "--export", export)
+	r = cliRun(t, "--store", store, "--json", "embed", "--synsets", set, "--source", "wordnet", "--model", model, "--seed", "3", "--export", export)
 	out = embedJSON(t, r)
 	v2 := storedVectors(t, store, out["label_set"].(string), out["model"].(string))
 	if !slices.Equal(v2.Data, v.Data) {
@@ -171,7 +174,58 @@ func TestEmbedCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if keys, err := s.List(context.Background(), simstore.KindVectors); err != nil || len(keys) != 0 {
-		t.Errorf("after cancel the store holds %v (%v), want no vectors", keys, err)
+	for _, kind := range []string{simstore.KindVectors, simstore.KindModel} {
+		if keys, err := s.List(context.Background(), kind); err != nil || len(keys) != 0 {
+			t.Errorf("after cancel the store holds %v (%v), want no %s", keys, err, kind)
+		}
+	}
+}
+
+// The corpus model is trained by the first lcl embed and kept in the store;
+// a second label set reuses it (no training: the JSON says so and has no
+// training statistics), a class whose wnid tags a corpus document takes the
+// trained vector, the others are inferred; and lcl similarity --source
+// semantic embeds a third label set itself from the stored model.
+func TestEmbedReusesCorpusModel(t *testing.T) {
+	dir, set, corpus := embedFixture(t)
+	raw, _ := os.ReadFile(corpus)
+	os.WriteFile(corpus, append(raw, "n02119789\tkit fox small fox of the western plains with large ears\n"...), 0o644)
+	store := filepath.Join(dir, "store")
+	args := []string{"--store", store, "--json", "embed", "--source", "wordnet", "--corpus", corpus,
+		"--dim", "16", "--epochs", "5", "--workers", "1", "--seed", "3"}
+	first := embedJSON(t, cliRun(t, append(args, "--synsets", set)...))
+	if first["corpus_model_trained"] != true || first["effective_words"] == nil || first["inferred"] != "2" {
+		t.Fatalf("first embed: %v; want the corpus model trained, 2 classes inferred", first)
+	}
+	cats := filepath.Join(dir, "cats.txt")
+	os.WriteFile(cats, []byte("kit fox\tn02119789\ntabby\tn02123045\n"), 0o644)
+	second := embedJSON(t, cliRun(t, append(args, "--synsets", cats)...))
+	if second["corpus_model_trained"] != false || second["effective_words"] != nil || second["corpus_model"] != first["corpus_model"] {
+		t.Fatalf("second label set: %v; want the stored corpus model %v reused, no training", second, first["corpus_model"])
+	}
+	a := storedVectors(t, store, first["label_set"].(string), first["model"].(string))
+	b := storedVectors(t, store, second["label_set"].(string), second["model"].(string))
+	// The kit fox's document is in the corpus: the same trained vector in
+	// both label sets; the tabby's inferred one is the same too (same
+	// model, seed and words).
+	if !slices.Equal(a.Row(0), b.Row(0)) || !slices.Equal(a.Row(2), b.Row(1)) {
+		t.Errorf("the same class got different vectors in two label sets")
+	}
+	// lcl similarity --source semantic for a label set without vectors
+	// embeds it from the stored corpus model, in one line saying so.
+	dogs := filepath.Join(dir, "dogs.txt")
+	os.WriteFile(dogs, []byte("red fox\tn02119022\ntabby\tn02123045\n"), 0o644)
+	r := cliRun(t, "--store", store, "--json", "similarity", "--synsets", dogs, "--source", "semantic")
+	if strings.Count(r.err, "embedded its classes with the stored corpus model") != 1 {
+		t.Errorf("similarity without vectors: stderr %q; want one line saying it embedded them", r.err)
+	}
+	sim := embedJSON(t, r)
+	params, _ := sim["params"].(map[string]any)
+	if sim["cached"] != false || params == nil {
+		t.Fatalf("similarity: %v", sim)
+	}
+	c := storedVectors(t, store, sim["label_set"].(string), params["model"].(string))
+	if !slices.Equal(c.Row(1), a.Row(2)) || c.Meta["corpus_model"] != first["corpus_model"] {
+		t.Errorf("vectors embedded by lcl similarity: meta %v; want the tabby's vector from %v", c.Meta, first["corpus_model"])
 	}
 }

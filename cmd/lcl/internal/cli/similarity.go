@@ -2,16 +2,22 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/embed"
+	"github.com/lcl-project/lcl/embed/classvec"
+	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
+	"github.com/lcl-project/lcl/simstore"
 )
 
 // sourceFlag is a flag of lcl similarity: one per source parameter name,
@@ -69,7 +75,9 @@ provenance (source, parameters, sha256 of every input). Running again with the
 same inputs and parameters is a cache hit; --force recomputes.
 
 Sources:
-  semantic  cosine of the class vectors stored by lcl embed (--model)
+  semantic  cosine of the class vectors stored by lcl embed (--model); a
+            label set without any is embedded first, from the stored
+            corpus model (one line says so)
   visual    cosine of class attribute vectors: AwA2 or CUB built-in, or
             --attributes FILE (--missing mean|zero)
   simrank   SimRank on a label graph (--graph, --decay, --iterations,
@@ -159,6 +167,11 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 	if err != nil {
 		return err
 	}
+	if plugin == nil && src.Name() == "semantic" && params["model"] == "" {
+		if err := embedIfMissing(ctx, f, store, set); err != nil {
+			return err
+		}
+	}
 	if !opts.Force {
 		hit, err := similarity.Cached(ctx, store, src, set, params)
 		if err != nil {
@@ -237,4 +250,47 @@ func formatParams(p map[string]string) string {
 		parts[i] = k + "=" + p[k]
 	}
 	return strings.Join(parts, " ")
+}
+
+// embedIfMissing gives set's classes their vectors when the store holds
+// none for set (the semantic source reads them), saying so in one line: from
+// the newest corpus model in the store (what lcl embed trained last, any
+// settings), else as lcl embed with its defaults (training the WordNet
+// corpus model first). The class documents are as lcl embed's --source auto.
+func embedIfMissing(ctx context.Context, f *Factory, store *simstore.Store, set *labels.Set) error {
+	entries, err := store.List(ctx, simstore.KindVectors)
+	if err != nil {
+		return err
+	}
+	prefix := "vec/" + url.PathEscape(set.Name) + "/"
+	for _, e := range entries {
+		if strings.HasPrefix(e.Key, prefix) {
+			return nil
+		}
+	}
+	latest, err := store.LatestModel(ctx)
+	if errors.Is(err, simstore.ErrNotFound) {
+		f.Logf("lcl similarity: no vectors of %s in the store: embedding its classes first (lcl embed --synsets %s, training the corpus model once)", set.Name, set.Name)
+		_, err = embedSet(ctx, f, set, defaultEmbedFlags(set.Name))
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	docs, source, err := classvec.Documents(ctx, set, "auto",
+		func() (classvec.ArticleStore, error) { return store, nil }, f.WordNet)
+	if err != nil {
+		return err
+	}
+	cm, err := classvec.LoadCorpusModel(ctx, store, latest.ID)
+	if err != nil {
+		return err
+	}
+	v, err := cm.Vectors(docs, embed.InferOptions{Seed: cm.Options.Seed})
+	if err != nil {
+		return err
+	}
+	out := v.Record(set, source)
+	f.Logf("lcl similarity: no vectors of %s in the store: embedded its classes with the stored corpus model as vec/%s/%s", set.Name, set.Name, out.Model)
+	return store.PutVectors(ctx, out)
 }

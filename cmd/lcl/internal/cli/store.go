@@ -70,7 +70,7 @@ func newStoreInfoCmd(f *Factory) *cobra.Command {
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "store\t%s\n", in.Dir)
 			fmt.Fprintf(tw, "schema\t%d\n", in.SchemaVersion)
-			for _, k := range []string{simstore.KindArticle, simstore.KindVectors, simstore.KindMatrix, simstore.KindRun} {
+			for _, k := range storeKinds {
 				fmt.Fprintf(tw, "%s\t%d\n", plural(k), in.Counts[k])
 			}
 			fmt.Fprintf(tw, "records\t%s\n", humanBytes(in.Bytes))
@@ -103,7 +103,7 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-var storeKinds = []string{simstore.KindArticle, simstore.KindVectors, simstore.KindMatrix, simstore.KindRun}
+var storeKinds = []string{simstore.KindArticle, simstore.KindVectors, simstore.KindMatrix, simstore.KindRun, simstore.KindModel}
 
 func newStoreLsCmd(f *Factory) *cobra.Command {
 	var kind string

@@ -56,7 +56,7 @@ func TestStoreCommands(t *testing.T) {
 		err  string   // substring expected on stderr
 	}{
 		{"info", []string{"store", "info"}, 0, []string{"store     " + dir, "articles  1", "vectors   1", "matrices  1", "runs      1"}, ""},
-		{"info json", []string{"--json", "store", "info"}, 0, []string{`"message_type":"store_info"`, `"counts":{"article":1,"matrix":1,"run":1,"vectors":1}`}, ""},
+		{"info json", []string{"--json", "store", "info"}, 0, []string{`"message_type":"store_info"`, `"counts":{"article":1,"matrix":1,"model":0,"run":1,"vectors":1}`}, ""},
 		{"ls", []string{"store", "ls"}, 0, []string{"KIND      RECORDS  SIZE\narticles  1        ", "\nvectors   1 ", "\nmatrices  1 ", "\nruns      1 ", "\nthe records: lcl store ls --all [--kind KIND]\n"}, ""},
 		{"ls all", []string{"store", "ls", "--all"}, 0, []string{"KEY", "art/toy/n01", "run/r1", "vec/toy/d2v", mkey}, ""},
 		{"ls kind", []string{"store", "ls", "--kind", "vectors"}, 0, []string{"KIND     RECORDS  SIZE\nvectors  1        ", "\n\nKEY          KIND     SIZE\nvec/toy/d2v  vectors  "}, ""},

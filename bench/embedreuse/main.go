@@ -1,0 +1,115 @@
+// Command embedreuse measures what keeping the doc2vec corpus model costs
+// in quality (docs/embed.md, "Quality of article vectors"): the CIFAR-100
+// superclass precision at 4 of class vectors that are trained (WordNet
+// glosses, in the corpus), inferred against the corpus model (glosses and
+// articles as new documents, 15/50/100 inference epochs), and, with the
+// argument "together", articles trained together with the corpus (the way
+// lcl embed worked before the corpus model was kept; a second training).
+// The articles are what lcl wiki fetch --source wordnet stores. Usage:
+//
+//	go run ./bench/embedreuse [together]
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/lcl-project/lcl/embed"
+	"github.com/lcl-project/lcl/embed/classvec"
+	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/wiki"
+	"github.com/lcl-project/lcl/wordnet"
+)
+
+// p4 is the share of each class's 4 nearest classes (cosine, itself
+// excluded) that are in its superclass, over all classes.
+func p4(set *labels.Set, data [][]float32) float64 {
+	n := len(data)
+	cos := func(a, b []float32) float64 {
+		var d, x, y float64
+		for i := range a {
+			d += float64(a[i]) * float64(b[i])
+			x += float64(a[i]) * float64(a[i])
+			y += float64(b[i]) * float64(b[i])
+		}
+		return d / math.Sqrt(x*y)
+	}
+	hits := 0
+	for i := 0; i < n; i++ {
+		idx := []int{}
+		for j := 0; j < n; j++ {
+			if j != i {
+				idx = append(idx, j)
+			}
+		}
+		s := make([]float64, n)
+		for _, j := range idx {
+			s[j] = cos(data[i], data[j])
+		}
+		sort.Slice(idx, func(a, b int) bool { return s[idx[a]] > s[idx[b]] })
+		for _, j := range idx[:4] {
+			if set.Coarse.Of[i] == set.Coarse.Of[j] {
+				hits++
+			}
+		}
+	}
+	return float64(hits) / float64(4*n)
+}
+
+func main() {
+	ctx := context.Background()
+	wn, err := wordnet.Open("")
+	if err != nil {
+		panic(err)
+	}
+	set, err := labels.Load("cifar100")
+	if err != nil {
+		panic(err)
+	}
+	st, err := simstore.Open("", simstore.InMemory())
+	if err != nil {
+		panic(err)
+	}
+	corpus := classvec.WordNetCorpus(wn)
+	o := embed.DefaultOptions()
+	t0 := time.Now()
+	cm, err := classvec.LoadOrTrainCorpusModel(ctx, st, corpus, o)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("corpus model", cm.ID, time.Since(t0))
+	wdocs, _ := classvec.WordNetDocs(wn, set)
+	v, _ := cm.Vectors(wdocs, embed.InferOptions{Seed: 1})
+	fmt.Printf("wordnet glosses, corpus model: P@4 %.4f\n", p4(set, v.Data))
+	// articles: the full wiki.WordNetDocument (lcl wiki fetch --source wordnet)
+	adocs := make([]classvec.Doc, len(set.Classes))
+	for i, c := range set.Classes {
+		s, _ := wn.Synset(c.WNID)
+		adocs[i] = classvec.Doc{Class: c, Tag: "class:" + c.ID, Title: c.Name, Text: wiki.WordNetDocument(wn, s)}
+	}
+	// glosses as new documents (inferred), to compare against their trained vectors
+	gdocs := make([]classvec.Doc, len(wdocs))
+	for i, d := range wdocs {
+		gdocs[i] = d
+		gdocs[i].Tag = "class:" + d.Class.ID
+	}
+	for _, e := range []int{15, 50, 100} {
+		v, _ := cm.Vectors(gdocs, embed.InferOptions{Seed: 1, Epochs: e})
+		fmt.Printf("glosses inferred e%d: P@4 %.4f\n", e, p4(set, v.Data))
+		v, _ = cm.Vectors(adocs, embed.InferOptions{Seed: 1, Epochs: e})
+		fmt.Printf("articles inferred e%d: P@4 %.4f\n", e, p4(set, v.Data))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "together" {
+		t0 = time.Now()
+		tv, err := classvec.Train(ctx, corpus, adocs, o, "")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("articles trained together: P@4 %.4f (%s)\n", p4(set, tv.Data), time.Since(t0))
+	}
+}
