@@ -313,121 +313,153 @@ func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float6
 // to j's children, and S' = C·WᵀT sums the sparse rows of T over each
 // node's parents.
 func simrankSparse(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64, SimRankStats, error) {
-	n := len(in)
-	children := make([][]int32, n)
-	inv := make([]float64, n)
-	for b, ps := range in {
-		for _, j := range ps {
-			children[j] = append(children[j], int32(b))
-		}
-		if len(ps) > 0 {
-			inv[b] = 1 / float64(len(ps))
-		}
-	}
-	// Only nodes with children are anyone's parent, so only their rows of
-	// T = S·W are ever read: T holds those rows alone (row tRow[i]).
-	tRow := make([]int, n)
-	var internal []int
-	for i := range children {
-		tRow[i] = -1
-		if len(children[i]) > 0 {
-			tRow[i] = len(internal)
-			internal = append(internal, i)
-		}
-	}
-	s := make([]float64, n*n)
-	next := make([]float64, n*n)
-	t := make([]float64, len(internal)*n)
-	nzS := make([][]int32, n) // non-zero columns of each row of s
-	nzN := make([][]int32, n) // of next (its stale content, cleared before reuse)
-	nzT := make([][]int32, len(internal))
-	for i := 0; i < n; i++ {
-		s[i*n+i] = 1
-		nzS[i] = []int32{int32(i)}
-	}
-	deltas := make([]float64, n)
+	sp := newSparseSimrank(in)
 	st, err := iterate(ctx, "simrank", opt, 1, func() float64 {
-		parallelRows(len(internal), func(lo, hi int) {
-			mark := make([]bool, n)
-			for r := lo; r < hi; r++ {
-				i := internal[r]
-				row := s[i*n : (i+1)*n]
-				trow := t[r*n : (r+1)*n]
-				tn := nzT[r][:0]
-				for _, j := range nzS[i] {
-					x := row[j]
-					for _, b := range children[j] {
-						if !mark[b] {
-							mark[b] = true
-							tn = append(tn, b)
-							trow[b] = 0
-						}
-						trow[b] += x * inv[b]
-					}
-				}
-				for _, b := range tn {
-					mark[b] = false
-				}
-				nzT[r] = tn
-			}
-		})
-		parallelRows(n, func(lo, hi int) {
-			mark := make([]bool, n)
-			for a := lo; a < hi; a++ {
-				nrow := next[a*n : (a+1)*n]
-				for _, b := range nzN[a] {
-					nrow[b] = 0
-				}
-				nn := nzN[a][:0]
-				f := opt.Decay * inv[a]
-				switch ps := in[a]; len(ps) {
-				case 0: // a root: similar only to itself
-					nn = append(nn, int32(a))
-				case 1: // most nodes: S'[a] = C·T[parent], no merging needed
-					r := tRow[ps[0]]
-					trow := t[r*n : (r+1)*n]
-					nn = append(nn, nzT[r]...)
-					for _, b := range nn {
-						nrow[b] = f * trow[b]
-					}
-				default:
-					for _, i := range ps {
-						r := tRow[i]
-						trow := t[r*n : (r+1)*n]
-						for _, b := range nzT[r] {
-							if !mark[b] {
-								mark[b] = true
-								nn = append(nn, b)
-							}
-							nrow[b] += trow[b]
-						}
-					}
-					for _, b := range nn {
-						mark[b] = false
-						nrow[b] *= f
-					}
-				}
-				// a is in the pattern: T[p][a] ≥ S[p][p]/|I(a)| > 0 for a parent p.
-				nrow[a] = 1
-				old := s[a*n : (a+1)*n]
-				d := 0.0
-				for _, b := range nn {
-					if e := math.Abs(nrow[b] - old[b]); e > d {
-						d = e
-					}
-				}
-				nzN[a] = nn
-				deltas[a] = d
-			}
-		})
-		s, next = next, s
-		nzS, nzN = nzN, nzS
-		return maxOf(deltas)
+		sp.scatter()
+		d := sp.gather(opt.Decay)
+		sp.s, sp.next = sp.next, sp.s
+		sp.nzS, sp.nzN = sp.nzN, sp.nzS
+		return d
 	})
 	if err != nil {
 		return nil, st, err
 	}
-	return s, st, nil
+	return sp.s, st, nil
+}
+
+// sparseSimrank is simrankSparse's state.
+type sparseSimrank struct {
+	n        int
+	in       [][]int   // in-neighbours (parents)
+	children [][]int32 // out-neighbours
+	inv      []float64 // 1/|I(b)| (0 for a root)
+	// Only nodes with children are anyone's parent, so only their rows of
+	// T = S·W are ever read: T holds those rows alone (row tRow[i]).
+	tRow     []int
+	internal []int
+	s, next  []float64 // n×n scores, and the next iteration's
+	t        []float64 // len(internal)×n
+	nzS      [][]int32 // non-zero columns of each row of s
+	nzN      [][]int32 // of next (its stale content, cleared before reuse)
+	nzT      [][]int32
+	deltas   []float64 // per row, the largest change of the last iteration
+}
+
+func newSparseSimrank(in [][]int) *sparseSimrank {
+	n := len(in)
+	sp := &sparseSimrank{n: n, in: in, children: make([][]int32, n), inv: make([]float64, n), tRow: make([]int, n)}
+	for b, ps := range in {
+		for _, j := range ps {
+			sp.children[j] = append(sp.children[j], int32(b))
+		}
+		if len(ps) > 0 {
+			sp.inv[b] = 1 / float64(len(ps))
+		}
+	}
+	for i := range sp.children {
+		sp.tRow[i] = -1
+		if len(sp.children[i]) > 0 {
+			sp.tRow[i] = len(sp.internal)
+			sp.internal = append(sp.internal, i)
+		}
+	}
+	sp.s = make([]float64, n*n)
+	sp.next = make([]float64, n*n)
+	sp.t = make([]float64, len(sp.internal)*n)
+	sp.nzS = make([][]int32, n)
+	sp.nzN = make([][]int32, n)
+	sp.nzT = make([][]int32, len(sp.internal))
+	for i := 0; i < n; i++ {
+		sp.s[i*n+i] = 1
+		sp.nzS[i] = []int32{int32(i)}
+	}
+	sp.deltas = make([]float64, n)
+	return sp
+}
+
+// scatter computes T = S·W: each non-zero S[i][j] goes to j's children.
+func (sp *sparseSimrank) scatter() {
+	n, s, t := sp.n, sp.s, sp.t
+	parallelRows(len(sp.internal), func(lo, hi int) {
+		mark := make([]bool, n)
+		for r := lo; r < hi; r++ {
+			i := sp.internal[r]
+			row := s[i*n : (i+1)*n]
+			trow := t[r*n : (r+1)*n]
+			tn := sp.nzT[r][:0]
+			for _, j := range sp.nzS[i] {
+				x := row[j]
+				for _, b := range sp.children[j] {
+					if !mark[b] {
+						mark[b] = true
+						tn = append(tn, b)
+						trow[b] = 0
+					}
+					trow[b] += x * sp.inv[b]
+				}
+			}
+			for _, b := range tn {
+				mark[b] = false
+			}
+			sp.nzT[r] = tn
+		}
+	})
+}
+
+// gather computes next = C·WᵀT, diag 1, summing the sparse rows of T over
+// each node's parents, and returns the largest change from s.
+func (sp *sparseSimrank) gather(decay float64) float64 {
+	n, t, next := sp.n, sp.t, sp.next
+	parallelRows(n, func(lo, hi int) {
+		mark := make([]bool, n)
+		for a := lo; a < hi; a++ {
+			nrow := next[a*n : (a+1)*n]
+			for _, b := range sp.nzN[a] {
+				nrow[b] = 0
+			}
+			nn := sp.nzN[a][:0]
+			f := decay * sp.inv[a]
+			switch ps := sp.in[a]; len(ps) {
+			case 0: // a root: similar only to itself
+				nn = append(nn, int32(a))
+			case 1: // most nodes: S'[a] = C·T[parent], no merging needed
+				r := sp.tRow[ps[0]]
+				trow := t[r*n : (r+1)*n]
+				nn = append(nn, sp.nzT[r]...)
+				for _, b := range nn {
+					nrow[b] = f * trow[b]
+				}
+			default:
+				for _, i := range ps {
+					r := sp.tRow[i]
+					trow := t[r*n : (r+1)*n]
+					for _, b := range sp.nzT[r] {
+						if !mark[b] {
+							mark[b] = true
+							nn = append(nn, b)
+						}
+						nrow[b] += trow[b]
+					}
+				}
+				for _, b := range nn {
+					mark[b] = false
+					nrow[b] *= f
+				}
+			}
+			// a is in the pattern: T[p][a] ≥ S[p][p]/|I(a)| > 0 for a parent p.
+			nrow[a] = 1
+			old := sp.s[a*n : (a+1)*n]
+			d := 0.0
+			for _, b := range nn {
+				if e := math.Abs(nrow[b] - old[b]); e > d {
+					d = e
+				}
+			}
+			sp.nzN[a] = nn
+			sp.deltas[a] = d
+		}
+	})
+	return maxOf(sp.deltas)
 }
 
 // simrankStar iterates S ← (C/2)(QS + (QS)ᵀ) + (1−C)I from S = (1−C)I, with
