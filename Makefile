@@ -41,8 +41,8 @@ build: build-deps libtorch-check
 	install -m 755 examples/lcl-similarity-py/lcl-similarity-bigram.py examples/lcl-strategy-py/lcl-strategy-pyannealls.py bin/plugins/
 	install -m 644 examples/lcl-strategy-py/lcl_pb2.py bin/plugins/
 
+# (go test runs vet's high-confidence checks; lint runs all of vet.)
 test: deps libtorch-check
-	$(GO) vet $(GOTAGS) ./...
 	$(GO) test $(GOTAGS) -count=1 -timeout 30m ./...
 
 # The tests against PyTorch 2.6: go vet and go test inside a Debian 13 root
@@ -61,9 +61,11 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # The packages with concurrency under the race detector: trainer/torch's
-# process groups (their abort and peer tests), the plugin host, the grid runner.
+# process groups (their abort and peer tests), trainer/data's loader workers
+# (its loader tests), the plugin host, the grid runner.
 race: deps libtorch-check
 	$(GO) test $(GOTAGS) -race -count=1 -run 'Group|Abort|Peer' ./trainer/torch/
+	$(GO) test $(GOTAGS) -race -count=1 -run 'Loader' ./trainer/data/
 	$(GO) test $(GOTAGS) -race -count=1 ./plugins/ ./experiment/...
 
 # lint also holds plugins/proto/lcl.proto, as protoc compiles it, to the
@@ -71,7 +73,7 @@ race: deps libtorch-check
 lint:
 	@scripts/deps.sh lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet $(GOTAGS) ./...
 	@d=$$(mktemp -d) && protoc -I plugins/proto --descriptor_set_out=$$d/lcl.binpb plugins/proto/lcl.proto \
 	  && $(GO) test -count=1 -run 'TestProtocolOnlyGrows' ./plugins/proto/ -args -current $$d/lcl.binpb; \
 	  rc=$$?; rm -rf "$$d"; exit $$rc

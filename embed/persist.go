@@ -121,86 +121,31 @@ func (c *countingReader) ReadByte() (byte, error) {
 // ReadModel reads a model in the format written by Encode.
 func ReadModel(r io.Reader) (*Model, error) {
 	cr := &countingReader{r: bufio.NewReaderSize(r, 1<<16), h: crc32.New(castagnoli)}
-	bad := func(what string, err error) error {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return fmt.Errorf("%w: offset %d: %s: %w", ErrBadModel, cr.off, what, err)
-		}
-		return fmt.Errorf("%w: offset %d: %s", ErrBadModel, cr.off, what)
-	}
 	var b [8]byte
 	if _, err := io.ReadFull(cr, b[:8]); err != nil {
-		return nil, bad("reading magic", err)
+		return nil, cr.bad("reading magic", err)
 	}
 	if string(b[:7]) != modelMagic {
-		return nil, bad(fmt.Sprintf("magic %q, want %q", b[:7], modelMagic), nil)
+		return nil, cr.bad(fmt.Sprintf("magic %q, want %q", b[:7], modelMagic), nil)
 	}
 	if b[7] != modelVersion {
-		return nil, bad(fmt.Sprintf("format version %d, this program reads %d", b[7], modelVersion), nil)
+		return nil, cr.bad(fmt.Sprintf("format version %d, this program reads %d", b[7], modelVersion), nil)
 	}
-	u32 := func(what string) (int, error) {
-		if _, err := io.ReadFull(cr, b[:4]); err != nil {
-			return 0, bad(what, err)
-		}
-		return int(binary.LittleEndian.Uint32(b[:4])), nil
-	}
-	str := func(what string) (string, error) {
-		n, err := binary.ReadUvarint(cr)
-		if err != nil {
-			return "", bad(what, err)
-		}
-		if n > 1<<20 {
-			return "", bad(fmt.Sprintf("%s: length %d too large", what, n), nil)
-		}
-		p := make([]byte, n)
-		if _, err := io.ReadFull(cr, p); err != nil {
-			return "", bad(what, err)
-		}
-		return string(p), nil
-	}
-	n, err := u32("header length")
+	o, err := cr.header()
 	if err != nil {
 		return nil, err
 	}
-	if n > 1<<20 {
-		return nil, bad(fmt.Sprintf("header length %d too large", n), nil)
-	}
-	hdr := make([]byte, n)
-	if _, err := io.ReadFull(cr, hdr); err != nil {
-		return nil, bad("header", err)
-	}
-	var o Options
-	if err := json.Unmarshal(hdr, &o); err != nil {
-		return nil, bad("header", err)
-	}
-	if err := o.validate(); err != nil {
-		return nil, bad("header", err)
-	}
-	nv, err := u32("vocabulary size")
+	words, counts, err := cr.vocabulary()
 	if err != nil {
 		return nil, err
 	}
-	words, counts := make([]string, 0, min(nv, 1<<12)), make([]int64, 0, min(nv, 1<<12))
-	for i := range nv {
-		w, err := str(fmt.Sprintf("word %d", i))
-		if err != nil {
-			return nil, err
-		}
-		c, err := binary.ReadUvarint(cr)
-		if err != nil {
-			return nil, bad(fmt.Sprintf("count of word %d", i), err)
-		}
-		words, counts = append(words, w), append(counts, int64(c))
-	}
-	nt, err := u32("tag count")
+	nt, err := cr.u32("tag count")
 	if err != nil {
 		return nil, err
 	}
 	tags := make([]string, 0, min(nt, 1<<12))
 	for i := range nt {
-		t, err := str(fmt.Sprintf("tag %d", i))
+		t, err := cr.str(fmt.Sprintf("tag %d", i))
 		if err != nil {
 			return nil, err
 		}
@@ -208,45 +153,25 @@ func ReadModel(r io.Reader) (*Model, error) {
 	}
 	var mats [3][]float32
 	names := []string{"word vectors", "output weights", "document vectors"}
-	for k, rows := range []int{nv, nv, nt} {
-		want, ok := bounded.Product(rows, o.Dim)
-		if !ok {
-			return nil, bad(fmt.Sprintf("%s: %d×%d values overflow", names[k], rows, o.Dim), nil)
-		}
-		if _, err := io.ReadFull(cr, b[:8]); err != nil {
-			return nil, bad(names[k], err)
-		}
-		if n := binary.LittleEndian.Uint64(b[:8]); n != uint64(want) && !(k == 1 && n == 0) {
-			return nil, bad(fmt.Sprintf("%s: %d values, want %d", names[k], n, want), nil)
-		} else if n == 0 {
-			continue
-		}
-		// Grow with the rows read, so a header that announces more than
-		// the file holds fails at its end instead of allocating up front.
-		mats[k] = make([]float32, 0, min(want, 1<<20))
-		p := make([]byte, 4*o.Dim)
-		for len(mats[k]) < want {
-			if _, err := io.ReadFull(cr, p); err != nil {
-				return nil, bad(names[k], err)
-			}
-			for j := range o.Dim {
-				mats[k] = append(mats[k], math.Float32frombits(binary.LittleEndian.Uint32(p[4*j:])))
-			}
+	for k, rows := range []int{len(words), len(words), nt} {
+		// The output weights may be absent (0 values).
+		if mats[k], err = cr.matrix(names[k], rows, o.Dim, k == 1); err != nil {
+			return nil, err
 		}
 	}
 	sum := cr.h.Sum32()
 	if _, err := io.ReadFull(cr.r, b[:4]); err != nil {
-		return nil, bad("checksum", err)
+		return nil, cr.bad("checksum", err)
 	}
 	if got := binary.LittleEndian.Uint32(b[:4]); got != sum {
-		return nil, bad(fmt.Sprintf("checksum %08x, content gives %08x (file corrupted)", got, sum), nil)
+		return nil, cr.bad(fmt.Sprintf("checksum %08x, content gives %08x (file corrupted)", got, sum), nil)
 	}
 	if _, err := cr.r.ReadByte(); err != io.EOF {
-		return nil, bad("trailing data after checksum", nil)
+		return nil, cr.bad("trailing data after checksum", nil)
 	}
 	m, err := Assemble(o, words, counts, tags, mats[0], mats[1], mats[2])
 	if err != nil {
-		return nil, bad("vocabulary", err)
+		return nil, cr.bad("vocabulary", err)
 	}
 	return m, nil
 }
@@ -278,6 +203,119 @@ func Assemble(o Options, words []string, counts []int64, tags []string, wordVecs
 	m.Tags = tags
 	for i, t := range tags {
 		m.tagIndex[t] = i
+	}
+	return m, nil
+}
+
+// bad is ErrBadModel at the reader's offset: what is wrong, and the read
+// error (an early end of the file is io.ErrUnexpectedEOF).
+func (cr *countingReader) bad(what string, err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return fmt.Errorf("%w: offset %d: %s: %w", ErrBadModel, cr.off, what, err)
+	}
+	return fmt.Errorf("%w: offset %d: %s", ErrBadModel, cr.off, what)
+}
+
+// u32 reads a little-endian uint32.
+func (cr *countingReader) u32(what string) (int, error) {
+	var b [4]byte
+	if _, err := io.ReadFull(cr, b[:]); err != nil {
+		return 0, cr.bad(what, err)
+	}
+	return int(binary.LittleEndian.Uint32(b[:])), nil
+}
+
+// str reads a string of at most 1 MiB after its uvarint length.
+func (cr *countingReader) str(what string) (string, error) {
+	n, err := binary.ReadUvarint(cr)
+	if err != nil {
+		return "", cr.bad(what, err)
+	}
+	if n > 1<<20 {
+		return "", cr.bad(fmt.Sprintf("%s: length %d too large", what, n), nil)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(cr, p); err != nil {
+		return "", cr.bad(what, err)
+	}
+	return string(p), nil
+}
+
+// header reads the JSON Options of at most 1 MiB after their length, and
+// checks them.
+func (cr *countingReader) header() (Options, error) {
+	var o Options
+	n, err := cr.u32("header length")
+	if err != nil {
+		return o, err
+	}
+	if n > 1<<20 {
+		return o, cr.bad(fmt.Sprintf("header length %d too large", n), nil)
+	}
+	hdr := make([]byte, n)
+	if _, err := io.ReadFull(cr, hdr); err != nil {
+		return o, cr.bad("header", err)
+	}
+	if err := json.Unmarshal(hdr, &o); err != nil {
+		return o, cr.bad("header", err)
+	}
+	if err := o.validate(); err != nil {
+		return o, cr.bad("header", err)
+	}
+	return o, nil
+}
+
+// vocabulary reads the words and their counts after their number.
+func (cr *countingReader) vocabulary() ([]string, []int64, error) {
+	nv, err := cr.u32("vocabulary size")
+	if err != nil {
+		return nil, nil, err
+	}
+	words, counts := make([]string, 0, min(nv, 1<<12)), make([]int64, 0, min(nv, 1<<12))
+	for i := range nv {
+		w, err := cr.str(fmt.Sprintf("word %d", i))
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := binary.ReadUvarint(cr)
+		if err != nil {
+			return nil, nil, cr.bad(fmt.Sprintf("count of word %d", i), err)
+		}
+		words, counts = append(words, w), append(counts, int64(c))
+	}
+	return words, counts, nil
+}
+
+// matrix reads a rows×dim float32 matrix after its number of values (0,
+// and a nil matrix, only where mayBeEmpty).
+func (cr *countingReader) matrix(name string, rows, dim int, mayBeEmpty bool) ([]float32, error) {
+	want, ok := bounded.Product(rows, dim)
+	if !ok {
+		return nil, cr.bad(fmt.Sprintf("%s: %d×%d values overflow", name, rows, dim), nil)
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(cr, b[:]); err != nil {
+		return nil, cr.bad(name, err)
+	}
+	if n := binary.LittleEndian.Uint64(b[:]); n != uint64(want) && !(mayBeEmpty && n == 0) {
+		return nil, cr.bad(fmt.Sprintf("%s: %d values, want %d", name, n, want), nil)
+	} else if n == 0 {
+		return nil, nil
+	}
+	// Grow with the rows read, so a header that announces more than the
+	// file holds fails at its end instead of allocating up front.
+	m := make([]float32, 0, min(want, 1<<20))
+	p := make([]byte, 4*dim)
+	for len(m) < want {
+		if _, err := io.ReadFull(cr, p); err != nil {
+			return nil, cr.bad(name, err)
+		}
+		for j := range dim {
+			m = append(m, math.Float32frombits(binary.LittleEndian.Uint32(p[4*j:])))
+		}
 	}
 	return m, nil
 }

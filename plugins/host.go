@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,24 +90,39 @@ type Host struct {
 }
 
 func (h *Host) timeout() time.Duration {
-	if h.Timeout > 0 {
-		return h.Timeout
-	}
-	if d, err := time.ParseDuration(os.Getenv("LCL_PLUGIN_TIMEOUT")); err == nil && d > 0 {
-		return d
-	}
-	return DefaultTimeout
+	return orEnv(h.Timeout, "LCL_PLUGIN_TIMEOUT", positiveDuration, constant(DefaultTimeout))
 }
 
 func (h *Host) startTimeout() time.Duration {
-	if h.StartTimeout > 0 {
-		return h.StartTimeout
-	}
-	if d, err := time.ParseDuration(os.Getenv("LCL_PLUGIN_START_TIMEOUT")); err == nil && d > 0 {
-		return d
-	}
-	return DefaultStartTimeout
+	return orEnv(h.StartTimeout, "LCL_PLUGIN_START_TIMEOUT", positiveDuration, constant(DefaultStartTimeout))
 }
+
+// matrixDir is where the plugins' matrix folders go (MatrixDir).
+func (h *Host) matrixDir() string {
+	return orEnv(h.MatrixDir, "LCL_PLUGIN_MATRIX_DIR", nonEmpty, matrixBase)
+}
+
+// orEnv is a Host setting: v when it is set (positive, non-empty), else the
+// environment variable env when parse accepts it, else def().
+func orEnv[T cmp.Ordered](v T, env string, parse func(string) (T, bool), def func() T) T {
+	var zero T
+	if v > zero {
+		return v
+	}
+	if x, ok := parse(os.Getenv(env)); ok {
+		return x
+	}
+	return def()
+}
+
+func positiveDuration(s string) (time.Duration, bool) {
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d > 0
+}
+
+func nonEmpty(s string) (string, bool) { return s, s != "" }
+
+func constant[T any](v T) func() T { return func() T { return v } }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -198,7 +214,8 @@ type conn struct {
 	pid    int           // of the plugin process, the leader of its own process group
 	done   chan struct{} // closed by kill: releases the thread that started the process
 	once   sync.Once
-	share  string // the plugin's private matrix folder, removed with it
+	share  string                // the plugin's private matrix folder, removed with it
+	rpc    plugin.ClientProtocol // once started
 }
 
 // kill stops the plugin and everything it started (its process group), and
@@ -251,12 +268,41 @@ func (h *Host) admit(kind, name, path string) (*plugin.SecureConfig, error) {
 	return &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, nil
 }
 
+// start starts the plugin kind/name and returns its connection and the
+// client it dispenses.
 func (h *Host) start(kind, name string) (*conn, any, error) {
 	where, err := h.Resolve(kind, name)
 	if err != nil {
 		return nil, nil, err
 	}
 	label := fmt.Sprintf("%s plugin %q (%s)", kind, name, where)
+	cmd, secure, err := h.command(kind, name, where, label)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := h.newConn(label, cmd, secure)
+	if r := c.launch(cmd, h.startTimeout()); r.err != nil {
+		return nil, nil, h.startError(c, r, name, where, secure)
+	}
+	raw, err := c.rpc.Dispense(kind)
+	if err != nil {
+		c.kill()
+		return nil, nil, fmt.Errorf("%s: %s", label, oneLine(err.Error()))
+	}
+	if sh, ok := raw.(sharer); ok {
+		if c.share, err = os.MkdirTemp(h.matrixDir(), "lcl-plugin-"); err != nil {
+			c.kill()
+			return nil, nil, fmt.Errorf("%s: a folder for its matrices: %w", label, err)
+		}
+		sh.Share(shim.Sharing{Dir: c.share, Limit: h.InlineLimit})
+	}
+	return c, raw, nil
+}
+
+// command is the process of the plugin found at where ("built-in": this
+// executable serving it), with the SecureConfig of its pin (admit); its
+// environment is minimal: plugins get no secrets of the host's.
+func (h *Host) command(kind, name, where, label string) (*exec.Cmd, *plugin.SecureConfig, error) {
 	var cmd *exec.Cmd
 	var secure *plugin.SecureConfig
 	if where == "built-in" {
@@ -270,17 +316,23 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 		}
 		cmd = exec.Command(self[0], append(slices.Clone(self[1:]), kind, name)...)
 	} else {
+		var err error
 		if secure, err = h.admit(kind, name, where); err != nil {
 			return nil, nil, fmt.Errorf("%s: refused: %w", label, err)
 		}
 		cmd = exec.Command(where)
 	}
-	// A minimal environment: plugins get no secrets of the host's.
 	cmd.Env = Environment(os.Environ(), h.Env)
 	// Its own process group (a terminal's Ctrl-C reaches lcl, which stops
 	// it; kill ends its children too) and a parent-death signal (a killed
 	// lcl leaves no plugin behind).
 	cmd.SysProcAttr = procAttr()
+	return cmd, secure, nil
+}
+
+// newConn makes the go-plugin client of cmd and registers it with the
+// host (Close kills it).
+func (h *Host) newConn(label string, cmd *exec.Cmd, secure *plugin.SecureConfig) *conn {
 	c := &conn{label: label, stderr: &tail{}, done: make(chan struct{})}
 	logw := h.Log
 	if logw == nil {
@@ -302,15 +354,24 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	h.mu.Lock()
 	h.conns = append(h.conns, c)
 	h.mu.Unlock()
+	return c
+}
+
+// started is the outcome of a plugin's start.
+type started struct {
+	rpc   plugin.ClientProtocol
+	err   error
+	pid   int
+	limit time.Duration // the start's bound
+}
+
+// launch starts the plugin's process and waits for its handshake, at most
+// limit (and a second); it sets c.pid and, on success, c.rpc.
+func (c *conn) launch(cmd *exec.Cmd, limit time.Duration) started {
 	// The parent-death signal fires when the thread that started the child
 	// ends, and Go ends a thread whose goroutine exits while locked to it
 	// (the trainer locks its goroutine): start the plugin from a thread of
 	// its own that lives until the plugin is stopped.
-	type started struct {
-		rpc plugin.ClientProtocol
-		err error
-		pid int
-	}
 	res := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -319,63 +380,48 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 		if cmd.Process != nil { // started, even when the handshake failed
 			pid = cmd.Process.Pid
 		}
-		res <- started{rpc, err, pid}
+		res <- started{rpc: rpc, err: err, pid: pid}
 		<-c.done
 	}()
 	// go-plugin's own timer stops waiting for the handshake, but then waits
 	// for the plugin's stdout to close, which a child of the plugin may hold
 	// for ever: this timer bounds the whole start, and killing the plugin's
 	// process group (all it started) releases go-plugin.
-	limit := h.startTimeout()
 	var r started
 	select {
 	case r = <-res:
 	case <-time.After(limit + time.Second):
 		r = started{err: errStartTimeout}
 	}
+	r.limit = limit
 	if r.pid > 0 {
 		c.pid = r.pid
 	} else if rc := c.client.ReattachConfig(); rc != nil {
 		c.pid = rc.Pid
 	}
-	if r.err != nil {
-		if r.err == errStartTimeout || strings.Contains(r.err.Error(), "timeout while waiting for plugin to start") {
-			if c.pid > 0 {
-				c.kill()
-			} else {
-				go c.kill() // go-plugin is still starting it: it lets go once it has
-			}
-			return nil, nil, fmt.Errorf("%s: could not start: no handshake within %s; stopped it and every process it started (if it is only slow to start, raise $LCL_PLUGIN_START_TIMEOUT)%s",
-				label, limit, oneLine(c.stderr.hint()))
-		}
-		c.kill()
-		if errors.Is(r.err, plugin.ErrChecksumsDoNotMatch) {
-			now, _ := digest.File(where)
-			return nil, nil, fmt.Errorf("%s: refused: its SHA-256 %.12s… differs from the one pinned in %s (%.12s…); if you changed it on purpose, check it, then run `lcl plugins pin %s`",
-				label, now, h.lockPath(), hex.EncodeToString(secure.Checksum), name)
-		}
-		return nil, nil, fmt.Errorf("%s: could not start: %s", label, oneLine(r.err.Error()+c.stderr.hint()))
-	}
-	raw, err := r.rpc.Dispense(kind)
-	if err != nil {
-		c.kill()
-		return nil, nil, fmt.Errorf("%s: %s", label, oneLine(err.Error()))
-	}
-	if sh, ok := raw.(sharer); ok {
-		base := h.MatrixDir
-		if base == "" {
-			base = os.Getenv("LCL_PLUGIN_MATRIX_DIR")
-		}
-		if base == "" {
-			base = matrixBase()
-		}
-		if c.share, err = os.MkdirTemp(base, "lcl-plugin-"); err != nil {
+	c.rpc = r.rpc
+	return r
+}
+
+// startError stops a plugin that failed to start (r.err) and says why.
+func (h *Host) startError(c *conn, r started, name, where string, secure *plugin.SecureConfig) error {
+	err := r.err
+	if err == errStartTimeout || strings.Contains(err.Error(), "timeout while waiting for plugin to start") {
+		if c.pid > 0 {
 			c.kill()
-			return nil, nil, fmt.Errorf("%s: a folder for its matrices: %w", label, err)
+		} else {
+			go c.kill() // go-plugin is still starting it: it lets go once it has
 		}
-		sh.Share(shim.Sharing{Dir: c.share, Limit: h.InlineLimit})
+		return fmt.Errorf("%s: could not start: no handshake within %s; stopped it and every process it started (if it is only slow to start, raise $LCL_PLUGIN_START_TIMEOUT)%s",
+			c.label, r.limit, oneLine(c.stderr.hint()))
 	}
-	return c, raw, nil
+	c.kill()
+	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+		now, _ := digest.File(where)
+		return fmt.Errorf("%s: refused: its SHA-256 %.12s… differs from the one pinned in %s (%.12s…); if you changed it on purpose, check it, then run `lcl plugins pin %s`",
+			c.label, now, h.lockPath(), hex.EncodeToString(secure.Checksum), name)
+	}
+	return fmt.Errorf("%s: could not start: %s", c.label, oneLine(err.Error()+c.stderr.hint()))
 }
 
 // errStartTimeout is a start that go-plugin did not end in time.

@@ -136,6 +136,47 @@ func maxAbsDiff(a, b []float64) float64 {
 	return d
 }
 
+// iterate runs step, one iteration of a SimRank fixed point returning the
+// largest change of a score, until that change is within opt.Tolerance:
+// it checks ctx before each iteration, gives opt.Progress units after each,
+// and refuses a fixed point not reached in opt.Iterations (what names the
+// variant in the error).
+func iterate(ctx context.Context, what string, opt SimRankOptions, units int, step func() float64) (SimRankStats, error) {
+	return iterateErr(ctx, what, opt, units, func() (float64, error) { return step(), nil })
+}
+
+// iterateErr is iterate with a step that may fail (and end the iteration
+// with its error).
+func iterateErr(ctx context.Context, what string, opt SimRankOptions, units int, step func() (float64, error)) (SimRankStats, error) {
+	var st SimRankStats
+	for it := 1; it <= opt.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		d, err := step()
+		if err != nil {
+			return st, err
+		}
+		st = SimRankStats{Iterations: it, Delta: d}
+		if opt.Progress != nil {
+			opt.Progress.Add(units)
+		}
+		if st.Delta <= opt.Tolerance {
+			return st, nil
+		}
+	}
+	return st, fmt.Errorf("%s: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", what, opt.Iterations, st.Delta, opt.Tolerance)
+}
+
+// maxOf is the largest of ds (0 for none).
+func maxOf(ds []float64) float64 {
+	m := 0.0
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
 // meanRows sets dst[a][:] = scale·mean of src's rows over in[a] (0 when a
 // has no in-neighbours): the product WᵀX for the column-normalised adjacency
 // W, done row by row so every inner loop is contiguous.
@@ -211,11 +252,7 @@ func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float6
 		ptr[b+1] = int32(len(idx))
 	}
 	deltas := make([]float64, n)
-	var st SimRankStats
-	for it := 1; it <= opt.Iterations; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, st, err
-		}
+	st, err := iterate(ctx, "simrank", opt, 1, func() float64 {
 		parallelRows(n, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				row := s[i*n : (i+1)*n]
@@ -259,18 +296,12 @@ func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float6
 			}
 		})
 		s, next = next, s
-		st = SimRankStats{Iterations: it, Delta: 0}
-		for _, d := range deltas {
-			st.Delta = max(st.Delta, d)
-		}
-		if opt.Progress != nil {
-			opt.Progress.Add(1)
-		}
-		if st.Delta <= opt.Tolerance {
-			return s, st, nil
-		}
+		return maxOf(deltas)
+	})
+	if err != nil {
+		return nil, st, err
 	}
-	return nil, st, fmt.Errorf("simrank: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+	return s, st, nil
 }
 
 // simrankSparse computes the same iteration as simrankPlain, S ← C·WᵀSW
@@ -282,131 +313,153 @@ func simrankPlain(ctx context.Context, in [][]int, opt SimRankOptions) ([]float6
 // to j's children, and S' = C·WᵀT sums the sparse rows of T over each
 // node's parents.
 func simrankSparse(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64, SimRankStats, error) {
-	n := len(in)
-	children := make([][]int32, n)
-	inv := make([]float64, n)
-	for b, ps := range in {
-		for _, j := range ps {
-			children[j] = append(children[j], int32(b))
-		}
-		if len(ps) > 0 {
-			inv[b] = 1 / float64(len(ps))
-		}
+	sp := newSparseSimrank(in)
+	st, err := iterate(ctx, "simrank", opt, 1, func() float64 {
+		sp.scatter()
+		d := sp.gather(opt.Decay)
+		sp.s, sp.next = sp.next, sp.s
+		sp.nzS, sp.nzN = sp.nzN, sp.nzS
+		return d
+	})
+	if err != nil {
+		return nil, st, err
 	}
+	return sp.s, st, nil
+}
+
+// sparseSimrank is simrankSparse's state.
+type sparseSimrank struct {
+	n        int
+	in       [][]int   // in-neighbours (parents)
+	children [][]int32 // out-neighbours
+	inv      []float64 // 1/|I(b)| (0 for a root)
 	// Only nodes with children are anyone's parent, so only their rows of
 	// T = S·W are ever read: T holds those rows alone (row tRow[i]).
-	tRow := make([]int, n)
-	var internal []int
-	for i := range children {
-		tRow[i] = -1
-		if len(children[i]) > 0 {
-			tRow[i] = len(internal)
-			internal = append(internal, i)
+	tRow     []int
+	internal []int
+	s, next  []float64 // n×n scores, and the next iteration's
+	t        []float64 // len(internal)×n
+	nzS      [][]int32 // non-zero columns of each row of s
+	nzN      [][]int32 // of next (its stale content, cleared before reuse)
+	nzT      [][]int32
+	deltas   []float64 // per row, the largest change of the last iteration
+}
+
+func newSparseSimrank(in [][]int) *sparseSimrank {
+	n := len(in)
+	sp := &sparseSimrank{n: n, in: in, children: make([][]int32, n), inv: make([]float64, n), tRow: make([]int, n)}
+	for b, ps := range in {
+		for _, j := range ps {
+			sp.children[j] = append(sp.children[j], int32(b))
+		}
+		if len(ps) > 0 {
+			sp.inv[b] = 1 / float64(len(ps))
 		}
 	}
-	s := make([]float64, n*n)
-	next := make([]float64, n*n)
-	t := make([]float64, len(internal)*n)
-	nzS := make([][]int32, n) // non-zero columns of each row of s
-	nzN := make([][]int32, n) // of next (its stale content, cleared before reuse)
-	nzT := make([][]int32, len(internal))
+	for i := range sp.children {
+		sp.tRow[i] = -1
+		if len(sp.children[i]) > 0 {
+			sp.tRow[i] = len(sp.internal)
+			sp.internal = append(sp.internal, i)
+		}
+	}
+	sp.s = make([]float64, n*n)
+	sp.next = make([]float64, n*n)
+	sp.t = make([]float64, len(sp.internal)*n)
+	sp.nzS = make([][]int32, n)
+	sp.nzN = make([][]int32, n)
+	sp.nzT = make([][]int32, len(sp.internal))
 	for i := 0; i < n; i++ {
-		s[i*n+i] = 1
-		nzS[i] = []int32{int32(i)}
+		sp.s[i*n+i] = 1
+		sp.nzS[i] = []int32{int32(i)}
 	}
-	deltas := make([]float64, n)
-	var st SimRankStats
-	for it := 1; it <= opt.Iterations; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, st, err
+	sp.deltas = make([]float64, n)
+	return sp
+}
+
+// scatter computes T = S·W: each non-zero S[i][j] goes to j's children.
+func (sp *sparseSimrank) scatter() {
+	n, s, t := sp.n, sp.s, sp.t
+	parallelRows(len(sp.internal), func(lo, hi int) {
+		mark := make([]bool, n)
+		for r := lo; r < hi; r++ {
+			i := sp.internal[r]
+			row := s[i*n : (i+1)*n]
+			trow := t[r*n : (r+1)*n]
+			tn := sp.nzT[r][:0]
+			for _, j := range sp.nzS[i] {
+				x := row[j]
+				for _, b := range sp.children[j] {
+					if !mark[b] {
+						mark[b] = true
+						tn = append(tn, b)
+						trow[b] = 0
+					}
+					trow[b] += x * sp.inv[b]
+				}
+			}
+			for _, b := range tn {
+				mark[b] = false
+			}
+			sp.nzT[r] = tn
 		}
-		parallelRows(len(internal), func(lo, hi int) {
-			mark := make([]bool, n)
-			for r := lo; r < hi; r++ {
-				i := internal[r]
-				row := s[i*n : (i+1)*n]
+	})
+}
+
+// gather computes next = C·WᵀT, diag 1, summing the sparse rows of T over
+// each node's parents, and returns the largest change from s.
+func (sp *sparseSimrank) gather(decay float64) float64 {
+	n, t, next := sp.n, sp.t, sp.next
+	parallelRows(n, func(lo, hi int) {
+		mark := make([]bool, n)
+		for a := lo; a < hi; a++ {
+			nrow := next[a*n : (a+1)*n]
+			for _, b := range sp.nzN[a] {
+				nrow[b] = 0
+			}
+			nn := sp.nzN[a][:0]
+			f := decay * sp.inv[a]
+			switch ps := sp.in[a]; len(ps) {
+			case 0: // a root: similar only to itself
+				nn = append(nn, int32(a))
+			case 1: // most nodes: S'[a] = C·T[parent], no merging needed
+				r := sp.tRow[ps[0]]
 				trow := t[r*n : (r+1)*n]
-				tn := nzT[r][:0]
-				for _, j := range nzS[i] {
-					x := row[j]
-					for _, b := range children[j] {
+				nn = append(nn, sp.nzT[r]...)
+				for _, b := range nn {
+					nrow[b] = f * trow[b]
+				}
+			default:
+				for _, i := range ps {
+					r := sp.tRow[i]
+					trow := t[r*n : (r+1)*n]
+					for _, b := range sp.nzT[r] {
 						if !mark[b] {
 							mark[b] = true
-							tn = append(tn, b)
-							trow[b] = 0
+							nn = append(nn, b)
 						}
-						trow[b] += x * inv[b]
+						nrow[b] += trow[b]
 					}
 				}
-				for _, b := range tn {
-					mark[b] = false
-				}
-				nzT[r] = tn
-			}
-		})
-		parallelRows(n, func(lo, hi int) {
-			mark := make([]bool, n)
-			for a := lo; a < hi; a++ {
-				nrow := next[a*n : (a+1)*n]
-				for _, b := range nzN[a] {
-					nrow[b] = 0
-				}
-				nn := nzN[a][:0]
-				f := opt.Decay * inv[a]
-				switch ps := in[a]; len(ps) {
-				case 0: // a root: similar only to itself
-					nn = append(nn, int32(a))
-				case 1: // most nodes: S'[a] = C·T[parent], no merging needed
-					r := tRow[ps[0]]
-					trow := t[r*n : (r+1)*n]
-					nn = append(nn, nzT[r]...)
-					for _, b := range nn {
-						nrow[b] = f * trow[b]
-					}
-				default:
-					for _, i := range ps {
-						r := tRow[i]
-						trow := t[r*n : (r+1)*n]
-						for _, b := range nzT[r] {
-							if !mark[b] {
-								mark[b] = true
-								nn = append(nn, b)
-							}
-							nrow[b] += trow[b]
-						}
-					}
-					for _, b := range nn {
-						mark[b] = false
-						nrow[b] *= f
-					}
-				}
-				// a is in the pattern: T[p][a] ≥ S[p][p]/|I(a)| > 0 for a parent p.
-				nrow[a] = 1
-				old := s[a*n : (a+1)*n]
-				d := 0.0
 				for _, b := range nn {
-					if e := math.Abs(nrow[b] - old[b]); e > d {
-						d = e
-					}
+					mark[b] = false
+					nrow[b] *= f
 				}
-				nzN[a] = nn
-				deltas[a] = d
 			}
-		})
-		s, next = next, s
-		nzS, nzN = nzN, nzS
-		st = SimRankStats{Iterations: it}
-		for _, d := range deltas {
-			st.Delta = max(st.Delta, d)
+			// a is in the pattern: T[p][a] ≥ S[p][p]/|I(a)| > 0 for a parent p.
+			nrow[a] = 1
+			old := sp.s[a*n : (a+1)*n]
+			d := 0.0
+			for _, b := range nn {
+				if e := math.Abs(nrow[b] - old[b]); e > d {
+					d = e
+				}
+			}
+			sp.nzN[a] = nn
+			sp.deltas[a] = d
 		}
-		if opt.Progress != nil {
-			opt.Progress.Add(1)
-		}
-		if st.Delta <= opt.Tolerance {
-			return s, st, nil
-		}
-	}
-	return nil, st, fmt.Errorf("simrank: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+	})
+	return maxOf(sp.deltas)
 }
 
 // simrankStar iterates S ← (C/2)(QS + (QS)ᵀ) + (1−C)I from S = (1−C)I, with
@@ -419,11 +472,7 @@ func simrankStar(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64
 	for i := 0; i < n; i++ {
 		s[i*n+i] = 1 - opt.Decay
 	}
-	var st SimRankStats
-	for it := 1; it <= opt.Iterations; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, st, err
-		}
+	st, err := iterate(ctx, "simrank*", opt, 1, func() float64 {
 		meanRows(p, s, n, in, opt.Decay/2) // (C/2)·QS
 		transpose(next, p, n)
 		for i, x := range p {
@@ -433,24 +482,21 @@ func simrankStar(ctx context.Context, in [][]int, opt SimRankOptions) ([]float64
 			next[i*n+i] += 1 - opt.Decay
 		}
 		s, next = next, s
-		st = SimRankStats{Iterations: it, Delta: maxAbsDiff(s, next)}
-		if opt.Progress != nil {
-			opt.Progress.Add(1)
-		}
-		if st.Delta <= opt.Tolerance {
-			d := make([]float64, n)
-			for i := range d {
-				d[i] = math.Sqrt(s[i*n+i])
-			}
-			for a := 0; a < n; a++ {
-				for b := 0; b < n; b++ {
-					s[a*n+b] /= d[a] * d[b]
-				}
-			}
-			return s, st, nil
+		return maxAbsDiff(s, next)
+	})
+	if err != nil {
+		return nil, st, err
+	}
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = math.Sqrt(s[i*n+i])
+	}
+	for a := 0; a < n; a++ {
+		for b := 0; b < n; b++ {
+			s[a*n+b] /= d[a] * d[b]
 		}
 	}
-	return nil, st, fmt.Errorf("simrank*: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+	return s, st, nil
 }
 
 // Submatrix picks rows and columns idx of an n×n row-major matrix.
@@ -513,12 +559,39 @@ func ZeroShare[T float32 | float64](m []T, c int) float64 {
 // CPU. opt.Progress gets one unit per row computed (block rows, sweep after
 // sweep, then class rows).
 func simrankClasses(ctx context.Context, g *Graph, classes []int, opt SimRankOptions) ([]float32, SimRankStats, error) {
+	b := newSimrankBlock(g)
+	st, err := iterateErr(ctx, "simrank", opt, b.m, func() (float64, error) { return b.sweep(ctx, opt.Decay) })
+	if err != nil {
+		return nil, st, err
+	}
+	out, err := b.classRows(ctx, classes, opt)
+	if err != nil {
+		return nil, st, err
+	}
+	return out, st, nil
+}
+
+// simrankBlock is simrankClasses' state: the SimRank scores between the m
+// internal nodes of a graph of n nodes.
+type simrankBlock struct {
+	m        int
+	internal []int     // block index → node
+	par      [][]int32 // node → its parents, in block indices (every parent is internal)
+	inv      []float64 // node → 1/|I(v)| (0 for a root)
+	levels   [][]int   // block indices by level (a node's longest path from a root)
+	s        []float64 // m×m
+	deltas   []float64 // block row → its largest change in the last sweep
+	// scratch holds one row of m per CPU.
+	scratch chan []float64
+}
+
+func newSimrankBlock(g *Graph) *simrankBlock {
 	n := len(g.Nodes)
 	pos := make([]int, n) // node → index in the internal block, −1 for a leaf
 	for v := range pos {
 		pos[v] = -1
 	}
-	var internal []int
+	b := &simrankBlock{par: make([][]int32, n), inv: make([]float64, n)}
 	for _, ps := range g.Parents {
 		for _, p := range ps {
 			if pos[p] < 0 {
@@ -528,127 +601,122 @@ func simrankClasses(ctx context.Context, g *Graph, classes []int, opt SimRankOpt
 	}
 	for v := range pos {
 		if pos[v] == 0 {
-			pos[v] = len(internal)
-			internal = append(internal, v)
+			pos[v] = len(b.internal)
+			b.internal = append(b.internal, v)
 		}
 	}
-	m := len(internal)
-	// Parents in block indices (every parent is internal), and 1/|I(v)|.
-	par := make([][]int32, n)
-	inv := make([]float64, n)
+	m := len(b.internal)
+	b.m = m
 	for v, ps := range g.Parents {
 		for _, p := range ps {
-			par[v] = append(par[v], int32(pos[p]))
+			b.par[v] = append(b.par[v], int32(pos[p]))
 		}
 		if len(ps) > 0 {
-			inv[v] = 1 / float64(len(ps))
+			b.inv[v] = 1 / float64(len(ps))
 		}
 	}
-	// Levels: a node's longest path from a root; parents lie on lower levels.
+	// Parents lie on lower levels.
 	_, level := depths(g)
-	byLevel := map[int][]int{}
-	top := 0
-	for k, v := range internal {
-		byLevel[level[v]] = append(byLevel[level[v]], k)
-		top = max(top, level[v])
+	for k, v := range b.internal {
+		for len(b.levels) <= level[v] {
+			b.levels = append(b.levels, nil)
+		}
+		b.levels[level[v]] = append(b.levels[level[v]], k)
 	}
-	s := make([]float64, m*m)
+	b.s = make([]float64, m*m)
 	for k := 0; k < m; k++ {
-		s[k*m+k] = 1
+		b.s[k*m+k] = 1
 	}
-	// gather sets out[b] = C·inv[a]·inv[b]·Σ_{q∈I(b)} r[q] for the nodes
-	// cols, where r = Σ_{p∈I(a)} s[p] over the block's columns.
-	sumParents := func(r []float64, a int) bool {
-		ps := par[a]
-		if len(ps) == 0 {
-			return false
+	b.deltas = make([]float64, m)
+	b.scratch = make(chan []float64, runtime.GOMAXPROCS(0))
+	for range cap(b.scratch) {
+		b.scratch <- make([]float64, m)
+	}
+	return b
+}
+
+// sumParents sets r = Σ_{p∈I(a)} s[p] over the block's columns, and
+// reports whether a has parents.
+func (b *simrankBlock) sumParents(r []float64, a int) bool {
+	ps, m := b.par[a], b.m
+	if len(ps) == 0 {
+		return false
+	}
+	copy(r, b.s[int(ps[0])*m:(int(ps[0])+1)*m])
+	for _, p := range ps[1:] {
+		row := b.s[int(p)*m : (int(p)+1)*m]
+		for q, x := range row {
+			r[q] += x
 		}
-		copy(r, s[int(ps[0])*m:(int(ps[0])+1)*m])
-		for _, p := range ps[1:] {
-			row := s[int(p)*m : (int(p)+1)*m]
-			for q, x := range row {
-				r[q] += x
-			}
-		}
-		return true
 	}
-	var st SimRankStats
-	scratch := make(chan []float64, runtime.GOMAXPROCS(0))
-	for range cap(scratch) {
-		scratch <- make([]float64, m)
-	}
-	deltas := make([]float64, m)
-	for it := 1; it <= opt.Iterations; it++ {
-		for l := 0; l <= top; l++ {
-			rows := byLevel[l]
-			err := parallelDynamicCtx(ctx, len(rows), func(x int) {
-				k := rows[x]
-				a := internal[k]
-				out := s[k*m : (k+1)*m]
-				r := <-scratch
-				defer func() { scratch <- r }()
-				d := 0.0
-				if !sumParents(r, a) {
-					for b := range out {
-						if b != k {
-							d = max(d, math.Abs(out[b]))
-							out[b] = 0
-						}
-					}
-				} else {
-					f := opt.Decay * inv[a]
-					for b, v := range internal {
-						if b == k {
-							continue
-						}
-						sum := 0.0
-						for _, q := range par[v] {
-							sum += r[q]
-						}
-						x := f * inv[v] * sum
-						d = max(d, math.Abs(x-out[b]))
-						out[b] = x
+	return true
+}
+
+// sweep is one Gauss–Seidel sweep over the block, level by level (the
+// rows of a level on every CPU), returning the largest change.
+func (b *simrankBlock) sweep(ctx context.Context, decay float64) (float64, error) {
+	m := b.m
+	for _, rows := range b.levels {
+		err := parallelDynamicCtx(ctx, len(rows), func(x int) {
+			k := rows[x]
+			a := b.internal[k]
+			out := b.s[k*m : (k+1)*m]
+			r := <-b.scratch
+			defer func() { b.scratch <- r }()
+			d := 0.0
+			if !b.sumParents(r, a) {
+				for c := range out {
+					if c != k {
+						d = max(d, math.Abs(out[c]))
+						out[c] = 0
 					}
 				}
-				deltas[k] = d
-			})
-			if err != nil {
-				return nil, st, err
+			} else {
+				// out[c] = C·inv[a]·inv[v]·Σ_{q∈I(v)} r[q] for node v of column c.
+				f := decay * b.inv[a]
+				for c, v := range b.internal {
+					if c == k {
+						continue
+					}
+					sum := 0.0
+					for _, q := range b.par[v] {
+						sum += r[q]
+					}
+					x := f * b.inv[v] * sum
+					d = max(d, math.Abs(x-out[c]))
+					out[c] = x
+				}
 			}
-			if opt.Progress != nil {
-				opt.Progress.Add(len(rows))
-			}
-		}
-		st = SimRankStats{Iterations: it}
-		for _, d := range deltas {
-			st.Delta = max(st.Delta, d)
-		}
-		if st.Delta <= opt.Tolerance {
-			break
-		}
-		if it == opt.Iterations {
-			return nil, st, fmt.Errorf("simrank: not converged after %d iterations (last change %.3g > tolerance %g); raise --iterations or --tolerance", opt.Iterations, st.Delta, opt.Tolerance)
+			b.deltas[k] = d
+		})
+		if err != nil {
+			return 0, err
 		}
 	}
+	return maxOf(b.deltas), nil
+}
+
+// classRows gathers the C×C class matrix, in float32, from the block.
+func (b *simrankBlock) classRows(ctx context.Context, classes []int, opt SimRankOptions) ([]float32, error) {
 	c := len(classes)
 	out := make([]float32, c*c)
 	err := parallelDynamicCtx(ctx, c, func(i int) {
 		a := classes[i]
 		row := out[i*c : (i+1)*c]
-		r := <-scratch
-		defer func() { scratch <- r }()
-		if sumParents(r, a) {
-			f := opt.Decay * inv[a]
-			for j, b := range classes {
-				if b == a { // two classes on one node
+		r := <-b.scratch
+		defer func() { b.scratch <- r }()
+		if b.sumParents(r, a) {
+			f := opt.Decay * b.inv[a]
+			for j, v := range classes {
+				if v == a { // two classes on one node
 					row[j] = 1
 					continue
 				}
 				sum := 0.0
-				for _, q := range par[b] {
+				for _, q := range b.par[v] {
 					sum += r[q]
 				}
-				row[j] = float32(f * inv[b] * sum)
+				row[j] = float32(f * b.inv[v] * sum)
 			}
 		}
 		row[i] = 1
@@ -657,7 +725,7 @@ func simrankClasses(ctx context.Context, g *Graph, classes []int, opt SimRankOpt
 		}
 	})
 	if err != nil {
-		return nil, st, err
+		return nil, err
 	}
-	return out, st, nil
+	return out, nil
 }

@@ -71,39 +71,18 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 		return StepBenchResult{}, err
 	}
 	defer opt.Close()
-	mean, std := []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
-	if b.C != 3 {
-		mean, std = make([]float32, b.C), make([]float32, b.C)
-		for i := range mean {
-			mean[i], std[i] = 0.5, 0.25
-		}
-	}
+	mean, std := benchNormalization(b.C)
 	eng, err := torch.NewEngine(b.Device, torch.EngineOptions{Precision: b.Precision, ChannelsLast: b.ChannelsLast, Mean: mean, Std: std})
 	if err != nil {
 		return StepBenchResult{}, err
 	}
 	defer eng.Close()
-	// Soft targets: 0.9 on the class, the rest spread evenly.
-	T := make([]float32, b.Classes*b.Classes)
-	for i := range b.Classes {
-		for j := range b.Classes {
-			T[i*b.Classes+j] = 0.1 / float32(b.Classes-1)
-		}
-		T[i*b.Classes+i] = 0.9
-	}
-	targets, err := torch.NewTensor(T, []int64{int64(b.Classes), int64(b.Classes)}, b.Device)
+	targets, err := benchTargets(b.Classes, b.Device)
 	if err != nil {
 		return StepBenchResult{}, err
 	}
 	defer targets.Close()
-	r := rand.New(rand.NewPCG(b.Seed, 7))
-	in := torch.Input{N: b.Batch, C: b.C, H: b.H, W: b.W, X8: make([]uint8, b.Batch*b.C*b.H*b.W), Y: make([]int64, b.Batch)}
-	for i := range in.X8 {
-		in.X8[i] = uint8(r.Uint32())
-	}
-	for i := range in.Y {
-		in.Y[i] = int64(r.IntN(b.Classes))
-	}
+	in := b.input()
 	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{opt}, Targets: targets,
 		Coefs: torch.Coefs{SoftCE: 1}, LR: 0.01}
 	scale := 0.0
@@ -112,29 +91,9 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	}
 	var res StepBenchResult
 	run := func(n int) error {
-		for i := range n {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if i == 0 {
-				if err := eng.Put(in); err != nil {
-					return err
-				}
-			}
-			// The next batch is staged after this step is queued, as the
-			// training loop does.
-			sk, err := eng.Train(step, scale)
-			if err != nil {
-				return err
-			}
-			res.Skipped += sk
-			if i+1 < n {
-				if err := eng.Put(in); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		sk, err := runSteps(ctx, eng, step, in, scale, n)
+		res.Skipped += sk
+		return err
 	}
 	if err := run(b.Warmup); err != nil {
 		return res, err
@@ -168,4 +127,70 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	}
 	res.PeakAllocated, res.PeakReserved, err = torch.DeviceMemory(b.Device, false)
 	return res, err
+}
+
+// benchNormalization is ImageNet's mean and deviation for 3 channels,
+// else 0.5 and 0.25 for each.
+func benchNormalization(c int) (mean, std []float32) {
+	if c == 3 {
+		return []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
+	}
+	mean, std = make([]float32, c), make([]float32, c)
+	for i := range mean {
+		mean[i], std[i] = 0.5, 0.25
+	}
+	return mean, std
+}
+
+// benchTargets are soft targets: 0.9 on the class, the rest spread evenly.
+func benchTargets(classes int, device string) (*torch.Tensor, error) {
+	T := make([]float32, classes*classes)
+	for i := range classes {
+		for j := range classes {
+			T[i*classes+j] = 0.1 / float32(classes-1)
+		}
+		T[i*classes+i] = 0.9
+	}
+	return torch.NewTensor(T, []int64{int64(classes), int64(classes)}, device)
+}
+
+// input is the benchmark's batch: random pixels and labels from its seed.
+func (b StepBench) input() torch.Input {
+	r := rand.New(rand.NewPCG(b.Seed, 7))
+	in := torch.Input{N: b.Batch, C: b.C, H: b.H, W: b.W, X8: make([]uint8, b.Batch*b.C*b.H*b.W), Y: make([]int64, b.Batch)}
+	for i := range in.X8 {
+		in.X8[i] = uint8(r.Uint32())
+	}
+	for i := range in.Y {
+		in.Y[i] = int64(r.IntN(b.Classes))
+	}
+	return in
+}
+
+// runSteps runs n steps on the batch in and returns how many the loss
+// scale skipped.
+func runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch.Input, scale float64, n int) (skipped int, err error) {
+	for i := range n {
+		if ctx.Err() != nil {
+			return skipped, ctx.Err()
+		}
+		if i == 0 {
+			if err := eng.Put(in); err != nil {
+				return skipped, err
+			}
+		}
+		// The next batch is staged after this step is queued, as the
+		// training loop does.
+		sk, err := eng.Train(step, scale)
+		if err != nil {
+			return skipped, err
+		}
+		skipped += sk
+		if i+1 < n {
+			if err := eng.Put(in); err != nil {
+				return skipped, err
+			}
+		}
+	}
+	return skipped, nil
 }

@@ -119,9 +119,51 @@ type Progress struct {
 	ETA                        time.Duration // of the stage
 }
 
+// newRunner checks cfg, fills in its defaults and prepares the run:
+// nothing is written to disk and no libtorch setting changes (Run sets the
+// threads).
 func newRunner(cfg Config) (*runner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	spec, err := cfg.Models.Get(cfg.Model, cfg.input())
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	val, err := cfg.splitValidation()
+	if err != nil {
+		return nil, err
+	}
+	stages, specs, err := cfg.stages(spec)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now(),
+		test: &evalSet{name: "test", ds: cfg.Test}}
+	if val != nil {
+		r.val = &evalSet{name: "validation", ds: cfg.Train, indices: val}
+		r.sel = &selector{metric: cfg.SelectMetric, ema: cfg.Optim.EMADecay > 0, patience: cfg.Patience}
+	}
+	r.user0, r.sys0 = processCPU()
+	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
+		return nil, errors.New("trainer: --init-skip without --init")
+	}
+	if cfg.Init != "" {
+		if r.init, err = readInit(cfg.Init, cfg.InitSkip); err != nil {
+			return nil, err
+		}
+	}
+	if r.id, err = r.runIdentity(spec); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// validate checks the settings that need no model, data split or file,
+// and fills in their defaults.
+func (cfg *Config) validate() error {
 	if cfg.Train == nil || cfg.Test == nil || cfg.BatchSource == nil || cfg.Planner == nil {
-		return nil, errors.New("trainer: config needs Train, Test, BatchSource and Planner")
+		return errors.New("trainer: config needs Train, Test, BatchSource and Planner")
 	}
 	if cfg.Models == nil {
 		cfg.Models = models.Builtin()
@@ -139,27 +181,36 @@ func newRunner(cfg Config) (*runner, error) {
 		}
 	}
 	if cfg.Precision < torch.FP32 || cfg.Precision > torch.FP16 {
-		return nil, fmt.Errorf("trainer: unknown precision %v", cfg.Precision)
+		return fmt.Errorf("trainer: unknown precision %v", cfg.Precision)
 	}
 	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
-		return nil, fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
+		return fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
 	}
 	if err := cfg.Optim.Validate(); err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
+		return fmt.Errorf("trainer: %w", err)
 	}
-	if (cfg.Resume || !cfg.NoCheckpoint) && cfg.Out == "" && cfg.Resume {
-		return nil, errors.New("trainer: resume needs the run directory")
+	if cfg.Resume && cfg.Out == "" {
+		return errors.New("trainer: resume needs the run directory")
 	}
 	c, h, w := cfg.Train.Shape()
 	tc, th, tw := cfg.Test.Shape()
 	if c != tc || h != th || w != tw || cfg.Train.NumClasses() != cfg.Test.NumClasses() {
-		return nil, fmt.Errorf("trainer: train set is %d×%d×%d with %d classes, test set %d×%d×%d with %d",
+		return fmt.Errorf("trainer: train set is %d×%d×%d with %d classes, test set %d×%d×%d with %d",
 			c, h, w, cfg.Train.NumClasses(), tc, th, tw, cfg.Test.NumClasses())
 	}
-	spec, err := cfg.Models.Get(cfg.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()})
-	if err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
+	return nil
+}
+
+// input is what the run's models see: the training set's shape and classes.
+func (cfg *Config) input() models.Input {
+	c, h, w := cfg.Train.Shape()
+	return models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()}
+}
+
+// splitValidation fills in TrainIndices (every example by default) and,
+// with ValFraction, holds the validation split out of it and returns it
+// (nil without one); it checks the model selection's settings.
+func (cfg *Config) splitValidation() (val []int, err error) {
 	if cfg.TrainIndices == nil {
 		cfg.TrainIndices = make([]int, cfg.Train.Len())
 		for i := range cfg.TrainIndices {
@@ -169,7 +220,6 @@ func newRunner(cfg Config) (*runner, error) {
 	if len(cfg.TrainIndices) == 0 {
 		return nil, errors.New("trainer: empty training set")
 	}
-	var val []int
 	if cfg.ValFraction != 0 {
 		if !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
 			return nil, fmt.Errorf("trainer: validation fraction %v: want 0 < fraction < 1", cfg.ValFraction)
@@ -189,9 +239,16 @@ func newRunner(cfg Config) (*runner, error) {
 	if cfg.Patience < 0 {
 		return nil, fmt.Errorf("trainer: patience %d: want ≥ 0 (0: no early stopping)", cfg.Patience)
 	}
+	return val, nil
+}
+
+// stages returns the planner's stages with their defaults (the run's
+// epochs, one peer) and each stage's architecture (spec, the run's, unless
+// the stage names its own), checking names and teachers.
+func (cfg *Config) stages(spec torch.Spec) ([]Stage, []torch.Spec, error) {
 	stages := cfg.Planner.Stages()
 	if len(stages) == 0 {
-		return nil, errors.New("trainer: planner declares no stage")
+		return nil, nil, errors.New("trainer: planner declares no stage")
 	}
 	seen := map[string]bool{}
 	specs := make([]torch.Spec, len(stages))
@@ -199,8 +256,9 @@ func newRunner(cfg Config) (*runner, error) {
 		s := &stages[i]
 		specs[i] = spec
 		if s.Model != "" && s.Model != cfg.Model {
-			if specs[i], err = cfg.Models.Get(s.Model, models.Input{C: c, H: h, W: w, NumClasses: cfg.Train.NumClasses()}); err != nil {
-				return nil, fmt.Errorf("trainer: stage %q: %w", s.Name, err)
+			var err error
+			if specs[i], err = cfg.Models.Get(s.Model, cfg.input()); err != nil {
+				return nil, nil, fmt.Errorf("trainer: stage %q: %w", s.Name, err)
 			}
 		}
 		if s.Epochs <= 0 {
@@ -210,46 +268,33 @@ func newRunner(cfg Config) (*runner, error) {
 			s.Peers = 1
 		}
 		if s.Name == "" || seen[s.Name] {
-			return nil, fmt.Errorf("trainer: stage %d: empty or repeated name %q", i, s.Name)
+			return nil, nil, fmt.Errorf("trainer: stage %d: empty or repeated name %q", i, s.Name)
 		}
 		if s.Teacher != "" && !seen[s.Teacher] {
-			return nil, fmt.Errorf("trainer: stage %q: teacher %q is not an earlier stage", s.Name, s.Teacher)
+			return nil, nil, fmt.Errorf("trainer: stage %q: teacher %q is not an earlier stage", s.Name, s.Teacher)
 		}
 		seen[s.Name] = true
 	}
-	if cfg.Threads > 0 {
-		if err := torch.SetThreads(cfg.Threads); err != nil {
-			return nil, fmt.Errorf("trainer: %w", err)
-		}
-	}
-	r := &runner{cfg: cfg, specs: specs, stages: stages, finished: map[string]*torch.Model{}, start: time.Now(),
-		test: &evalSet{name: "test", ds: cfg.Test}}
-	if val != nil {
-		r.val = &evalSet{name: "validation", ds: cfg.Train, indices: val}
-		r.sel = &selector{metric: cfg.SelectMetric, ema: cfg.Optim.EMADecay > 0, patience: cfg.Patience}
-	}
-	r.user0, r.sys0 = processCPU()
-	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
-		return nil, errors.New("trainer: --init-skip without --init")
-	}
-	if cfg.Init != "" {
-		if r.init, err = readInit(cfg.Init, cfg.InitSkip); err != nil {
-			return nil, err
-		}
-	}
-	r.id = r.identity()
+	return stages, specs, nil
+}
+
+// runIdentity is the run's identity (identity) with the digest of a
+// TorchScript module and of the initial weights: what a resumed run must
+// share with its checkpoint.
+func (r *runner) runIdentity(spec torch.Spec) (map[string]string, error) {
+	id := r.identity()
 	if spec.Script != "" {
 		// A resumed run must train the same module.
 		d, err := digest.File(spec.Script)
 		if err != nil {
 			return nil, fmt.Errorf("trainer: %w", err)
 		}
-		r.id["script"] = d[:16]
+		id["script"] = d[:16]
 	}
 	if r.init != nil {
-		r.id["init"] = r.init.digest + " skip=" + strings.Join(r.init.skip, ",")
+		id["init"] = r.init.digest + " skip=" + strings.Join(r.init.skip, ",")
 	}
-	return r, nil
+	return id, nil
 }
 
 func (r *runner) identity() map[string]string {

@@ -2,13 +2,9 @@ package trainer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -51,35 +47,6 @@ type runner struct {
 	openDir func() error
 }
 
-// openEngine creates the run's engine (after the checkpoint, whose loss
-// scale it may restore).
-func (r *runner) openEngine(ck *checkpoint) error {
-	if r.cfg.Device != "cpu" {
-		if err := torch.SetCUDAFlags(r.cfg.CUDNNBenchmark, r.cfg.TF32); err != nil {
-			return fmt.Errorf("trainer: %w", err)
-		}
-	}
-	o := torch.EngineOptions{Precision: r.cfg.Precision, ChannelsLast: r.cfg.ChannelsLast}
-	if pd, ok := r.cfg.Train.(PixelExamples); ok {
-		if _, ok := r.cfg.Test.(PixelExamples); ok {
-			o.Mean, o.Std = pd.Normalization()
-			r.u8 = true
-		}
-	}
-	e, err := torch.NewEngine(r.cfg.Device, o)
-	if err != nil {
-		return fmt.Errorf("trainer: %w", err)
-	}
-	r.engine = e
-	if r.cfg.Precision == torch.FP16 {
-		r.scaler = NewGradScaler()
-		if ck != nil && ck.State.Scaler != nil {
-			r.scaler = ck.State.Scaler
-		}
-	}
-	return nil
-}
-
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
 // disabled) and returns an error wrapping ErrCanceled and ctx.Err().
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -92,6 +59,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer r.close()
+	if cfg.Threads > 0 {
+		if err := torch.SetThreads(cfg.Threads); err != nil {
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+	}
 	if g := cfg.Group; g != nil {
 		// A collective waiting on a peer ends at once on cancellation.
 		stop := context.AfterFunc(ctx, func() { g.Abort("canceled") })
@@ -123,152 +95,6 @@ func (r *runner) close() {
 	r.engine.Close()
 	r.test.close()
 	r.val.close()
-}
-
-// mix derives a seed from the run's seed and a position (splitmix64).
-func mix(vals ...int64) uint64 {
-	var x uint64 = 0x9e3779b97f4a7c15
-	for _, v := range vals {
-		x ^= uint64(v)
-		x += 0x9e3779b97f4a7c15
-		z := x
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		x = z ^ (z >> 31)
-	}
-	return x
-}
-
-// peerSet is the models of the running stage, and with Optim.EMADecay the
-// moving averages of their weights.
-type peerSet struct {
-	models []*torch.Model
-	optims []*torch.Optimizer
-	emas   []*torch.Model
-}
-
-func (p *peerSet) close() {
-	for _, o := range p.optims {
-		o.Close()
-	}
-	for _, m := range p.models {
-		m.Close()
-	}
-	for _, m := range p.emas {
-		m.Close()
-	}
-}
-
-// writer reports whether this process writes the run directory: always
-// without a Group, only rank 0 with one.
-func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
-
-// newPeers builds a stage's models and optimizers, initialised from the
-// run's seed. libtorch's generator is one per process, so the seeding and
-// the draws are one torch.Seeded section: ranks of a group trained in one
-// process (the tests) must not interleave them.
-func (r *runner) newPeers(stage int) (*peerSet, error) {
-	var ps *peerSet
-	err := torch.Seeded(mix(r.cfg.Seed, 1, int64(stage)), func() error {
-		var err error
-		ps, err = r.buildPeers(stage)
-		return err
-	})
-	return ps, err
-}
-
-func (r *runner) buildPeers(stage int) (*peerSet, error) {
-	ps := &peerSet{}
-	o := r.cfg.Optim
-	st := r.stages[stage]
-	own := st.Model != "" && st.Model != r.cfg.Model // an architecture of the stage's own
-	for k := range st.Peers {
-		spec := r.specs[stage]
-		// Peers after the first of a TorchScript model start from a fresh
-		// initialisation: copies of one module would stay copies.
-		spec.Reinit = spec.Script != "" && k > 0
-		m, err := torch.NewModel(spec, r.cfg.Device)
-		if err != nil {
-			ps.close()
-			return nil, fmt.Errorf("trainer: %w", err)
-		}
-		ps.models = append(ps.models, m)
-		if r.init != nil && !own {
-			if err := r.init.apply(m, spec.HeadNames()); err != nil {
-				ps.close()
-				return nil, err
-			}
-		}
-		if r.cfg.ChannelsLast { // before the optimizer: its momentum follows the format
-			if err := m.ChannelsLast(); err != nil {
-				ps.close()
-				return nil, fmt.Errorf("trainer: %w", err)
-			}
-		}
-		var opt *torch.Optimizer
-		kind, err := OptimizerByName(o.Optimizer) // (Validate accepted it)
-		if err == nil {
-			opt, err = kind.newOptimizer(m, o)
-		}
-		if err == nil && o.ClipNorm > 0 {
-			err = opt.SetClipNorm(o.ClipNorm)
-		}
-		if err != nil {
-			opt.Close() // (nil when it was not created)
-			ps.close()
-			return nil, fmt.Errorf("trainer: %w", err)
-		}
-		ps.optims = append(ps.optims, opt)
-	}
-	if o.EMADecay > 0 {
-		// After every peer (the generator's draws for the peers stay those
-		// of a run without averages): copies of the peers' weights.
-		for k, m := range ps.models {
-			ema, err := r.copyModel(stage, k, m)
-			if err != nil {
-				ps.close()
-				return nil, err
-			}
-			ps.emas = append(ps.emas, ema)
-		}
-	}
-	return ps, nil
-}
-
-// copyModel returns a new model of the stage's architecture (peer k's
-// spec) holding m's weights, in the run's memory format.
-func (r *runner) copyModel(stage, k int, m *torch.Model) (*torch.Model, error) {
-	st, err := m.State().Copy()
-	if err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
-	return r.modelWith(stage, k, st)
-}
-
-// modelWith returns a new model of the stage's architecture (peer k's
-// spec) holding the state st, in the run's memory format.
-func (r *runner) modelWith(stage, k int, st []torch.Named) (*torch.Model, error) {
-	spec := r.specs[stage]
-	spec.Reinit = spec.Script != "" && k > 0
-	c, err := torch.NewModel(spec, r.cfg.Device)
-	if err != nil {
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
-	byName := make(map[string]torch.Named, len(st))
-	for _, n := range st {
-		byName[n.Name] = n
-	}
-	if err := c.State().Load(byName); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
-	if r.cfg.ChannelsLast {
-		if err := c.ChannelsLast(); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("trainer: %w", err)
-		}
-	}
-	return c, nil
 }
 
 // position is where a run stands; a checkpoint stores it.
@@ -417,171 +243,4 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 		}
 	}
 	return peers, nil
-}
-
-func (r *runner) finish(peers *peerSet) (*Result, error) {
-	user, sys := processCPU()
-	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Precision: r.cfg.Precision.String(), Augment: r.cfg.Augment, Epochs: r.history,
-		Seconds: time.Since(r.start).Seconds(), UserSeconds: (user - r.user0).Seconds(), SystemSeconds: (sys - r.sys0).Seconds()}
-	if n := len(r.history); n > 0 {
-		last := r.history[n-1]
-		res.Final = last.Peers
-		if res.Final == nil {
-			res.Final = []PeerMetrics{last.PeerMetrics}
-		}
-		res.Top1, res.Top5 = last.Top1, last.Top5
-		if r.final == nil {
-			for _, e := range last.EMA {
-				if e.Test != nil {
-					res.EMA = append(res.EMA, *e.Test)
-				}
-			}
-		}
-	}
-	if r.final != nil {
-		res.Final, res.Top1, res.Top5 = r.final, nil, nil
-		for _, pm := range r.final {
-			res.Top1, res.Top5 = append(res.Top1, pm.TestTop1), append(res.Top5, pm.TestTop5)
-		}
-		res.Selection = r.selection()
-	}
-	for _, pm := range res.Final {
-		if h := pm.TestHier; h != nil {
-			res.MistakeSeverity, res.HDist1 = append(res.MistakeSeverity, h.MistakeSeverity), append(res.HDist1, h.HDist1)
-			res.HDist5, res.HDist20 = append(res.HDist5, h.HDist5), append(res.HDist20, h.HDist20)
-		}
-	}
-	if r.cfg.Out == "" || !r.writer() {
-		return res, nil
-	}
-	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
-	// further peers).
-	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
-		name := "model" + kind
-		if k > 0 {
-			name += fmt.Sprintf("-peer%d", k)
-		}
-		path := filepath.Join(r.cfg.Out, name+".safetensors")
-		return path, writeWeights(path, s, id)
-	}
-	for k, m := range peers.models {
-		path, err := weights("", k, m.State(), r.id)
-		if err != nil {
-			return nil, err
-		}
-		if k == 0 {
-			res.Weights = path
-		}
-	}
-	for k, m := range peers.emas {
-		if _, err := weights("-ema", k, m.State(), r.id); err != nil {
-			return nil, err
-		}
-	}
-	if r.final != nil {
-		for k, b := range r.sel.best {
-			id := maps.Clone(r.id)
-			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
-			path, err := weights("-best", k, namedState(b.state), id)
-			if err != nil {
-				return nil, err
-			}
-			if k == 0 {
-				res.Weights = path
-			}
-		}
-	}
-	if !r.cfg.NoCheckpoint {
-		res.Checkpoint = filepath.Join(r.cfg.Out, checkpointName)
-	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(filepath.Join(r.cfg.Out, "result.json"), append(b, '\n')); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-func (r *runner) planContext(s, e, step int) PlanContext {
-	var classes []string
-	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
-		classes = c.Classes()
-	}
-	return PlanContext{Classes: classes,
-		Stage: r.stages[s], StageIndex: s, Epoch: e, Epochs: r.stages[s].Epochs,
-		Step: step, Steps: (len(r.cfg.TrainIndices) + r.cfg.Optim.Batch - 1) / r.cfg.Optim.Batch,
-		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
-		Features: r.features,
-	}
-}
-
-// features returns the penultimate features of a finished stage's model,
-// computed as its evaluations are: through an engine in the run's
-// precision and memory format.
-func (r *runner) features(ctx context.Context, stage string, indices []int) ([][]float32, error) {
-	m, ok := r.finished[stage]
-	if !ok {
-		return nil, fmt.Errorf("trainer: features of stage %q: no such finished stage", stage)
-	}
-	eng, u8, err := evalEngine(r.cfg.Train, EvalOptions{Device: r.cfg.Device, Precision: r.cfg.Precision,
-		ChannelsLast: r.cfg.ChannelsLast})
-	if err != nil {
-		return nil, err
-	}
-	defer eng.Close()
-	pos := make(map[int]int, len(indices))
-	for k, i := range indices {
-		pos[i] = k
-	}
-	out := make([][]float32, len(indices))
-	c, h, w := r.cfg.Train.Shape()
-	err = r.each(ctx, r.cfg.Train, Pass{Indices: indices, Batch: r.cfg.EvalBatch, U8: u8}, func(b *MiniBatch) error {
-		if b.N == 0 {
-			return nil
-		}
-		if err := eng.Put(torch.Input{N: b.N, C: c, H: h, W: w, X: b.X, X8: b.X8}); err != nil {
-			return fmt.Errorf("trainer: features: %w", err)
-		}
-		ev, err := eng.Eval(m, false, true)
-		if err != nil {
-			return fmt.Errorf("trainer: features: %w", err)
-		}
-		d := m.FeatureDim()
-		for k, i := range b.Index {
-			out[pos[i]] = ev.Features[k*d : (k+1)*d]
-		}
-		return nil
-	})
-	return out, err
-}
-
-// each runs fn over one pass of ds.
-func (r *runner) each(ctx context.Context, ds Examples, lc Pass, fn func(*MiniBatch) error) error {
-	return eachBatch(ctx, r.cfg.BatchSource, ds, lc, fn)
-}
-
-// eachBatch runs fn over one pass of ds through loader.
-func eachBatch(ctx context.Context, loader BatchSource, ds Examples, lc Pass, fn func(*MiniBatch) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	it, err := loader(ctx, ds, lc)
-	if err != nil {
-		return fmt.Errorf("trainer: loader: %w", err)
-	}
-	if c, ok := it.(io.Closer); ok {
-		defer c.Close()
-	}
-	for {
-		b, err := it.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("trainer: loader: %w", err)
-		}
-		if err := fn(b); err != nil {
-			return err
-		}
-	}
 }

@@ -61,20 +61,9 @@ const batchSize = 64
 func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn *wordnet.DB, o FetchOptions) (*FetchSummary, error) {
 	start := time.Now()
 	sum := &FetchSummary{LabelSet: set.Name, Source: src.Name(), Total: len(set.Classes), Errors: map[string]string{}}
-	var todo []labels.Class
-	for _, c := range set.Classes {
-		if !o.Refresh {
-			a, err := st.GetArticle(ctx, set.Name, c.ID)
-			if err == nil && Reusable(a, src.Name()) {
-				sum.Cached++
-				continue
-			}
-			var ce *simstore.CorruptError
-			if err != nil && !errors.Is(err, simstore.ErrNotFound) && !errors.As(err, &ce) { // a corrupt record is fetched again
-				return nil, err
-			}
-		}
-		todo = append(todo, c)
+	todo, err := toFetch(ctx, st, set, src, o.Refresh, sum)
+	if err != nil {
+		return nil, err
 	}
 	progress := func(done int) {
 		if o.Progress != nil {
@@ -83,39 +72,7 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 	}
 	progress(0)
 
-	type result struct {
-		class labels.Class
-		doc   *Document
-		err   error
-	}
-	results := make(chan result)
-	jobs := make(chan labels.Class)
-	var wg sync.WaitGroup
-	for range max(o.Concurrency, 1) {
-		wg.Go(func() {
-			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
-			for c := range jobs {
-				if ctx.Err() != nil {
-					continue // stopped: what is left stays to fetch next time
-				}
-				doc, err := src.Document(ctx, RequestFor(wn, c))
-				results <- result{c, doc, err}
-			}
-		})
-	}
-	go func() {
-		defer crash.Handle()
-		defer close(jobs)
-		for _, c := range todo {
-			select {
-			case jobs <- c:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(results) }()
-
+	results := fetchAll(ctx, src, wn, todo, o.Concurrency)
 	// Writes ignore cancellation: a fetched document is always kept.
 	keep := context.WithoutCancel(ctx)
 	var storeErr error
@@ -127,7 +84,7 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 		batch = batch[:0]
 	}
 	done := 0
-	handle := func(r result) {
+	handle := func(r fetched) {
 		done++
 		progress(done)
 		if r.err != nil {
@@ -174,6 +131,69 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 		return sum, storeErr
 	}
 	return sum, ctx.Err()
+}
+
+// toFetch returns the classes of set to fetch: all with refresh, else
+// those with no reusable article in st (counted in sum.Cached); a corrupt
+// record is fetched again.
+func toFetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, refresh bool, sum *FetchSummary) ([]labels.Class, error) {
+	var todo []labels.Class
+	for _, c := range set.Classes {
+		if !refresh {
+			a, err := st.GetArticle(ctx, set.Name, c.ID)
+			if err == nil && Reusable(a, src.Name()) {
+				sum.Cached++
+				continue
+			}
+			var ce *simstore.CorruptError
+			if err != nil && !errors.Is(err, simstore.ErrNotFound) && !errors.As(err, &ce) {
+				return nil, err
+			}
+		}
+		todo = append(todo, c)
+	}
+	return todo, nil
+}
+
+// fetched is the outcome of one class's fetch.
+type fetched struct {
+	class labels.Class
+	doc   *Document
+	err   error
+}
+
+// fetchAll fetches the documents of todo from src on concurrency workers
+// (at least one), in any order; the channel closes after the last. Once
+// ctx ends, what is left is not fetched (it stays to fetch next time).
+func fetchAll(ctx context.Context, src Source, wn *wordnet.DB, todo []labels.Class, concurrency int) <-chan fetched {
+	results := make(chan fetched)
+	jobs := make(chan labels.Class)
+	var wg sync.WaitGroup
+	for range max(concurrency, 1) {
+		wg.Go(func() {
+			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
+			for c := range jobs {
+				if ctx.Err() != nil {
+					continue // stopped: what is left stays to fetch next time
+				}
+				doc, err := src.Document(ctx, RequestFor(wn, c))
+				results <- fetched{c, doc, err}
+			}
+		})
+	}
+	go func() {
+		defer crash.Handle()
+		defer close(jobs)
+		for _, c := range todo {
+			select {
+			case jobs <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+	return results
 }
 
 // Reusable reports whether a stored article counts as done for a fetch from

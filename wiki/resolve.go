@@ -229,98 +229,16 @@ func bestCandidate(cs []Candidate) *Candidate {
 // pick generates and scores the candidates of t, filling d; it returns the
 // chosen candidate or nil.
 func pick(ctx context.Context, src PageSource, t *target, opts ResolveOptions, d *Decision) (*Candidate, error) {
-	type gen struct{ title, from string }
-	var gens []gen
-	seen := map[string]bool{}
-	add := func(title, from string) {
-		title = NormalizeTitle(title)
-		if title != "" && !seen[title] && len(gens) < opts.MaxCandidates {
-			seen[title] = true
-			gens = append(gens, gen{title, from})
-		}
-	}
-	for _, l := range t.lemmas {
-		add(l, "lemma")
-	}
-	for i, l := range t.lemmas {
-		if i == 0 {
-			add(l+" (disambiguation)", "lemma")
-		}
-		for _, q := range t.qualifiers {
-			add(l+" ("+q+")", "hypernym")
-		}
-	}
-	for _, l := range t.lemmas[min(1, len(t.lemmas)):] {
-		add(l+" (disambiguation)", "lemma")
-	}
-	titles := make([]string, len(gens))
-	for i, g := range gens {
-		titles[i] = g.title
-	}
-	pages, err := src.Pages(ctx, titles, false)
+	titles, froms, seen := t.candidateTitles(opts.MaxCandidates)
+	pages, froms, err := fetchCandidates(ctx, src, t, titles, froms, seen)
 	if err != nil {
 		return nil, err
 	}
-	froms := make([]string, len(gens))
-	for i, g := range gens {
-		froms[i] = g.from
-	}
-	// Disambiguation pages of lemma titles list the qualified articles.
-	var extra []string
-	for i, p := range pages {
-		if !p.Disambiguation || gens[i].from != "lemma" {
-			continue
-		}
-		links, err := src.Links(ctx, p.Title)
-		if err != nil {
-			return nil, fmt.Errorf("links of disambiguation page %q: %w", p.Title, err)
-		}
-		for _, l := range links {
-			if t.namedAfterLemma(l) && !seen[l] {
-				seen[l] = true
-				extra = append(extra, l)
-			}
-		}
-	}
-	if len(extra) > 0 {
-		more, err := src.Pages(ctx, extra, false)
-		if err != nil {
-			return nil, err
-		}
-		pages = append(pages, more...)
-		for range extra {
-			froms = append(froms, "disambiguation")
-		}
-	}
-	var firstErr error
-	byPage := map[string]bool{}
-	articles := 0
-	for i, p := range pages {
-		c := Candidate{Title: p.Requested, Page: p.Title, From: froms[i]}
-		switch {
-		case p.Err != nil:
-			c.Status = "error"
-			if firstErr == nil {
-				firstErr = p.Err
-			}
-		case p.Missing:
-			c.Status = "missing"
-		case p.Disambiguation:
-			c.Status = "disambiguation"
-		case byPage[p.Title]:
-			continue // a redirect to a page already scored
-		default:
-			byPage[p.Title] = true
-			c.Status = "article"
-			c.Score = t.score(p.Title, p.Text)
-			articles++
-		}
-		d.Candidates = append(d.Candidates, c)
-	}
-	if firstErr != nil {
+	articles, err := t.scoreCandidates(pages, froms, d)
+	if err != nil {
 		// A candidate that could not be read might have been the best one:
 		// no decision on partial information.
-		return nil, firstErr
+		return nil, err
 	}
 	if t.sigTotal == 0 {
 		// Nothing to score against (a class without a synset): the first
@@ -354,6 +272,105 @@ func pick(ctx context.Context, src PageSource, t *target, opts ResolveOptions, d
 		d.Detail = fmt.Sprintf("%q score %.3f over %s", best.Page, best.Score, strings.Join(others, ", "))
 	}
 	return best, nil
+}
+
+// candidateTitles are the titles tried for t, at most limit, in order: its
+// lemmas, the first one's disambiguation page, each lemma qualified by its
+// hypernyms, the other lemmas' disambiguation pages; froms says where each
+// comes from, seen holds them all.
+func (t *target) candidateTitles(limit int) (titles, froms []string, seen map[string]bool) {
+	seen = map[string]bool{}
+	add := func(title, from string) {
+		title = NormalizeTitle(title)
+		if title != "" && !seen[title] && len(titles) < limit {
+			seen[title] = true
+			titles, froms = append(titles, title), append(froms, from)
+		}
+	}
+	for _, l := range t.lemmas {
+		add(l, "lemma")
+	}
+	for i, l := range t.lemmas {
+		if i == 0 {
+			add(l+" (disambiguation)", "lemma")
+		}
+		for _, q := range t.qualifiers {
+			add(l+" ("+q+")", "hypernym")
+		}
+	}
+	for _, l := range t.lemmas[min(1, len(t.lemmas)):] {
+		add(l+" (disambiguation)", "lemma")
+	}
+	return titles, froms, seen
+}
+
+// fetchCandidates reads the pages of titles, and the articles named after
+// t's lemmas that the disambiguation pages of lemma titles list (not in
+// seen), and returns them with where each comes from.
+func fetchCandidates(ctx context.Context, src PageSource, t *target, titles, froms []string, seen map[string]bool) ([]Page, []string, error) {
+	pages, err := src.Pages(ctx, titles, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var extra []string
+	for i, p := range pages {
+		if !p.Disambiguation || froms[i] != "lemma" {
+			continue
+		}
+		links, err := src.Links(ctx, p.Title)
+		if err != nil {
+			return nil, nil, fmt.Errorf("links of disambiguation page %q: %w", p.Title, err)
+		}
+		for _, l := range links {
+			if t.namedAfterLemma(l) && !seen[l] {
+				seen[l] = true
+				extra = append(extra, l)
+			}
+		}
+	}
+	if len(extra) > 0 {
+		more, err := src.Pages(ctx, extra, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		pages = append(pages, more...)
+		for range extra {
+			froms = append(froms, "disambiguation")
+		}
+	}
+	return pages, froms, nil
+}
+
+// scoreCandidates adds the pages to d.Candidates, scoring each article
+// against t once (a redirect to a page already scored is left out), and
+// returns the number of articles, or the first page's read error.
+func (t *target) scoreCandidates(pages []Page, froms []string, d *Decision) (int, error) {
+	var firstErr error
+	byPage := map[string]bool{}
+	articles := 0
+	for i, p := range pages {
+		c := Candidate{Title: p.Requested, Page: p.Title, From: froms[i]}
+		switch {
+		case p.Err != nil:
+			c.Status = "error"
+			if firstErr == nil {
+				firstErr = p.Err
+			}
+		case p.Missing:
+			c.Status = "missing"
+		case p.Disambiguation:
+			c.Status = "disambiguation"
+		case byPage[p.Title]:
+			continue // a redirect to a page already scored
+		default:
+			byPage[p.Title] = true
+			c.Status = "article"
+			c.Score = t.score(p.Title, p.Text)
+			articles++
+		}
+		d.Candidates = append(d.Candidates, c)
+	}
+	return articles, firstErr
 }
 
 // target is what the resolver knows about a class.

@@ -47,10 +47,8 @@ func main() {
 // withOMPPolicy sets OMP_WAIT_POLICY for the supervised lcl when it is
 // unset, so that it need not execute itself again (torch.Init).
 func withOMPPolicy(env []string) []string {
-	if _, set := os.LookupEnv("OMP_WAIT_POLICY"); set {
-		return env
-	}
-	return append(env, "OMP_WAIT_POLICY="+torch.DefaultOMPWaitPolicy)
+	env, _ = torch.WithOMPWaitPolicy(env, torch.DefaultOMPWaitPolicy)
+	return env
 }
 
 // printsOnly reports whether args ask only for help or the version: no

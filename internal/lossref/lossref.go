@@ -73,84 +73,17 @@ func Softmax(z []float64, T float64) []float64 {
 // Loss returns the batch loss of in and its gradient with respect to
 // in.Logits (same shape).
 func Loss(in Input) (float64, [][]float64, error) {
+	if err := in.check(); err != nil {
+		return 0, nil, err
+	}
 	n := len(in.Logits)
-	if n == 0 || len(in.Labels) != n {
-		return 0, nil, fmt.Errorf("lossref: %d logit rows and %d labels", n, len(in.Labels))
-	}
-	if in.Weights != nil && len(in.Weights) != n {
-		return 0, nil, fmt.Errorf("lossref: %d weights for %d examples", len(in.Weights), n)
-	}
-	if in.KD != 0 && len(in.Teacher) != n {
-		return 0, nil, fmt.Errorf("lossref: kd without the teacher's logits")
-	}
-	for _, p := range in.Peers {
-		if len(p) != n {
-			return 0, nil, fmt.Errorf("lossref: a peer with %d logit rows for %d examples", len(p), n)
-		}
-	}
-	tau := in.KDTemperature
-	if tau <= 0 {
-		tau = 1
-	}
 	per := make([]float64, n)
 	grad := make([][]float64, n)
-	for i, z := range in.Logits {
-		c, y := len(z), in.Labels[i]
-		if y < 0 || y >= c {
-			return 0, nil, fmt.Errorf("lossref: label %d of example %d outside [0,%d)", y, i, c)
+	for i := range in.Logits {
+		var err error
+		if per[i], grad[i], err = in.example(i); err != nil {
+			return 0, nil, err
 		}
-		logp := LogSoftmax(z, 1)
-		p := Softmax(z, 1)
-		d := make([]float64, c)
-		if in.SoftCE != 0 {
-			row := make([]float64, c)
-			row[y] = 1
-			if in.Targets != nil {
-				row = in.Targets[y]
-			}
-			sum := 0.0
-			for j := range c {
-				per[i] -= in.SoftCE * row[j] * logp[j]
-				sum += row[j]
-			}
-			for j := range c {
-				d[j] += in.SoftCE * (p[j]*sum - row[j])
-			}
-		}
-		if in.HardCE != 0 {
-			per[i] -= in.HardCE * logp[y]
-			for j := range c {
-				d[j] += in.HardCE * p[j]
-			}
-			d[y] -= in.HardCE
-		}
-		if in.KD != 0 {
-			q, logq := Softmax(in.Teacher[i], tau), LogSoftmax(in.Teacher[i], tau)
-			s, logs := Softmax(z, tau), LogSoftmax(z, tau)
-			kl := 0.0
-			for j := range c {
-				if q[j] > 0 { // 0·log 0 = 0
-					kl += q[j] * (logq[j] - logs[j])
-				}
-				d[j] += in.KD * tau * (s[j] - q[j])
-			}
-			per[i] += in.KD * tau * tau * kl
-		}
-		if in.Mutual != 0 && len(in.Peers) > 0 {
-			k := float64(len(in.Peers))
-			for _, peer := range in.Peers {
-				r, logr := Softmax(peer[i], 1), LogSoftmax(peer[i], 1)
-				kl := 0.0
-				for j := range c {
-					if r[j] > 0 {
-						kl += r[j] * (logr[j] - logp[j])
-					}
-					d[j] += in.Mutual * (p[j] - r[j]) / k
-				}
-				per[i] += in.Mutual * kl / k
-			}
-		}
-		grad[i] = d
 	}
 	w := func(int) float64 { return 1 }
 	den := float64(n)
@@ -173,4 +106,91 @@ func Loss(in Input) (float64, [][]float64, error) {
 		}
 	}
 	return loss, grad, nil
+}
+
+// check refuses an Input whose parts disagree on the number of examples.
+func (in Input) check() error {
+	n := len(in.Logits)
+	if n == 0 || len(in.Labels) != n {
+		return fmt.Errorf("lossref: %d logit rows and %d labels", n, len(in.Labels))
+	}
+	if in.Weights != nil && len(in.Weights) != n {
+		return fmt.Errorf("lossref: %d weights for %d examples", len(in.Weights), n)
+	}
+	if in.KD != 0 && len(in.Teacher) != n {
+		return fmt.Errorf("lossref: kd without the teacher's logits")
+	}
+	for _, p := range in.Peers {
+		if len(p) != n {
+			return fmt.Errorf("lossref: a peer with %d logit rows for %d examples", len(p), n)
+		}
+	}
+	return nil
+}
+
+// example is the unweighted loss of example i and its gradient with
+// respect to the example's logits.
+func (in Input) example(i int) (float64, []float64, error) {
+	z := in.Logits[i]
+	c, y := len(z), in.Labels[i]
+	if y < 0 || y >= c {
+		return 0, nil, fmt.Errorf("lossref: label %d of example %d outside [0,%d)", y, i, c)
+	}
+	logp := LogSoftmax(z, 1)
+	p := Softmax(z, 1)
+	d := make([]float64, c)
+	per := 0.0
+	if in.SoftCE != 0 {
+		row := make([]float64, c)
+		row[y] = 1
+		if in.Targets != nil {
+			row = in.Targets[y]
+		}
+		sum := 0.0
+		for j := range c {
+			per -= in.SoftCE * row[j] * logp[j]
+			sum += row[j]
+		}
+		for j := range c {
+			d[j] += in.SoftCE * (p[j]*sum - row[j])
+		}
+	}
+	if in.HardCE != 0 {
+		per -= in.HardCE * logp[y]
+		for j := range c {
+			d[j] += in.HardCE * p[j]
+		}
+		d[y] -= in.HardCE
+	}
+	if in.KD != 0 {
+		tau := in.KDTemperature
+		if tau <= 0 {
+			tau = 1
+		}
+		q, logq := Softmax(in.Teacher[i], tau), LogSoftmax(in.Teacher[i], tau)
+		s, logs := Softmax(z, tau), LogSoftmax(z, tau)
+		kl := 0.0
+		for j := range c {
+			if q[j] > 0 { // 0·log 0 = 0
+				kl += q[j] * (logq[j] - logs[j])
+			}
+			d[j] += in.KD * tau * (s[j] - q[j])
+		}
+		per += in.KD * tau * tau * kl
+	}
+	if in.Mutual != 0 && len(in.Peers) > 0 {
+		k := float64(len(in.Peers))
+		for _, peer := range in.Peers {
+			r, logr := Softmax(peer[i], 1), LogSoftmax(peer[i], 1)
+			kl := 0.0
+			for j := range c {
+				if r[j] > 0 {
+					kl += r[j] * (logr[j] - logp[j])
+				}
+				d[j] += in.Mutual * (p[j] - r[j]) / k
+			}
+			per += in.Mutual * kl / k
+		}
+	}
+	return per, d, nil
 }

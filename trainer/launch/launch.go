@@ -77,6 +77,40 @@ func Run(ctx context.Context, o Options) error {
 	if o.Logf != nil {
 		o.Logf("starting %d workers (Gloo over 127.0.0.1:%d, %d libtorch threads each)", nproc, port, o.Threads)
 	}
+	var outs sync.WaitGroup
+	ws, pipes := o.workers(port, secret, &outs)
+	for _, pw := range pipes {
+		defer pw.Close()
+	}
+	// The launcher's goroutine may be locked to a thread that later exits;
+	// Pdeathsig follows the thread that started the child, so keep it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	exited := make(chan *worker, nproc)
+	if err := startAll(ws, exited); err != nil {
+		return err
+	}
+	failed := supervise(ctx, ws, exited)
+	// A worker killed outright leaves its own children (strategy plugin
+	// processes) behind: they share its process group.
+	for _, w := range ws {
+		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	outs.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failure(failed, nproc)
+}
+
+// workers are the commands of the ranks, not started; rank 0 writes to
+// o.Stdout and o.Stderr, the others' standard error goes through a pipe
+// (returned: closed when Run ends) whose lines outs prefixes with the rank.
+func (o Options) workers(port int, secret string, outs *sync.WaitGroup) ([]*worker, []*io.PipeWriter) {
+	nproc := o.NProc
 	stdout, stderr := o.Stdout, o.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -85,7 +119,7 @@ func Run(ctx context.Context, o Options) error {
 		stderr = io.Discard
 	}
 	ws := make([]*worker, nproc)
-	var outs sync.WaitGroup
+	var pipes []*io.PipeWriter
 	errw := &lockedWriter{w: stderr}
 	for r := range nproc {
 		c := exec.Command(o.Exe, o.Args...)
@@ -107,15 +141,16 @@ func Run(ctx context.Context, o Options) error {
 				defer crash.Handle()
 				prefixLines(errw, pr, fmt.Sprintf("rank %d: ", r))
 			})
-			defer pw.Close()
+			pipes = append(pipes, pw)
 		}
 		ws[r] = &worker{rank: r, cmd: c}
 	}
-	// The launcher's goroutine may be locked to a thread that later exits;
-	// Pdeathsig follows the thread that started the child, so keep it.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	exited := make(chan *worker, nproc)
+	return ws, pipes
+}
+
+// startAll starts the workers; each one's exit is sent on exited. When
+// one does not start, those started are killed and waited for.
+func startAll(ws []*worker, exited chan *worker) error {
 	started := 0
 	for _, w := range ws {
 		if err := w.cmd.Start(); err != nil {
@@ -136,6 +171,13 @@ func Run(ctx context.Context, o Options) error {
 			exited <- w
 		}()
 	}
+	return nil
+}
+
+// supervise waits for every worker and returns those that failed: after
+// the first failure the others get SIGTERM, on cancellation SIGINT, and
+// SIGKILL when they have not ended 10 s, or a minute, later.
+func supervise(ctx context.Context, ws []*worker, exited chan *worker) (failed []*worker) {
 	signalAll := func(sig syscall.Signal, skip map[*worker]bool) {
 		for _, w := range ws {
 			if !skip[w] {
@@ -145,11 +187,10 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	done := map[*worker]bool{}
-	var failed []*worker
 	var kill <-chan time.Time
 	var stopping bool
 	cancel := ctx.Done()
-	for len(done) < nproc {
+	for len(done) < len(ws) {
 		select {
 		case w := <-exited:
 			done[w] = true
@@ -173,19 +214,7 @@ func Run(ctx context.Context, o Options) error {
 			kill = nil
 		}
 	}
-	// A worker killed outright leaves its own children (strategy plugin
-	// processes) behind: they share its process group.
-	for _, w := range ws {
-		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	outs.Wait()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	return failure(failed, nproc)
+	return failed
 }
 
 // failure names the rank that caused the group to fail.

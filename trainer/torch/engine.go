@@ -105,9 +105,6 @@ func (e *Engine) Put(in Input) error {
 	return nil
 }
 
-// Staged is the number of batches staged and not yet consumed.
-func (e *Engine) Staged() int { return len(e.staged) }
-
 // next consumes the oldest staged batch (the C call that uses it consumes
 // it whatever its outcome) and returns its size.
 func (e *Engine) next(op string) (int, error) {

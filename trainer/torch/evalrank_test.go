@@ -108,7 +108,7 @@ func TestEvalTopKRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
 		}
-		for e.Staged() > 0 { // a refusal before the engine leaves the batch staged
+		for len(e.staged) > 0 { // a refusal before the engine leaves the batch staged
 			if _, err := e.Eval(m, false, false); err != nil {
 				t.Fatal(err)
 			}

@@ -69,14 +69,26 @@ func DefaultRuntime() (Runtime, error) {
 // without libtorch (ErrNoLibtorch), with a shim of another ABI
 // (ErrABIMismatch), and when called twice.
 func Init(rt Runtime) error {
-	if rt.OMPWaitPolicy != "" {
-		if _, set := os.LookupEnv("OMP_WAIT_POLICY"); !set {
-			env := append(os.Environ(), "OMP_WAIT_POLICY="+rt.OMPWaitPolicy)
-			if exe, err := os.Executable(); err == nil {
-				// On failure go on with OpenMP's default policy: slower, not wrong.
-				_ = syscall.Exec(exe, os.Args, env)
-			}
+	if env, added := WithOMPWaitPolicy(os.Environ(), rt.OMPWaitPolicy); added {
+		if exe, err := os.Executable(); err == nil {
+			// On failure go on with OpenMP's default policy: slower, not wrong.
+			_ = syscall.Exec(exe, os.Args, env)
 		}
 	}
 	return initRuntime(rt)
+}
+
+// WithOMPWaitPolicy returns env, the environment of a new lcl process, with
+// OMP_WAIT_POLICY=policy added when policy is set and this process's
+// environment has no OMP_WAIT_POLICY (the user's wins), and whether it
+// added it. Init re-executes the program with it; a parent process (lcl's
+// supervisor) gives it to its child, which then need not.
+func WithOMPWaitPolicy(env []string, policy string) (_ []string, added bool) {
+	if policy == "" {
+		return env, false
+	}
+	if _, set := os.LookupEnv("OMP_WAIT_POLICY"); set {
+		return env, false
+	}
+	return append(env, "OMP_WAIT_POLICY="+policy), true
 }

@@ -3,6 +3,7 @@
 package torch
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -103,3 +104,19 @@ func newLockedThread() *lockedThread {
 
 func (l *lockedThread) do(fn func()) { l.jobs <- fn; <-l.done }
 func (l *lockedThread) stop()        { close(l.jobs) }
+
+func TestWithOMPWaitPolicy(t *testing.T) {
+	base := []string{"A=1"}
+	t.Setenv("OMP_WAIT_POLICY", "ACTIVE") // restored after the test
+	if env, added := WithOMPWaitPolicy(base, "PASSIVE"); added || len(env) != 1 {
+		t.Errorf("with the user's OMP_WAIT_POLICY set: %v, added %t; want the environment unchanged", env, added)
+	}
+	os.Unsetenv("OMP_WAIT_POLICY")
+	if env, added := WithOMPWaitPolicy(base, ""); added || len(env) != 1 {
+		t.Errorf("without a policy: %v, added %t; want the environment unchanged", env, added)
+	}
+	env, added := WithOMPWaitPolicy(base, "PASSIVE")
+	if !added || strings.Join(env, " ") != "A=1 OMP_WAIT_POLICY=PASSIVE" {
+		t.Errorf("unset: %v, added %t; want A=1 OMP_WAIT_POLICY=PASSIVE added", env, added)
+	}
+}

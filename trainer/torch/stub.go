@@ -72,7 +72,6 @@ func (g *Group) Broadcast([]byte) ([]byte, error) { return nil, ErrNoLibtorch }
 func NewEngine(device string, o EngineOptions) (*Engine, error) { return nil, ErrNoLibtorch }
 func (e *Engine) Close()                                        {}
 func (e *Engine) Put(in Input) error                            { return ErrNoLibtorch }
-func (e *Engine) Staged() int                                   { return 0 }
 func (e *Engine) Train(s *Step, lossScale float64) (int, error) { return 0, ErrNoLibtorch }
 func (e *Engine) Metrics(k int) (EngineMetrics, error)          { return EngineMetrics{}, ErrNoLibtorch }
 func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {

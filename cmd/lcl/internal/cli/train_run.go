@@ -46,18 +46,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	world := 1
 	switch role {
 	case launch.Launcher:
-		th := launch.Threads(spec.Exec.Threads, spec.Exec.NProc)
-		args := commandLine(cmd)
-		if !cmd.Flags().Changed("threads") {
-			args = append(args, "--threads="+strconv.Itoa(th))
-		}
-		err := launch.Run(ctx, launch.Options{Args: args, NProc: spec.Exec.NProc, Threads: th,
-			Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
-		var ue *launch.UsageError
-		if errors.As(err, &ue) {
-			return &usageError{err}
-		}
-		return err
+		return launchTrain(ctx, f, cmd, spec.Exec.Threads, spec.Exec.NProc)
 	case launch.Worker:
 		world = dist.World
 		spec.Exec.Threads, spec.Exec.Device = dist.Threads(spec.Exec.Threads), dist.Device(spec.Exec.Device)
@@ -67,12 +56,8 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 			f.IO.Out = io.Discard
 		}
 	}
-	if n, err := torch.CUDADevices(); err != nil {
+	if err := checkDevice(spec.Exec.Device); err != nil {
 		return err
-	} else if spec.Exec.Device != "cpu" && n == 0 {
-		// Either a CPU-only libtorch, or a CUDA one on a machine whose GPU
-		// the driver does not show: the line names both.
-		return fmt.Errorf("--device %s: libtorch %s sees no CUDA device (a CPU-only build of it, or no GPU visible here: nvidia-smi, CUDA_VISIBLE_DEVICES; docs/trainer.md)", spec.Exec.Device, torch.Version())
 	}
 	r, err := trainrun.Open(spec, world)
 	if err != nil {
@@ -134,6 +119,35 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		}
 	}
 	pr.summary(res, out)
+	return nil
+}
+
+// launchTrain runs this command line on nproc workers (launch.Run), each
+// with its share of the threads unless --threads was given.
+func launchTrain(ctx context.Context, f *Factory, cmd *cobra.Command, threads, nproc int) error {
+	th := launch.Threads(threads, nproc)
+	args := commandLine(cmd)
+	if !cmd.Flags().Changed("threads") {
+		args = append(args, "--threads="+strconv.Itoa(th))
+	}
+	err := launch.Run(ctx, launch.Options{Args: args, NProc: nproc, Threads: th,
+		Stdout: f.IO.Out, Stderr: f.IO.Err, Logf: func(format string, a ...any) { f.Logf("lcl train: "+format, a...) }})
+	var ue *launch.UsageError
+	if errors.As(err, &ue) {
+		return &usageError{err}
+	}
+	return err
+}
+
+// checkDevice refuses a CUDA --device where libtorch sees no CUDA device.
+func checkDevice(device string) error {
+	if n, err := torch.CUDADevices(); err != nil {
+		return err
+	} else if device != "cpu" && n == 0 {
+		// Either a CPU-only libtorch, or a CUDA one on a machine whose GPU
+		// the driver does not show: the line names both.
+		return fmt.Errorf("--device %s: libtorch %s sees no CUDA device (a CPU-only build of it, or no GPU visible here: nvidia-smi, CUDA_VISIBLE_DEVICES; docs/trainer.md)", device, torch.Version())
+	}
 	return nil
 }
 

@@ -1,0 +1,102 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"time"
+)
+
+// The run's result: result.json and the final weights.
+
+// writer reports whether this process writes the run directory: always
+// without a Group, only rank 0 with one.
+func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
+
+// finish gathers the run's Result and, on the process that writes Out,
+// writes the final weights and result.json.
+func (r *runner) finish(peers *peerSet) (*Result, error) {
+	user, sys := processCPU()
+	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Precision: r.cfg.Precision.String(), Augment: r.cfg.Augment, Epochs: r.history,
+		Seconds: time.Since(r.start).Seconds(), UserSeconds: (user - r.user0).Seconds(), SystemSeconds: (sys - r.sys0).Seconds()}
+	if n := len(r.history); n > 0 {
+		last := r.history[n-1]
+		res.Final = last.Peers
+		if res.Final == nil {
+			res.Final = []PeerMetrics{last.PeerMetrics}
+		}
+		res.Top1, res.Top5 = last.Top1, last.Top5
+		if r.final == nil {
+			for _, e := range last.EMA {
+				if e.Test != nil {
+					res.EMA = append(res.EMA, *e.Test)
+				}
+			}
+		}
+	}
+	if r.final != nil {
+		res.Final, res.Top1, res.Top5 = r.final, nil, nil
+		for _, pm := range r.final {
+			res.Top1, res.Top5 = append(res.Top1, pm.TestTop1), append(res.Top5, pm.TestTop5)
+		}
+		res.Selection = r.selection()
+	}
+	for _, pm := range res.Final {
+		if h := pm.TestHier; h != nil {
+			res.MistakeSeverity, res.HDist1 = append(res.MistakeSeverity, h.MistakeSeverity), append(res.HDist1, h.HDist1)
+			res.HDist5, res.HDist20 = append(res.HDist5, h.HDist5), append(res.HDist20, h.HDist20)
+		}
+	}
+	if r.cfg.Out == "" || !r.writer() {
+		return res, nil
+	}
+	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
+	// further peers).
+	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
+		name := "model" + kind
+		if k > 0 {
+			name += fmt.Sprintf("-peer%d", k)
+		}
+		path := filepath.Join(r.cfg.Out, name+".safetensors")
+		return path, writeWeights(path, s, id)
+	}
+	for k, m := range peers.models {
+		path, err := weights("", k, m.State(), r.id)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			res.Weights = path
+		}
+	}
+	for k, m := range peers.emas {
+		if _, err := weights("-ema", k, m.State(), r.id); err != nil {
+			return nil, err
+		}
+	}
+	if r.final != nil {
+		for k, b := range r.sel.best {
+			id := maps.Clone(r.id)
+			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
+			path, err := weights("-best", k, namedState(b.state), id)
+			if err != nil {
+				return nil, err
+			}
+			if k == 0 {
+				res.Weights = path
+			}
+		}
+	}
+	if !r.cfg.NoCheckpoint {
+		res.Checkpoint = filepath.Join(r.cfg.Out, checkpointName)
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(r.cfg.Out, "result.json"), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
