@@ -97,7 +97,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--patience", "3"}, "need --val-fraction"},
 		{[]string{"train", "--data", synth, "--val-fraction", "1"}, "--val-fraction 1"},
 		{[]string{"train", "--data", synth, "--val-fraction", "0.1", "--select", "auc"}, "--select"},
-		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "no Nesterov"},
+		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "--optimizer rmsprop has no --nesterov momentum"},
 		{[]string{"eval"}, "--checkpoint"},
 		{[]string{"train", "--data", synth, "--model", "resnet5"}, `unknown model "resnet5"; did you mean resnet50`},
 		// Strategy parameters are checked before any similarity is looked for.
@@ -436,10 +436,15 @@ func TestTrainShowsWhatItRuns(t *testing.T) {
 		t.Errorf("resume: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, _ = runLCL(context.Background(), t, "models")
-	_, presets, _ := strings.Cut(out, "PRESET")
+	// The presets' table: from its header line to the blank line before
+	// the optimizers'.
+	_, presets, _ := strings.Cut(out, "\nPRESET")
+	presets, _, _ = strings.Cut(presets, "\n\n")
 	var names []string
 	for _, l := range strings.Split(strings.TrimSpace(presets), "\n")[1:] {
-		names = append(names, strings.Fields(l)[0])
+		if f := strings.Fields(l); len(f) > 0 {
+			names = append(names, f[0])
+		}
 	}
 	if code != 0 || len(names) < 10 || !slices.IsSorted(names) {
 		t.Errorf("lcl models' presets: %q", names)
