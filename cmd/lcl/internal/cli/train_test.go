@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -383,7 +384,7 @@ func TestTrainAugment(t *testing.T) {
 		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
 	}
 	for i := range a.Epochs {
-		if a.Epochs[i].PeerMetrics != b.Epochs[i].PeerMetrics {
+		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
 			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
 		}
 	}
@@ -392,7 +393,7 @@ func TestTrainAugment(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plain run: exit %d\n%s\n%s", code, out, errs)
 	}
-	if p := readResult(t, filepath.Join(dir, "plain")); p.Augment != "" || p.Epochs[0].PeerMetrics == a.Epochs[0].PeerMetrics {
+	if p := readResult(t, filepath.Join(dir, "plain")); p.Augment != "" || reflect.DeepEqual(p.Epochs[0].PeerMetrics, a.Epochs[0].PeerMetrics) {
 		t.Errorf("the plain run: augment %q, epoch 1 %+v like the augmented run's", p.Augment, p.Epochs[0].PeerMetrics)
 	}
 }
