@@ -127,12 +127,18 @@ func OptimizerByName(name string) (Optimizer, error) {
 	return Optimizer{}, fmt.Errorf("optimizer %q: want %s", name, OptimizerNames())
 }
 
-// OptimizerNames lists the optimizers for a message: "sgd, …, or nadam".
-func OptimizerNames() string {
+// optimizerNames are the optimizers' names in the registry's order.
+func optimizerNames() []string {
 	var names []string
 	for _, k := range Optimizers() {
 		names = append(names, k.Name)
 	}
+	return names
+}
+
+// OptimizerNames lists the optimizers for a message: "sgd, …, or nadam".
+func OptimizerNames() string {
+	names := optimizerNames()
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 

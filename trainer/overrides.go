@@ -77,11 +77,7 @@ func optimizerFlag(name string) (Optimizer, error) {
 	if err == nil {
 		return k, nil
 	}
-	var names []string
-	for _, k := range Optimizers() {
-		names = append(names, k.Name)
-	}
-	return Optimizer{}, fmt.Errorf("--optimizer %s: want %s%s", name, OptimizerNames(), suggest.DidYouMean(name, names))
+	return Optimizer{}, fmt.Errorf("--optimizer %s: want %s%s", name, OptimizerNames(), suggest.DidYouMean(name, optimizerNames()))
 }
 
 // Apply returns the preset's optimisation for a run of world data-parallel
