@@ -48,6 +48,15 @@ func WordNetDocument(wn *wordnet.DB, s *wordnet.Synset) string {
 	return b.String()
 }
 
+// WordNetLine is the first line of WordNetDocument: the synset's own
+// lemmas and gloss, without its neighbours' lines.
+func WordNetLine(s *wordnet.Synset) string {
+	var b strings.Builder
+	b.Grow(docLineLen(s))
+	writeDocLine(&b, s)
+	return b.String()
+}
+
 func docLineLen(s *wordnet.Synset) int {
 	n := len(s.Gloss) + 2
 	for _, l := range s.Lemmas {

@@ -104,3 +104,18 @@ func openWordNet(t *testing.T) *wordnet.DB {
 	}
 	return wn
 }
+
+// TestWordNetLineIsTheDocumentsFirstLine: the one line the doc2vec corpus
+// takes is the first line of the synset's document, for every noun.
+func TestWordNetLineIsTheDocumentsFirstLine(t *testing.T) {
+	wn, err := wordnet.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range wn.Nouns() {
+		first, _, _ := strings.Cut(WordNetDocument(wn, s), "\n")
+		if got := WordNetLine(s); got != first {
+			t.Fatalf("%s: WordNetLine %q, the document's first line %q", s.ID, got, first)
+		}
+	}
+}

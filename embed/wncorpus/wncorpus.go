@@ -4,8 +4,6 @@
 package wncorpus
 
 import (
-	"strings"
-
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/wiki"
 	"github.com/lcl-project/lcl/wordnet"
@@ -16,8 +14,7 @@ import (
 // neighbours are left out on purpose: the corpus then holds each gloss once,
 // and it is the corpus the quality figures in docs/embed.md were measured on.
 func SynsetText(wn *wordnet.DB, s *wordnet.Synset) string {
-	line, _, _ := strings.Cut(wiki.WordNetDocument(wn, s), "\n")
-	return line
+	return wiki.WordNetLine(s)
 }
 
 // Documents returns the corpus in data.noun order, each document tagged
