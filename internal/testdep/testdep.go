@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -66,8 +67,9 @@ func Package(name string) (string, bool) {
 
 // Py runs Python with the modules a test declared.
 type Py struct {
-	tb  testing.TB
-	dir string
+	tb    testing.TB
+	dir   string
+	torch bool // the scripts import torch: they start with onednnGuard
 }
 
 // probe caches one import check per module set for the whole test binary.
@@ -119,12 +121,66 @@ func checkPython(tb testing.TB, python string, modules []string) *Py {
 		tb.Fatalf("this test needs %s: run `make deps` (or apt-get install %s): %v",
 			what, strings.Join(uniq(pkgs), " "), err)
 	}
-	return &Py{tb: tb, dir: tb.TempDir()}
+	return &Py{tb: tb, dir: tb.TempDir(), torch: slices.Contains(modules, "torch")}
+}
+
+// onednnGuard is lcl's trainer/torch/onednn_guard.hpp for the PyTorch
+// references: on an AMD CPU that hides its cache descriptors (CPUID leaf
+// 0x8000001D empty, read by a few machine instructions) oneDNN 3.x crashes or computes
+// wrong results, so lcl turns libtorch's use of it off there, and a reference
+// must do the same to compare (and to survive: PyTorch 2.6 dies on ResNet-50
+// there). LCL_ONEDNN=on|off overrides both sides.
+const onednnGuard = `def _lcl_onednn_guard():
+    import os, re, platform
+    want = os.environ.get("LCL_ONEDNN", "")
+    if want == "on":
+        return
+    off = want == "off"
+    if not off and platform.machine() == "x86_64":
+        import ctypes, mmap
+        # cpuid(leaf (edi), subleaf (esi), uint32 out[4] (rdx)): /proc/cpuinfo
+        # is no help, the kernel may list topoext where CPUID clears it.
+        code = bytes.fromhex("53 89f8 89f1 4989d0 0fa2 418900 41895804 41894808 4189500c 5b c3")
+        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(code)
+        fn = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32))(
+            ctypes.addressof(ctypes.c_char.from_buffer(page)))
+        def cpuid(leaf, sub=0):
+            out = (ctypes.c_uint32 * 4)()
+            fn(leaf, sub, out)
+            return list(out)
+        _, b, c, d = cpuid(0)
+        amd = (b, d, c) == (0x68747541, 0x69746E65, 0x444D4163)  # AuthenticAMD
+        if amd and cpuid(0x8000001D)[:3] == [0, 0, 0]:
+            import torch
+            m = re.search(r"MKL-DNN v(\d+)\.", torch.__config__.show())
+            off = m is not None and int(m.group(1)) >= 3
+    if off:
+        import torch
+        torch.backends.mkldnn.enabled = False
+_lcl_onednn_guard()
+del _lcl_onednn_guard
+`
+
+// guarded puts onednnGuard before a script that uses torch: `-c SCRIPT`
+// gets it prepended, `FILE args` runs FILE after it with the same sys.argv.
+func (p *Py) guarded(args []string) []string {
+	if !p.torch || len(args) == 0 {
+		return args
+	}
+	if args[0] == "-c" && len(args) > 1 {
+		return append([]string{"-c", onednnGuard + args[1]}, args[2:]...)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	run := onednnGuard + "import runpy, sys\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name=\"__main__\")\n"
+	return append([]string{"-c", run}, args...)
 }
 
 // Command is `python3 -I args...` in a fresh empty working directory.
 func (p *Py) Command(args ...string) *exec.Cmd {
-	cmd := exec.Command(Python, append([]string{"-I"}, args...)...)
+	cmd := exec.Command(Python, append([]string{"-I"}, p.guarded(args)...)...)
 	cmd.Dir = p.dir
 	return cmd
 }

@@ -16,6 +16,7 @@
 #include "blas.hpp"
 #include "common.hpp"
 #include "models.hpp"
+#include "onednn_guard.hpp"
 #include "state.hpp"
 #include "optim.hpp"
 #include "step.hpp"
@@ -35,6 +36,7 @@ std::atomic<bool> cpu_allocator_installed{false};
 
 // finish_model wraps a built network into the handle the C ABI returns.
 lt_model *finish_model(std::shared_ptr<Net> net, torch::Device dev, int64_t num_classes) {
+	guard_onednn(dev);
 	auto m = std::make_unique<lt_model>();
 	m->device = dev;
 	net->to(m->device);
