@@ -60,6 +60,8 @@ type TrainSpec struct {
 	RandAugment    *string
 	TrivialAugment *bool
 	RandomErasing  *float64
+	// Mixup and CutMix's α (nil: none; trainer.Mixing).
+	Mixup, CutMix *float64
 
 	Exec TrainExec
 }
@@ -148,6 +150,18 @@ func (s *TrainSpec) Augment() (data.Augment, error) {
 		a.Erasing = *s.RandomErasing
 	}
 	return a, a.Check()
+}
+
+// Mixing is the mixup and CutMix asked for (--mixup, --cutmix).
+func (s *TrainSpec) Mixing() trainer.Mixing {
+	var m trainer.Mixing
+	if s.Mixup != nil {
+		m.Mixup = *s.Mixup
+	}
+	if s.CutMix != nil {
+		m.CutMix = *s.CutMix
+	}
+	return m
 }
 
 // Selection is the model selection asked for: the validation fraction (0:
@@ -282,7 +296,7 @@ func (s *TrainSpec) Validate() error {
 	if _, err := s.Augment(); err != nil {
 		return err
 	}
-	return nil
+	return s.Mixing().Check()
 }
 
 // BindTrainFlags adds lcl train's flags to fs, bound to the fields of s:
@@ -386,6 +400,10 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.TrivialAugment) }},
 	{name: "random-erasing", usage: "random erasing in training with this probability: a box of 2–33 % of the image, aspect ratio 0.3–3.3, set to the channel mean (torchvision's RandomErasing(value=0) after normalisation)",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.RandomErasing, "0") }},
+	{name: "mixup", usage: "mixup in training with λ ~ Beta(α, α), one λ per batch, each example mixed with its mirror in the batch, targets mixed alike (timm's Mixup; e.g. 0.8)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Mixup, "0") }},
+	{name: "cutmix", usage: "CutMix in training with λ ~ Beta(α, α): a box of 1−λ of the image from the mirrored example (timm's; e.g. 1.0; with --mixup: either, 1/2 each)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.CutMix, "0") }},
 	{name: "threads", exec: true, usage: "libtorch threads (0 = libtorch's default)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
 	{name: "device", exec: true, usage: "cpu, cuda or cuda:N",

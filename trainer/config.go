@@ -69,6 +69,9 @@ type Config struct {
 	// "randaugment=2,9 erasing=0.25"; "" none): part of the run's identity
 	// and recorded in result.json.
 	Augment string
+	// Mix is the run's mixup and CutMix (Mixing; zero: none): part of the
+	// run's identity and recorded in result.json.
+	Mix Mixing
 	// Progress, when set, is called after every read of the metrics
 	// (MetricsEvery).
 	Progress func(Progress)
@@ -220,6 +223,9 @@ func (cfg *Config) splitValidation() (val []int, err error) {
 	if len(cfg.TrainIndices) == 0 {
 		return nil, errors.New("trainer: empty training set")
 	}
+	if err := cfg.Mix.Check(); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
 	if cfg.ValFraction != 0 {
 		if !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
 			return nil, fmt.Errorf("trainer: validation fraction %v: want 0 < fraction < 1", cfg.ValFraction)
@@ -325,6 +331,9 @@ func (r *runner) identity() map[string]string {
 	}
 	if r.cfg.Augment != "" { // (runs without keep their older identity)
 		id["augment"] = r.cfg.Augment
+	}
+	if r.cfg.Mix.On() {
+		id["mix"] = r.cfg.Mix.String()
 	}
 	for k, v := range r.cfg.Identity {
 		id[k] = v

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"time"
 
@@ -243,6 +244,9 @@ func (ep *epoch) batch(i int, b *MiniBatch) error {
 	if err := torch.ManualSeed(mix(r.cfg.Seed, 3, int64(s), int64(e), int64(i))); err != nil {
 		return fmt.Errorf("trainer: %w", err)
 	}
+	// As dropout's, the step's mixing is drawn from a seed of its own, so
+	// a resumed run mixes as an uninterrupted one.
+	ep.step.Mix = r.cfg.Mix.draw(rand.New(rand.NewPCG(mix(r.cfg.Seed, 4, int64(s), int64(e), int64(i)), 0)), h, w)
 	scale := 0.0
 	if r.scaler != nil {
 		scale = float64(r.scaler.Scale)

@@ -141,10 +141,12 @@ type Result struct {
 	Precision string `json:"precision"`
 	// Augment is the training augmentation on top of the data set's crop
 	// and flip (Config.Augment), when there was one.
-	Augment string        `json:"augment,omitempty"`
-	Final   []PeerMetrics `json:"final"` // each peer of the last stage after its last epoch
-	Top1    []float64     `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
-	Top5    []float64     `json:"top5"`
+	Augment string `json:"augment,omitempty"`
+	// Mix is the run's mixup and CutMix (Config.Mix), when it had them.
+	Mix   string        `json:"mix,omitempty"`
+	Final []PeerMetrics `json:"final"` // each peer of the last stage after its last epoch
+	Top1  []float64     `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
+	Top5  []float64     `json:"top5"`
 	// MistakeSeverity, HDist1, HDist5 and HDist20 repeat Final's
 	// hierarchical metrics, one per peer, when the run has a hierarchy.
 	MistakeSeverity []float64      `json:"mistake_severity,omitempty"`

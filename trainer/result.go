@@ -18,7 +18,7 @@ func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank()
 // writes the final weights and result.json.
 func (r *runner) finish(peers *peerSet) (*Result, error) {
 	user, sys := processCPU()
-	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Precision: r.cfg.Precision.String(), Augment: r.cfg.Augment, Epochs: r.history,
+	res := &Result{Strategy: r.cfg.Strategy, Model: r.cfg.Model, Seed: r.cfg.Seed, Precision: r.cfg.Precision.String(), Augment: r.cfg.Augment, Mix: r.cfg.Mix.String(), Epochs: r.history,
 		Seconds: time.Since(r.start).Seconds(), UserSeconds: (user - r.user0).Seconds(), SystemSeconds: (sys - r.sys0).Seconds()}
 	if n := len(r.history); n > 0 {
 		last := r.history[n-1]

@@ -137,6 +137,7 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		Out: e.Out, Model: spec.Model, Train: d.Train, Test: d.Test, TrainIndices: d.Indices,
 		BatchSource: data.BatchSource(data.LoaderConfig{Workers: e.Workers, Augment: aug}),
 		Augment:     aug.String(), // BatchSource's, for the identity and result.json
+		Mix:         spec.Mixing(),
 		Strategy:    spec.Strategy, Optim: op, Seed: spec.Seed, Threads: e.Threads, Device: e.Device,
 		EvalBatch: e.EvalBatch, CheckpointEvery: e.CheckpointEvery,
 		Init: spec.InitFile(), InitSkip: spec.InitSkip,

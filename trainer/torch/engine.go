@@ -159,12 +159,16 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 	}
 	coefs := C.lt_coefs{soft: C.float(s.Coefs.SoftCE), hard: C.float(s.Coefs.HardCE), kd: C.float(s.Coefs.KD),
 		kd_temp: C.float(s.Coefs.KDTemperature), mutual: C.float(s.Coefs.Mutual)}
+	var mix *C.lt_mix
+	if m := s.Mix; m != nil {
+		mix = &C.lt_mix{lam: C.double(m.Lam), y0: C.int32_t(m.Y0), y1: C.int32_t(m.Y1), x0: C.int32_t(m.X0), x1: C.int32_t(m.X1)}
+	}
 	if _, err := e.next(op); err != nil {
 		return 0, err
 	}
 	var found C.int32_t
 	err = call(op, func(er **C.char) C.int32_t {
-		return C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs, C.double(s.LR),
+		return C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs, mix, C.double(s.LR),
 			C.double(lossScale), &found, er)
 	}, e, s.Models, s.Optims, s.Teacher, s.Targets, s.Group)
 	return int(found), err

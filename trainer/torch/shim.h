@@ -100,6 +100,18 @@ typedef struct {
 	float mutual;   /* weight of the mean KL(peer||self) over the other peers */
 } lt_coefs;
 
+/* The mixing of one training step's batch (mixup, CutMix): with lam < 1,
+   example i is mixed with example n-1-i (the batch flipped, as timm's
+   Mixup): inside the box rows [y0,y1) x columns [x0,x1) when it has an area
+   (CutMix: those pixels are the other example's), everywhere as
+   lam*x + (1-lam)*x' otherwise (mixup); each peer's loss is then
+   lam*loss(its labels) + (1-lam)*loss(the flipped labels), which for the
+   soft-target CE is the CE against lam*t + (1-lam)*t'. */
+typedef struct {
+	double lam;
+	int32_t y0, y1, x0, x1;
+} lt_mix;
+
 /* ---- Runtime. */
 int32_t lt_abi_version(void) LT_NOEXCEPT;
 const char *lt_torch_version(void) LT_NOEXCEPT;
@@ -264,10 +276,11 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
    failed data-parallel step leaves the models as they were. loss_scale > 0
    scales the loss, unscales the gradients and skips the update of a peer
    whose gradients are not finite; *found_inf (may be NULL) receives the
-   number of skipped peers. */
+   number of skipped peers. mix (NULL: none) mixes the batch first (lt_mix);
+   the top-1 hits count against the batch's own labels. */
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                        lt_tensor *targets, lt_coefs coefs, double lr, double loss_scale, int32_t *found_inf,
-                        char **err);
+                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, double lr, double loss_scale,
+                        int32_t *found_inf, char **err);
 /* Reads and resets the sums since the last call, per peer: loss_sum[k]
    (batch loss times examples), correct[k]; *n the examples (of the global
    batches with a group). Waits for the device. */

@@ -64,8 +64,8 @@ inline bool unscale_(const std::vector<Tensor> &grads, double inv) {
 // computed in float32 and the parameters, gradients and momentum stay
 // float32.
 inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, Tensor X,
-                   const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, double lr,
-                   const StepOpts &opts) {
+                   const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, const lt_mix *mix,
+                   double lr, const StepOpts &opts) {
 	if (k < 1) throw std::invalid_argument("train step needs at least one model");
 	auto dev = models[0]->device;
 	int64_t C = models[0]->num_classes;
@@ -96,6 +96,28 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 	if (n > 0) {
 		if (opts.channels_last && X.dim() == 4) X = lts::channels_last(X);
 		auto T = target_rows(targets, Y, C, coefs, dev);
+		// Mixing (lt_mix): the batch with itself flipped, as timm's Mixup
+		// (mode "batch"), and the labels of the other half of each pair.
+		Tensor Yb, Tb;
+		double lam = 1;
+		if (mix && mix->lam < 1) {
+			lam = mix->lam;
+			if (!(lam >= 0)) throw std::invalid_argument("mixing weight " + std::to_string(lam) + ", want 0 <= lam <= 1");
+			auto Xf = X.flip(0);
+			if (mix->y1 > mix->y0 && mix->x1 > mix->x0) {
+				if (mix->y0 < 0 || mix->x0 < 0 || mix->y1 > X.size(2) || mix->x1 > X.size(3))
+					throw std::invalid_argument("CutMix box outside the " + std::to_string(X.size(2)) + "x" +
+					                            std::to_string(X.size(3)) + " image");
+				X = X.clone();
+				X.slice(2, mix->y0, mix->y1)
+				    .slice(3, mix->x0, mix->x1)
+				    .copy_(Xf.slice(2, mix->y0, mix->y1).slice(3, mix->x0, mix->x1));
+			} else {
+				X = X.mul(lam).add_(Xf.mul_(1 - lam));
+			}
+			Yb = Y.flip(0);
+			Tb = target_rows(targets, Yb, C, coefs, dev);
+		}
 		Tensor tl;
 		std::vector<Tensor> logits(k);
 		{
@@ -119,6 +141,7 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		Tensor total;
 		for (int i = 0; i < k; i++) {
 			auto per = per_example_loss(logits[i], Y, T, coefs, tl, probs, i);
+			if (Yb.defined()) per = per * lam + per_example_loss(logits[i], Yb, Tb, coefs, tl, probs, i) * (1 - lam);
 			if (!g) losses[i] = reduce(per, W);
 			else if (!W.defined()) losses[i] = per.sum() / n_all;
 			// A global batch whose weights are all zero contributes nothing.

@@ -292,6 +292,18 @@ type Step struct {
 	// the Engine's metrics are the global batch's (see lt_engine_train in
 	// shim.h).
 	Group *Group
+	// Mix, when set, mixes the batch with itself flipped before the
+	// forward passes (mixup, CutMix; see Mix).
+	Mix *Mix
+}
+
+// Mix is one step's mixing (lt_mix in shim.h): example i is mixed with
+// example N-1-i, inside the box rows [Y0,Y1) × columns [X0,X1) when it has
+// an area (CutMix), else as Lam·x + (1−Lam)·x′ (mixup), and the loss is
+// Lam·loss(labels) + (1−Lam)·loss(flipped labels). Lam = 1 mixes nothing.
+type Mix struct {
+	Lam            float64
+	Y0, Y1, X0, X1 int
 }
 
 // Group is a c10d process group: the processes (ranks) of one data-parallel

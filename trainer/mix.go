@@ -1,0 +1,98 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/lcl-project/lcl/trainer/torch"
+)
+
+// Mixing is a run's mixup (Zhang et al. 2018) and CutMix (Yun et al. 2019),
+// as timm's Mixup draws them in its "batch" mode: one λ per batch, each
+// example mixed with the batch's example at the mirrored position, the
+// loss λ·loss(labels) + (1−λ)·loss(those of the mirrored examples), so that
+// for every strategy the target is the mix of the two examples' targets
+// (soft rows, label smoothing's, LCL's). The zero value mixes nothing.
+type Mixing struct {
+	// Mixup is α of mixup's λ ~ Beta(α, α) (0: no mixup; timm's recipes
+	// use 0.8, 0.2 on CIFAR).
+	Mixup float64
+	// CutMix is α of CutMix's λ ~ Beta(α, α) (0: no CutMix; timm's
+	// recipes use 1.0). With both, each batch uses one of the two, CutMix
+	// with probability 1/2 (timm's switch_prob).
+	CutMix float64
+}
+
+// On reports whether the run mixes batches.
+func (m Mixing) On() bool { return m.Mixup > 0 || m.CutMix > 0 }
+
+// Check rejects negative or non-finite α.
+func (m Mixing) Check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"--mixup", m.Mixup}, {"--cutmix", m.CutMix}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s %v: want α ≥ 0 (0: off)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// String is the mixing as the run's identity and result.json record it
+// ("mixup=0.8 cutmix=1"; "" for none).
+func (m Mixing) String() string {
+	var parts []string
+	if m.Mixup > 0 {
+		parts = append(parts, "mixup="+strconv.FormatFloat(m.Mixup, 'g', -1, 64))
+	}
+	if m.CutMix > 0 {
+		parts = append(parts, "cutmix="+strconv.FormatFloat(m.CutMix, 'g', -1, 64))
+	}
+	return strings.Join(parts, " ")
+}
+
+// draw is one batch's mixing for h×w images, from rng (nil when the batch
+// is not mixed: λ came out 1). The order of draws is timm's
+// (_params_per_batch, then rand_bbox): the switch, λ, the box centre's row,
+// its column.
+func (m Mixing) draw(rng *rand.Rand, h, w int) *torch.Mix {
+	if !m.On() {
+		return nil
+	}
+	cut := m.CutMix > 0 && (m.Mixup <= 0 || rng.Float64() < 0.5)
+	alpha := m.Mixup
+	if cut {
+		alpha = m.CutMix
+	}
+	lam := distuv.Beta{Alpha: alpha, Beta: alpha, Src: rng}.Rand()
+	if !cut {
+		if lam >= 1 {
+			return nil
+		}
+		return &torch.Mix{Lam: lam}
+	}
+	y0, y1, x0, x1 := cutmixBox(rng, lam, h, w)
+	// λ corrected to the box's area once clipped (timm's correct_lam).
+	lam = 1 - float64((y1-y0)*(x1-x0))/float64(h*w)
+	if lam >= 1 {
+		return nil
+	}
+	return &torch.Mix{Lam: lam, Y0: y0, Y1: y1, X0: x0, X1: x1}
+}
+
+// cutmixBox is timm's rand_bbox: a box of about (1−λ) of the image's area,
+// sides √(1−λ)·h by √(1−λ)·w, centred on a uniformly drawn pixel and
+// clipped to the image, as rows [y0,y1) and columns [x0,x1).
+func cutmixBox(rng *rand.Rand, lam float64, h, w int) (y0, y1, x0, x1 int) {
+	ratio := math.Sqrt(1 - lam)
+	ch, cw := int(float64(h)*ratio), int(float64(w)*ratio)
+	cy, cx := rng.IntN(h), rng.IntN(w)
+	clip := func(v, hi int) int { return min(max(v, 0), hi) }
+	return clip(cy-ch/2, h), clip(cy+ch/2, h), clip(cx-cw/2, w), clip(cx+cw/2, w)
+}
