@@ -63,6 +63,9 @@ Augmentation on top of the data set's crop and flip (docs/data.md):
 channel mean). They run on the uint8 images in the data workers, drawn per
 example from the run seed, epoch and example, and are recorded in
 result.json and the run's identity.
+--mixup A and --cutmix A mix each training batch with itself mirrored,
+λ ~ Beta(A, A) per batch, the targets mixed alike (timm's Mixup; with both,
+either per batch), drawn from the run seed, epoch and step.
 
 Model selection: --val-fraction F holds out a class-stratified part of the
 training set; every epoch reports its validation figures, the epoch with the

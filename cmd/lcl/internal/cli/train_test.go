@@ -110,6 +110,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--randaugment", "2,31"}, "--randaugment"},
 		{[]string{"train", "--data", synth, "--randaugment", "2,9", "--trivialaugment"}, "choose one policy"},
 		{[]string{"train", "--data", synth, "--random-erasing", "2"}, "--random-erasing 2: want a probability"},
+		{[]string{"train", "--data", synth, "--mixup=-1"}, "--mixup -1: want α ≥ 0"},
 		{[]string{"train", "--data", synth, "--trivialaugment"}, "no pixels to augment"},
 	}
 	for _, tc := range cases {
@@ -345,6 +346,50 @@ func TestTrainSynsetsMustLoad(t *testing.T) {
 		"--out", filepath.Join(t.TempDir(), "run"))
 	if code != 1 || !strings.Contains(errs, "--synsets") || !strings.Contains(errs, "fashion-mnst") {
 		t.Errorf("exit %d, %q", code, errs)
+	}
+}
+
+// --mixup and --cutmix train Fashion-MNIST, are recorded in result.json and
+// in the run's identity (continuing with other mixing is refused), and a
+// run continued from its checkpoint mixes as an uninterrupted one.
+func TestTrainMix(t *testing.T) {
+	dir := t.TempDir()
+	args := func(run, epochs string, extra ...string) []string {
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=16", "--fraction", "0.01", "--epochs", epochs,
+			"--batch", "32", "--schedule", "constant", "--threads", "1", "--no-store", "--out", filepath.Join(dir, run)}, extra...)
+	}
+	mixing := []string{"--mixup", "0.8", "--cutmix", "1"}
+	if code, out, errs := runLCL(context.Background(), t, args("run", "1", mixing...)...); code != 0 {
+		t.Fatalf("train exit %d\n%s\n%s", code, out, errs)
+	}
+	if res := readResult(t, filepath.Join(dir, "run")); res.Mix != "mixup=0.8 cutmix=1" {
+		t.Fatalf("result.json: mix %q", res.Mix)
+	}
+	code, _, errs := runLCL(context.Background(), t, args("run", "2", "--resume", "--mixup", "0.2")...)
+	if code == 0 || !strings.Contains(errs, `written for mix "mixup=0.8 cutmix=1", this run has "mixup=0.2"`) {
+		t.Errorf("continued with other mixing: exit %d, %s", code, errs)
+	}
+	if code, out, errs := runLCL(context.Background(), t, args("run", "2", append(mixing, "--resume")...)...); code != 0 {
+		t.Fatalf("continued with the same mixing: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := runLCL(context.Background(), t, args("whole", "2", mixing...)...); code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", code, out, errs)
+	}
+	a, b := readResult(t, filepath.Join(dir, "run")), readResult(t, filepath.Join(dir, "whole"))
+	if len(a.Epochs) != 2 || len(b.Epochs) != 2 {
+		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
+	}
+	for i := range a.Epochs {
+		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
+			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
+		}
+	}
+	// Without mixing the run trains on other batches.
+	if code, out, errs := runLCL(context.Background(), t, args("plain", "1")...); code != 0 {
+		t.Fatalf("plain run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if p := readResult(t, filepath.Join(dir, "plain")); p.Mix != "" || reflect.DeepEqual(p.Epochs[0].PeerMetrics, a.Epochs[0].PeerMetrics) {
+		t.Errorf("the plain run: mix %q, epoch 1 %+v like the mixed run's", p.Mix, p.Epochs[0].PeerMetrics)
 	}
 }
 
