@@ -60,8 +60,10 @@ type TrainSpec struct {
 	RandAugment    *string
 	TrivialAugment *bool
 	RandomErasing  *float64
-	// Mixup and CutMix's α (nil: none; trainer.Mixing).
-	Mixup, CutMix *float64
+	// Mixup and CutMix's α, the probability a batch is mixed and that a
+	// mixed batch uses CutMix when both are on (nil: none, timm's 1 and ½;
+	// trainer.Mixing).
+	Mixup, CutMix, MixProb, MixSwitchProb *float64
 
 	Exec TrainExec
 }
@@ -161,7 +163,27 @@ func (s *TrainSpec) Mixing() trainer.Mixing {
 	if s.CutMix != nil {
 		m.CutMix = *s.CutMix
 	}
+	if s.MixProb != nil {
+		m.Prob = *s.MixProb
+	}
+	if s.MixSwitchProb != nil {
+		m.Switch = *s.MixSwitchProb
+	}
 	return m
+}
+
+// checkMixing is Mixing's Check, with a probability given as 0 refused
+// (Mixing reads 0 as timm's default).
+func (s *TrainSpec) checkMixing() error {
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"--mix-prob", s.MixProb}, {"--mix-switch-prob", s.MixSwitchProb}} {
+		if p.v != nil && *p.v == 0 {
+			return fmt.Errorf("%s 0: want a probability 0 < P ≤ 1 (leave out --mixup and --cutmix for no mixing)", p.name)
+		}
+	}
+	return s.Mixing().Check()
 }
 
 // Selection is the model selection asked for: the validation fraction (0:
@@ -296,7 +318,7 @@ func (s *TrainSpec) Validate() error {
 	if _, err := s.Augment(); err != nil {
 		return err
 	}
-	return s.Mixing().Check()
+	return s.checkMixing()
 }
 
 // BindTrainFlags adds lcl train's flags to fs, bound to the fields of s:
@@ -404,6 +426,10 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Mixup, "0") }},
 	{name: "cutmix", usage: "CutMix in training with λ ~ Beta(α, α): a box of 1−λ of the image from the mirrored example (timm's; e.g. 1.0; with --mixup: either, 1/2 each)",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.CutMix, "0") }},
+	{name: "mix-prob", usage: "with --mixup or --cutmix: the probability that a batch is mixed (timm's mix_prob)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.MixProb, "1") }},
+	{name: "mix-switch-prob", usage: "with --mixup and --cutmix: the probability that a mixed batch uses CutMix (timm's switch_prob)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.MixSwitchProb, "0.5") }},
 	{name: "threads", exec: true, usage: "libtorch threads (0 = libtorch's default)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
 	{name: "device", exec: true, usage: "cpu, cuda or cuda:N",
@@ -488,6 +514,40 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.MetricsEvery) }},
 	{name: "log-every", exec: true, usage: "TensorBoard: the training scalars every N optimiser steps (0: once per epoch)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.LogEvery) }},
+}
+
+// ApplyPresetFlags sets the flags a recipe preset bundles (trainer.Preset's
+// Flags: augmentation, mixing) that s does not give. The two augmentation
+// policies exclude each other, so a run that gives either keeps the
+// preset's from both; the mixing α are taken as a pair likewise.
+func (s *TrainSpec) ApplyPresetFlags(p trainer.Preset) error {
+	groups := [][]string{{"randaugment", "trivialaugment"}, {"mixup", "cutmix"}}
+	given := map[string]bool{}
+	for _, f := range trainFlags {
+		if _, ok := p.Flags[f.name]; ok || slices.ContainsFunc(groups, func(g []string) bool { return slices.Contains(g, f.name) }) {
+			given[f.name] = isGiven(f.bind(s))
+		}
+	}
+	for _, g := range groups {
+		if slices.ContainsFunc(g, func(n string) bool { return given[n] }) {
+			for _, n := range g {
+				given[n] = true
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Flags)) {
+		if given[name] {
+			continue
+		}
+		i := slices.IndexFunc(trainFlags, func(f trainFlag) bool { return f.name == name })
+		if i < 0 {
+			return fmt.Errorf("preset %s sets --%s, which lcl train does not have", p.Name, name)
+		}
+		if err := trainFlags[i].bind(s).Set(p.Flags[name]); err != nil {
+			return fmt.Errorf("preset %s: --%s %s: %w", p.Name, name, p.Flags[name], err)
+		}
+	}
+	return s.Validate()
 }
 
 // isGiven reports whether an optional value was given.

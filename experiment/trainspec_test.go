@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
 )
 
 // parseTrain is what lcl train's flags make of a command line (without
@@ -312,5 +313,48 @@ func TestTrainSpecAugment(t *testing.T) {
 	}
 	if err := sp.SetTrainFlag("randaugment", "3"); err == nil {
 		t.Errorf("a grid's randaugment: 3 accepted")
+	}
+}
+
+// A recipe preset's augmentation and mixing apply where the command line
+// gives none; a policy or a mixing α given replaces the preset's pair, and
+// the run's own configuration (its key) stays what was asked.
+func TestApplyPresetFlags(t *testing.T) {
+	modern, err := trainer.PresetByName("cifar-modern")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args     []string
+		aug, mix string
+	}{
+		{nil, "trivialaugment erasing=0.5", "mixup=1 cutmix=1"},
+		{[]string{"--randaugment", "2,9"}, "randaugment=2,9 erasing=0.5", "mixup=1 cutmix=1"},
+		{[]string{"--random-erasing", "0.1", "--mixup", "0.2"}, "trivialaugment erasing=0.1", "mixup=0.2"},
+		{[]string{"--cutmix", "0.5", "--mix-prob", "0.5"}, "trivialaugment erasing=0.5", "cutmix=0.5 prob=0.5"},
+	} {
+		s := parseTrain(t, append([]string{"--preset", "cifar-modern"}, tc.args...)...)
+		before, err := s.Config(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eff := s
+		if err := eff.ApplyPresetFlags(modern); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		aug, err := eff.Augment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if aug.String() != tc.aug || eff.Mixing().String() != tc.mix {
+			t.Errorf("%v: augment %q mix %q, want %q and %q", tc.args, aug, eff.Mixing(), tc.aug, tc.mix)
+		}
+		if after, _ := s.Config(false); !reflect.DeepEqual(before, after) {
+			t.Errorf("%v: the run's configuration changed: %+v, then %+v", tc.args, before, after)
+		}
+	}
+	bad := trainer.Preset{Name: "broken", Flags: map[string]string{"mixupp": "1"}}
+	if err := (&TrainSpec{Fraction: 1, Exec: TrainExec{NProc: 1}}).ApplyPresetFlags(bad); err == nil || !strings.Contains(err.Error(), "--mixupp") {
+		t.Errorf("a preset with an unknown flag: %v", err)
 	}
 }

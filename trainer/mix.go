@@ -23,15 +23,35 @@ type Mixing struct {
 	// use 0.8, 0.2 on CIFAR).
 	Mixup float64
 	// CutMix is α of CutMix's λ ~ Beta(α, α) (0: no CutMix; timm's
-	// recipes use 1.0). With both, each batch uses one of the two, CutMix
-	// with probability 1/2 (timm's switch_prob).
+	// recipes use 1.0).
 	CutMix float64
+	// Prob is the probability that a batch is mixed at all (timm's
+	// mix_prob; 0 stands for 1, timm's default).
+	Prob float64
+	// Switch is, with both, the probability that a mixed batch uses CutMix
+	// rather than mixup (timm's switch_prob; 0 stands for ½, timm's
+	// default).
+	Switch float64
 }
 
 // On reports whether the run mixes batches.
 func (m Mixing) On() bool { return m.Mixup > 0 || m.CutMix > 0 }
 
-// Check rejects negative or non-finite α.
+// prob and switchProb are Prob and Switch with their defaults.
+func (m Mixing) prob() float64 {
+	if m.Prob == 0 {
+		return 1
+	}
+	return m.Prob
+}
+func (m Mixing) switchProb() float64 {
+	if m.Switch == 0 {
+		return 0.5
+	}
+	return m.Switch
+}
+
+// Check rejects negative or non-finite α and probabilities outside [0,1].
 func (m Mixing) Check() error {
 	for _, f := range []struct {
 		name string
@@ -39,6 +59,17 @@ func (m Mixing) Check() error {
 	}{{"--mixup", m.Mixup}, {"--cutmix", m.CutMix}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("%s %v: want α ≥ 0 (0: off)", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"--mix-prob", m.Prob}, {"--mix-switch-prob", m.Switch}} {
+		if !(f.v >= 0 && f.v <= 1) {
+			return fmt.Errorf("%s %v: want a probability 0 < P ≤ 1", f.name, f.v)
+		}
+		if f.v != 0 && !m.On() {
+			return fmt.Errorf("%s without --mixup or --cutmix: nothing to mix", f.name)
 		}
 	}
 	return nil
@@ -54,18 +85,26 @@ func (m Mixing) String() string {
 	if m.CutMix > 0 {
 		parts = append(parts, "cutmix="+strconv.FormatFloat(m.CutMix, 'g', -1, 64))
 	}
+	// The probabilities are named only when they are not timm's defaults,
+	// so that runs with the defaults keep one identity however asked for.
+	if len(parts) > 0 && m.prob() != 1 {
+		parts = append(parts, "prob="+strconv.FormatFloat(m.prob(), 'g', -1, 64))
+	}
+	if m.Mixup > 0 && m.CutMix > 0 && m.switchProb() != 0.5 {
+		parts = append(parts, "switch="+strconv.FormatFloat(m.switchProb(), 'g', -1, 64))
+	}
 	return strings.Join(parts, " ")
 }
 
 // draw is one batch's mixing for h×w images, from rng (nil when the batch
-// is not mixed: λ came out 1). The order of draws is timm's
-// (_params_per_batch, then rand_bbox): the switch, λ, the box centre's row,
-// its column.
+// is not mixed: not drawn to be, or λ came out 1). The order of draws is
+// timm's (_params_per_batch, then rand_bbox): whether to mix, the switch, λ,
+// the box centre's row, its column.
 func (m Mixing) draw(rng *rand.Rand, h, w int) *torch.Mix {
-	if !m.On() {
+	if !m.On() || rng.Float64() >= m.prob() {
 		return nil
 	}
-	cut := m.CutMix > 0 && (m.Mixup <= 0 || rng.Float64() < 0.5)
+	cut := m.CutMix > 0 && (m.Mixup <= 0 || rng.Float64() < m.switchProb())
 	alpha := m.Mixup
 	if cut {
 		alpha = m.CutMix

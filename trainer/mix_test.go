@@ -175,13 +175,14 @@ print(json.dumps(res))
 func TestMixingDraws(t *testing.T) {
 	const draws = 20000
 	for _, tc := range []struct {
-		name    string
-		m       Mixing
-		cutFrac float64 // expected fraction of CutMix draws
+		name             string
+		m                Mixing
+		mixFrac, cutFrac float64 // expected fractions of mixed batches, and of CutMix among them
 	}{
-		{"mixup", Mixing{Mixup: 0.8}, 0},
-		{"cutmix", Mixing{CutMix: 1}, 1},
-		{"both", Mixing{Mixup: 0.8, CutMix: 1}, 0.5},
+		{"mixup", Mixing{Mixup: 0.8}, 1, 0},
+		{"cutmix", Mixing{CutMix: 1}, 1, 1},
+		{"both", Mixing{Mixup: 0.8, CutMix: 1}, 1, 0.5},
+		{"prob-switch", Mixing{Mixup: 0.8, CutMix: 1, Prob: 0.6, Switch: 0.25}, 0.6, 0.25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -209,6 +210,11 @@ func TestMixingDraws(t *testing.T) {
 				sum += d.Lam
 				sum2 += d.Lam * d.Lam
 			}
+			// A CutMix box can come out empty (λ near 1): a few batches
+			// fewer than drawn are mixed.
+			if got := float64(cuts+mixups) / draws; got > tc.mixFrac || got < tc.mixFrac-0.02 {
+				t.Errorf("%.3f of the batches mixed, want %.2f", got, tc.mixFrac)
+			}
 			if got := float64(cuts) / float64(cuts+mixups); math.Abs(got-tc.cutFrac) > 0.02 {
 				t.Errorf("CutMix in %.3f of the mixed batches, want %.2f", got, tc.cutFrac)
 			}
@@ -235,12 +241,26 @@ func TestMixingDraws(t *testing.T) {
 	if y0 != clip(cy-8, 32) || y1 != clip(cy+8, 32) || x0 != clip(cx-6, 24) || x1 != clip(cx+6, 24) {
 		t.Errorf("box (%d,%d,%d,%d) for centre (%d,%d), want rows %d±8 and columns %d±6 clipped", y0, y1, x0, x1, cy, cx, cy, cx)
 	}
-	for _, m := range []Mixing{{Mixup: -1}, {CutMix: math.NaN()}, {Mixup: math.Inf(1)}} {
+	for _, m := range []Mixing{{Mixup: -1}, {CutMix: math.NaN()}, {Mixup: math.Inf(1)}, {Mixup: 1, Prob: 1.5}, {CutMix: 1, Switch: -0.1}, {Prob: 0.5}} {
 		if err := m.Check(); err == nil {
 			t.Errorf("%+v: no error", m)
 		}
 	}
-	if (Mixing{}).On() || (Mixing{}).String() != "" || (Mixing{Mixup: 0.8, CutMix: 1}).String() != "mixup=0.8 cutmix=1" {
-		t.Errorf("zero value on or named, or %q", Mixing{Mixup: 0.8, CutMix: 1}.String())
+	for _, c := range []struct {
+		m    Mixing
+		want string
+	}{
+		{Mixing{}, ""},
+		{Mixing{Mixup: 0.8, CutMix: 1}, "mixup=0.8 cutmix=1"},
+		{Mixing{Mixup: 0.8, CutMix: 1, Prob: 1, Switch: 0.5}, "mixup=0.8 cutmix=1"}, // timm's defaults, named or not
+		{Mixing{Mixup: 0.2, Prob: 0.5, Switch: 0.3}, "mixup=0.2 prob=0.5"},          // no switch without both
+		{Mixing{Mixup: 0.8, CutMix: 1, Switch: 0.3}, "mixup=0.8 cutmix=1 switch=0.3"},
+	} {
+		if got := c.m.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.m, got, c.want)
+		}
+	}
+	if (Mixing{}).On() {
+		t.Error("the zero value mixes")
 	}
 }

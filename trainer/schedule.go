@@ -145,6 +145,11 @@ type Preset struct {
 	// RefBatch, when > 0, scales the learning rate linearly with the batch:
 	// Schedule.LR is the rate for RefBatch examples (Goyal et al. 2017).
 	RefBatch int
+	// Flags are lcl train flags a recipe preset sets besides the
+	// optimisation, by name and value as on the command line (augmentation
+	// and mixing: "trivialaugment": "true", "mixup": "0.2"); a flag the
+	// run gives wins (experiment.TrainSpec.ApplyPresetFlags).
+	Flags map[string]string
 }
 
 // For returns the preset's optimisation for a run of world data-parallel
@@ -172,28 +177,40 @@ func (p Preset) For(world int, batchSet bool, b int, lrSet bool) Optim {
 func Presets() []Preset {
 	p := []Preset{
 		{"cifar-resnet", "ResNet on CIFAR (He et al.): 164 epochs, lr 0.1 ×0.1 at 82/123, wd 1e-4, batch 128",
-			Optim{Epochs: 164, Batch: 128, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}, 0, 0},
+			Optim{Epochs: 164, Batch: 128, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{82, 123}}}, 0, 0, nil},
 		{"densenet-cifar", "DenseNet on CIFAR (Huang et al. 2017): 300 epochs, batch 64, lr 0.1 ×0.1 at 150/225, wd 1e-4, Nesterov",
-			Optim{Epochs: 300, Batch: 64, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{150, 225}}}, 0, 0},
+			Optim{Epochs: 300, Batch: 64, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{150, 225}}}, 0, 0, nil},
 		{"densenet-imagenet", "DenseNet on ImageNet (Huang et al. 2017): 90 epochs, batch 256, lr 0.1 ×0.1 at 30/60, wd 1e-4, Nesterov",
-			Optim{Epochs: 90, Batch: 256, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60}}}, 0, 0},
+			Optim{Epochs: 90, Batch: 256, Momentum: 0.9, Nesterov: true, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60}}}, 0, 0, nil},
 		{"dml-cifar", "DML (Zhang et al.): 200 epochs, lr 0.1 ×0.1 at 60/120/180, wd 5e-4, batch 64, Nesterov",
-			Optim{Epochs: 200, Batch: 64, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{60, 120, 180}}}, 0, 0},
+			Optim{Epochs: 200, Batch: 64, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{60, 120, 180}}}, 0, 0, nil},
 		{"fmnist-cnn", "small CNN/MLP on (Fashion-)MNIST: 20 epochs, lr 0.05 cosine, wd 5e-4, batch 128, Nesterov",
-			Optim{Epochs: 20, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "cosine", LR: 0.05}}, 0, 0},
+			Optim{Epochs: 20, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "cosine", LR: 0.05}}, 0, 0, nil},
 		{"goyal", "large-batch SGD (Goyal et al. 2017): 90 epochs, batch 32 per process, lr 0.1×batch/256 after 5 epochs of linear warm-up, ×0.1 at 30/60/80, wd 1e-4",
-			Optim{Epochs: 90, Batch: 32, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60, 80}, Warmup: 5}}, 32, 256},
+			Optim{Epochs: 90, Batch: 32, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.1, Milestones: []int{30, 60, 80}, Warmup: 5}}, 32, 256, nil},
 		{"imagenet-resnet", "ResNet on ImageNet (torchvision): 90 epochs, lr 0.1 ×0.1 every 30, wd 1e-4, batch 256",
-			Optim{Epochs: 90, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
+			Optim{Epochs: 90, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0, nil},
 		{"resnext-imagenet", "ResNeXt on ImageNet (Xie et al. 2017, fb.resnet.torch schedule): 100 epochs, batch 256, lr 0.1 divided by 10 three times (every 30 epochs), wd 1e-4",
-			Optim{Epochs: 100, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0},
+			Optim{Epochs: 100, Batch: 256, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.1, Gamma: 0.1, StepSize: 30}}, 0, 0, nil},
 		{"inception-resnet-v2", "Inception-ResNet-v2 (Szegedy et al. 2017): TensorFlow's RMSProp (decay 0.9, ε 1.0, momentum 0.9), lr 0.045 ×0.94 every 2 epochs, batch 32, wd 4e-5 (on every parameter; TF-Slim spares biases and batch norm), 100 epochs (the paper gives none)",
 			Optim{Epochs: 100, Batch: 32, Momentum: 0.9, WeightDecay: 4e-5, Schedule: Schedule{Kind: "step", LR: 0.045, Gamma: 0.94, StepSize: 2},
-				Optimizer: "rmsprop", Params: map[string]float64{"decay": 0.9, "eps": 1}}, 0, 0},
+				Optimizer: "rmsprop", Params: map[string]float64{"decay": 0.9, "eps": 1}}, 0, 0, nil},
 		{"senet-imagenet", "SENet on ImageNet (Hu et al. 2018): 100 epochs, batch 1024, lr 0.6×batch/1024 ×0.1 every 30, wd 1e-4",
-			Optim{Epochs: 100, Batch: 1024, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.6, Gamma: 0.1, StepSize: 30}}, 0, 1024},
+			Optim{Epochs: 100, Batch: 1024, Momentum: 0.9, Nesterov: false, WeightDecay: 1e-4, Schedule: Schedule{Kind: "step", LR: 0.6, Gamma: 0.1, StepSize: 30}}, 0, 1024, nil},
 		{"wrn-cifar", "Wide ResNet (Zagoruyko & Komodakis): 200 epochs, lr 0.1 ×0.2 at 60/120/160, wd 5e-4, batch 128, Nesterov",
-			Optim{Epochs: 200, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}, 0, 0},
+			Optim{Epochs: 200, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, Schedule: Schedule{Kind: "multistep", LR: 0.1, Gamma: 0.2, Milestones: []int{60, 120, 160}}}, 0, 0, nil},
+		// The modern recipes (issue 30): the optimisation of today's
+		// recipes with their augmentation and mixing, for running every
+		// method under the paper's recipe and a modern one.
+		{Name: "cifar-modern", Doc: "a modern CIFAR recipe: 200 epochs, batch 128, SGD Nesterov lr 0.1 cosine after 5 epochs of linear warm-up (Goyal et al. 2017), wd 5e-4 (WRN), EMA 0.9998 per step (timm's default), TrivialAugmentWide (Müller & Hutter 2021), random erasing 0.5 (Zhong et al. 2020 on CIFAR), mixup α 1 (Zhang et al. 2018 on CIFAR) or CutMix α 1 (Yun et al. 2019 on CIFAR), ½ each (timm)",
+			Optim: Optim{Epochs: 200, Batch: 128, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, EMADecay: 0.9998,
+				Schedule: Schedule{Kind: "cosine", LR: 0.1, Warmup: 5}},
+			Flags: map[string]string{"trivialaugment": "true", "random-erasing": "0.5", "mixup": "1", "cutmix": "1"}},
+		{Name: "imagenet-modern", Doc: "torchvision's 2021 ImageNet recipe (Vryniotis 2021, \"How to train state-of-the-art models using TorchVision's latest primitives\"): 600 epochs, batch 128 per process, lr 0.5×batch/1024 cosine after 5 epochs of linear warm-up, wd 2e-5, EMA 0.99997 per step (its 0.99998 every 32 steps, adjusted as it does), TrivialAugmentWide, random erasing 0.1, mixup α 0.2 or CutMix α 1, ½ each; its label smoothing 0.1 is --strategy ls (not part of the preset), its 176-pixel training crops, norm-layer wd 0 and repeated-augment sampler are not reproduced",
+			Optim: Optim{Epochs: 600, Batch: 128, Momentum: 0.9, WeightDecay: 2e-5, EMADecay: 0.99997,
+				Schedule: Schedule{Kind: "cosine", LR: 0.5, Warmup: 5}},
+			WorkerBatch: 128, RefBatch: 1024,
+			Flags: map[string]string{"trivialaugment": "true", "random-erasing": "0.1", "mixup": "0.2", "cutmix": "1"}},
 	}
 	// By name: how lcl models lists them.
 	slices.SortFunc(p, func(a, b Preset) int { return strings.Compare(a.Name, b.Name) })

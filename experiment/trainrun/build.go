@@ -106,13 +106,6 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	aug, err := spec.Augment()
-	if err != nil {
-		return nil, &UsageError{err}
-	}
-	if _, ok := d.Train.(data.U8Decoder); aug.Enabled() && !ok {
-		return nil, usagef("--data %s: the %s data set has no pixels to augment (%s)", ds, data.Kind(ds), aug)
-	}
 	preset := spec.PresetName()
 	if preset == "" {
 		c, h, w := d.Train.Shape()
@@ -123,6 +116,20 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	p, err := trainer.PresetByName(preset)
 	if err != nil {
 		return nil, usagef("--preset: %v", err)
+	}
+	// A recipe preset's augmentation and mixing, where the run gives none:
+	// on a copy, so that the run keeps the configuration it was asked as
+	// (its store key; a grid's cell with the same preset is the same run).
+	eff := spec
+	if err := eff.ApplyPresetFlags(p); err != nil {
+		return nil, usagef("--preset %s: %v", preset, err)
+	}
+	aug, err := eff.Augment()
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if _, ok := d.Train.(data.U8Decoder); aug.Enabled() && !ok {
+		return nil, usagef("--data %s: the %s data set has no pixels to augment (%s)", ds, data.Kind(ds), aug)
 	}
 	op, err := p.Apply(world, spec.Optim)
 	if err != nil {
@@ -137,7 +144,7 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		Out: e.Out, Model: spec.Model, Train: d.Train, Test: d.Test, TrainIndices: d.Indices,
 		BatchSource: data.BatchSource(data.LoaderConfig{Workers: e.Workers, Augment: aug}),
 		Augment:     aug.String(), // BatchSource's, for the identity and result.json
-		Mix:         spec.Mixing(),
+		Mix:         eff.Mixing(),
 		Strategy:    spec.Strategy, Optim: op, Seed: spec.Seed, Threads: e.Threads, Device: e.Device,
 		EvalBatch: e.EvalBatch, CheckpointEvery: e.CheckpointEvery,
 		Init: spec.InitFile(), InitSkip: spec.InitSkip,

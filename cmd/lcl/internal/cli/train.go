@@ -65,7 +65,8 @@ example from the run seed, epoch and example, and are recorded in
 result.json and the run's identity.
 --mixup A and --cutmix A mix each training batch with itself mirrored,
 λ ~ Beta(A, A) per batch, the targets mixed alike (timm's Mixup; with both,
-either per batch), drawn from the run seed, epoch and step.
+either per batch: --mix-switch-prob; --mix-prob mixes only some batches),
+drawn from the run seed, epoch and step.
 
 Model selection: --val-fraction F holds out a class-stratified part of the
 training set; every epoch reports its validation figures, the epoch with the

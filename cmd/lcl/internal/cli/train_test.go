@@ -111,6 +111,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--randaugment", "2,9", "--trivialaugment"}, "choose one policy"},
 		{[]string{"train", "--data", synth, "--random-erasing", "2"}, "--random-erasing 2: want a probability"},
 		{[]string{"train", "--data", synth, "--mixup=-1"}, "--mixup -1: want α ≥ 0"},
+		{[]string{"train", "--data", synth, "--mixup", "1", "--mix-prob", "0"}, "--mix-prob 0: want a probability"},
+		{[]string{"train", "--data", synth, "--mix-switch-prob", "0.3"}, "--mix-switch-prob without --mixup or --cutmix"},
 		{[]string{"train", "--data", synth, "--trivialaugment"}, "no pixels to augment"},
 	}
 	for _, tc := range cases {
@@ -390,6 +392,39 @@ func TestTrainMix(t *testing.T) {
 	}
 	if p := readResult(t, filepath.Join(dir, "plain")); p.Mix != "" || reflect.DeepEqual(p.Epochs[0].PeerMetrics, a.Epochs[0].PeerMetrics) {
 		t.Errorf("the plain run: mix %q, epoch 1 %+v like the mixed run's", p.Mix, p.Epochs[0].PeerMetrics)
+	}
+}
+
+// lcl train --strategy lcl --preset cifar-modern trains Fashion-MNIST (small
+// settings) with the preset's augmentation, mixing and EMA; a mixing flag
+// given replaces the preset's.
+func TestTrainModernPreset(t *testing.T) {
+	dir := t.TempDir()
+	sim := filepath.Join(dir, "sim.npy")
+	s := make([]float64, 100)
+	for i := range 10 {
+		for j := range 10 {
+			s[i*10+j] = 1 / (1 + math.Abs(float64(i-j)))
+		}
+	}
+	if err := npy.WriteFile(sim, 10, 10, s); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, extra ...string) trainer.Result {
+		args := append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=16", "--fraction", "0.01", "--epochs", "1",
+			"--batch", "32", "--threads", "1", "--no-store", "--strategy", "lcl", "--matrix", sim, "--preset", "cifar-modern",
+			"--out", filepath.Join(dir, name)}, extra...)
+		if code, out, errs := runLCL(context.Background(), t, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", extra, code, out, errs)
+		}
+		return readResult(t, filepath.Join(dir, name))
+	}
+	res := run("modern")
+	if res.Augment != "trivialaugment erasing=0.5" || res.Mix != "mixup=1 cutmix=1" || res.EMA == nil {
+		t.Errorf("cifar-modern: augment %q, mix %q, EMA %v", res.Augment, res.Mix, res.EMA)
+	}
+	if res := run("mixup", "--mixup", "0.2"); res.Augment != "trivialaugment erasing=0.5" || res.Mix != "mixup=0.2" {
+		t.Errorf("cifar-modern --mixup 0.2: augment %q, mix %q", res.Augment, res.Mix)
 	}
 }
 
