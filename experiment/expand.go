@@ -27,27 +27,29 @@ type Exec struct {
 }
 
 // Expand returns the grid's runs in a fixed order: model, fraction,
-// strategy (in file order) with its sources and parameter values, then seed
-// innermost, so that all methods of a block finish close together.
+// preset (the presets axis), strategy (in file order) with its sources and
+// parameter values, then seed innermost, so that all methods of a block finish close together.
 func (g *Grid) Expand() []Run {
 	var runs []Run
 	exec := Exec{Device: g.Device, Threads: g.Threads, NProc: g.NProc, ChannelsLast: g.ChannelsLast}
 	for _, model := range g.Models {
 		for _, frac := range g.Fractions {
-			for _, s := range g.Strategies {
-				sources := s.Sources
-				if len(sources) == 0 {
-					sources = []string{""}
-				}
-				for _, src := range sources {
-					for _, params := range paramProduct(s.Params) {
-						for _, seed := range g.Seeds {
-							c := simstore.RunConfig{
-								Labels: g.Labels, Data: g.Data, Model: model, Fraction: frac,
-								Strategy: s.Name, Source: src, Params: params, Seed: seed,
-								Epochs: g.Epochs, Preset: g.Preset, Args: copyMap(g.Args),
+			for _, preset := range g.presetAxis() {
+				for _, s := range g.Strategies {
+					sources := s.Sources
+					if len(sources) == 0 {
+						sources = []string{""}
+					}
+					for _, src := range sources {
+						for _, params := range paramProduct(s.Params) {
+							for _, seed := range g.Seeds {
+								c := simstore.RunConfig{
+									Labels: g.Labels, Data: g.Data, Model: model, Fraction: frac,
+									Strategy: s.Name, Source: src, Params: params, Seed: seed,
+									Epochs: g.Epochs, Preset: preset, Args: copyMap(g.Args),
+								}
+								runs = append(runs, Run{ID: c.ID(), Config: c, Exec: exec})
 							}
-							runs = append(runs, Run{ID: c.ID(), Config: c, Exec: exec})
 						}
 					}
 				}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 )
 
@@ -44,6 +45,11 @@ type Grid struct {
 	Epochs int `yaml:"epochs"`
 	// Preset names a training preset (lcl train --preset): optimiser, schedule, batch size.
 	Preset string `yaml:"preset"`
+	// Presets, instead of Preset, makes the preset an axis: the recipe axis
+	// (e.g. [default, cifar-modern]: every method under the model's own
+	// preset and a modern recipe). "default" is the model's preset, as no
+	// preset at all, so those runs are the runs of a grid without one.
+	Presets []string `yaml:"presets"`
 	// Args are further `lcl train` flags for every run, without the leading dashes.
 	Args map[string]string `yaml:"args"`
 	// Device and Threads say where runs execute; they are not part of a run's
@@ -170,7 +176,26 @@ func (g *Grid) Size() (n int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	return bounded.Product(len(g.Models), len(g.Fractions), len(g.Seeds), k)
+	return bounded.Product(len(g.Models), len(g.Fractions), len(g.Seeds), max(len(g.Presets), 1), k)
+}
+
+// DefaultPreset is the name a grid's presets axis gives the model's own
+// preset (no --preset).
+const DefaultPreset = "default"
+
+// presetAxis is the grid's presets as run configurations spell them
+// ("" for DefaultPreset); one entry, Preset, without the axis.
+func (g *Grid) presetAxis() []string {
+	if len(g.Presets) == 0 {
+		return []string{g.Preset}
+	}
+	out := make([]string, len(g.Presets))
+	for i, p := range g.Presets {
+		if p != DefaultPreset {
+			out[i] = p
+		}
+	}
+	return out
 }
 
 // settings counts the strategy settings: sources × parameter values,
@@ -203,8 +228,12 @@ func (g *Grid) checkSize() error {
 	if k, ok := g.settings(); ok {
 		settings = strconv.Itoa(k)
 	}
-	return fmt.Errorf("the grid expands to %s runs (%d models × %d fractions × %d seeds × %s strategy settings); the limit is %d runs: split it into several grids",
-		runs, len(g.Models), len(g.Fractions), len(g.Seeds), settings, MaxRuns)
+	presets := ""
+	if len(g.Presets) > 0 {
+		presets = fmt.Sprintf(" × %d presets", len(g.Presets))
+	}
+	return fmt.Errorf("the grid expands to %s runs (%d models × %d fractions × %d seeds%s × %s strategy settings); the limit is %d runs: split it into several grids",
+		runs, len(g.Models), len(g.Fractions), len(g.Seeds), presets, settings, MaxRuns)
 }
 
 func (g *Grid) validate() error {
@@ -239,6 +268,20 @@ func (g *Grid) validate() error {
 	}
 	if err := unique("seeds", g.Seeds); err != nil {
 		return err
+	}
+	if len(g.Presets) > 0 && g.Preset != "" {
+		return fmt.Errorf("preset and presets: give one (presets: [%s, ...] makes the preset an axis)", g.Preset)
+	}
+	if err := unique("presets", g.Presets); err != nil {
+		return err
+	}
+	for i, p := range g.Presets {
+		if p == "" {
+			return fmt.Errorf("presets[%d]: empty (%q is the model's own preset)", i, DefaultPreset)
+		}
+		if _, err := trainer.PresetByName(p); p != DefaultPreset && err != nil {
+			return fmt.Errorf("presets[%d]: %v", i, err)
+		}
 	}
 	for _, k := range sortedKeys(g.Args) {
 		if err := checkFlag("args", k); err != nil {

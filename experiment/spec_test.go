@@ -101,6 +101,9 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type", strings.Replace(valid, "seeds: [1]", "seeds: one", 1), "line 4"},
 		{"two documents", valid + "---\nlabels: y\n", "one YAML document"},
 		{"empty", "", "empty grid file"},
+		{"preset and presets", valid + "preset: wrn-cifar\npresets: [default, cifar-modern]\n", "preset and presets: give one"},
+		{"unknown preset on the axis", valid + "presets: [default, cifar-modren]\n", `presets[1]: unknown preset "cifar-modren"; did you mean cifar-modern`},
+		{"repeated preset", valid + "presets: [default, cifar-modern, default]\n", "presets[2]: default repeats presets[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,5 +163,36 @@ func TestChannelsLastIsExecution(t *testing.T) {
 	}
 	if _, err := Parse([]byte(strings.Replace(string(raw), "args:\n", "args:\n  channels-last: \"true\"\n", 1))); err == nil || !strings.Contains(err.Error(), "channels-last") {
 		t.Errorf("channels-last in args: err %v, want it pointed to the grid key", err)
+	}
+}
+
+// The presets axis (the recipe axis): every run once per preset, "default"
+// runs the same runs (same ids) as a grid without a preset, and each run
+// trains with its preset.
+func TestPresetsAxis(t *testing.T) {
+	base := "labels: fashion-mnist\nmodels: [cnn]\nfractions: [0.1]\nseeds: [1, 2]\nstrategies:\n  - name: sl\n  - name: ls\n"
+	plain, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	axis, err := Parse([]byte(base + "presets: [default, cifar-modern]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := axis.Size(); n != 8 || len(axis.Expand()) != 8 {
+		t.Fatalf("size %d, %d runs; want 8", n, len(axis.Expand()))
+	}
+	ids := map[string]string{}
+	for _, r := range axis.Expand() {
+		ids[r.ID] = r.Config.Preset
+		args := r.TrainArgs("runs/x", false)
+		if i := slices.Index(args, "--preset"); (r.Config.Preset == "") != (i < 0) || (i >= 0 && args[i+1] != r.Config.Preset) {
+			t.Errorf("%s: preset %q, args %v", r.ID, r.Config.Preset, args)
+		}
+	}
+	for _, r := range plain.Expand() {
+		if p, ok := ids[r.ID]; !ok || p != "" {
+			t.Errorf("run %s of the grid without presets: in the axis grid %v with preset %q", r.ID, ok, p)
+		}
 	}
 }

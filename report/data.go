@@ -7,6 +7,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -51,6 +52,12 @@ var subscripts = []string{"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇"
 // done are skipped and counted. Runs store accuracies as fractions (what lcl
 // train writes); entries and everything printed are in percent.
 func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
+	// Runs of several presets (a grid's recipe axis) are told apart by a
+	// method name that ends in the preset's.
+	presets := map[string]bool{}
+	for _, r := range runs {
+		presets[r.Config.Preset] = true
+	}
 	for _, r := range runs {
 		if r.Status != simstore.RunDone || len(r.Top1) == 0 {
 			skipped++
@@ -66,6 +73,9 @@ func FromRuns(runs []simstore.Run) (entries []Entry, skipped int, err error) {
 			return nil, 0, fmt.Errorf("run %s: epochs: %w", r.ID, err)
 		}
 		method := c.Method()
+		if len(presets) > 1 {
+			method += " [" + cmp.Or(c.Preset, "default") + "]"
+		}
 		for i, top1 := range r.Top1 {
 			m := method
 			if len(r.Top1) > 1 && i+1 < len(subscripts) {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -311,5 +313,37 @@ func TestSelectedWeights(t *testing.T) {
 	var html bytes.Buffer
 	if err := r.WriteHTML(&html); err != nil || !strings.Contains(html.String(), `<td>DML₂</td><td class="n">9</td><td class="n">3</td><td class="n">4</td>`) {
 		t.Errorf("HTML lacks the selected epoch: %v", err)
+	}
+}
+
+// Runs of a grid's presets axis are told apart in every table by the
+// preset at the end of the method's name; runs of one preset keep the plain
+// names.
+func TestPresetsInMethodNames(t *testing.T) {
+	var runs []simstore.Run
+	for _, preset := range []string{"", "cifar-modern"} {
+		for seed := 1; seed <= 2; seed++ {
+			c := simstore.RunConfig{Labels: "fashion-mnist", Model: "cnn", Fraction: 0.1, Strategy: "lcl",
+				Source: "semantic", Params: map[string]string{"epsilon": "0.9"}, Seed: seed, Epochs: 1, Preset: preset}
+			ep, _ := json.Marshal([]map[string]any{{"epoch": 1, "loss": 1.0, "top1": []float64{0.5}}})
+			runs = append(runs, simstore.Run{ID: c.ID(), Config: c, Status: "done", Top1: []float64{0.5}, Top5: []float64{0.9}, Epochs: ep})
+		}
+	}
+	names := func(runs []simstore.Run) []string {
+		entries, _, err := FromRuns(runs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := map[string]bool{}
+		for _, e := range entries {
+			set[e.Method] = true
+		}
+		return slices.Sorted(maps.Keys(set))
+	}
+	if got, want := names(runs), []string{"LCL(ε=0.9, semantic) [cifar-modern]", "LCL(ε=0.9, semantic) [default]"}; !slices.Equal(got, want) {
+		t.Errorf("two presets: methods %q, want %q", got, want)
+	}
+	if got, want := names(runs[2:]), []string{"LCL(ε=0.9, semantic)"}; !slices.Equal(got, want) {
+		t.Errorf("one preset: methods %q, want %q", got, want)
 	}
 }
