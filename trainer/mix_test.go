@@ -13,6 +13,7 @@ import (
 
 	"github.com/lcl-project/lcl/internal/testdep"
 	"github.com/lcl-project/lcl/trainer/models"
+	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -263,4 +264,106 @@ func TestMixingDraws(t *testing.T) {
 	if (Mixing{}).On() {
 		t.Error("the zero value mixes")
 	}
+}
+
+// A mixed step in channels-last gives the weights of the NCHW step (the
+// box and the flip are taken over the same pixels whatever the layout), and
+// in bf16 + channels-last it stays near them (the tolerance of
+// TestEngineBF16AndChannelsLast).
+func TestMixChannelsLastAndBF16(t *testing.T) {
+	torch.SetThreads(1)
+	in := models.Input{C: 3, H: 16, W: 16, NumClasses: 5}
+	spec, err := models.Builtin().Get("cnn:channels=4x8,fc=16", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	const n = 6
+	x := make([]float32, n*3*16*16)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	y := []int64{0, 1, 2, 3, 4, 0}
+	for _, mix := range []*torch.Mix{{Lam: 0.65}, {Lam: 1 - 6.0*9/256, Y0: 2, Y1: 8, X0: 5, X1: 14}} {
+		weights := func(p torch.Precision, cl bool) map[string][]float32 {
+			torch.ManualSeed(3)
+			m, err := torch.NewModel(spec, "cpu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			o, err := torch.NewSGD(m, 0.9, 5e-4, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			e, err := torch.NewEngine("cpu", torch.EngineOptions{Precision: p, ChannelsLast: cl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			for range 2 {
+				if err := e.Put(torch.Input{X: x, N: n, C: 3, H: 16, W: 16, Y: y}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.Train(&torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{o},
+					Coefs: torch.Coefs{HardCE: 1}, LR: 0.1, Mix: mix}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(t.TempDir(), "w.safetensors")
+			if err := writeWeights(path, m.State(), nil); err != nil {
+				t.Fatal(err)
+			}
+			st, err := safetensorsFloats(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		ref := weights(torch.FP32, false)
+		for _, c := range []struct {
+			p   torch.Precision
+			cl  bool
+			tol float64
+		}{{torch.FP32, true, 1e-5}, {torch.BF16, true, 0.05}} {
+			got := weights(c.p, c.cl)
+			worst, where := 0.0, ""
+			for k, v := range ref {
+				for i := range v {
+					d := math.Abs(float64(got[k][i] - v[i]))
+					if !(d <= worst) {
+						worst, where = d, k
+					}
+				}
+			}
+			if !(worst <= c.tol) {
+				t.Errorf("mix %+v, %v channels-last=%v: %s differs from fp32 NCHW by %g", *mix, c.p, c.cl, where, worst)
+			}
+		}
+	}
+}
+
+// safetensorsFloats reads the F32 tensors of a safetensors file.
+func safetensorsFloats(path string) (map[string][]float32, error) {
+	b, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ts, _, err := safetensors.Read(b)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]float32{}
+	for _, t := range ts {
+		if t.DType != "F32" {
+			continue
+		}
+		v := make([]float32, len(t.Data)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+		}
+		out[t.Name] = v
+	}
+	return out, nil
 }

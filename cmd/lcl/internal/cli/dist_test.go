@@ -147,3 +147,19 @@ func hierOf(t *testing.T, v any) map[string]float64 {
 	}
 	return out
 }
+
+// Mixing works data-parallel: each rank mixes its share of the global
+// batch with the same λ and box, and the run records it.
+func TestTrainNProcMix(t *testing.T) {
+	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runLCL(context.Background(), t, "train", "--synsets", "fashion-mnist", "--model", "cnn:bn=0", "--fraction", "0.02",
+		"--epochs", "1", "--batch", "50", "--seed", "2", "--threads", "1", "--no-store", "--nproc", "2",
+		"--mixup", "0.8", "--cutmix", "1", "--out", out)
+	if code != 0 {
+		t.Fatalf("--nproc 2 --mixup --cutmix: exit %d\n%s", code, stderr)
+	}
+	if res := readResult(t, out); res.Mix != "mixup=0.8 cutmix=1" || len(res.Top1) != 1 || !(res.Top1[0] > 0) {
+		t.Errorf("result.json: mix %q, top-1 %v", res.Mix, res.Top1)
+	}
+}
