@@ -108,7 +108,7 @@ func New(ctx context.Context, st Strategy, run Run) (*Bridge, error) {
 		b.run.Similarity = nil
 	}
 	for _, s := range stages {
-		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Peers, Model: s.Model, PerStep: s.PerStep}
+		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Peers, Model: s.Model, PerStep: s.PerStep, ClassProbs: s.ClassProbs}
 		if s.Teacher >= 0 {
 			ps.Teacher = stages[s.Teacher].Name
 		}
@@ -150,7 +150,8 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 		// free before the next C×C matrix arrives.
 		debug.FreeOSMemory()
 	}
-	sp, err := b.StrategyPlan(ctx, pc.StageIndex, pc.Epoch, pc.Step, pc.Features)
+	sp, err := b.StrategyPlan(ctx, sdk.PlanAt{Stage: pc.StageIndex, Epoch: pc.Epoch, Step: pc.Step,
+		ClassProbSums: pc.ClassProbSums, ClassCounts: pc.ClassCounts}, pc.Features)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -168,12 +169,13 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	return out, nil
 }
 
-// StrategyPlan is stage s, epoch e's (and step's) plan as the strategy gave
-// it (float64), with weights and subset mapped to data-set indices (weights:
+// StrategyPlan is the plan at (stage, epoch, step, with its class
+// probabilities) as the strategy gave it (float64), with weights and subset mapped to data-set indices (weights:
 // one per data-set example, 0 outside the training set). Before the first
 // plan of a stage that follows one asking for features, the strategy is sent
 // those features, pulled from features chunk by chunk.
-func (b *Bridge) StrategyPlan(ctx context.Context, s, e, step int, features FeatureFunc) (*sdk.Plan, error) {
+func (b *Bridge) StrategyPlan(ctx context.Context, at sdk.PlanAt, features FeatureFunc) (*sdk.Plan, error) {
+	s := at.Stage
 	if s < 0 || s >= len(b.stages) {
 		return nil, fmt.Errorf("stage %d: the strategy has %d stages", s, len(b.stages))
 	}
@@ -184,7 +186,7 @@ func (b *Bridge) StrategyPlan(ctx context.Context, s, e, step int, features Feat
 			}
 		}
 	}
-	p, err := b.st.Plan(ctx, sdk.PlanAt{Stage: s, Epoch: e, Step: step})
+	p, err := b.st.Plan(ctx, at)
 	if err != nil {
 		return nil, err
 	}

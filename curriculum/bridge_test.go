@@ -187,7 +187,7 @@ func TestBridgeLCLPlanAndIdentity(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	// The strategy's plan has the same targets.
-	sp, err := b.StrategyPlan(ctx, 0, 2, 0, nil)
+	sp, err := b.StrategyPlan(ctx, sdk.PlanAt{Epoch: 2}, nil)
 	if err != nil || sp.Targets.At(1, 1) != p.Targets[4] {
 		t.Fatalf("strategy plan %v %v", sp, err)
 	}
@@ -261,7 +261,7 @@ func TestBridgeTrainableNeedsFreshStages(t *testing.T) {
 	if err := b.Trainable(); err == nil || !strings.Contains(err.Error(), `stage "b" continues`) {
 		t.Fatalf("Trainable = %v", err)
 	}
-	if _, err := b.StrategyPlan(context.Background(), 1, 0, 0, nil); err != nil {
+	if _, err := b.StrategyPlan(context.Background(), sdk.PlanAt{Stage: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := curriculum.New(context.Background(), &flaky{}, curriculum.Run{Labels: []int{0}, Train: []int{3}}); err == nil {

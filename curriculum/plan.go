@@ -20,6 +20,10 @@ type Stage struct {
 	// (the epoch's weights, subset and coefficients stay those of step 0).
 	// LCL's optional per-iteration update uses it.
 	PerStep bool
+	// ClassProbs asks for the class probabilities of each epoch in the
+	// next epoch's PlanContext (ClassProbSums, ClassCounts): online label
+	// smoothing's targets are made of them.
+	ClassProbs bool
 }
 
 // Plan is what a Planner decides for one epoch, in the trainer's terms:
@@ -69,6 +73,13 @@ type PlanContext struct {
 	// earlier stage for the given training examples (evaluation mode, no
 	// augmentation), one row per index.
 	Features FeatureFunc
+	// With Stage.ClassProbs, from the stage's second epoch on: over the
+	// training examples the stage's first model classified correctly in
+	// the epoch before (training mode, as the step saw them), the sums of
+	// their softmax outputs by true class (C×C row-major, row = true class)
+	// and their number per class. nil otherwise.
+	ClassProbSums []float64
+	ClassCounts   []int64
 }
 
 // FeatureFunc returns the features of a finished stage's final model for the

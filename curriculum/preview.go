@@ -80,7 +80,7 @@ stages:
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			plan, err := b.StrategyPlan(ctx, s, e, 0, nil)
+			plan, err := b.StrategyPlan(ctx, sdk.PlanAt{Stage: s, Epoch: e}, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -18,12 +19,32 @@ func (r *runner) planContext(s, e, step int) PlanContext {
 	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
 		classes = c.Classes()
 	}
-	return PlanContext{Classes: classes,
+	pc := PlanContext{Classes: classes,
 		Stage: r.stages[s], StageIndex: s, Epoch: e, Epochs: r.stages[s].Epochs,
 		Step: step, Steps: (len(r.cfg.TrainIndices) + r.cfg.Optim.Batch - 1) / r.cfg.Optim.Batch,
 		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
 		Features: r.features,
 	}
+	if r.stages[s].ClassProbs && r.prevClass != nil && r.prevClass.Sums != nil {
+		pc.ClassProbSums, pc.ClassCounts = r.prevClass.Sums, r.prevClass.Counts
+	}
+	return pc
+}
+
+// maxClassProbClasses bounds the classes of a run whose strategy asks for
+// class probabilities: they travel in checkpoints and plan requests as C×C
+// float64 values (128 MiB at 4,096 classes).
+const maxClassProbClasses = 4096
+
+// classProbsSupported refuses what class probabilities cannot do yet.
+func (r *runner) classProbsSupported() error {
+	if r.cfg.Group != nil {
+		return errors.New("the strategy needs class probabilities, which are not gathered over the ranks of --nproc yet: train it in one process")
+	}
+	if c := r.cfg.Train.NumClasses(); c > maxClassProbClasses {
+		return fmt.Errorf("the strategy needs class probabilities, kept for at most %d classes, not %d", maxClassProbClasses, c)
+	}
+	return nil
 }
 
 // features returns the penultimate features of a finished stage's model,

@@ -72,6 +72,7 @@ func (r *runner) runEpoch(ctx context.Context, peers *peerSet, p position) error
 	if err != nil {
 		return err
 	}
+	r.lastClass = ep.p.Class
 	r.history = append(r.history, em)
 	if r.cfg.OnEpoch != nil {
 		r.cfg.OnEpoch(em)
@@ -83,6 +84,15 @@ func (r *runner) runEpoch(ctx context.Context, peers *peerSet, p position) error
 func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epoch, error) {
 	s, e := p.Stage, p.Epoch
 	ep := &epoch{r: r, ctx: ctx, peers: peers, stage: r.stages[s], p: p, base: r.stepsBefore()}
+	if ep.stage.ClassProbs {
+		if err := r.classProbsSupported(); err != nil {
+			return nil, ep.errorf("%w", err)
+		}
+		if ep.p.Class == nil {
+			ep.p.Class = &classProbs{}
+		}
+	}
+	r.prevClass = ep.p.PrevClass // the plans' (planContext)
 	plan, err := r.plan(ctx, s, e, 0)
 	if err != nil {
 		return nil, ep.errorf("%w", err)
@@ -91,7 +101,7 @@ func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epo
 		return nil, ep.errorf("%w", err)
 	}
 	ep.plan = plan
-	ep.step = torch.Step{Models: peers.models, Optims: peers.optims, Group: r.cfg.Group}
+	ep.step = torch.Step{Models: peers.models, Optims: peers.optims, Group: r.cfg.Group, ClassProbs: ep.stage.ClassProbs}
 	if err := ep.use(plan, false); err != nil {
 		ep.close()
 		return nil, err
@@ -348,6 +358,13 @@ func (ep *epoch) flush() error {
 		return ep.errorf("%w", err)
 	}
 	p := &ep.p
+	if ep.stage.ClassProbs {
+		sums, counts, err := r.engine.ClassProbs(r.cfg.Train.NumClasses())
+		if err != nil {
+			return ep.errorf("%w", err)
+		}
+		p.Class.add(sums, counts)
+	}
 	for q := range k {
 		p.Acc[q].Loss += mt.LossSum[q]
 		p.Acc[q].Correct += mt.Correct[q]

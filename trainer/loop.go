@@ -45,6 +45,10 @@ type runner struct {
 	// openDir opens metrics.jsonl and the sink before the first epoch;
 	// nil once it has (or before the run starts).
 	openDir func() error
+	// With Stage.ClassProbs: prevClass is the class probabilities the
+	// epoch in progress plans with (its position's PrevClass), lastClass
+	// those of the last epoch that finished training.
+	prevClass, lastClass *classProbs
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -103,6 +107,31 @@ type position struct {
 	Acc                []accum // per peer, for the epoch in progress
 	Images             int64
 	Seconds            float64
+	// With Stage.ClassProbs: the class probabilities of the epoch in
+	// progress so far, and of the epoch before (this epoch's plans).
+	Class     *classProbs `json:",omitempty"`
+	PrevClass *classProbs `json:",omitempty"`
+}
+
+// classProbs are an epoch's class probabilities (Stage.ClassProbs,
+// torch.Engine.ClassProbs): softmax rows of the correctly classified
+// training examples summed by label (C×C), and their number per label.
+type classProbs struct {
+	Sums   []float64
+	Counts []int64
+}
+
+// add adds what the engine summed since its last read.
+func (c *classProbs) add(sums []float64, counts []int64) {
+	if c.Sums == nil {
+		c.Sums, c.Counts = make([]float64, len(sums)), make([]int64, len(counts))
+	}
+	for i, v := range sums {
+		c.Sums[i] += v
+	}
+	for i, v := range counts {
+		c.Counts[i] += v
+	}
 }
 
 type accum struct {
@@ -187,20 +216,27 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 		}
 	}
 	start := 0
+	// prev is the class probabilities of the stage's last finished epoch
+	// (Stage.ClassProbs), which the next epoch's plans are given.
+	var prev *classProbs
 	if s == pos.Stage {
 		start = pos.Epoch
+		if pos.Epoch > 0 {
+			prev = pos.PrevClass
+		}
 	}
 	// With model selection the last stage ends with an evaluation of the
 	// selected weights: its last epoch's checkpoint is not yet the run's end.
 	selecting := r.sel != nil && s == len(r.stages)-1
 	for e := start; e < r.stages[s].Epochs && !(selecting && r.sel.stopped > 0); e++ {
-		p := position{Stage: s, Epoch: e}
+		p := position{Stage: s, Epoch: e, PrevClass: prev}
 		if s == pos.Stage && e == pos.Epoch {
 			p = pos
 		}
 		if err := r.runEpoch(ctx, peers, p); err != nil {
 			return nil, err
 		}
+		prev = r.lastClass
 		if selecting && e+1 < r.stages[s].Epochs && r.sel.stop(e+1) {
 			// Only a stop before the last epoch ended the run early: one
 			// at the last would claim it, and refuse a longer --resume.
@@ -209,10 +245,11 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 		last := e == r.stages[s].Epochs-1 || (selecting && r.sel.stopped > 0)
 		every := r.cfg.CheckpointEvery > 0 && (e+1)%r.cfg.CheckpointEvery == 0
 		if last || every {
-			next := position{Stage: s, Epoch: e + 1}
+			next := position{Stage: s, Epoch: e + 1, PrevClass: prev}
 			done := last && !selecting
 			if done {
-				next = position{Stage: s + 1}
+				// (PrevClass: a larger --epochs continues the stage.)
+				next = position{Stage: s + 1, PrevClass: prev}
 			}
 			if err := r.saveCheckpoint(peers, next, done); err != nil {
 				return nil, err

@@ -50,7 +50,7 @@ func (r *runner) resumePosition(ck *checkpoint) error {
 		}
 		// Continue the last stage from its end (a stop that older lcl
 		// recorded at the last epoch ended nothing early).
-		st.Position, st.Stopped = position{Stage: last, Epoch: was[last]}, 0
+		st.Position, st.Stopped = position{Stage: last, Epoch: was[last], PrevClass: p.PrevClass}, 0
 		return nil
 	}
 	if n := r.stages[p.Stage].Epochs; n < p.Epoch {

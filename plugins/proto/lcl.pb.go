@@ -609,12 +609,13 @@ type Stage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Epochs        int32                  `protobuf:"varint,2,opt,name=epochs,proto3" json:"epochs,omitempty"`
-	Models        int32                  `protobuf:"varint,3,opt,name=models,proto3" json:"models,omitempty"`                  // models trained together in this stage (dml: 2)
-	Teacher       int32                  `protobuf:"varint,4,opt,name=teacher,proto3" json:"teacher,omitempty"`                // index of the stage whose trained model is the frozen teacher; -1 none
-	Fresh         bool                   `protobuf:"varint,5,opt,name=fresh,proto3" json:"fresh,omitempty"`                    // start from newly initialised weights (else continue the previous stage's model)
-	Features      bool                   `protobuf:"varint,6,opt,name=features,proto3" json:"features,omitempty"`              // after the stage, the host streams every training example's features
-	PerStep       bool                   `protobuf:"varint,7,opt,name=per_step,json=perStep,proto3" json:"per_step,omitempty"` // ask for a plan every optimiser step, not once per epoch
-	Model         string                 `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`                     // architecture for this stage ("" = the run's)
+	Models        int32                  `protobuf:"varint,3,opt,name=models,proto3" json:"models,omitempty"`                           // models trained together in this stage (dml: 2)
+	Teacher       int32                  `protobuf:"varint,4,opt,name=teacher,proto3" json:"teacher,omitempty"`                         // index of the stage whose trained model is the frozen teacher; -1 none
+	Fresh         bool                   `protobuf:"varint,5,opt,name=fresh,proto3" json:"fresh,omitempty"`                             // start from newly initialised weights (else continue the previous stage's model)
+	Features      bool                   `protobuf:"varint,6,opt,name=features,proto3" json:"features,omitempty"`                       // after the stage, the host streams every training example's features
+	PerStep       bool                   `protobuf:"varint,7,opt,name=per_step,json=perStep,proto3" json:"per_step,omitempty"`          // ask for a plan every optimiser step, not once per epoch
+	Model         string                 `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`                              // architecture for this stage ("" = the run's)
+	ClassProbs    bool                   `protobuf:"varint,9,opt,name=class_probs,json=classProbs,proto3" json:"class_probs,omitempty"` // Plan requests of this stage carry the class probabilities of the epoch before (online label smoothing)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -705,6 +706,13 @@ func (x *Stage) GetModel() string {
 	return ""
 }
 
+func (x *Stage) GetClassProbs() bool {
+	if x != nil {
+		return x.ClassProbs
+	}
+	return false
+}
+
 type BeginResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stages        []*Stage               `protobuf:"bytes,1,rep,name=stages,proto3" json:"stages,omitempty"`
@@ -750,10 +758,16 @@ func (x *BeginResponse) GetStages() []*Stage {
 }
 
 type PlanRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stage         int32                  `protobuf:"varint,1,opt,name=stage,proto3" json:"stage,omitempty"`
-	Epoch         int32                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // 0-based within the stage
-	Step          int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`   // 0-based within the epoch; 0 unless the stage is per_step
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Stage int32                  `protobuf:"varint,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	Epoch int32                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // 0-based within the stage
+	Step  int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`   // 0-based within the epoch; 0 unless the stage is per_step
+	// With Stage.class_probs, from epoch 1 on: over the training examples the
+	// stage's first model classified correctly in the epoch before, the sums
+	// of their softmax outputs by true class (C×C row-major, row = true class)
+	// and their counts per class (C).
+	ClassProbSums []float64 `protobuf:"fixed64,4,rep,packed,name=class_prob_sums,json=classProbSums,proto3" json:"class_prob_sums,omitempty"`
+	ClassCounts   []int64   `protobuf:"varint,5,rep,packed,name=class_counts,json=classCounts,proto3" json:"class_counts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -807,6 +821,20 @@ func (x *PlanRequest) GetStep() int32 {
 		return x.Step
 	}
 	return 0
+}
+
+func (x *PlanRequest) GetClassProbSums() []float64 {
+	if x != nil {
+		return x.ClassProbSums
+	}
+	return nil
+}
+
+func (x *PlanRequest) GetClassCounts() []int64 {
+	if x != nil {
+		return x.ClassCounts
+	}
+	return nil
 }
 
 // Coefficients weight the terms of each model's loss (per-sample sum over
@@ -1406,7 +1434,7 @@ const file_lcl_proto_rawDesc = "" +
 	" \x01(\x03R\vinlineLimit\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe9\x01\n" +
 	"\x05Stage\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06epochs\x18\x02 \x01(\x05R\x06epochs\x12\x16\n" +
@@ -1415,13 +1443,17 @@ const file_lcl_proto_rawDesc = "" +
 	"\x05fresh\x18\x05 \x01(\bR\x05fresh\x12\x1a\n" +
 	"\bfeatures\x18\x06 \x01(\bR\bfeatures\x12\x19\n" +
 	"\bper_step\x18\a \x01(\bR\aperStep\x12\x14\n" +
-	"\x05model\x18\b \x01(\tR\x05model\"=\n" +
+	"\x05model\x18\b \x01(\tR\x05model\x12\x1f\n" +
+	"\vclass_probs\x18\t \x01(\bR\n" +
+	"classProbs\"=\n" +
 	"\rBeginResponse\x12,\n" +
-	"\x06stages\x18\x01 \x03(\v2\x14.lcl.plugin.v1.StageR\x06stages\"M\n" +
+	"\x06stages\x18\x01 \x03(\v2\x14.lcl.plugin.v1.StageR\x06stages\"\x98\x01\n" +
 	"\vPlanRequest\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\x05R\x05stage\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x12\n" +
-	"\x04step\x18\x03 \x01(\x05R\x04step\"\x8a\x01\n" +
+	"\x04step\x18\x03 \x01(\x05R\x04step\x12&\n" +
+	"\x0fclass_prob_sums\x18\x04 \x03(\x01R\rclassProbSums\x12!\n" +
+	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\x8a\x01\n" +
 	"\fCoefficients\x12\x17\n" +
 	"\asoft_ce\x18\x01 \x01(\x01R\x06softCe\x12\x17\n" +
 	"\ahard_ce\x18\x02 \x01(\x01R\x06hardCe\x12\x0e\n" +

@@ -28,13 +28,15 @@ func New(name string) (sdk.Strategy, bool) {
 		return &CN{}, true
 	case "mbm-soft":
 		return &MBMSoft{}, true
+	case "ols":
+		return &OLS{}, true
 	}
 	return nil, false
 }
 
 // Names lists the built-in strategies.
 func Names() []string {
-	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn", "mbm-soft"}
+	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn", "mbm-soft", "ols"}
 	sort.Strings(n)
 	return n
 }

@@ -168,10 +168,34 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 	}
 	var found C.int32_t
 	err = call(op, func(er **C.char) C.int32_t {
-		return C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs, mix, C.double(s.LR),
+		return C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs, mix, cbool(s.ClassProbs), C.double(s.LR),
 			C.double(lossScale), &found, er)
 	}, e, s.Models, s.Optims, s.Teacher, s.Targets, s.Group)
 	return int(found), err
+}
+
+// ClassProbs reads and resets what the steps with Step.ClassProbs summed
+// since the last call, for c classes: over the examples peer 0 classified
+// correctly, their softmax rows summed by label (c×c row-major, row =
+// label) and their number per label. Zeros without such steps. It waits
+// for the device.
+func (e *Engine) ClassProbs(c int) (sums []float64, counts []int64, err error) {
+	const op = "class probabilities"
+	h, err := e.handle(op)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c < 1 {
+		return nil, nil, fmt.Errorf("torch: %s of %d classes", op, c)
+	}
+	sums, counts = make([]float64, c*c), make([]int64, c)
+	err = call(op, func(er **C.char) C.int32_t {
+		return C.lt_engine_class_probs(h, C.int64_t(c), (*C.double)(&sums[0]), (*C.int64_t)(&counts[0]), er)
+	}, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sums, counts, nil
 }
 
 // Metrics reads and resets the sums of the steps since the last call, for k

@@ -46,6 +46,9 @@ struct lt_engine {
 	std::vector<double> loss_host;
 	std::vector<int64_t> correct_host;
 	int64_t n = 0;
+	// Class probabilities since the last lt_engine_class_probs (C×C float64
+	// sums, C int64 counts), when steps asked for them.
+	Tensor cp_sum, cp_count;
 
 	bool cuda() const { return dev.is_cuda(); }
 
@@ -175,8 +178,8 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
 }
 
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, double lr, double loss_scale,
-                        int32_t *found_inf, char **err) {
+                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, int32_t class_probs, double lr,
+                        double loss_scale, int32_t *found_inf, char **err) {
 	LT_TRY_SYNCED
 	// The staged batch is consumed whatever happens next (the binding
 	// counts it as consumed once the call returns).
@@ -192,6 +195,7 @@ int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **op
 	if (s.x.defined()) X = e->input(s);
 	auto opts = e->opts;
 	opts.loss_scale = loss_scale;
+	opts.class_probs = class_probs != 0;
 	// A model converted to channels-last takes its input so too, as in
 	// evaluation.
 	opts.channels_last = opts.channels_last || models[0]->channels_last;
@@ -233,7 +237,31 @@ int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **op
 		}
 	}
 	e->n += (int64_t)out.n_all;
+	if (out.cp_sum.defined()) {
+		torch::NoGradGuard ng;
+		e->cp_sum = e->cp_sum.defined() ? e->cp_sum.add_(out.cp_sum) : out.cp_sum;
+		e->cp_count = e->cp_count.defined() ? e->cp_count.add_(out.cp_count) : out.cp_count;
+	}
 	if (found_inf) *found_inf = out.found_inf;
+	return 0;
+	LT_CATCH(err, -1)
+}
+
+int32_t lt_engine_class_probs(lt_engine *e, int64_t c, double *sums, int64_t *counts, char **err) {
+	LT_TRY_SYNCED
+	std::memset(sums, 0, sizeof(double) * (size_t)(c * c));
+	std::memset(counts, 0, sizeof(int64_t) * (size_t)c);
+	if (e->cp_sum.defined()) {
+		if (e->cp_sum.size(0) != c)
+			throw std::invalid_argument("class probabilities of " + std::to_string(e->cp_sum.size(0)) + " classes, asked for " +
+			                            std::to_string(c));
+		auto s = e->cp_sum.to(torch::kCPU).contiguous();
+		auto n = e->cp_count.to(torch::kCPU).contiguous();
+		std::memcpy(sums, s.data_ptr<double>(), sizeof(double) * (size_t)(c * c));
+		std::memcpy(counts, n.data_ptr<int64_t>(), sizeof(int64_t) * (size_t)c);
+	}
+	e->cp_sum = Tensor();
+	e->cp_count = Tensor();
 	return 0;
 	LT_CATCH(err, -1)
 }

@@ -277,10 +277,17 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
    scales the loss, unscales the gradients and skips the update of a peer
    whose gradients are not finite; *found_inf (may be NULL) receives the
    number of skipped peers. mix (NULL: none) mixes the batch first (lt_mix);
+   class_probs: see lt_engine_class_probs;
    the top-1 hits count against the batch's own labels. */
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, double lr, double loss_scale,
-                        int32_t *found_inf, char **err);
+                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, int32_t class_probs, double lr,
+                        double loss_scale, int32_t *found_inf, char **err);
+/* With class_probs set, lt_engine_train also sums, over the batch's examples
+   peer 0 classifies correctly (argmax of its logits = label), their softmax
+   rows by label, and counts them by label, on the device; lt_engine_class_probs
+   reads (sums: c*c float64, row = label; counts: c) and resets those sums.
+   Without a step that set it, it reads zeros. */
+int32_t lt_engine_class_probs(lt_engine *e, int64_t c, double *sums, int64_t *counts, char **err);
 /* Reads and resets the sums since the last call, per peer: loss_sum[k]
    (batch loss times examples), correct[k]; *n the examples (of the global
    batches with a group). Waits for the device. */

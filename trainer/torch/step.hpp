@@ -20,6 +20,9 @@ struct StepOpts {
 	// all-reduce with a group), and a peer whose gradients hold an inf or
 	// NaN skips its update (torch.cuda.amp.GradScaler's step rule).
 	double loss_scale = 0;
+	// class_probs: the step also returns peer 0's class-probability sums
+	// (StepOut.cp_sum, cp_count; lt_engine_class_probs).
+	bool class_probs = false;
 };
 
 // StepOut is what a step reports per peer. With a group, loss_host and
@@ -33,6 +36,7 @@ struct StepOut {
 	std::vector<int64_t> correct_host;
 	double n_all = 0;
 	int32_t found_inf = 0; // peers whose update was skipped (loss_scale)
+	Tensor cp_sum, cp_count; // StepOpts.class_probs: C×C float64, C int64
 };
 
 // unscale_ multiplies every gradient by inv and reports whether one holds a
@@ -151,6 +155,16 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		if (opts.loss_scale > 0) total = total * opts.loss_scale;
 		total.backward();
 		for (int i = 0; i < k; i++) out.correct[i] = logits[i].detach().argmax(1).eq(Y).sum();
+		if (opts.class_probs) {
+			// Online label smoothing's statistics: the softmax rows of the
+			// examples peer 0 got right, summed by label.
+			torch::NoGradGuard ng;
+			auto p = torch::softmax(logits[0].detach(), 1).to(torch::kFloat64);
+			auto idx = logits[0].detach().argmax(1).eq(Y).nonzero().squeeze(1);
+			auto yc = Y.index_select(0, idx);
+			out.cp_sum = torch::zeros({C, C}, p.options()).index_add_(0, yc, p.index_select(0, idx));
+			out.cp_count = torch::zeros({C}, Y.options()).index_add_(0, yc, torch::ones_like(yc));
+		}
 	}
 	if (g) {
 		// Each rank's loss is its share of the global batch loss, so the sum

@@ -74,6 +74,7 @@ func (e *Engine) Close()                                        {}
 func (e *Engine) Put(in Input) error                            { return ErrNoLibtorch }
 func (e *Engine) Train(s *Step, lossScale float64) (int, error) { return 0, ErrNoLibtorch }
 func (e *Engine) Metrics(k int) (EngineMetrics, error)          { return EngineMetrics{}, ErrNoLibtorch }
+func (e *Engine) ClassProbs(c int) ([]float64, []int64, error)  { return nil, nil, ErrNoLibtorch }
 func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }

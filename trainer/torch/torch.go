@@ -295,6 +295,9 @@ type Step struct {
 	// Mix, when set, mixes the batch with itself flipped before the
 	// forward passes (mixup, CutMix; see Mix).
 	Mix *Mix
+	// ClassProbs makes the engine sum peer 0's softmax rows of the
+	// examples it classifies correctly, by label (Engine.ClassProbs).
+	ClassProbs bool
 }
 
 // Mix is one step's mixing (lt_mix in shim.h): example i is mixed with

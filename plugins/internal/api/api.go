@@ -206,12 +206,21 @@ type Stage struct {
 	Features bool   // after this stage the host sends every example's features
 	PerStep  bool   // Plan is asked every optimiser step, not once per epoch
 	Model    string // architecture ("" = the run's)
+	// ClassProbs asks for the class probabilities of each epoch in the
+	// next epoch's PlanAt (online label smoothing).
+	ClassProbs bool
 }
 
 // PlanAt says which plan is asked for; Epoch and Step are 0-based within the
 // stage and the epoch.
 type PlanAt struct {
 	Stage, Epoch, Step int
+	// With Stage.ClassProbs, from epoch 1 on: over the training examples
+	// the stage's first model classified correctly in the epoch before,
+	// the sums of their softmax outputs by true class (C×C row-major, row =
+	// true class) and their number per class (C); nil otherwise.
+	ClassProbSums []float64
+	ClassCounts   []int64
 }
 
 // Coefs weight each model's loss terms (per-sample sum over classes,

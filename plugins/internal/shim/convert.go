@@ -81,7 +81,7 @@ func toStages(ss []sdk.Stage) []*pb.Stage {
 	out := make([]*pb.Stage, len(ss))
 	for i, s := range ss {
 		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Peers), Teacher: int32(s.Teacher),
-			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model}
+			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model, ClassProbs: s.ClassProbs}
 	}
 	return out
 }
@@ -90,7 +90,8 @@ func fromStages(ss []*pb.Stage) []sdk.Stage {
 	out := make([]sdk.Stage, len(ss))
 	for i, s := range ss {
 		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Peers: int(s.GetModels()), Teacher: int(s.GetTeacher()),
-			Fresh: s.GetFresh(), Features: s.GetFeatures(), PerStep: s.GetPerStep(), Model: s.GetModel()}
+			Fresh: s.GetFresh(), Features: s.GetFeatures(), PerStep: s.GetPerStep(), Model: s.GetModel(),
+			ClassProbs: s.GetClassProbs()}
 	}
 	return out
 }

@@ -88,7 +88,8 @@ func (s *StrategyClient) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, e
 // 21,843-class run then reads each epoch's 1.9 GB into pages already
 // mapped. Clone them to keep them past the next Plan.
 func (s *StrategyClient) Plan(ctx context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
-	r, err := s.c.Plan(ctx, &pb.PlanRequest{Stage: int32(at.Stage), Epoch: int32(at.Epoch), Step: int32(at.Step)})
+	r, err := s.c.Plan(ctx, &pb.PlanRequest{Stage: int32(at.Stage), Epoch: int32(at.Epoch), Step: int32(at.Step),
+		ClassProbSums: at.ClassProbSums, ClassCounts: at.ClassCounts})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,8 @@ func (s *strategyServer) Begin(ctx context.Context, r *pb.BeginRequest) (*pb.Beg
 }
 
 func (s *strategyServer) Plan(ctx context.Context, r *pb.PlanRequest) (*pb.Plan, error) {
-	p, err := s.impl.Plan(ctx, sdk.PlanAt{Stage: int(r.GetStage()), Epoch: int(r.GetEpoch()), Step: int(r.GetStep())})
+	p, err := s.impl.Plan(ctx, sdk.PlanAt{Stage: int(r.GetStage()), Epoch: int(r.GetEpoch()), Step: int(r.GetStep()),
+		ClassProbSums: r.GetClassProbSums(), ClassCounts: r.GetClassCounts()})
 	if err != nil {
 		return nil, err
 	}

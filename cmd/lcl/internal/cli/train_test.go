@@ -395,6 +395,37 @@ func TestTrainMix(t *testing.T) {
 	}
 }
 
+// --strategy ols trains Fashion-MNIST: its first epoch's targets are label
+// smoothing's, later ones its own predictions' (the target entropy moves);
+// a run continued with a larger --epochs from its finished checkpoint plans
+// and trains as an uninterrupted one (the class probabilities travel in the
+// checkpoint).
+func TestTrainOLS(t *testing.T) {
+	dir := t.TempDir()
+	args := func(run, epochs string, extra ...string) []string {
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=16", "--fraction", "0.02", "--epochs", epochs,
+			"--batch", "32", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "ols",
+			"--out", filepath.Join(dir, run)}, extra...)
+	}
+	for _, a := range [][]string{args("whole", "3"), args("part", "1"), args("part", "3", "--resume")} {
+		if code, out, errs := runLCL(context.Background(), t, a...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
+		}
+	}
+	a, b := readResult(t, filepath.Join(dir, "whole")), readResult(t, filepath.Join(dir, "part"))
+	if len(a.Epochs) != 3 || len(b.Epochs) != 3 {
+		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
+	}
+	for i := range a.Epochs {
+		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
+			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, b.Epochs[i].PeerMetrics, a.Epochs[i].PeerMetrics)
+		}
+	}
+	if e1, e2 := a.Epochs[0].TargetEntropy, a.Epochs[1].TargetEntropy; e1 == e2 || !(e2 > 0) {
+		t.Errorf("target entropy %v then %v: want the online targets to replace label smoothing's", e1, e2)
+	}
+}
+
 // lcl train --strategy lcl --preset cifar-modern trains Fashion-MNIST (small
 // settings) with the preset's augmentation, mixing and EMA; a mixing flag
 // given replaces the preset's.
