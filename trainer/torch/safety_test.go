@@ -159,6 +159,8 @@ func TestUseAfterClose(t *testing.T) {
 		{"Engine.Put", "", func() error { return ce.Put(in) }, func() error { return newEngine(t).Put(in) }},
 		{"Engine.Metrics", "", func() error { _, err := ce.Metrics(1); return err },
 			func() error { _, err := newEngine(t).Metrics(1); return err }},
+		{"Engine.ClassProbs", "", func() error { _, _, err := ce.ClassProbs(3); return err },
+			func() error { _, _, err := newEngine(t).ClassProbs(3); return err }},
 		{"Engine.Train", "", func() error {
 			_, err := ce.Train(&Step{Models: []*Model{lm}, Optims: []*Optimizer{lo}, Coefs: Coefs{HardCE: 1}}, 0)
 			return err
