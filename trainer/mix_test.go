@@ -108,23 +108,12 @@ func TestMixStepMatchesPyTorch(t *testing.T) {
 	}
 	js, _ := json.Marshal(cases)
 	bench, _ := filepath.Abs("../bench")
-	out := py.Run(`
-import json, struct, sys
+	out := py.Run(loadST+`
+import sys
 sys.path.insert(0, sys.argv[1])
-import torch, refnets
+import refnets
 import torch.nn.functional as F
 torch.set_num_threads(1)
-def load(path):
-    b = open(path, "rb").read()
-    n, = struct.unpack("<Q", b[:8])
-    h = json.loads(b[8:8+n]); data = b[8+n:]
-    dt = {"F32": torch.float32, "I64": torch.int64}
-    sd = {}
-    for k, v in h.items():
-        if k == "__metadata__": continue
-        s, e = v["data_offsets"]
-        sd[k] = torch.frombuffer(bytearray(data[s:e]), dtype=dt[v["dtype"]]).reshape(v["shape"])
-    return sd
 res = {}
 for c in json.loads(sys.argv[2]):
     m = refnets.CNN(classes=10, channels=(4, 8), fc=16)

@@ -377,15 +377,7 @@ func TestTrainMix(t *testing.T) {
 	if code, out, errs := runLCL(context.Background(), t, args("whole", "2", mixing...)...); code != 0 {
 		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", code, out, errs)
 	}
-	a, b := readResult(t, filepath.Join(dir, "run")), readResult(t, filepath.Join(dir, "whole"))
-	if len(a.Epochs) != 2 || len(b.Epochs) != 2 {
-		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
-	}
-	for i := range a.Epochs {
-		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
-			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
-		}
-	}
+	a := sameEpochs(t, filepath.Join(dir, "run"), filepath.Join(dir, "whole"), 2)
 	// Without mixing the run trains on other batches.
 	if code, out, errs := runLCL(context.Background(), t, args("plain", "1")...); code != 0 {
 		t.Fatalf("plain run: exit %d\n%s\n%s", code, out, errs)
@@ -412,15 +404,7 @@ func TestTrainOLS(t *testing.T) {
 			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
 		}
 	}
-	a, b := readResult(t, filepath.Join(dir, "whole")), readResult(t, filepath.Join(dir, "part"))
-	if len(a.Epochs) != 3 || len(b.Epochs) != 3 {
-		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
-	}
-	for i := range a.Epochs {
-		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
-			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, b.Epochs[i].PeerMetrics, a.Epochs[i].PeerMetrics)
-		}
-	}
+	a := sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 3)
 	if e1, e2 := a.Epochs[0].TargetEntropy, a.Epochs[1].TargetEntropy; e1 == e2 || !(e2 > 0) {
 		t.Errorf("target entropy %v then %v: want the online targets to replace label smoothing's", e1, e2)
 	}
@@ -490,15 +474,7 @@ func TestTrainAugment(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", code, out, errs)
 	}
-	a, b := readResult(t, filepath.Join(dir, "run")), readResult(t, filepath.Join(dir, "whole"))
-	if len(a.Epochs) != 2 || len(b.Epochs) != 2 {
-		t.Fatalf("epochs: %d and %d", len(a.Epochs), len(b.Epochs))
-	}
-	for i := range a.Epochs {
-		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
-			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
-		}
-	}
+	a := sameEpochs(t, filepath.Join(dir, "run"), filepath.Join(dir, "whole"), 2)
 	// Without the policy the run trains on other images.
 	code, out, errs = runLCL(context.Background(), t, args("plain", "1")...)
 	if code != 0 {
@@ -510,6 +486,23 @@ func TestTrainAugment(t *testing.T) {
 }
 
 // readResult reads the result.json of the run directory dir.
+// sameEpochs checks that the run continued in dir has the epochs, and each
+// epoch the figures, of the uninterrupted run in whole; it returns the
+// continued run's result.
+func sameEpochs(t *testing.T, dir, whole string, epochs int) trainer.Result {
+	t.Helper()
+	a, b := readResult(t, dir), readResult(t, whole)
+	if len(a.Epochs) != epochs || len(b.Epochs) != epochs {
+		t.Fatalf("epochs: %d continued and %d uninterrupted, want %d", len(a.Epochs), len(b.Epochs), epochs)
+	}
+	for i := range a.Epochs {
+		if !reflect.DeepEqual(a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics) {
+			t.Errorf("epoch %d: continued %+v, uninterrupted %+v", i+1, a.Epochs[i].PeerMetrics, b.Epochs[i].PeerMetrics)
+		}
+	}
+	return a
+}
+
 func readResult(t *testing.T, dir string) trainer.Result {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
