@@ -256,6 +256,12 @@ else
 	result train-learns "not checked (--cpu: too few steps)"
 fi
 result train-imgs "$(num "$(jget "$logs/train.log" epochs.img_per_s)")"
+# The recipe paths on the device: mixup/CutMix in the step, and online label
+# smoothing's class probabilities summed on the device and read each epoch.
+step recipe 240 "${lclx[@]}" train --data "$train_data" --model "$train_model" --epochs 2 --batch "$train_batch" \
+	--lr "$train_lr" --device "$dev" --precision bf16 --channels-last --strategy ols --mixup 0.8 --cutmix 1 \
+	--out "$work/recipe" --no-store --json --quiet --eval-batch 256 "${thr[@]}"
+result recipe-top1 "$(pct "$(jget "$logs/recipe.log" final.test_top1)")"
 step eval-cpu 180 "${lclx[@]}" eval --checkpoint "$work/run" --device cpu --json --batch 256 "${thr[@]}"
 step eval-gpu 120 "${lclx[@]}" eval --checkpoint "$work/run" --device "$dev" --json --batch 256 "${thr[@]}"
 for d in cpu gpu; do
@@ -338,6 +344,7 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 	echo "|---|---|"
 	echo "| shim build against this PyTorch | $(get status:shim-build) in $(get time:shim-build); data-parallel backends: $(get shim-dist) |"
 	echo "| lcl train on $dev (1 epoch, learnable synthetic data, bf16, channels-last) | $(get status:train): test top-1 $(get train-top1), $(get train-imgs) img/s; learns: $(get train-learns) |"
+	echo "| lcl train on $dev, --strategy ols --mixup 0.8 --cutmix 1 (2 epochs, bf16, channels-last) | $(get status:recipe): test top-1 $(get recipe-top1) |"
 	echo "| lcl eval on cpu | $(get status:eval-cpu): top-1 $(pct "$(get eval-cpu-top1)"), loss $(get eval-cpu-loss) |"
 	echo "| lcl eval on $dev | $(get status:eval-gpu): top-1 $(pct "$(get eval-gpu-top1)"), loss $(get eval-gpu-loss) |"
 	echo "| same accuracy on CPU and GPU | $(get eval-same) |"
