@@ -12,9 +12,10 @@ import (
 // What the planner and the epochs read of the data: the plan's context,
 // a finished stage's features and the passes over a data set.
 
-// planContext is what the planner is told at step step of epoch e of
-// stage s.
-func (r *runner) planContext(s, e, step int) PlanContext {
+// planContext is what the planner is told at step step of the epoch at p
+// (with the class probabilities of the epoch before, when the stage asks).
+func (r *runner) planContext(p position, step int) PlanContext {
+	s, e := p.Stage, p.Epoch
 	var classes []string
 	if c, ok := r.cfg.Train.(interface{ Classes() []string }); ok {
 		classes = c.Classes()
@@ -25,8 +26,8 @@ func (r *runner) planContext(s, e, step int) PlanContext {
 		NumClasses: r.cfg.Train.NumClasses(), Train: r.cfg.TrainIndices, Label: r.cfg.Train.Label,
 		Features: r.features,
 	}
-	if r.stages[s].ClassProbs && r.prevClass != nil && r.prevClass.Sums != nil {
-		pc.ClassProbSums, pc.ClassCounts = r.prevClass.Sums, r.prevClass.Counts
+	if c := p.PrevClass; r.stages[s].ClassProbs && c != nil && c.Sums != nil {
+		pc.ClassProbSums, pc.ClassCounts = c.Sums, c.Counts
 	}
 	return pc
 }

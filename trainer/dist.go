@@ -32,10 +32,10 @@ func (r *runner) syncPeers(ps *peerSet) error {
 // one, rank 0's, broadcast to the others (so a strategy runs once, and
 // non-deterministic or stateful strategies still give every rank the same
 // plan).
-func (r *runner) plan(ctx context.Context, s, e, step int) (Plan, error) {
+func (r *runner) plan(ctx context.Context, p position, step int) (Plan, error) {
 	g := r.cfg.Group
 	if g == nil {
-		return r.cfg.Planner.Plan(ctx, r.planContext(s, e, step))
+		return r.cfg.Planner.Plan(ctx, r.planContext(p, step))
 	}
 	type wire struct {
 		Plan Plan
@@ -43,7 +43,7 @@ func (r *runner) plan(ctx context.Context, s, e, step int) (Plan, error) {
 	}
 	var msg []byte
 	if g.Rank() == 0 {
-		p, err := r.cfg.Planner.Plan(ctx, r.planContext(s, e, step))
+		p, err := r.cfg.Planner.Plan(ctx, r.planContext(p, step))
 		w := wire{Plan: p}
 		if err != nil {
 			w.Err = err.Error()

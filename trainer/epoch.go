@@ -52,37 +52,36 @@ var errStop = errors.New("stop")
 
 // runEpoch trains epoch p.Epoch of stage p.Stage from position p and
 // evaluates its peers.
-func (r *runner) runEpoch(ctx context.Context, peers *peerSet, p position) error {
+func (r *runner) runEpoch(ctx context.Context, peers *peerSet, p position) (*classProbs, error) {
 	ep, err := r.newEpoch(ctx, peers, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ep.close()
 	err = ep.train()
 	if errors.Is(err, errStop) || ctx.Err() != nil {
-		return ep.canceled()
+		return nil, ep.canceled()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	em, err := ep.evaluate()
 	if err != nil && ctx.Err() != nil {
-		return ep.canceled()
+		return nil, ep.canceled()
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.lastClass = ep.p.Class
 	r.history = append(r.history, em)
 	if r.cfg.OnEpoch != nil {
 		r.cfg.OnEpoch(em)
 	}
-	return r.logEpoch(em)
+	return ep.p.Class, r.logEpoch(em)
 }
 
 // newEpoch asks the planner for the epoch's plan and puts it in force.
 func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epoch, error) {
-	s, e := p.Stage, p.Epoch
+	s := p.Stage
 	ep := &epoch{r: r, ctx: ctx, peers: peers, stage: r.stages[s], p: p, base: r.stepsBefore()}
 	if ep.stage.ClassProbs {
 		if err := r.classProbsSupported(); err != nil {
@@ -92,8 +91,7 @@ func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epo
 			ep.p.Class = &classProbs{}
 		}
 	}
-	r.prevClass = ep.p.PrevClass // the plans' (planContext)
-	plan, err := r.plan(ctx, s, e, 0)
+	plan, err := r.plan(ctx, ep.p, 0)
 	if err != nil {
 		return nil, ep.errorf("%w", err)
 	}
@@ -289,7 +287,7 @@ func (ep *epoch) batch(i int, b *MiniBatch) error {
 func (ep *epoch) stepPlan(i int) error {
 	r := ep.r
 	where := fmt.Sprintf("trainer: stage %q epoch %d step %d", ep.stage.Name, ep.p.Epoch+1, i+1) // 1-based, as a failed step's errors
-	sp, err := r.plan(ep.ctx, ep.p.Stage, ep.p.Epoch, i)
+	sp, err := r.plan(ep.ctx, ep.p, i)
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}

@@ -45,10 +45,6 @@ type runner struct {
 	// openDir opens metrics.jsonl and the sink before the first epoch;
 	// nil once it has (or before the run starts).
 	openDir func() error
-	// With Stage.ClassProbs: prevClass is the class probabilities the
-	// epoch in progress plans with (its position's PrevClass), lastClass
-	// those of the last epoch that finished training.
-	prevClass, lastClass *classProbs
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -233,10 +229,10 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 		if s == pos.Stage && e == pos.Epoch {
 			p = pos
 		}
-		if err := r.runEpoch(ctx, peers, p); err != nil {
+		var err error
+		if prev, err = r.runEpoch(ctx, peers, p); err != nil {
 			return nil, err
 		}
-		prev = r.lastClass
 		if selecting && e+1 < r.stages[s].Epochs && r.sel.stop(e+1) {
 			// Only a stop before the last epoch ended the run early: one
 			// at the last would claim it, and refuse a longer --resume.
