@@ -522,32 +522,36 @@ var trainFlags = []trainFlag{
 // preset's from both; the mixing α are taken as a pair likewise.
 func (s *TrainSpec) ApplyPresetFlags(p trainer.Preset) error {
 	groups := [][]string{{"randaugment", "trivialaugment"}, {"mixup", "cutmix"}}
-	given := map[string]bool{}
-	for _, f := range trainFlags {
-		if _, ok := p.Flags[f.name]; ok || slices.ContainsFunc(groups, func(g []string) bool { return slices.Contains(g, f.name) }) {
-			given[f.name] = isGiven(f.bind(s))
-		}
-	}
-	for _, g := range groups {
-		if slices.ContainsFunc(g, func(n string) bool { return given[n] }) {
-			for _, n := range g {
-				given[n] = true
+	// Which to set is decided before any is: setting one of a group
+	// would otherwise count as the command line giving the group.
+	var apply []string
+	for _, name := range slices.Sorted(maps.Keys(p.Flags)) {
+		group := []string{name}
+		for _, g := range groups {
+			if slices.Contains(g, name) {
+				group = g
 			}
 		}
+		if !slices.ContainsFunc(group, s.given) {
+			apply = append(apply, name)
+		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(p.Flags)) {
-		if given[name] {
-			continue
-		}
-		i := slices.IndexFunc(trainFlags, func(f trainFlag) bool { return f.name == name })
-		if i < 0 {
-			return fmt.Errorf("preset %s sets --%s, which lcl train does not have", p.Name, name)
-		}
-		if err := trainFlags[i].bind(s).Set(p.Flags[name]); err != nil {
-			return fmt.Errorf("preset %s: --%s %s: %w", p.Name, name, p.Flags[name], err)
+	for _, name := range apply {
+		if err := s.SetTrainFlag(name, p.Flags[name]); err != nil {
+			return fmt.Errorf("preset %s: %w", p.Name, err)
 		}
 	}
 	return s.Validate()
+}
+
+// given reports whether the command line gave lcl train's flag name.
+func (s *TrainSpec) given(name string) bool {
+	for _, f := range trainFlags {
+		if f.name == name {
+			return isGiven(f.bind(s))
+		}
+	}
+	return false
 }
 
 // isGiven reports whether an optional value was given.
