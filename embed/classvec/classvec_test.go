@@ -76,12 +76,9 @@ func TestDocumentsDigestIsLengthPrefixed(t *testing.T) {
 	}
 }
 
-// Two document sets over the same corpus and settings: the WordNet
-// documents of the classes (already in the corpus under their wnids) and
-// the classes' stored articles (added as class:ID documents). They train
-// different vectors, so they must be stored under different keys; the
-// same set again gives the same key and, with one worker, the same vectors.
-func TestTrainKeyNamesTheDocumentSet(t *testing.T) {
+// tinyCorpus is a three-document corpus holding the cat's and the dog's
+// WordNet documents, with options that train it in a moment, on one worker.
+func tinyCorpus() (Corpus, embed.Options) {
 	corpus := Corpus{Name: "tiny", About: "test", Docs: []embed.Document{
 		{Tag: "n02121808", Words: strings.Fields("cat small furry feline pet that meows")},
 		{Tag: "n02084071", Words: strings.Fields("dog domestic canine pet that barks")},
@@ -89,6 +86,16 @@ func TestTrainKeyNamesTheDocumentSet(t *testing.T) {
 	}}
 	o := embed.DefaultOptions()
 	o.Dim, o.Epochs, o.Workers, o.MinCount = 8, 2, 1, 1
+	return corpus, o
+}
+
+// Two document sets over the same corpus and settings: the WordNet
+// documents of the classes (already in the corpus under their wnids) and
+// the classes' stored articles (added as class:ID documents). They train
+// different vectors, so they must be stored under different keys; the
+// same set again gives the same key and, with one worker, the same vectors.
+func TestTrainKeyNamesTheDocumentSet(t *testing.T) {
+	corpus, o := tinyCorpus()
 	wordnetDocs := []Doc{{Class: pets.Classes[0], Tag: "n02121808"}, {Class: pets.Classes[1], Tag: "n02084071"}}
 	articleDocs := []Doc{{Class: pets.Classes[0], Tag: "class:cat", Text: "cat small furry feline pet that meows"},
 		{Class: pets.Classes[1], Tag: "class:dog", Text: "dog domestic canine pet that barks"}}
@@ -131,13 +138,7 @@ func TestTrainKeyNamesTheDocumentSet(t *testing.T) {
 // corpus are inferred, and their key names the corpus model.
 func TestCorpusModelIsTrainedOnceAndReused(t *testing.T) {
 	ctx := context.Background()
-	corpus := Corpus{Name: "tiny", About: "test", Docs: []embed.Document{
-		{Tag: "n02121808", Words: strings.Fields("cat small furry feline pet that meows")},
-		{Tag: "n02084071", Words: strings.Fields("dog domestic canine pet that barks")},
-		{Tag: "x", Words: strings.Fields("a furry pet small canine feline domestic")},
-	}}
-	o := embed.DefaultOptions()
-	o.Dim, o.Epochs, o.Workers, o.MinCount = 8, 2, 1, 1
+	corpus, o := tinyCorpus()
 	events := 0
 	o.Progress = func(embed.Progress) { events++ }
 	store, err := simstore.Open("", simstore.InMemory())
