@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"time"
@@ -21,23 +20,27 @@ import (
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/classvec"
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wiki"
 	"github.com/lcl-project/lcl/wordnet"
 )
 
 // p4 is the share of each class's 4 nearest classes (cosine, itself
-// excluded) that are in its superclass, over all classes.
+// excluded) that are in its superclass, over all classes. The cosines are
+// lcl's own (similarity.Cosine), as lcl similarity computes them.
 func p4(set *labels.Set, data [][]float32) float64 {
 	n := len(data)
-	cos := func(a, b []float32) float64 {
-		var d, x, y float64
-		for i := range a {
-			d += float64(a[i]) * float64(b[i])
-			x += float64(a[i]) * float64(a[i])
-			y += float64(b[i]) * float64(b[i])
+	x := make([][]float64, n)
+	for i, v := range data {
+		x[i] = make([]float64, len(v))
+		for k, f := range v {
+			x[i][k] = float64(f)
 		}
-		return d / math.Sqrt(x*y)
+	}
+	cos, err := similarity.Cosine(x, func(i int) string { return set.Classes[i].ID })
+	if err != nil {
+		panic(err)
 	}
 	hits := 0
 	for i := 0; i < n; i++ {
@@ -47,11 +50,8 @@ func p4(set *labels.Set, data [][]float32) float64 {
 				idx = append(idx, j)
 			}
 		}
-		s := make([]float64, n)
-		for _, j := range idx {
-			s[j] = cos(data[i], data[j])
-		}
-		sort.Slice(idx, func(a, b int) bool { return s[idx[a]] > s[idx[b]] })
+		row := cos[i*n : (i+1)*n]
+		sort.Slice(idx, func(a, b int) bool { return row[idx[a]] > row[idx[b]] })
 		for _, j := range idx[:4] {
 			if set.Coarse.Of[i] == set.Coarse.Of[j] {
 				hits++
