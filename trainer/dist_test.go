@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -68,15 +69,24 @@ func weightsOf(t *testing.T, path string) map[string][]float32 {
 	if _, err := LoadWeights(path, m); err != nil {
 		t.Fatal(err)
 	}
+	return stateFloats(t, m)
+}
+
+// stateFloats is m's state: its float32 tensors by name.
+func stateFloats(t *testing.T, m *torch.Model) map[string][]float32 {
+	t.Helper()
 	st, err := m.State().Copy()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]float32{}
 	for _, n := range st {
+		if n.DType != torch.Float32 {
+			continue
+		}
 		v := make([]float32, len(n.Data)/4)
 		for i := range v {
-			v[i] = math.Float32frombits(uint32(n.Data[4*i]) | uint32(n.Data[4*i+1])<<8 | uint32(n.Data[4*i+2])<<16 | uint32(n.Data[4*i+3])<<24)
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(n.Data[4*i:]))
 		}
 		out[n.Name] = v
 	}

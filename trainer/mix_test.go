@@ -13,7 +13,6 @@ import (
 
 	"github.com/lcl-project/lcl/internal/testdep"
 	"github.com/lcl-project/lcl/trainer/models"
-	"github.com/lcl-project/lcl/trainer/safetensors"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
@@ -300,15 +299,7 @@ func TestMixChannelsLastAndBF16(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			path := filepath.Join(t.TempDir(), "w.safetensors")
-			if err := writeWeights(path, m.State(), nil); err != nil {
-				t.Fatal(err)
-			}
-			st, err := safetensorsFloats(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return st
+			return stateFloats(t, m)
 		}
 		ref := weights(torch.FP32, false)
 		for _, c := range []struct {
@@ -331,28 +322,4 @@ func TestMixChannelsLastAndBF16(t *testing.T) {
 			}
 		}
 	}
-}
-
-// safetensorsFloats reads the F32 tensors of a safetensors file.
-func safetensorsFloats(path string) (map[string][]float32, error) {
-	b, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	ts, _, err := safetensors.Read(b)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]float32{}
-	for _, t := range ts {
-		if t.DType != "F32" {
-			continue
-		}
-		v := make([]float32, len(t.Data)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
-		}
-		out[t.Name] = v
-	}
-	return out, nil
 }
