@@ -70,12 +70,15 @@ inline void guard_onednn(const torch::Device &dev) {
 	if (want == "on") return;
 	bool off = want == "off";
 	if (!off) {
-		off = amd_cache_leaf_missing() && onednn_major() >= 3;
+		// The CPU and the library do not change: looked at once (CPUID,
+		// libtorch's build description) for every network after.
+		static const int major = amd_cache_leaf_missing() ? onednn_major() : 0;
+		off = major >= 3;
 		if (off)
 			std::fprintf(stderr, "lcl: this CPU hides its cache sizes (CPUID 0x8000001D is empty), on which oneDNN %d.x "
 			                     "crashes or computes wrong results: libtorch runs without oneDNN (slower; "
 			                     "LCL_ONEDNN=on keeps it)\n",
-			             onednn_major());
+			             major);
 	}
 	if (off) at::globalContext().setUserEnabledMkldnn(false);
 }
