@@ -67,6 +67,12 @@ type Bridge struct {
 	// similarity) were large (LargeTargets), so the next Plan first returns
 	// the memory of what the trainer is done with (21,843 classes: 1.9 GB).
 	bigPlans bool
+	// groups is the last plan's class groups in the trainer's terms, made
+	// from the strategy's groupsFrom: a strategy that answers every plan
+	// with the same groups gets them converted (and, by the trainer, put on
+	// the device) once.
+	groupsFrom *sdk.Groups
+	groups     *Groups
 }
 
 // LargeTargets is the size in bytes from which the Bridge hands the memory
@@ -157,7 +163,13 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	}
 	c := sp.Coefs
 	out := Plan{Subset: sp.Subset, Coefs: Coefs{SoftCE: float32(c.SoftCE), HardCE: float32(c.HardCE),
-		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual)}}
+		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual), Group: float32(c.Group)}}
+	if sp.Groups != nil {
+		if sp.Groups != b.groupsFrom {
+			b.groupsFrom, b.groups = sp.Groups, toGroups(sp.Groups)
+		}
+		out.Groups = b.groups
+	}
 	b.bigPlans = false
 	if sp.Targets != nil {
 		out.Targets = sp.Targets.Dense().Data // the plugin's answer itself: not copied
@@ -318,6 +330,21 @@ func (f *featureSource) Next() (*sdk.FeatureChunk, error) {
 	}
 	f.next = hi
 	return c, nil
+}
+
+// toGroups is a plan's class groups (validated) in the trainer's terms.
+func toGroups(g *sdk.Groups) *Groups {
+	out := &Groups{Members: make([][]int32, len(g.Members)), Weights: make([]GroupWeight, len(g.Weights))}
+	for i, m := range g.Members {
+		out.Members[i] = make([]int32, len(m))
+		for j, c := range m {
+			out.Members[i][j] = int32(c)
+		}
+	}
+	for i, w := range g.Weights {
+		out.Weights[i] = GroupWeight{Class: int32(w.Class), Group: int32(w.Group), W: float32(w.W)}
+	}
+	return out
 }
 
 func toFloat32[T float32 | float64](x []T) []float32 {

@@ -40,17 +40,40 @@ type Plan struct {
 	Subset []int
 	// Coefs weighs the loss terms; the zero value means SoftCE = 1.
 	Coefs Coefs
+	// Groups are the class groups of the group term (Coefs.Group); nil
+	// when the term is off. A planner that keeps them returns the same
+	// pointer every epoch, and the trainer keeps them on the device.
+	Groups *Groups
+}
+
+// Groups are class groups and the weights of their log-probabilities: the
+// group term of the loss is −Σ_g W[y,g]·log Σ_{c∈g} p_c for an example of
+// class y. MBM's hierarchical cross-entropy is such a term: a group per
+// node of the class hierarchy, W the edge weights along y's path.
+type Groups struct {
+	// Members lists the classes of each group (G = len(Members)).
+	Members [][]int32
+	// Weights are W's entries; W is 0 elsewhere.
+	Weights []GroupWeight
+}
+
+// GroupWeight is one entry W[Class, Group] of the group term's weights.
+type GroupWeight struct {
+	Class, Group int32
+	W            float32
 }
 
 // Coefs weighs the terms of the per-example training loss
 //
-//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
+//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log Σ_{c∈g} p_c)
+//	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
 // with τ = KDTemperature (trainer/torch.Coefs, which the trainer converts it
 // to field for field, documents the terms). sdk.Coefs has the same
 // fields in float64 (a plugin's plan; the Bridge converts it).
 type Coefs struct {
 	SoftCE, HardCE, KD, KDTemperature, Mutual float32
+	Group                                     float32 // of Plan.Groups
 }
 
 // PlanContext tells the planner where the run stands.

@@ -66,7 +66,7 @@ type Grid struct {
 
 // Strategy is one entry of a grid's strategies list.
 type Strategy struct {
-	// Name is the strategy (lcl train --strategy): sl, ls, lcl, kd, dml, cn, mbm-soft or a plugin's.
+	// Name is the strategy (lcl train --strategy): sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe or a plugin's.
 	Name string `yaml:"name"`
 	// Sources are similarity sources (lcl train --source); each is one axis value.
 	Sources []string `yaml:"sources"`
@@ -294,7 +294,7 @@ func (g *Grid) validate() error {
 	for i, s := range g.Strategies {
 		at := fmt.Sprintf("strategies[%d]", i)
 		if s.Name == "" {
-			return fmt.Errorf("%s.name: required (sl, ls, lcl, kd, dml, cn, mbm-soft or a plugin strategy)", at)
+			return fmt.Errorf("%s.name: required (sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe or a plugin strategy)", at)
 		}
 		if err := unique(at+".sources", s.Sources); err != nil {
 			return err

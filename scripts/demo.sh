@@ -5,8 +5,8 @@
 #   with SL, LS and LCL (ε 0.9, 0.99) for 3 seeds → the table and an HTML report.
 # `make demo-full` (LCL_DEMO=full) runs the 4-seed × 4-DR grid instead;
 # `make demo-methods` (LCL_DEMO=methods) the demo's protocol with the later
-# soft-label methods (experiments/methods.yaml: + MBM's soft labels on the
-# WordNet LCA heights, KD), its table adding mistake severity and hier. dist@k.
+# soft-label methods (experiments/methods.yaml: + MBM's soft labels and HXE on the
+# WordNet LCA heights, KD, OLS), its table adding mistake severity and hier. dist@k.
 # Everything is resumable: run it again after Ctrl-C and it finishes only what
 # is missing.
 set -euo pipefail
@@ -72,7 +72,7 @@ step "similarity matrices: semantic (doc2vec cosine), lca (Wu-Palmer)"
 "$LCL" similarity --synsets fashion-mnist --source lca
 "$LCL" similarity show --synsets fashion-mnist --source semantic --top 3
 if [ "${LCL_DEMO:-}" = methods ]; then
-  # MBM-soft trains on `--source lca`, the latest lca matrix of the set: the
+  # MBM-soft and HXE train on `--source lca`, the latest lca matrix of the set: the
   # LCA-height form (MBM's distance), stored again now so that it is the
   # latest whatever was stored before (the Wu-Palmer one above).
   step "similarity matrix: lca, LCA-height form (MBM's distance)"

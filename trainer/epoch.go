@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -32,6 +33,8 @@ type epoch struct {
 	// step holds the settings of the next training step: the peers, the
 	// targets, coefficients and teacher of the plan in force.
 	step torch.Step
+	// groupsFrom are the plan's class groups the step's Groups were made of.
+	groupsFrom *curriculum.Groups
 	// weights are that plan's per-example weights (nil: uniform); the
 	// batch's are gathered into wbuf. keep marks the examples of a per-step
 	// plan's subset (nil: the whole batch trains).
@@ -123,12 +126,56 @@ func (r *runner) newEpoch(ctx context.Context, peers *peerSet, p position) (*epo
 	return ep, nil
 }
 
-// close frees the targets in force.
+// close frees the targets and class groups in force.
 func (ep *epoch) close() {
 	if ep.step.Targets != nil {
 		ep.step.Targets.Close()
 		ep.step.Targets = nil
 	}
+	ep.closeGroups()
+}
+
+// closeGroups frees the class groups in force.
+func (ep *epoch) closeGroups() {
+	if g := ep.step.Groups; g != nil {
+		g.Members.Close()
+		g.Weights.Close()
+		ep.step.Groups, ep.groupsFrom = nil, nil
+	}
+}
+
+// useGroups puts a plan's class groups in force: kept when they are the
+// groups already in force (a strategy that sends the same groups every
+// step), else made into the dense G×C membership and C×G weights.
+func (ep *epoch) useGroups(g *curriculum.Groups) error {
+	if g == ep.groupsFrom && g != nil {
+		return nil
+	}
+	ep.closeGroups()
+	if g == nil {
+		return nil
+	}
+	C, G := ep.r.cfg.Train.NumClasses(), len(g.Members)
+	m, w := make([]float32, G*C), make([]float32, C*G)
+	for gi, cs := range g.Members {
+		for _, c := range cs {
+			m[gi*C+int(c)] = 1
+		}
+	}
+	for _, e := range g.Weights {
+		w[int(e.Class)*G+int(e.Group)] = e.W
+	}
+	members, err := torch.NewTensor(m, []int64{int64(G), int64(C)}, ep.r.cfg.Device)
+	if err != nil {
+		return fmt.Errorf("trainer: class groups: %w", err)
+	}
+	weights, err := torch.NewTensor(w, []int64{int64(C), int64(G)}, ep.r.cfg.Device)
+	if err != nil {
+		members.Close()
+		return fmt.Errorf("trainer: class groups: %w", err)
+	}
+	ep.step.Groups, ep.groupsFrom = &torch.Groups{Members: members, Weights: weights}, g
+	return nil
 }
 
 // errorf prefixes the error with the stage and the (1-based) epoch.
@@ -156,8 +203,13 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 			return fmt.Errorf("trainer: %w", err)
 		}
 	}
-	ep.close()
+	if ep.step.Targets != nil {
+		ep.step.Targets.Close()
+	}
 	ep.step.Teacher, ep.step.Targets, ep.step.Coefs = teacher, targets, torch.Coefs(plan.Coefs)
+	if err := ep.useGroups(plan.Groups); err != nil {
+		return err
+	}
 	ep.weights = plan.Weights
 	if ep.weights != nil && ep.wbuf == nil {
 		ep.wbuf = make([]float32, r.cfg.Optim.Batch)

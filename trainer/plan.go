@@ -37,11 +37,45 @@ func validatePlan(p *Plan, numClasses, numExamples int) error {
 			return fmt.Errorf("plan: subset index %d outside [0,%d)", i, numExamples)
 		}
 	}
+	if g := p.Groups; g != nil {
+		if err := validateGroups(g, numClasses); err != nil {
+			return fmt.Errorf("plan: class groups: %w", err)
+		}
+	}
+	if p.Coefs.Group != 0 && p.Groups == nil {
+		return fmt.Errorf("plan: group coefficient %g without class groups", p.Coefs.Group)
+	}
 	if p.Coefs == (Coefs{}) {
 		p.Coefs.SoftCE = 1
 	}
 	if p.Coefs.KD != 0 && p.Coefs.KDTemperature <= 0 {
 		p.Coefs.KDTemperature = 1
+	}
+	return nil
+}
+
+// maxGroupCells bounds G×C of a plan's class groups: the step holds them as
+// dense G×C and C×G matrices on the device (sdk.MaxGroupCells for plugins).
+const maxGroupCells = 1 << 26
+
+// validateGroups checks the indices of class groups for numClasses classes
+// (a planner in this process may skip the plugin host's full check).
+func validateGroups(g *curriculum.Groups, numClasses int) error {
+	G := len(g.Members)
+	if G == 0 || int64(G)*int64(numClasses) > maxGroupCells {
+		return fmt.Errorf("%d groups of %d classes, want 1 to %d cells", G, numClasses, maxGroupCells)
+	}
+	for gi, m := range g.Members {
+		for _, c := range m {
+			if c < 0 || int(c) >= numClasses {
+				return fmt.Errorf("group %d lists class %d, want one in [0,%d)", gi, c, numClasses)
+			}
+		}
+	}
+	for _, w := range g.Weights {
+		if w.Class < 0 || int(w.Class) >= numClasses || w.Group < 0 || int(w.Group) >= G {
+			return fmt.Errorf("weight at class %d, group %d, want a class in [0,%d) and a group in [0,%d)", w.Class, w.Group, numClasses, G)
+		}
 	}
 	return nil
 }

@@ -843,6 +843,7 @@ func (x *PlanRequest) GetClassCounts() []int64 {
 //	soft_ce·CE(target row of y, p) + hard_ce·CE(onehot(y), p)
 //	+ kd·T²·KL(softmax(teacher/T) ‖ softmax(student/T))
 //	+ mutual·mean_peers KL(p_peer ‖ p_self)   (peers detached)
+//	+ group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)    (Plan.groups)
 //
 // with per-example weights w the batch loss is Σ w·l / Σ w.
 type Coefficients struct {
@@ -852,6 +853,7 @@ type Coefficients struct {
 	Kd            float64                `protobuf:"fixed64,3,opt,name=kd,proto3" json:"kd,omitempty"`
 	Temperature   float64                `protobuf:"fixed64,4,opt,name=temperature,proto3" json:"temperature,omitempty"` // the KD temperature T (KDTemperature in Go)
 	Mutual        float64                `protobuf:"fixed64,5,opt,name=mutual,proto3" json:"mutual,omitempty"`
+	Group         float64                `protobuf:"fixed64,6,opt,name=group,proto3" json:"group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -921,6 +923,13 @@ func (x *Coefficients) GetMutual() float64 {
 	return 0
 }
 
+func (x *Coefficients) GetGroup() float64 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
 type Plan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OneHot        bool                   `protobuf:"varint,1,opt,name=one_hot,json=oneHot,proto3" json:"one_hot,omitempty"` // targets are one-hot; `targets` is absent
@@ -929,6 +938,7 @@ type Plan struct {
 	HasSubset     bool                   `protobuf:"varint,4,opt,name=has_subset,json=hasSubset,proto3" json:"has_subset,omitempty"`
 	Subset        []int32                `protobuf:"varint,5,rep,packed,name=subset,proto3" json:"subset,omitempty"` // example indices trained this epoch (when has_subset)
 	Coefficients  *Coefficients          `protobuf:"bytes,6,opt,name=coefficients,proto3" json:"coefficients,omitempty"`
+	Groups        *ClassGroups           `protobuf:"bytes,7,opt,name=groups,proto3" json:"groups,omitempty"` // the class groups of the group term (coefficients.group); absent when it is 0
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1005,6 +1015,105 @@ func (x *Plan) GetCoefficients() *Coefficients {
 	return nil
 }
 
+func (x *Plan) GetGroups() *ClassGroups {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+// ClassGroups are the class groups of the group term
+//
+//	−Σ_g W[y,g]·log Σ_{c∈g} p_c
+//
+// of an example of class y (MBM's hierarchical cross-entropy is one: a group
+// per node of the hierarchy, W the weights along y's path). Sparse: class
+// member_class[i] belongs to group member_group[i]; W[weight_class[i]]
+// [weight_group[i]] = weight[i], W is 0 elsewhere. Groups are 0..groups−1.
+type ClassGroups struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        int32                  `protobuf:"varint,1,opt,name=groups,proto3" json:"groups,omitempty"`
+	MemberGroup   []int32                `protobuf:"varint,2,rep,packed,name=member_group,json=memberGroup,proto3" json:"member_group,omitempty"`
+	MemberClass   []int32                `protobuf:"varint,3,rep,packed,name=member_class,json=memberClass,proto3" json:"member_class,omitempty"`
+	WeightClass   []int32                `protobuf:"varint,4,rep,packed,name=weight_class,json=weightClass,proto3" json:"weight_class,omitempty"`
+	WeightGroup   []int32                `protobuf:"varint,5,rep,packed,name=weight_group,json=weightGroup,proto3" json:"weight_group,omitempty"`
+	Weight        []float64              `protobuf:"fixed64,6,rep,packed,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassGroups) Reset() {
+	*x = ClassGroups{}
+	mi := &file_lcl_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassGroups) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassGroups) ProtoMessage() {}
+
+func (x *ClassGroups) ProtoReflect() protoreflect.Message {
+	mi := &file_lcl_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassGroups.ProtoReflect.Descriptor instead.
+func (*ClassGroups) Descriptor() ([]byte, []int) {
+	return file_lcl_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ClassGroups) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *ClassGroups) GetMemberGroup() []int32 {
+	if x != nil {
+		return x.MemberGroup
+	}
+	return nil
+}
+
+func (x *ClassGroups) GetMemberClass() []int32 {
+	if x != nil {
+		return x.MemberClass
+	}
+	return nil
+}
+
+func (x *ClassGroups) GetWeightClass() []int32 {
+	if x != nil {
+		return x.WeightClass
+	}
+	return nil
+}
+
+func (x *ClassGroups) GetWeightGroup() []int32 {
+	if x != nil {
+		return x.WeightGroup
+	}
+	return nil
+}
+
+func (x *ClassGroups) GetWeight() []float64 {
+	if x != nil {
+		return x.Weight
+	}
+	return nil
+}
+
 type Metrics struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stage         int32                  `protobuf:"varint,1,opt,name=stage,proto3" json:"stage,omitempty"`
@@ -1017,7 +1126,7 @@ type Metrics struct {
 
 func (x *Metrics) Reset() {
 	*x = Metrics{}
-	mi := &file_lcl_proto_msgTypes[13]
+	mi := &file_lcl_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1138,7 @@ func (x *Metrics) String() string {
 func (*Metrics) ProtoMessage() {}
 
 func (x *Metrics) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[13]
+	mi := &file_lcl_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1151,7 @@ func (x *Metrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Metrics.ProtoReflect.Descriptor instead.
 func (*Metrics) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{13}
+	return file_lcl_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Metrics) GetStage() int32 {
@@ -1088,7 +1197,7 @@ type FeatureChunk struct {
 
 func (x *FeatureChunk) Reset() {
 	*x = FeatureChunk{}
-	mi := &file_lcl_proto_msgTypes[14]
+	mi := &file_lcl_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1209,7 @@ func (x *FeatureChunk) String() string {
 func (*FeatureChunk) ProtoMessage() {}
 
 func (x *FeatureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[14]
+	mi := &file_lcl_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1222,7 @@ func (x *FeatureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureChunk.ProtoReflect.Descriptor instead.
 func (*FeatureChunk) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{14}
+	return file_lcl_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FeatureChunk) GetStage() int32 {
@@ -1164,7 +1273,7 @@ type SourceInfo struct {
 
 func (x *SourceInfo) Reset() {
 	*x = SourceInfo{}
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1285,7 @@ func (x *SourceInfo) String() string {
 func (*SourceInfo) ProtoMessage() {}
 
 func (x *SourceInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1298,7 @@ func (x *SourceInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceInfo.ProtoReflect.Descriptor instead.
 func (*SourceInfo) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{15}
+	return file_lcl_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SourceInfo) GetName() string {
@@ -1239,7 +1348,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_lcl_proto_msgTypes[16]
+	mi := &file_lcl_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1360,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[16]
+	mi := &file_lcl_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1373,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{16}
+	return file_lcl_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Node) GetId() string {
@@ -1303,7 +1412,7 @@ type SimilarityRequest struct {
 
 func (x *SimilarityRequest) Reset() {
 	*x = SimilarityRequest{}
-	mi := &file_lcl_proto_msgTypes[17]
+	mi := &file_lcl_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1424,7 @@ func (x *SimilarityRequest) String() string {
 func (*SimilarityRequest) ProtoMessage() {}
 
 func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[17]
+	mi := &file_lcl_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1437,7 @@ func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilarityRequest.ProtoReflect.Descriptor instead.
 func (*SimilarityRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{17}
+	return file_lcl_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SimilarityRequest) GetLabelSet() string {
@@ -1453,13 +1562,14 @@ const file_lcl_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12&\n" +
 	"\x0fclass_prob_sums\x18\x04 \x03(\x01R\rclassProbSums\x12!\n" +
-	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\x8a\x01\n" +
+	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\xa0\x01\n" +
 	"\fCoefficients\x12\x17\n" +
 	"\asoft_ce\x18\x01 \x01(\x01R\x06softCe\x12\x17\n" +
 	"\ahard_ce\x18\x02 \x01(\x01R\x06hardCe\x12\x0e\n" +
 	"\x02kd\x18\x03 \x01(\x01R\x02kd\x12 \n" +
 	"\vtemperature\x18\x04 \x01(\x01R\vtemperature\x12\x16\n" +
-	"\x06mutual\x18\x05 \x01(\x01R\x06mutual\"\xe2\x01\n" +
+	"\x06mutual\x18\x05 \x01(\x01R\x06mutual\x12\x14\n" +
+	"\x05group\x18\x06 \x01(\x01R\x05group\"\x96\x02\n" +
 	"\x04Plan\x12\x17\n" +
 	"\aone_hot\x18\x01 \x01(\bR\x06oneHot\x12/\n" +
 	"\atargets\x18\x02 \x01(\v2\x15.lcl.plugin.v1.MatrixR\atargets\x12\x18\n" +
@@ -1467,7 +1577,15 @@ const file_lcl_proto_rawDesc = "" +
 	"\n" +
 	"has_subset\x18\x04 \x01(\bR\thasSubset\x12\x16\n" +
 	"\x06subset\x18\x05 \x03(\x05R\x06subset\x12?\n" +
-	"\fcoefficients\x18\x06 \x01(\v2\x1b.lcl.plugin.v1.CoefficientsR\fcoefficients\"\xc2\x01\n" +
+	"\fcoefficients\x18\x06 \x01(\v2\x1b.lcl.plugin.v1.CoefficientsR\fcoefficients\x122\n" +
+	"\x06groups\x18\a \x01(\v2\x1a.lcl.plugin.v1.ClassGroupsR\x06groups\"\xc9\x01\n" +
+	"\vClassGroups\x12\x16\n" +
+	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12!\n" +
+	"\fmember_group\x18\x02 \x03(\x05R\vmemberGroup\x12!\n" +
+	"\fmember_class\x18\x03 \x03(\x05R\vmemberClass\x12!\n" +
+	"\fweight_class\x18\x04 \x03(\x05R\vweightClass\x12!\n" +
+	"\fweight_group\x18\x05 \x03(\x05R\vweightGroup\x12\x16\n" +
+	"\x06weight\x18\x06 \x03(\x01R\x06weight\"\xc2\x01\n" +
 	"\aMetrics\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\x05R\x05stage\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x14\n" +
@@ -1529,7 +1647,7 @@ func file_lcl_proto_rawDescGZIP() []byte {
 	return file_lcl_proto_rawDescData
 }
 
-var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_lcl_proto_goTypes = []any{
 	(*Empty)(nil),             // 0: lcl.plugin.v1.Empty
 	(*Param)(nil),             // 1: lcl.plugin.v1.Param
@@ -1544,14 +1662,15 @@ var file_lcl_proto_goTypes = []any{
 	(*PlanRequest)(nil),       // 10: lcl.plugin.v1.PlanRequest
 	(*Coefficients)(nil),      // 11: lcl.plugin.v1.Coefficients
 	(*Plan)(nil),              // 12: lcl.plugin.v1.Plan
-	(*Metrics)(nil),           // 13: lcl.plugin.v1.Metrics
-	(*FeatureChunk)(nil),      // 14: lcl.plugin.v1.FeatureChunk
-	(*SourceInfo)(nil),        // 15: lcl.plugin.v1.SourceInfo
-	(*Node)(nil),              // 16: lcl.plugin.v1.Node
-	(*SimilarityRequest)(nil), // 17: lcl.plugin.v1.SimilarityRequest
-	nil,                       // 18: lcl.plugin.v1.BeginRequest.ParamsEntry
-	nil,                       // 19: lcl.plugin.v1.Metrics.ValuesEntry
-	nil,                       // 20: lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	(*ClassGroups)(nil),       // 13: lcl.plugin.v1.ClassGroups
+	(*Metrics)(nil),           // 14: lcl.plugin.v1.Metrics
+	(*FeatureChunk)(nil),      // 15: lcl.plugin.v1.FeatureChunk
+	(*SourceInfo)(nil),        // 16: lcl.plugin.v1.SourceInfo
+	(*Node)(nil),              // 17: lcl.plugin.v1.Node
+	(*SimilarityRequest)(nil), // 18: lcl.plugin.v1.SimilarityRequest
+	nil,                       // 19: lcl.plugin.v1.BeginRequest.ParamsEntry
+	nil,                       // 20: lcl.plugin.v1.Metrics.ValuesEntry
+	nil,                       // 21: lcl.plugin.v1.SimilarityRequest.ParamsEntry
 }
 var file_lcl_proto_depIdxs = []int32{
 	3,  // 0: lcl.plugin.v1.Matrix.shared:type_name -> lcl.plugin.v1.SharedMatrix
@@ -1559,35 +1678,36 @@ var file_lcl_proto_depIdxs = []int32{
 	1,  // 2: lcl.plugin.v1.StrategyInfo.params:type_name -> lcl.plugin.v1.Param
 	4,  // 3: lcl.plugin.v1.BeginRequest.classes:type_name -> lcl.plugin.v1.Class
 	2,  // 4: lcl.plugin.v1.BeginRequest.similarity:type_name -> lcl.plugin.v1.Matrix
-	18, // 5: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
+	19, // 5: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
 	8,  // 6: lcl.plugin.v1.BeginResponse.stages:type_name -> lcl.plugin.v1.Stage
 	2,  // 7: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
 	11, // 8: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
-	19, // 9: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
-	1,  // 10: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
-	4,  // 11: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
-	5,  // 12: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
-	20, // 13: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
-	16, // 14: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
-	0,  // 15: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
-	7,  // 16: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
-	10, // 17: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
-	13, // 18: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
-	14, // 19: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
-	0,  // 20: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
-	17, // 21: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
-	6,  // 22: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
-	9,  // 23: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
-	12, // 24: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
-	0,  // 25: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
-	0,  // 26: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
-	15, // 27: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
-	2,  // 28: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
-	22, // [22:29] is the sub-list for method output_type
-	15, // [15:22] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	13, // 9: lcl.plugin.v1.Plan.groups:type_name -> lcl.plugin.v1.ClassGroups
+	20, // 10: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
+	1,  // 11: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
+	4,  // 12: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
+	5,  // 13: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
+	21, // 14: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	17, // 15: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
+	0,  // 16: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
+	7,  // 17: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
+	10, // 18: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
+	14, // 19: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
+	15, // 20: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
+	0,  // 21: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
+	18, // 22: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
+	6,  // 23: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
+	9,  // 24: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
+	12, // 25: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
+	0,  // 26: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
+	0,  // 27: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
+	16, // 28: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
+	2,  // 29: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_lcl_proto_init() }
@@ -1601,7 +1721,7 @@ func file_lcl_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lcl_proto_rawDesc), len(file_lcl_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -41,6 +41,8 @@ type (
 	PlanAt            = api.PlanAt
 	Coefs             = api.Coefs
 	Plan              = api.Plan
+	Groups            = api.Groups
+	GroupWeight       = api.GroupWeight
 	Metrics           = api.Metrics
 	FeatureChunk      = api.FeatureChunk
 	FeatureStream     = api.FeatureStream
@@ -82,6 +84,10 @@ var ErrNoFeatures = api.ErrNoFeatures
 
 // RowSumTolerance is how far a target row may sum from 1.
 const RowSumTolerance = api.RowSumTolerance
+
+// MaxGroupCells bounds the product of a plan's group count and class
+// count (Plan.Groups): the trainer holds the groups as dense matrices.
+const MaxGroupCells = api.MaxGroupCells
 
 // NewMatrix returns a zero rows×cols matrix.
 func NewMatrix(rows, cols int) *Matrix { return api.NewMatrix(rows, cols) }

@@ -151,6 +151,17 @@ func TestValidatePlan(t *testing.T) {
 		{"no loss", &sdk.Plan{}, "all loss coefficients are 0"},
 		{"kd without T", &sdk.Plan{Coefs: sdk.Coefs{KD: 1}}, "needs a temperature"},
 		{"mutual alone", &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1, Mutual: 1}}, "needs a stage with 2 or more models"},
+		{"groups", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{0}, {0, 1}}, sdk.GroupWeight{Class: 0, Group: 1, W: -0.5})}, ""},
+		{"group without groups", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}}, "needs class groups"},
+		{"negative group coefficient", &sdk.Plan{Coefs: sdk.Coefs{SoftCE: 1, Group: -1}, Groups: groups([][]int{{0}})}, "coefficient group = -1"},
+		{"no groups", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups(nil)}, "no groups"},
+		{"empty group", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{0}, {}})}, "group 1 is empty"},
+		{"group class range", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{2}})}, "group 0 lists class 2"},
+		{"group class twice", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{1, 1}})}, "lists class 1 twice"},
+		{"weight range", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{0}}, sdk.GroupWeight{Class: 0, Group: 1, W: 1})}, "weight 0 is at class 0, group 1"},
+		{"weight NaN", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{0}}, sdk.GroupWeight{W: math.NaN()})}, "want a finite value"},
+		{"weight twice", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups([][]int{{0}}, sdk.GroupWeight{W: 1}, sdk.GroupWeight{W: 2})}, "given twice"},
+		{"too many groups", &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: groups(make([][]int, sdk.MaxGroupCells/2+1))}, "more than the"},
 	}
 	for _, tt := range tests {
 		err := sdk.ValidatePlan(tt.p, 2, 3, 1)
@@ -158,6 +169,11 @@ func TestValidatePlan(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
 	}
+}
+
+// groups are class groups with these members and weights.
+func groups(members [][]int, w ...sdk.GroupWeight) *sdk.Groups {
+	return &sdk.Groups{Members: members, Weights: w}
 }
 
 // A large plan is checked on every CPU, and still reports its first bad row.

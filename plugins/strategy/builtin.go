@@ -30,13 +30,15 @@ func New(name string) (sdk.Strategy, bool) {
 		return &MBMSoft{}, true
 	case "ols":
 		return &OLS{}, true
+	case "hxe":
+		return &HXE{}, true
 	}
 	return nil, false
 }
 
 // Names lists the built-in strategies.
 func Names() []string {
-	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn", "mbm-soft", "ols"}
+	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn", "mbm-soft", "ols", "hxe"}
 	sort.Strings(n)
 	return n
 }

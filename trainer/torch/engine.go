@@ -150,6 +150,16 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	var groups *C.lt_groups
+	if gs := s.Groups; gs != nil {
+		groups = &C.lt_groups{}
+		if groups.members, err = gs.Members.ptr(op); err != nil {
+			return 0, err
+		}
+		if groups.weights, err = gs.Weights.ptr(op); err != nil {
+			return 0, err
+		}
+	}
 	var g *C.lt_pg
 	if s.Group != nil {
 		if g, err = s.Group.acquire(op); err != nil {
@@ -158,7 +168,7 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 		defer s.Group.release()
 	}
 	coefs := C.lt_coefs{soft: C.float(s.Coefs.SoftCE), hard: C.float(s.Coefs.HardCE), kd: C.float(s.Coefs.KD),
-		kd_temp: C.float(s.Coefs.KDTemperature), mutual: C.float(s.Coefs.Mutual)}
+		kd_temp: C.float(s.Coefs.KDTemperature), mutual: C.float(s.Coefs.Mutual), group: C.float(s.Coefs.Group)}
 	var mix *C.lt_mix
 	if m := s.Mix; m != nil {
 		mix = &C.lt_mix{lam: C.double(m.Lam), y0: C.int32_t(m.Y0), y1: C.int32_t(m.Y1), x0: C.int32_t(m.X0), x1: C.int32_t(m.X1)}
@@ -168,9 +178,9 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 	}
 	var found C.int32_t
 	err = call(op, func(er **C.char) C.int32_t {
-		return C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs, mix, cbool(s.ClassProbs), C.double(s.LR),
-			C.double(lossScale), &found, er)
-	}, e, s.Models, s.Optims, s.Teacher, s.Targets, s.Group)
+		return C.lt_engine_train(c, g, &ms[0], &os[0], C.int32_t(k), teacher, targets, coefs, groups, mix, cbool(s.ClassProbs),
+			C.double(s.LR), C.double(lossScale), &found, er)
+	}, e, s.Models, s.Optims, s.Teacher, s.Targets, s.Groups, s.Group)
 	return int(found), err
 }
 

@@ -178,7 +178,8 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
 }
 
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, int32_t class_probs, double lr,
+                        lt_tensor *targets, lt_coefs coefs, const lt_groups *groups, const lt_mix *mix,
+                        int32_t class_probs, double lr,
                         double loss_scale, int32_t *found_inf, char **err) {
 	LT_TRY_SYNCED
 	// The staged batch is consumed whatever happens next (the binding
@@ -209,7 +210,7 @@ int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **op
 			for (auto &b : models[i]->net->buffers(true)) saved.push_back({b, b.detach().clone()});
 	lts::StepOut out;
 	try {
-		out = lts::train_step(g, models, optims, k, teacher, X, s.y, s.w, targets, coefs, mix, lr, opts);
+		out = lts::train_step(g, models, optims, k, teacher, X, s.y, s.w, targets, coefs, groups, mix, lr, opts);
 	} catch (...) {
 		torch::NoGradGuard ng;
 		for (auto &sv : saved) sv.first.detach().copy_(sv.second);

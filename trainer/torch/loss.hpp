@@ -14,17 +14,56 @@ namespace lts {
 // kl_rows: KL(p || q) per row, from probabilities p and log-probabilities logq.
 inline Tensor kl_rows(const Tensor &p, const Tensor &logq) { return (torch::xlogy(p, p) - p * logq).sum(1); }
 
+// Groups are the class groups of the group term on the device, in float64
+// (lt_groups): M, G×C membership, and W, C×G weights; undefined when the
+// term is off.
+struct Groups {
+	Tensor M, W;
+};
+
+// group_log_probs is Σ_g W[y,g]·log q_g per example, q = softmax·Mᵀ the
+// groups' probabilities, from the log-probabilities logp. The sums run in
+// float64: a group's log-probability is the log of a sum of probabilities,
+// which in float32 would reach 0 (and −inf) once every member's
+// log-probability is below −103; in float64 only below −745. Every group
+// with a weight for class y holds y in MBM's hierarchical cross-entropy,
+// but a plan may weigh others, so a group whose probability still
+// underflows counts as 1e-300 (a finite loss, no NaN gradient).
+inline Tensor group_log_probs(const Tensor &logp, const Tensor &Y, const Groups &g) {
+	auto q = logp.to(torch::kFloat64).exp().matmul(g.M.t());
+	auto w = g.W.index_select(0, Y);
+	return (w * q.clamp_min(1e-300).log()).sum(1).to(logp.scalar_type());
+}
+
+// groups_of checks the group tensors of a step with C classes and puts
+// them on dev in float64; undefined when the group term is off.
+inline Groups groups_of(const lt_groups *gl, int64_t C, const lt_coefs &c, torch::Device dev) {
+	if (c.group == 0) return Groups{};
+	if (!gl || !gl->members || !gl->weights) throw std::invalid_argument("group coefficient set without class groups");
+	auto &M = gl->members->t;
+	auto &W = gl->weights->t;
+	if (M.dim() != 2 || M.size(1) != C || M.size(0) < 1)
+		throw std::invalid_argument("group membership is " + c10::str(M.sizes()) + ", want G x " + std::to_string(C));
+	if (W.dim() != 2 || W.size(0) != C || W.size(1) != M.size(0))
+		throw std::invalid_argument("group weights are " + c10::str(W.sizes()) + ", want " + std::to_string(C) + " x " +
+		                            std::to_string(M.size(0)));
+	return Groups{M.to(dev, torch::kFloat64), W.to(dev, torch::kFloat64)};
+}
+
 // per_example_loss is the per-example loss of peer self from its logits:
 // the weighted sum of the soft-target CE against the rows T, the one-hot CE
-// against the labels Y, the distillation KL against the teacher's logits
-// and the mutual KL against the other peers' probabilities (constants;
-// entry self of peer_probs is skipped), each summed over classes.
+// against the labels Y, the group term against the class groups G, the
+// distillation KL against the teacher's logits and the mutual KL against
+// the other peers' probabilities (constants; entry self of peer_probs is
+// skipped), each summed over classes.
 inline Tensor per_example_loss(const Tensor &logits, const Tensor &Y, const Tensor &T, const lt_coefs &c,
-                               const Tensor &tlogits, const std::vector<Tensor> &peer_probs, int self) {
+                               const Groups &G, const Tensor &tlogits, const std::vector<Tensor> &peer_probs,
+                               int self) {
 	auto logp = torch::log_softmax(logits, 1);
 	Tensor per = torch::zeros({logits.size(0)}, logits.options());
 	if (c.soft != 0) per = per - c.soft * (T * logp).sum(1);
 	if (c.hard != 0) per = per - c.hard * logp.gather(1, Y.unsqueeze(1)).squeeze(1);
+	if (c.group != 0) per = per - c.group * group_log_probs(logp, Y, G);
 	if (c.kd != 0) {
 		if (!tlogits.defined()) throw std::invalid_argument("distillation coefficient set without a teacher");
 		double t = c.kd_temp > 0 ? c.kd_temp : 1.0;

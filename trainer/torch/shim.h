@@ -34,7 +34,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 11
+#define LT_ABI_VERSION 12
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -98,7 +98,18 @@ typedef struct {
 	float kd;       /* alpha of the distillation term alpha*T^2*KL(teacher||student) */
 	float kd_temp;  /* T */
 	float mutual;   /* weight of the mean KL(peer||self) over the other peers */
+	float group;    /* weight of the group term -sum_g W[y,g] log (softmax(z) M^T)_g (lt_groups) */
 } lt_coefs;
+
+/* The class groups of the group term (lt_coefs.group): members is G x C
+   (1 where class c belongs to group g, else 0), weights C x G (row y: the
+   weight of each group's log-probability for an example of class y). A
+   group's probability is the sum of its classes' softmax probabilities;
+   MBM's hierarchical cross-entropy is one such pair (plugins/strategy). */
+typedef struct {
+	lt_tensor *members;
+	lt_tensor *weights;
+} lt_groups;
 
 /* The mixing of one training step's batch (mixup, CutMix): with lam < 1,
    example i is mixed with example n-1-i (the batch flipped, as timm's
@@ -277,10 +288,12 @@ int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int
    scales the loss, unscales the gradients and skips the update of a peer
    whose gradients are not finite; *found_inf (may be NULL) receives the
    number of skipped peers. mix (NULL: none) mixes the batch first (lt_mix);
-   class_probs: see lt_engine_class_probs;
+   class_probs: see lt_engine_class_probs; groups (NULL: none) are the
+   class groups of the group term, needed when coefs.group != 0;
    the top-1 hits count against the batch's own labels. */
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher,
-                        lt_tensor *targets, lt_coefs coefs, const lt_mix *mix, int32_t class_probs, double lr,
+                        lt_tensor *targets, lt_coefs coefs, const lt_groups *groups, const lt_mix *mix,
+                        int32_t class_probs, double lr,
                         double loss_scale, int32_t *found_inf, char **err);
 /* With class_probs set, lt_engine_train also sums, over the batch's examples
    peer 0 classifies correctly (argmax of its logits = label), their softmax

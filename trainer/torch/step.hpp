@@ -68,7 +68,8 @@ inline bool unscale_(const std::vector<Tensor> &grads, double inv) {
 // computed in float32 and the parameters, gradients and momentum stay
 // float32.
 inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, Tensor X,
-                   const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, const lt_mix *mix,
+                   const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, const lt_groups *groups,
+                   const lt_mix *mix,
                    double lr, const StepOpts &opts) {
 	if (k < 1) throw std::invalid_argument("train step needs at least one model");
 	auto dev = models[0]->device;
@@ -100,6 +101,7 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 	if (n > 0) {
 		if (opts.channels_last && X.dim() == 4) X = lts::channels_last(X);
 		auto T = target_rows(targets, Y, C, coefs, dev);
+		auto G = groups_of(groups, C, coefs, dev);
 		// Mixing (lt_mix): the batch with itself flipped, as timm's Mixup
 		// (mode "batch"), and the labels of the other half of each pair.
 		Tensor Yb, Tb;
@@ -144,8 +146,9 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(logits[i].detach(), 1));
 		Tensor total;
 		for (int i = 0; i < k; i++) {
-			auto per = per_example_loss(logits[i], Y, T, coefs, tl, probs, i);
-			if (Yb.defined()) per = per * lam + per_example_loss(logits[i], Yb, Tb, coefs, tl, probs, i) * (1 - lam);
+			auto per = per_example_loss(logits[i], Y, T, coefs, G, tl, probs, i);
+			if (Yb.defined())
+				per = per * lam + per_example_loss(logits[i], Yb, Tb, coefs, G, tl, probs, i) * (1 - lam);
 			if (!g) losses[i] = reduce(per, W);
 			else if (!W.defined()) losses[i] = per.sum() / n_all;
 			// A global batch whose weights are all zero contributes nothing.

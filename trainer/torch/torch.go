@@ -59,9 +59,11 @@ type AllocStats struct {
 
 // Coefs weighs the terms of the per-example training loss:
 //
-//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
+//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log (p·Mᵀ)_g)
+//	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
-// with p = softmax(logits), T the target matrix row of the label, q_τ and p_τ
+// with p = softmax(logits), T the target matrix row of the label, M and W
+// the class groups' membership and weights (Groups), q_τ and p_τ
 // the teacher's and the model's softmax at temperature τ = KDTemperature, and each
 // peer's prediction treated as a constant. Every term is summed over classes;
 // the batch loss is the mean over examples, or Σ w_i l_i / Σ w_i with
@@ -74,6 +76,9 @@ type AllocStats struct {
 // has its own because no import runs back up; the C struct is lt_coefs.
 type Coefs struct {
 	SoftCE, HardCE, KD, KDTemperature, Mutual float32
+	// Group weighs the group term −Σ_g W[y,g]·log (softmax(z)·Mᵀ)_g of
+	// Step.Groups.
+	Group float32
 }
 
 // DType is a tensor element type.
@@ -276,6 +281,15 @@ func (m *Model) State() *State { return &State{op: "model state", owner: m} }
 // State is the optimizer's per-parameter state.
 func (o *Optimizer) State() *State { return &State{op: "optimizer state", owner: o} }
 
+// Groups are the class groups of the group term of a step's loss
+// (Coefs.Group): Members is G×C, 1 where class c belongs to group g, else
+// 0; Weights is C×G, row y the weight of each group's log-probability for
+// an example of class y. A group's probability is the sum of its classes'
+// softmax probabilities.
+type Groups struct {
+	Members, Weights *Tensor
+}
+
 // Step is what one training step does with the batch an Engine staged
 // (Input): which peers it trains with which optimizers, under which loss,
 // at which learning rate (Engine.Train).
@@ -285,7 +299,10 @@ type Step struct {
 	Teacher *Model       // frozen teacher, needed when Coefs.KD != 0
 	Targets *Tensor      // C×C target matrix, nil for one-hot
 	Coefs   Coefs
-	LR      float64
+	// Groups are the class groups of the group term, needed when
+	// Coefs.Group != 0.
+	Groups *Groups
+	LR     float64
 	// Group, when set, makes the step data-parallel: the staged batch is
 	// this rank's slice of a global batch (N may be 0), the gradients are
 	// summed over the ranks between the backward pass and the update, and

@@ -229,6 +229,7 @@ type PlanAt struct {
 //	SoftCE·CE(Targets[y], p) + HardCE·CE(onehot(y), p)
 //	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))     (T = KDTemperature)
 //	+ Mutual·mean_peers KL(p_peer ‖ p_self)     (peer predictions held constant)
+//	+ Group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)       (Plan.Groups)
 //
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
 // On the wire Coefs is the message Coefficients and KDTemperature its field
@@ -236,6 +237,7 @@ type PlanAt struct {
 // (curriculum.Coefs, trainer/torch.Coefs) have the same fields in float32.
 type Coefs struct {
 	SoftCE, HardCE, KD, KDTemperature, Mutual float64
+	Group                                     float64 // of Plan.Groups
 }
 
 // Plan is what to train on for one epoch (or step) of a stage.
@@ -249,6 +251,26 @@ type Plan struct {
 	// Subset lists the example indices trained this epoch; nil = all.
 	Subset []int
 	Coefs  Coefs
+	// Groups are the class groups of the group term (Coefs.Group), nil
+	// when it is 0. On the wire: the message ClassGroups.
+	Groups *Groups
+}
+
+// Groups are class groups and the weights of their log-probabilities: the
+// group term of an example of class y is −Σ_g W[y,g]·log Σ_{c∈g} p_c.
+// MBM's hierarchical cross-entropy (the built-in hxe) is a group per node
+// of the class hierarchy with W the weights along y's path.
+type Groups struct {
+	// Members lists the classes of each group (G = len(Members)).
+	Members [][]int
+	// Weights are W's entries (C×G); W is 0 elsewhere.
+	Weights []GroupWeight
+}
+
+// GroupWeight is one entry W[Class][Group] of the group term's weights.
+type GroupWeight struct {
+	Class, Group int
+	W            float64
 }
 
 // Metrics are one peer's figures after an epoch (Peer: proto field model).

@@ -79,23 +79,80 @@ func ValidatePlan(p *Plan, c, n, peers int) error {
 			return fmt.Errorf("subset is empty: nothing to train on")
 		}
 	}
+	if p.Groups != nil {
+		if err := validateGroups(p.Groups, c); err != nil {
+			return fmt.Errorf("class groups: %w", err)
+		}
+	}
 	co := p.Coefs
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.KDTemperature}, {"mutual", co.Mutual}} {
+	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.KDTemperature}, {"mutual", co.Mutual},
+		{"group", co.Group}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", f.name, f.v)
 		}
 	}
-	if co.SoftCE+co.HardCE+co.KD+co.Mutual == 0 {
+	if co.SoftCE+co.HardCE+co.KD+co.Mutual+co.Group == 0 {
 		return fmt.Errorf("all loss coefficients are 0")
+	}
+	if co.Group > 0 && p.Groups == nil {
+		return fmt.Errorf("group coefficient %g needs class groups (the plan has none)", co.Group)
 	}
 	if co.KD > 0 && co.KDTemperature <= 0 {
 		return fmt.Errorf("kd coefficient %g needs a temperature > 0", co.KD)
 	}
 	if co.Mutual > 0 && peers < 2 {
 		return fmt.Errorf("mutual coefficient %g needs a stage with 2 or more models, this one has %d", co.Mutual, peers)
+	}
+	return nil
+}
+
+// MaxGroupCells bounds G×C of a plan's class groups: the trainer holds the
+// membership (G×C) and the weights (C×G) as dense matrices on the device
+// (256 MiB each at this bound; ImageNet-1k's WordNet tree needs ~2 M).
+const MaxGroupCells = 1 << 26
+
+// validateGroups checks class groups for c classes: at least one group,
+// none empty, classes in range and listed once per group, weights at
+// distinct (class, group) cells in range and finite (they may be negative:
+// HXE's are differences along a path).
+func validateGroups(g *Groups, c int) error {
+	n := len(g.Members)
+	if n == 0 {
+		return fmt.Errorf("no groups")
+	}
+	if int64(n)*int64(c) > MaxGroupCells {
+		return fmt.Errorf("%d groups of %d classes need %d cells, more than the %d the trainer holds", n, c, int64(n)*int64(c), MaxGroupCells)
+	}
+	seen := make(map[int]int, c)
+	for gi, m := range g.Members {
+		if len(m) == 0 {
+			return fmt.Errorf("group %d is empty", gi)
+		}
+		for _, k := range m {
+			if k < 0 || k >= c {
+				return fmt.Errorf("group %d lists class %d, want a class index in [0,%d)", gi, k, c)
+			}
+			if seen[k] == gi+1 {
+				return fmt.Errorf("group %d lists class %d twice", gi, k)
+			}
+			seen[k] = gi + 1
+		}
+	}
+	cells := make(map[[2]int]bool, len(g.Weights))
+	for i, w := range g.Weights {
+		if w.Class < 0 || w.Class >= c || w.Group < 0 || w.Group >= n {
+			return fmt.Errorf("weight %d is at class %d, group %d, want a class in [0,%d) and a group in [0,%d)", i, w.Class, w.Group, c, n)
+		}
+		if math.IsNaN(w.W) || math.IsInf(w.W, 0) {
+			return fmt.Errorf("weight of class %d, group %d = %g, want a finite value", w.Class, w.Group, w.W)
+		}
+		if cells[[2]int{w.Class, w.Group}] {
+			return fmt.Errorf("weight of class %d, group %d given twice", w.Class, w.Group)
+		}
+		cells[[2]int{w.Class, w.Group}] = true
 	}
 	return nil
 }

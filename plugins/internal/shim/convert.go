@@ -106,7 +106,8 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 		Targets: targets,
 		Weights: p.Weights,
 		Coefficients: &pb.Coefficients{SoftCe: p.Coefs.SoftCE, HardCe: p.Coefs.HardCE, Kd: p.Coefs.KD,
-			Temperature: p.Coefs.KDTemperature, Mutual: p.Coefs.Mutual},
+			Temperature: p.Coefs.KDTemperature, Mutual: p.Coefs.Mutual, Group: p.Coefs.Group},
+		Groups: toGroups(p.Groups),
 	}
 	if p.Subset != nil {
 		out.HasSubset = true
@@ -143,7 +144,62 @@ func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 	}
 	if c := p.GetCoefficients(); c != nil {
 		out.Coefs = sdk.Coefs{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
-			KDTemperature: c.GetTemperature(), Mutual: c.GetMutual()}
+			KDTemperature: c.GetTemperature(), Mutual: c.GetMutual(), Group: c.GetGroup()}
+	}
+	if g := p.GetGroups(); g != nil {
+		var err error
+		if out.Groups, err = fromGroups(g); err != nil {
+			return nil, fmt.Errorf("class groups: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// toGroups is the wire form of class groups (nil: none).
+func toGroups(g *sdk.Groups) *pb.ClassGroups {
+	if g == nil {
+		return nil
+	}
+	out := &pb.ClassGroups{Groups: int32(len(g.Members))}
+	for gi, m := range g.Members {
+		for _, c := range m {
+			out.MemberGroup = append(out.MemberGroup, int32(gi))
+			out.MemberClass = append(out.MemberClass, int32(c))
+		}
+	}
+	for _, w := range g.Weights {
+		out.WeightClass = append(out.WeightClass, int32(w.Class))
+		out.WeightGroup = append(out.WeightGroup, int32(w.Group))
+		out.Weight = append(out.Weight, w.W)
+	}
+	return out
+}
+
+// fromGroups reads class groups off the wire; what they say is
+// ValidatePlan's to check, what cannot be read (lists of different
+// lengths, a group outside 0..groups−1) is refused here.
+func fromGroups(g *pb.ClassGroups) (*sdk.Groups, error) {
+	n := int(g.GetGroups())
+	if n < 0 || n > sdk.MaxGroupCells {
+		return nil, fmt.Errorf("%d groups", n)
+	}
+	mg, mc := g.GetMemberGroup(), g.GetMemberClass()
+	if len(mg) != len(mc) {
+		return nil, fmt.Errorf("%d member groups for %d member classes", len(mg), len(mc))
+	}
+	wc, wg, w := g.GetWeightClass(), g.GetWeightGroup(), g.GetWeight()
+	if len(wc) != len(wg) || len(wc) != len(w) {
+		return nil, fmt.Errorf("weights: %d classes, %d groups, %d values", len(wc), len(wg), len(w))
+	}
+	out := &sdk.Groups{Members: make([][]int, n), Weights: make([]sdk.GroupWeight, len(w))}
+	for i, gi := range mg {
+		if gi < 0 || int(gi) >= n {
+			return nil, fmt.Errorf("member %d is in group %d, want one in [0,%d)", i, gi, n)
+		}
+		out.Members[gi] = append(out.Members[gi], int(mc[i]))
+	}
+	for i := range w {
+		out.Weights[i] = sdk.GroupWeight{Class: int(wc[i]), Group: int(wg[i]), W: w[i]}
 	}
 	return out, nil
 }

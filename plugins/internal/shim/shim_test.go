@@ -103,6 +103,8 @@ func TestRoundTrip(t *testing.T) {
 		{Targets: &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{.9, .1, .2, .8}}, Weights: []float64{1, .5, 0},
 			Subset: []int{2, 0}, Coefs: sdk.Coefs{SoftCE: .1, HardCE: .2, KD: .9, KDTemperature: 4, Mutual: 1}},
 		{Subset: []int{}, Coefs: sdk.Coefs{SoftCE: 1}}, // an empty subset stays empty, not "all"
+		{Coefs: sdk.Coefs{HardCE: .5, Group: 1}, Groups: &sdk.Groups{Members: [][]int{{1}, {0, 1}},
+			Weights: []sdk.GroupWeight{{Class: 1, Group: 0, W: .7}, {Class: 1, Group: 1, W: -.2}, {Class: 0, Group: 1, W: .5}}}},
 	}
 	for i, want := range plans {
 		rec.plan = want

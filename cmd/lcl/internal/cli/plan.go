@@ -37,7 +37,7 @@ identity) and summarises it:
   OUT/curriculum.csv         stage, stage_name, epoch, mean_entropy (nats, mean
                              over rows), mean_true_mass (mean of the diagonal),
                              and the loss coefficients soft_ce, hard_ce, kd,
-                             temperature, mutual
+                             temperature, mutual, group (hxe's group term)
   OUT/curriculum.png         mean entropy and mean true-class mass per epoch
   OUT/classes.txt            index, id and name of each row/column
 

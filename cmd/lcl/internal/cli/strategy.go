@@ -23,7 +23,7 @@ type strategyOptions struct {
 }
 
 func (o *strategyOptions) addFlags(fs *pflag.FlagSet, defaultStrategy string) {
-	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, "training strategy: a built-in (sl, ls, lcl, kd, dml, cn, mbm-soft, ols) or a plugin; see lcl plugins list")
+	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, "training strategy: a built-in (sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe) or a plugin; see lcl plugins list")
 	o.addParamFlags(fs)
 }
 

@@ -558,3 +558,45 @@ func TestTrainShowsWhatItRuns(t *testing.T) {
 		t.Errorf("--store's help:\n%s", out)
 	}
 }
+
+// lcl train --strategy hxe on a two-level hierarchy (classes 0–4 and 5–9
+// under one node each): a continued run equals an uninterrupted one (the
+// groups are the strategy's, made again from the same matrix), with
+// mixing; and two data-parallel workers train the first epoch as one
+// process does (no batch norm: the same update up to summation order).
+func TestTrainHXE(t *testing.T) {
+	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
+	dir := t.TempDir()
+	sim := filepath.Join(dir, "sim.npy")
+	s := make([]float64, 100)
+	for i := range 10 {
+		for j := range 10 {
+			switch {
+			case i == j:
+				s[i*10+j] = 1
+			case i/5 == j/5:
+				s[i*10+j] = 0.5
+			}
+		}
+	}
+	if err := npy.WriteFile(sim, 10, 10, s); err != nil {
+		t.Fatal(err)
+	}
+	args := func(run, epochs string, extra ...string) []string {
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "cnn:bn=0", "--fraction", "0.02", "--epochs", epochs,
+			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "hxe",
+			"--matrix", sim, "--param", "alpha=0.2", "--out", filepath.Join(dir, run)}, extra...)
+	}
+	for _, a := range [][]string{args("whole", "2", "--mixup", "0.5"), args("part", "1", "--mixup", "0.5"),
+		args("part", "2", "--mixup", "0.5", "--resume"), args("one", "1"), args("two", "1", "--nproc", "2")} {
+		if code, out, errs := runLCL(context.Background(), t, a...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
+		}
+	}
+	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
+	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
+	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
+	if !(l1 > 0) || math.Abs(l1-l2) > 1e-4*l1 {
+		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
+	}
+}

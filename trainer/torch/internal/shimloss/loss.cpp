@@ -12,8 +12,9 @@ using torch::Tensor;
 extern "C" {
 
 int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const float *targets,
-                 const float *weights, lt_coefs coefs, const float *teacher_logits, const float *peer_logits,
-                 int32_t n_peers, float *loss_out, float *grad_out, char **err) {
+                 const float *weights, lt_coefs coefs, const float *group_members, const float *group_weights,
+                 int64_t n_groups, const float *teacher_logits, const float *peer_logits, int32_t n_peers,
+                 float *loss_out, float *grad_out, char **err) {
 	LT_TRY
 	if (n < 1 || c < 1) throw std::invalid_argument("loss of an empty batch");
 	if (n_peers < 0 || (n_peers > 0 && !peer_logits)) throw std::invalid_argument("peer logits missing");
@@ -26,6 +27,14 @@ int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, co
 	lt_tensor T0;
 	if (targets) T0.t = lts::blob(targets, {c, c});
 	auto T = lts::target_rows(targets ? &T0 : nullptr, Y, c, coefs, torch::kCPU);
+	lt_tensor GM, GW;
+	lt_groups groups{nullptr, nullptr};
+	if (group_members && group_weights && n_groups > 0) {
+		GM.t = lts::blob(group_members, {n_groups, c});
+		GW.t = lts::blob(group_weights, {c, n_groups});
+		groups = lt_groups{&GM, &GW};
+	}
+	auto G = lts::groups_of(&groups, c, coefs, torch::kCPU);
 	// per_example_loss skips the model's own entry (index 0) of the peers'
 	// probabilities, as the train step does for each peer.
 	std::vector<Tensor> probs;
@@ -34,7 +43,7 @@ int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, co
 		for (int32_t j = 0; j < n_peers; j++)
 			probs.push_back(torch::softmax(lts::blob(peer_logits + j * n * c, {n, c}), 1));
 	}
-	auto loss = lts::reduce(lts::per_example_loss(Z, Y, T, coefs, tl, probs, 0), W);
+	auto loss = lts::reduce(lts::per_example_loss(Z, Y, T, coefs, G, tl, probs, 0), W);
 	loss.backward();
 	*loss_out = loss.item<float>();
 	if (grad_out) std::memcpy(grad_out, Z.grad().contiguous().data_ptr<float>(), sizeof(float) * n * c);

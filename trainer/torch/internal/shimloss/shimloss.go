@@ -28,6 +28,10 @@ type Input struct {
 	Coefs   torch.Coefs
 	Teacher []float32   // N×C teacher logits, needed when Coefs.KD != 0
 	Peers   [][]float32 // N×C logits of each other peer (constants), for Coefs.Mutual
+	// The class groups of the group term (Coefs.Group): Groups×C membership
+	// and C×Groups weights.
+	Groups                     int
+	GroupMembers, GroupWeights []float32
 }
 
 func errOf(op string, cerr *C.char) error {
@@ -51,7 +55,8 @@ func ptr(v []float32) *C.float {
 func Loss(in Input) (float32, []float32, error) {
 	n, c := in.N, in.C
 	if n <= 0 || c <= 0 || len(in.Logits) != n*c || len(in.Y) != n || (in.Weights != nil && len(in.Weights) != n) ||
-		(in.Teacher != nil && len(in.Teacher) != n*c) || (in.Targets != nil && len(in.Targets) != c*c) {
+		(in.Teacher != nil && len(in.Teacher) != n*c) || (in.Targets != nil && len(in.Targets) != c*c) ||
+		len(in.GroupMembers) != in.Groups*c || len(in.GroupWeights) != in.Groups*c {
 		return 0, nil, fmt.Errorf("shimloss: inconsistent sizes for %d×%d logits", n, c)
 	}
 	var peers []float32
@@ -62,12 +67,13 @@ func Loss(in Input) (float32, []float32, error) {
 		peers = append(peers, p...)
 	}
 	co := C.lt_coefs{soft: C.float(in.Coefs.SoftCE), hard: C.float(in.Coefs.HardCE), kd: C.float(in.Coefs.KD),
-		kd_temp: C.float(in.Coefs.KDTemperature), mutual: C.float(in.Coefs.Mutual)}
+		kd_temp: C.float(in.Coefs.KDTemperature), mutual: C.float(in.Coefs.Mutual), group: C.float(in.Coefs.Group)}
 	grad := make([]float32, n*c)
 	var loss C.float
 	var cerr *C.char
 	rc := C.ltt_loss(ptr(in.Logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), ptr(in.Targets), ptr(in.Weights),
-		co, ptr(in.Teacher), ptr(peers), C.int32_t(len(in.Peers)), &loss, ptr(grad), &cerr)
+		co, ptr(in.GroupMembers), ptr(in.GroupWeights), C.int64_t(in.Groups), ptr(in.Teacher), ptr(peers), C.int32_t(len(in.Peers)),
+		&loss, ptr(grad), &cerr)
 	runtime.KeepAlive(in)
 	runtime.KeepAlive(peers)
 	if rc != 0 {

@@ -18,10 +18,13 @@ extern "C" {
    NULL). targets (c x c, row-major) or NULL (one-hot); weights (n) or
    NULL; teacher_logits (n x c) is needed when coefs.kd != 0; peer_logits
    holds the logits of the n_peers other peers (n_peers x n x c, treated as
-   constants) for the mutual term. */
+   constants) for the mutual term; group_members (n_groups x c) and
+   group_weights (c x n_groups) are the class groups of the group term,
+   needed when coefs.group != 0. */
 int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const float *targets,
-                 const float *weights, lt_coefs coefs, const float *teacher_logits, const float *peer_logits,
-                 int32_t n_peers, float *loss_out, float *grad_out, char **err);
+                 const float *weights, lt_coefs coefs, const float *group_members, const float *group_weights,
+                 int64_t n_groups, const float *teacher_logits, const float *peer_logits, int32_t n_peers,
+                 float *loss_out, float *grad_out, char **err);
 
 /* torch::nn::functional::cross_entropy (mean over the batch) for reference. */
 int32_t ltt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y, float *loss_out, char **err);
