@@ -99,6 +99,7 @@ func newBenchLoaderCmd(f *Factory) *cobra.Command {
 	var lc data.LoaderConfig
 	var passes int
 	var float bool
+	var randAugment string
 	cmd := &cobra.Command{
 		Use:   "loader",
 		Short: "Images per second of the training data pipeline",
@@ -106,13 +107,26 @@ func newBenchLoaderCmd(f *Factory) *cobra.Command {
 of --data (decoding, training augmentation, batches of --batch) with
 --workers goroutines, and prints images per second. Batches are uint8, as
 lcl train makes them for image data (normalised on the device), unless
---float. LCL_JPEG=go selects Go's JPEG decoder instead of libjpeg-turbo.`,
+--float. --randaugment, --trivialaugment and --random-erasing add lcl
+train's policies of the same names. LCL_JPEG=go selects Go's JPEG decoder
+instead of libjpeg-turbo.`,
 		Example: `  lcl bench loader --data folder:/tmp/jpegs --workers 1
-  lcl bench loader --data folder:/tmp/jpegs --workers 16 --batch 256 --passes 3`,
+  lcl bench loader --data folder:/tmp/jpegs --workers 16 --batch 256 --passes 3
+  lcl bench loader --data cifar100:/tmp/cifar --workers 1 --randaugment 2,9`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if spec == "" {
 				return usagef("--data is required")
+			}
+			if randAugment != "" {
+				n, m, err := data.ParseRandAugment(randAugment)
+				if err != nil {
+					return usagef("--randaugment %s: %v", randAugment, err)
+				}
+				lc.Augment.RandAugmentN, lc.Augment.RandAugmentM = n, m
+			}
+			if err := lc.Augment.Check(); err != nil {
+				return usagef("%v", err)
 			}
 			train, _, err := data.Open(spec)
 			if err != nil {
@@ -134,6 +148,9 @@ lcl train makes them for image data (normalised on the device), unless
 	fl.IntVar(&lc.Workers, "workers", 0, "decoding goroutines (0 = number of CPUs)")
 	fl.IntVar(&passes, "passes", 1, "passes over the training split")
 	fl.BoolVar(&float, "float", false, "normalised float32 batches instead of uint8")
+	fl.StringVar(&randAugment, "randaugment", "", "RandAugment N,M (as lcl train's), e.g. 2,9")
+	fl.BoolVar(&lc.Augment.TrivialAugment, "trivialaugment", false, "TrivialAugmentWide (as lcl train's)")
+	fl.Float64Var(&lc.Augment.Erasing, "random-erasing", 0, "random erasing with this probability (as lcl train's)")
 	return cmd
 }
 
