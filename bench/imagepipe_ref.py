@@ -23,6 +23,12 @@ from PIL import Image
 from torchvision import io, transforms
 
 
+def contiguous(t):
+    # torchvision 0.14's tensor equalize views its input flat: a cropped
+    # (strided) tensor must be made contiguous first.
+    return t.contiguous()
+
+
 def policy(name):
     if name == "randaugment":
         return [transforms.RandAugment(2, 9)]
@@ -37,6 +43,8 @@ class Files(torch.utils.data.Dataset):
         # Antialiased bilinear as PIL's (tensors need it asked for).
         rrc = transforms.RandomResizedCrop(size, antialias=True) if backend == "tensor" else transforms.RandomResizedCrop(size)
         crop = [rrc, transforms.RandomHorizontalFlip()]
+        if backend == "tensor":
+            crop.append(contiguous)
         end = [transforms.PILToTensor()] if backend == "pil" else []
         self.t = transforms.Compose(crop + policy(pol) + end)
 
@@ -56,6 +64,8 @@ class Small(torch.utils.data.Dataset):
         self.x = raw[:, 2:].reshape(-1, 3, 32, 32)
         self.backend = backend
         crop = [transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip()]
+        if backend == "tensor":
+            crop.append(contiguous)
         end = [transforms.PILToTensor()] if backend == "pil" else []
         self.t = transforms.Compose(crop + policy(pol) + end)
 
