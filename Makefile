@@ -19,6 +19,14 @@ TAGS += $(shell scripts/libtorch-flags.sh tags '$(LIBTORCH)' 2>/dev/null)
 endif
 GOTAGS := $(if $(strip $(TAGS)),-tags '$(strip $(TAGS))')
 
+# Built against Debian's libtorch, bin/lcl links no libtorch: it opens the
+# shim library bin/libltshim.so (and libtorch with it) when a command first
+# needs it (-tags ltlazy; docs/trainer.md, "Start-up"), so the commands that
+# never train start at once. LAZY= builds the binary with libtorch linked in,
+# as go build ./cmd/lcl does; another libtorch (LIBTORCH=) is always linked.
+LAZY ?= $(if $(strip $(LIBTORCH)$(TAGS)),,1)
+SHIM_SOURCES := $(wildcard trainer/torch/*.cpp trainer/torch/*.hpp trainer/torch/*.h) trainer/torch/build-shim.sh
+
 all: build
 
 # deps: what the tests need; build-deps: only what the build and the demo need.
@@ -35,11 +43,18 @@ libtorch-check:
 	@if [ -n "$(strip $(LIBTORCH))" ]; then scripts/libtorch-flags.sh check '$(LIBTORCH)'; fi
 
 # bin/plugins: the example plugins, built, beside lcl (LCL_PLUGIN_PATH=bin/plugins).
-build: build-deps libtorch-check
-	$(GO) build $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
+build: build-deps libtorch-check $(if $(LAZY),bin/libltshim.so)
+	$(GO) build $(if $(LAZY),-tags ltlazy,$(GOTAGS)) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
 	$(GO) build -o bin/plugins/ ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
 	install -m 755 examples/lcl-similarity-py/lcl-similarity-bigram.py examples/lcl-strategy-py/lcl-strategy-pyannealls.py bin/plugins/
 	install -m 644 examples/lcl-strategy-py/lcl_pb2.py bin/plugins/
+
+# The shim library of the lazy bin/lcl, built again when a shim source changes.
+bin/libltshim.so: $(SHIM_SOURCES)
+	@mkdir -p bin
+	@echo "build-shim.sh: bin/libltshim.so (Debian's libtorch)"
+	@TORCH_INCLUDE=/usr/include TORCH_LIB=/usr/lib/x86_64-linux-gnu PYTHON=/usr/bin/python3 \
+		sh trainer/torch/build-shim.sh /usr bin >/dev/null
 
 # (go test runs vet's high-confidence checks; lint runs all of vet.)
 test: deps libtorch-check

@@ -63,9 +63,23 @@ var (
 	_ [0]int = [len(precisionNames) - (C.LT_FP16 + 1)]int{}
 )
 
-// shimABI asks the shim for its ABI version: lt_abi_version is one of the
-// two functions of shim.h that never change, so any shim answers it.
-var shimABI = sync.OnceValue(func() int { return int(C.lt_abi_version()) })
+// shim is the shim's ABI version, asked once (lt_abi_version is one of the
+// two functions of shim.h that never change, so any shim answers it), or
+// why there is no shim: a lazy build (-tags ltlazy) opens the shim library
+// here, on the binding's first use, and then applies the Runtime that Init
+// recorded (load_lazy.go); a linked build has both done already.
+var shim = sync.OnceValues(func() (int, error) {
+	if err := loadShim(); err != nil {
+		return 0, err
+	}
+	v := int(C.lt_abi_version())
+	if v == abiVersion {
+		if err := applyRuntime(); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+})
 
 // checkABI is Check for a shim that reports version shim.
 func checkABI(shim int) error {
@@ -79,11 +93,22 @@ func checkABI(shim int) error {
 // Check reports whether libtorch can be used: nil, or an error wrapping
 // ErrABIMismatch when the shim library was built from another lcl version
 // (only possible with -tags ltshim). Every operation checks it first.
-func Check() error { return checkABI(shimABI()) }
+func Check() error {
+	v, err := shim()
+	if err != nil {
+		return err
+	}
+	return checkABI(v)
+}
 
 // Version is the libtorch version the binding runs on (also with a shim of
-// another ABI version: lt_torch_version never changes).
-func Version() string { return C.GoString(C.lt_torch_version()) }
+// another ABI version: lt_torch_version never changes); "" without a shim.
+func Version() string {
+	if _, err := shim(); err != nil {
+		return ""
+	}
+	return C.GoString(C.lt_torch_version())
+}
 
 // Available reports whether libtorch is linked in and usable (Check is nil).
 func Available() bool { return Check() == nil }
@@ -116,10 +141,14 @@ func call(op string, f func(err **C.char) C.int32_t, keep ...any) error {
 // create is call for a constructor, which returns its new handle H (a
 // pointer to an opaque C type), or NULL on failure.
 func create[H comparable](op string, f func(err **C.char) H, keep ...any) (H, error) {
+	var null H
+	// Before the first handle exists (a lazy build loads the shim here).
+	if err := Check(); err != nil {
+		return null, err
+	}
 	var cerr *C.char
 	h := f(&cerr)
 	runtime.KeepAlive(keep)
-	var null H
 	if h == null {
 		return null, errOf(op, cerr)
 	}

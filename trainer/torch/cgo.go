@@ -1,4 +1,4 @@
-//go:build cgo && !ltshim
+//go:build cgo && !ltshim && !ltlazy
 
 package torch
 

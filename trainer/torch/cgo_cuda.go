@@ -1,4 +1,4 @@
-//go:build cgo && cuda && !ltshim
+//go:build cgo && cuda && !ltshim && !ltlazy
 
 package torch
 

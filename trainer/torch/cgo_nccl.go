@@ -1,4 +1,4 @@
-//go:build cgo && cuda && nccl && !ltshim
+//go:build cgo && cuda && nccl && !ltshim && !ltlazy
 
 package torch
 

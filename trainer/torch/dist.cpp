@@ -1,4 +1,4 @@
-//go:build cgo && !ltshim
+//go:build cgo && !ltshim && !ltlazy
 
 // dist.cpp: c10d process groups for data-parallel training (see shim.h).
 // Rendezvous through a TCPStore hosted by rank 0, collectives through Gloo

@@ -65,7 +65,9 @@ func DefaultRuntime() (Runtime, error) {
 
 // Init applies rt to the process, once. With OMPWaitPolicy to apply it does
 // not return on success (the program starts again); otherwise it installs
-// the allocator and caps the BLAS threads before any model exists. It fails
+// the allocator and caps the BLAS threads before any model exists: at once
+// in a linked build, when the shim library opens in a lazy one (-tags
+// ltlazy: a command that never trains never loads libtorch). It fails
 // without libtorch (ErrNoLibtorch), with a shim of another ABI
 // (ErrABIMismatch), and when called twice.
 func Init(rt Runtime) error {
@@ -75,7 +77,7 @@ func Init(rt Runtime) error {
 			_ = syscall.Exec(exe, os.Args, env)
 		}
 	}
-	return initRuntime(rt)
+	return startRuntime(rt)
 }
 
 // WithOMPWaitPolicy returns env, the environment of a new lcl process, with

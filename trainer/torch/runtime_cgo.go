@@ -28,15 +28,25 @@ func ManualSeed(seed uint64) error {
 	return callLib("manual seed", func(e **C.char) C.int32_t { return C.lt_manual_seed(C.uint64_t(seed), e) })
 }
 
-// initRuntime is Init's libtorch part (lt_runtime_init).
+// initRuntime is Init's libtorch part (lt_runtime_init), once the shim's
+// ABI is checked.
 func initRuntime(rt Runtime) error {
+	if err := Check(); err != nil {
+		return err
+	}
+	return runtimeInit(rt)
+}
+
+// runtimeInit calls lt_runtime_init without checking the shim first (the
+// check itself calls it in a lazy build).
+func runtimeInit(rt Runtime) error {
 	if rt.BLASThreads < 0 {
 		return fmt.Errorf("torch: runtime: BLASThreads %d: want 0 or more", rt.BLASThreads)
 	}
 	alloc, free := cstr(rt.CPUAllocator)
 	defer free()
 	var installed, blas C.int32_t
-	return callLib("runtime", func(e **C.char) C.int32_t {
+	return call("runtime", func(e **C.char) C.int32_t {
 		return C.lt_runtime_init(alloc, C.int32_t(rt.BLASThreads), &installed, &blas, e)
 	})
 }

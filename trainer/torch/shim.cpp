@@ -1,4 +1,4 @@
-//go:build cgo && !ltshim
+//go:build cgo && !ltshim && !ltlazy
 
 // shim.cpp: the C ABI of shim.h, section by section: runtime, tensors,
 // models, state, optimizers (optim.hpp's rules), the model and optimizer

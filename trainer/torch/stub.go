@@ -26,6 +26,7 @@ func ManualSeed(uint64) error                  { return ErrNoLibtorch }
 func CUDADevices() (int, error)                { return 0, ErrNoLibtorch }
 func CPUAllocStats() (AllocStats, bool, error) { return AllocStats{}, false, ErrNoLibtorch }
 func initRuntime(Runtime) error                { return ErrNoLibtorch }
+func startRuntime(Runtime) error               { return ErrNoLibtorch }
 func SetCUDAFlags(cudnnBenchmark, tf32 bool) error {
 	return ErrNoLibtorch
 }

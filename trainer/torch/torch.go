@@ -19,6 +19,9 @@
 // so commands that do not train still run.
 package torch
 
+// lazy_gen.c (-tags ltlazy, load_lazy.go) is generated from the shim's headers.
+//go:generate go run ./internal/lazygen/gen lazy_gen.c shim.h scriptcheck.h
+
 import (
 	"errors"
 	"fmt"
