@@ -89,6 +89,7 @@ lint:
 	@scripts/deps.sh lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(GOTAGS) ./...
+	$(GO) vet -tags ltlazy ./trainer/torch/ ./cmd/lcl/
 	@d=$$(mktemp -d) && protoc -I plugins/proto --descriptor_set_out=$$d/lcl.binpb plugins/proto/lcl.proto \
 	  && $(GO) test -count=1 -run 'TestProtocolOnlyGrows' ./plugins/proto/ -args -current $$d/lcl.binpb; \
 	  rc=$$?; rm -rf "$$d"; exit $$rc

@@ -34,9 +34,17 @@ import (
 // left out; those add nothing to the loss (p(C | parent) = 1 for an only
 // child) but would deepen the nodes below them. Any other similarity gives
 // its own single-linkage tree.
+//
+// The loss is MBM's times the tree's node count N, so that α = 0 (every λ
+// 1/N) is plain cross-entropy: −Σ_l log p(C_l | C_{l+1}) telescopes to
+// −log p_y. MBM trains with Adam, which a constant factor of the loss does
+// not change; lcl's presets train with SGD, where MBM's loss, N times
+// smaller than cross-entropy's, would train as with an N times smaller
+// learning rate.
 type HXE struct {
 	base
 	groups *sdk.Groups
+	scale  float64
 }
 
 var hxeParams = []sdk.Param{
@@ -71,7 +79,7 @@ func (s *HXE) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if g := int64(len(t.Parent) - 1); g*int64(c) > sdk.MaxGroupCells {
 		return nil, fmt.Errorf("%d classes make %d groups, more than the trainer holds (%d groups × classes)", c, g, sdk.MaxGroupCells)
 	}
-	s.groups = t.HXEGroups(alpha)
+	s.groups, s.scale = t.HXEGroups(alpha), float64(len(t.Parent))
 	s.stages = oneStage("train", run.Epochs, 1)
 	return s.stagesRead()
 }
@@ -80,7 +88,7 @@ func (s *HXE) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {
 	if err := s.check(at); err != nil {
 		return nil, err
 	}
-	return &sdk.Plan{Coefs: sdk.Coefs{Group: 1}, Groups: s.groups}, nil
+	return &sdk.Plan{Coefs: sdk.Coefs{Group: s.scale}, Groups: s.groups}, nil
 }
 
 // Tree is a class hierarchy: nodes 0..C−1 are the classes (leaves), the

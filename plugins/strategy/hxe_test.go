@@ -114,8 +114,10 @@ func TestHXEPlanByHand(t *testing.T) {
 	if err := sdk.ValidatePlan(p, 6, 6, 1); err != nil {
 		t.Fatal(err)
 	}
-	if p.Coefs != (sdk.Coefs{Group: 1}) || p.Targets != nil {
-		t.Fatalf("coefficients %+v, targets %v: want the group term alone", p.Coefs, p.Targets)
+	// The group term alone, times the tree's 10 nodes (MBM's loss on
+	// cross-entropy's scale).
+	if p.Coefs != (sdk.Coefs{Group: 10}) || p.Targets != nil {
+		t.Fatalf("coefficients %+v, targets %v: want the group term alone, weighted 10", p.Coefs, p.Targets)
 	}
 	// depths: root 0; animal, vehicle, rock 1; mammal, bird, car, bike 2; dog, cat 3
 	z := 0.0

@@ -85,7 +85,7 @@ var shim = sync.OnceValues(func() (int, error) {
 func checkABI(shim int) error {
 	if shim != abiVersion {
 		return fmt.Errorf("torch: %w: the shim library (libltshim.so) speaks ABI version %d, this lcl binary "+
-			"version %d: rebuild it from this lcl's sources with trainer/torch/build-shim.sh", ErrABIMismatch, shim, abiVersion)
+			"version %d: rebuild it from this lcl's sources (make build, or trainer/torch/build-shim.sh)", ErrABIMismatch, shim, abiVersion)
 	}
 	return nil
 }

@@ -179,3 +179,38 @@ func TestHXEMatchesPyTorch(t *testing.T) {
 		}
 	}
 }
+
+// TestHXEAlphaZeroIsCrossEntropy: with α = 0 every λ is 1/N over the
+// tree's N nodes, and hxe's plan (the group term weighted N) is the
+// one-hot cross-entropy, value and gradient: the path's terms telescope.
+func TestHXEAlphaZeroIsCrossEntropy(t *testing.T) {
+	const c, n = 6, 9
+	sim := make([]float32, c*c)
+	for i, row := range hxeTree.heights {
+		for j, h := range row {
+			sim[i*c+j] = float32(1 - h/3)
+		}
+	}
+	tree, err := strategy.LinkageTree(&sdk.Matrix{Rows: c, Cols: c, Data: sim}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := tree.HXEGroups(0)
+	m, w := dense(groups, c)
+	r := rand.New(rand.NewPCG(7, 8))
+	z := lossref.Normal32(r, n*c)
+	y := []int64{0, 1, 2, 3, 4, 5, 0, 2, 5}
+	ce, gce, err := Loss(Input{Logits: z, N: n, C: c, Y: y, Coefs: torch.Coefs{HardCE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hxe, ghxe, err := Loss(Input{Logits: z, N: n, C: c, Y: y, Coefs: torch.Coefs{Group: float32(len(tree.Parent))},
+		Groups: len(groups.Members), GroupMembers: m, GroupWeights: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeTo(t, "HXE at α = 0", float64(hxe), float64(ce), 1e-6)
+	for i := range gce {
+		closeTo(t, "gradient", float64(ghxe[i]), float64(gce[i]), 1e-6)
+	}
+}
