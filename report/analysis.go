@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Metric names a reported quantity.
@@ -348,6 +349,15 @@ func rankTest(entries []Entry) (*RankTest, string) {
 	return &RankTest{Methods: ms, Blocks: blocks, Friedman: f}, ""
 }
 
+// splitPreset splits a method name into its stem and the " [preset]" it
+// ends with when a report holds runs of several presets ("" otherwise).
+func splitPreset(method string) (stem, preset string) {
+	if i := strings.LastIndex(method, " ["); i >= 0 && strings.HasSuffix(method, "]") {
+		return method[:i], method[i:]
+	}
+	return method, ""
+}
+
 // Baselines are the methods every other method is compared with, paired by seed.
 var Baselines = []string{"SL", "LS"}
 
@@ -373,14 +383,13 @@ func pairedRows(entries []Entry, m Metric) []PairedRow {
 	var out []PairedRow
 	for _, k := range keys {
 		for _, base := range Baselines {
-			bc := cs[k][base]
-			if bc == nil {
-				continue
-			}
 			for _, meth := range ms {
-				c := cs[k][meth]
+				// A method of a preset (a grid's recipe axis: "LCL(…) [cifar-modern]")
+				// is compared with the baselines of the same preset.
+				stem, preset := splitPreset(meth)
+				bc, c := cs[k][base+preset], cs[k][meth]
 				// Baselines are compared with those before them only (LS vs SL, not SL vs LS).
-				if mi := slices.Index(Baselines, meth); meth == base || c == nil || (mi >= 0 && mi < slices.Index(Baselines, base)) {
+				if mi := slices.Index(Baselines, stem); stem == base || bc == nil || c == nil || (mi >= 0 && mi < slices.Index(Baselines, base)) {
 					continue
 				}
 				var a, b []float64
@@ -398,7 +407,7 @@ func pairedRows(entries []Entry, m Metric) []PairedRow {
 					}
 				}
 				out = append(out, PairedRow{Metric: m, Dataset: k.Dataset, Model: k.Model, Fraction: k.Fraction,
-					Method: meth, Baseline: base, Paired: p})
+					Method: meth, Baseline: base + preset, Paired: p})
 			}
 		}
 	}

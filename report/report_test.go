@@ -347,3 +347,47 @@ func TestPresetsInMethodNames(t *testing.T) {
 		t.Errorf("one preset: methods %q, want %q", got, want)
 	}
 }
+
+// With runs of several presets, every method is compared with the
+// baselines of its own preset: LCL [cifar-modern] with SL [cifar-modern],
+// never with SL [default]; the differences are the seeds' by hand.
+func TestPairedWithinPreset(t *testing.T) {
+	top1 := map[string]map[string][]float64{ // preset → strategy → per seed
+		"":             {"sl": {0.80, 0.82, 0.81}, "lcl": {0.83, 0.84, 0.82}},
+		"cifar-modern": {"sl": {0.70, 0.71, 0.72}, "lcl": {0.70, 0.74, 0.72}},
+	}
+	var runs []simstore.Run
+	for preset, byStrategy := range top1 {
+		for strategy, acc := range byStrategy {
+			for i, a := range acc {
+				c := simstore.RunConfig{Labels: "fashion-mnist", Model: "cnn", Fraction: 0.1, Strategy: strategy, Seed: i + 1,
+					Epochs: 1, Preset: preset}
+				if strategy == "lcl" {
+					c.Source, c.Params = "semantic", map[string]string{"epsilon": "0.9"}
+				}
+				ep, _ := json.Marshal([]map[string]any{{"epoch": 1, "loss": 1.0, "top1": []float64{a}}})
+				runs = append(runs, simstore.Run{ID: c.ID(), Config: c, Status: "done", Top1: []float64{a}, Top5: []float64{0.9}, Epochs: ep})
+			}
+		}
+	}
+	entries, _, err := FromRuns(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, p := range pairedRows(entries, Top1) {
+		got[p.Method+" vs "+p.Baseline] = p.Diff
+	}
+	want := map[string]float64{
+		"LCL(ε=0.9, semantic) [default] vs SL [default]":           100 * (0.03 + 0.02 + 0.01) / 3,
+		"LCL(ε=0.9, semantic) [cifar-modern] vs SL [cifar-modern]": 100 * (0.00 + 0.03 + 0.00) / 3,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("paired rows %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if math.Abs(got[k]-w) > 1e-9 {
+			t.Errorf("%s: diff %v, want %v (rows %v)", k, got[k], w, got)
+		}
+	}
+}
