@@ -563,7 +563,8 @@ func TestTrainShowsWhatItRuns(t *testing.T) {
 // under one node each): a continued run equals an uninterrupted one (the
 // groups are the strategy's, made again from the same matrix), with
 // mixing; and two data-parallel workers train the first epoch as one
-// process does (no batch norm: the same update up to summation order).
+// process does (no batch norm: the same update up to summation order, to
+// 1e-3 of the epoch's loss).
 func TestTrainHXE(t *testing.T) {
 	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
 	dir := t.TempDir()
@@ -596,7 +597,10 @@ func TestTrainHXE(t *testing.T) {
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
 	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
 	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
-	if !(l1 > 0) || math.Abs(l1-l2) > 1e-4*l1 {
+	// The two workers' summation order differs from one process's, and the
+	// difference compounds over the epoch's 24 steps (1.3e-4 seen); a
+	// wrong normalisation or a missing all-reduce differs by percents.
+	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
 		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
 	}
 }
