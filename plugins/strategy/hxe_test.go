@@ -11,17 +11,23 @@ import (
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
 
-// hxeBegin begins hxe on sim with params and returns it.
-func hxeBegin(sim *sdk.Matrix, c int, params map[string]string) (sdk.Strategy, error) {
+// beginToy begins the built-in strategy name on a toy run of c classes,
+// one example each, 3 epochs, with similarity sim and params.
+func beginToy(name string, sim *sdk.Matrix, c int, params map[string]string) (sdk.Strategy, error) {
 	classes := make([]sdk.Class, c)
 	labels := make([]int, c)
 	for i := range classes {
 		classes[i] = sdk.Class{Index: i, ID: strconv.Itoa(i)}
 		labels[i] = i
 	}
-	st, _ := New("hxe")
-	_, err := st.Begin(context.Background(), sdk.Run{Classes: classes, Similarity: sim, NumExamples: c, Labels: labels, Epochs: 2, Params: params})
+	st, _ := New(name)
+	_, err := st.Begin(context.Background(), sdk.Run{Classes: classes, Similarity: sim, NumExamples: c, Labels: labels, Epochs: 3, Params: params})
 	return st, err
+}
+
+// hxeBegin begins hxe on sim with params and returns it.
+func hxeBegin(sim *sdk.Matrix, c int, params map[string]string) (sdk.Strategy, error) {
+	return beginToy("hxe", sim, c, params)
 }
 
 // nodeSets are a tree's nodes as their member sets with their depths,

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -97,19 +96,11 @@ func lcaHeightMatrix(t *testing.T, leaves []string) *sdk.Matrix {
 // mbmPlan begins mbm-soft on sim and returns its plan of epoch e.
 func mbmPlan(t *testing.T, sim *sdk.Matrix, params map[string]string, e int) (*sdk.Plan, error) {
 	t.Helper()
-	c := sim.Rows
-	classes := make([]sdk.Class, c)
-	labels := make([]int, c)
-	for i := range classes {
-		classes[i] = sdk.Class{Index: i, ID: strconv.Itoa(i)}
-		labels[i] = i
-	}
-	st, _ := New("mbm-soft")
-	ctx := context.Background()
-	if _, err := st.Begin(ctx, sdk.Run{Classes: classes, Similarity: sim, NumExamples: c, Labels: labels, Epochs: 3, Params: params}); err != nil {
+	st, err := beginToy("mbm-soft", sim, sim.Rows, params)
+	if err != nil {
 		return nil, err
 	}
-	return st.Plan(ctx, sdk.PlanAt{Epoch: e})
+	return st.Plan(context.Background(), sdk.PlanAt{Epoch: e})
 }
 
 // checkTargets compares a plan's targets with want. The similarity is

@@ -91,6 +91,24 @@ var hxeTree = struct {
 	},
 }
 
+// hxeLinkage is hxe's tree of hxeTree, made as a run makes it: the
+// linkage of its LCA-height similarity s = 1 − h/3.
+func hxeLinkage(t *testing.T) *strategy.Tree {
+	t.Helper()
+	c := len(hxeTree.heights)
+	sim := make([]float32, c*c)
+	for i, row := range hxeTree.heights {
+		for j, h := range row {
+			sim[i*c+j] = float32(1 - h/3)
+		}
+	}
+	tree, err := strategy.LinkageTree(&sdk.Matrix{Rows: c, Cols: c, Data: sim}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
 // hxeReference is MBM's HierarchicalCrossEntropyLoss
 // (fiveai/making-better-mistakes, better_mistakes/model/losses.py) written
 // again from its definition on a parent list, with the exponential
@@ -138,16 +156,7 @@ print(json.dumps({"loss": loss.item(), "grad": z.grad.reshape(-1).tolist()}))
 func TestHXEMatchesPyTorch(t *testing.T) {
 	py := testdep.PythonModules(t, "torch")
 	const c, n = 6, 12
-	sim := make([]float32, c*c)
-	for i, row := range hxeTree.heights {
-		for j, h := range row {
-			sim[i*c+j] = float32(1 - h/3)
-		}
-	}
-	tree, err := strategy.LinkageTree(&sdk.Matrix{Rows: c, Cols: c, Data: sim}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := hxeLinkage(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	z := lossref.Normal32(r, n*c)
 	for i := range z {
@@ -185,16 +194,7 @@ func TestHXEMatchesPyTorch(t *testing.T) {
 // one-hot cross-entropy, value and gradient: the path's terms telescope.
 func TestHXEAlphaZeroIsCrossEntropy(t *testing.T) {
 	const c, n = 6, 9
-	sim := make([]float32, c*c)
-	for i, row := range hxeTree.heights {
-		for j, h := range row {
-			sim[i*c+j] = float32(1 - h/3)
-		}
-	}
-	tree, err := strategy.LinkageTree(&sdk.Matrix{Rows: c, Cols: c, Data: sim}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := hxeLinkage(t)
 	groups := tree.HXEGroups(0)
 	m, w := dense(groups, c)
 	r := rand.New(rand.NewPCG(7, 8))
