@@ -141,14 +141,10 @@ func call(op string, f func(err **C.char) C.int32_t, keep ...any) error {
 // create is call for a constructor, which returns its new handle H (a
 // pointer to an opaque C type), or NULL on failure.
 func create[H comparable](op string, f func(err **C.char) H, keep ...any) (H, error) {
-	var null H
-	// Before the first handle exists (a lazy build loads the shim here).
-	if err := Check(); err != nil {
-		return null, err
-	}
 	var cerr *C.char
 	h := f(&cerr)
 	runtime.KeepAlive(keep)
+	var null H
 	if h == null {
 		return null, errOf(op, cerr)
 	}
