@@ -36,7 +36,9 @@ inline Tensor group_log_probs(const Tensor &logp, const Tensor &Y, const Groups 
 }
 
 // groups_of checks the group tensors of a step with C classes and puts
-// them on dev in float64; undefined when the group term is off.
+// them on dev in float64; undefined when the group term is off. The
+// tensors are converted in place, so the steps after the first of a plan
+// find them converted and copy nothing.
 inline Groups groups_of(const lt_groups *gl, int64_t C, const lt_coefs &c, torch::Device dev) {
 	if (c.group == 0) return Groups{};
 	if (!gl || !gl->members || !gl->weights) throw std::invalid_argument("group coefficient set without class groups");
@@ -47,7 +49,9 @@ inline Groups groups_of(const lt_groups *gl, int64_t C, const lt_coefs &c, torch
 	if (W.dim() != 2 || W.size(0) != C || W.size(1) != M.size(0))
 		throw std::invalid_argument("group weights are " + c10::str(W.sizes()) + ", want " + std::to_string(C) + " x " +
 		                            std::to_string(M.size(0)));
-	return Groups{M.to(dev, torch::kFloat64), W.to(dev, torch::kFloat64)};
+	M = M.to(dev, torch::kFloat64);
+	W = W.to(dev, torch::kFloat64);
+	return Groups{M, W};
 }
 
 // per_example_loss is the per-example loss of peer self from its logits:
