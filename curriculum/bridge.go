@@ -67,12 +67,6 @@ type Bridge struct {
 	// similarity) were large (LargeTargets), so the next Plan first returns
 	// the memory of what the trainer is done with (21,843 classes: 1.9 GB).
 	bigPlans bool
-	// groups is the last plan's class groups in the trainer's terms, made
-	// from the strategy's groupsFrom: a strategy that answers every plan
-	// with the same groups gets them converted (and, by the trainer, put on
-	// the device) once.
-	groupsFrom *sdk.Groups
-	groups     *Groups
 }
 
 // LargeTargets is the size in bytes from which the Bridge hands the memory
@@ -165,10 +159,7 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	out := Plan{Subset: sp.Subset, Coefs: Coefs{SoftCE: float32(c.SoftCE), HardCE: float32(c.HardCE),
 		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual), Group: float32(c.Group)}}
 	if sp.Groups != nil {
-		if sp.Groups != b.groupsFrom {
-			b.groupsFrom, b.groups = sp.Groups, toGroups(sp.Groups)
-		}
-		out.Groups = b.groups
+		out.Groups = toGroups(sp.Groups)
 	}
 	b.bigPlans = false
 	if sp.Targets != nil {

@@ -1,6 +1,10 @@
 package curriculum
 
-import "context"
+import (
+	"context"
+
+	"github.com/lcl-project/lcl/plugins/sdk"
+)
 
 // Stage is one phase of a run: Peers models (K ≥ 1) trained together for
 // Epochs epochs. A later stage may use the final model (peer 0) of an earlier
@@ -41,8 +45,8 @@ type Plan struct {
 	// Coefs weighs the loss terms; the zero value means SoftCE = 1.
 	Coefs Coefs
 	// Groups are the class groups of the group term (Coefs.Group); nil
-	// when the term is off. A planner that keeps them returns the same
-	// pointer every epoch, and the trainer keeps them on the device.
+	// when the term is off. The trainer puts them on the device with each
+	// plan (dense: at most MaxGroupCells groups × classes).
 	Groups *Groups
 }
 
@@ -56,6 +60,10 @@ type Groups struct {
 	// Weights are W's entries; W is 0 elsewhere.
 	Weights []GroupWeight
 }
+
+// MaxGroupCells bounds the groups × classes of a plan's Groups (the
+// plugin host refuses more: sdk.MaxGroupCells).
+const MaxGroupCells = sdk.MaxGroupCells
 
 // GroupWeight is one entry W[Class, Group] of the group term's weights.
 type GroupWeight struct {

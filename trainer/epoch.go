@@ -33,8 +33,6 @@ type epoch struct {
 	// step holds the settings of the next training step: the peers, the
 	// targets, coefficients and teacher of the plan in force.
 	step torch.Step
-	// groupsFrom are the plan's class groups the step's Groups were made of.
-	groupsFrom *curriculum.Groups
 	// weights are that plan's per-example weights (nil: uniform); the
 	// batch's are gathered into wbuf. keep marks the examples of a per-step
 	// plan's subset (nil: the whole batch trains).
@@ -132,28 +130,18 @@ func (ep *epoch) close() {
 		ep.step.Targets.Close()
 		ep.step.Targets = nil
 	}
-	ep.closeGroups()
-}
-
-// closeGroups frees the class groups in force.
-func (ep *epoch) closeGroups() {
 	if g := ep.step.Groups; g != nil {
 		g.Members.Close()
 		g.Weights.Close()
-		ep.step.Groups, ep.groupsFrom = nil, nil
+		ep.step.Groups = nil
 	}
 }
 
-// useGroups puts a plan's class groups in force: kept when they are the
-// groups already in force (a strategy that sends the same groups every
-// step), else made into the dense G×C membership and C×G weights.
-func (ep *epoch) useGroups(g *curriculum.Groups) error {
-	if g == ep.groupsFrom && g != nil {
-		return nil
-	}
-	ep.closeGroups()
+// groupTensors are a plan's class groups as the step takes them: the dense
+// G×C membership and C×G weights on the run's device (nil without groups).
+func (ep *epoch) groupTensors(g *curriculum.Groups) (*torch.Groups, error) {
 	if g == nil {
-		return nil
+		return nil, nil
 	}
 	C, G := ep.r.cfg.Train.NumClasses(), len(g.Members)
 	m, w := make([]float32, G*C), make([]float32, C*G)
@@ -167,15 +155,14 @@ func (ep *epoch) useGroups(g *curriculum.Groups) error {
 	}
 	members, err := torch.NewTensor(m, []int64{int64(G), int64(C)}, ep.r.cfg.Device)
 	if err != nil {
-		return fmt.Errorf("trainer: class groups: %w", err)
+		return nil, fmt.Errorf("trainer: class groups: %w", err)
 	}
 	weights, err := torch.NewTensor(w, []int64{int64(C), int64(G)}, ep.r.cfg.Device)
 	if err != nil {
 		members.Close()
-		return fmt.Errorf("trainer: class groups: %w", err)
+		return nil, fmt.Errorf("trainer: class groups: %w", err)
 	}
-	ep.step.Groups, ep.groupsFrom = &torch.Groups{Members: members, Weights: weights}, g
-	return nil
+	return &torch.Groups{Members: members, Weights: weights}, nil
 }
 
 // errorf prefixes the error with the stage and the (1-based) epoch.
@@ -203,13 +190,15 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 			return fmt.Errorf("trainer: %w", err)
 		}
 	}
-	if ep.step.Targets != nil {
-		ep.step.Targets.Close()
-	}
-	ep.step.Teacher, ep.step.Targets, ep.step.Coefs = teacher, targets, torch.Coefs(plan.Coefs)
-	if err := ep.useGroups(plan.Groups); err != nil {
+	groups, err := ep.groupTensors(plan.Groups)
+	if err != nil {
+		if targets != nil {
+			targets.Close()
+		}
 		return err
 	}
+	ep.close()
+	ep.step.Teacher, ep.step.Targets, ep.step.Coefs, ep.step.Groups = teacher, targets, torch.Coefs(plan.Coefs), groups
 	ep.weights = plan.Weights
 	if ep.weights != nil && ep.wbuf == nil {
 		ep.wbuf = make([]float32, r.cfg.Optim.Batch)

@@ -54,16 +54,12 @@ func validatePlan(p *Plan, numClasses, numExamples int) error {
 	return nil
 }
 
-// maxGroupCells bounds G×C of a plan's class groups: the step holds them as
-// dense G×C and C×G matrices on the device (sdk.MaxGroupCells for plugins).
-const maxGroupCells = 1 << 26
-
 // validateGroups checks the indices of class groups for numClasses classes
 // (a planner in this process may skip the plugin host's full check).
 func validateGroups(g *curriculum.Groups, numClasses int) error {
 	G := len(g.Members)
-	if G == 0 || int64(G)*int64(numClasses) > maxGroupCells {
-		return fmt.Errorf("%d groups of %d classes, want 1 to %d cells", G, numClasses, maxGroupCells)
+	if G == 0 || int64(G)*int64(numClasses) > curriculum.MaxGroupCells {
+		return fmt.Errorf("%d groups of %d classes, want 1 to %d cells", G, numClasses, curriculum.MaxGroupCells)
 	}
 	for gi, m := range g.Members {
 		for _, c := range m {
