@@ -180,12 +180,14 @@ func toGroups(g *sdk.Groups) *pb.ClassGroups {
 // lengths, a group outside 0..groups−1) is refused here.
 func fromGroups(g *pb.ClassGroups) (*sdk.Groups, error) {
 	n := int(g.GetGroups())
-	if n < 0 || n > sdk.MaxGroupCells {
-		return nil, fmt.Errorf("%d groups", n)
-	}
 	mg, mc := g.GetMemberGroup(), g.GetMemberClass()
 	if len(mg) != len(mc) {
 		return nil, fmt.Errorf("%d member groups for %d member classes", len(mg), len(mc))
+	}
+	// Every group has a member: a count beyond the memberships is refused
+	// before anything of its size is made.
+	if n < 0 || n > len(mg) {
+		return nil, fmt.Errorf("%d groups for %d memberships: a group would be empty", n, len(mg))
 	}
 	wc, wg, w := g.GetWeightClass(), g.GetWeightGroup(), g.GetWeight()
 	if len(wc) != len(wg) || len(wc) != len(w) {
