@@ -83,7 +83,7 @@ if [ "$mode" = gpu ]; then
 	r18=(--model resnet18:stem=cifar --input "3,32,32" --classes 100 --batch 512 --steps 30 --warmup 5)
 	r18_ref=(--model resnet18 --stem cifar --size 32 --classes 100 --batch 512 --steps 30 --warmup 5)
 	jpegs=512 loader_batch=64 passes=3 bench_t=120
-	parity_data="synthetic?n=2048&test=512&classes=10&shape=3,32,32&signal=1" parity_model="resnet18:width=16"
+	parity_data="synthetic?n=2048&test=512&classes=10&shape=3,32,32&signal=1" parity_model="resnet18:width=16" parity_classes=10
 else
 	py=/usr/bin/python3
 	dev=cpu
@@ -96,7 +96,7 @@ else
 	r18=(--model resnet18:stem=cifar --input "3,32,32" --classes 10 --batch 4 --steps 1 --warmup 1)
 	r18_ref=(--model resnet18 --stem cifar --size 32 --classes 10 --batch 4 --steps 1 --warmup 1)
 	jpegs=16 loader_batch=8 passes=1 bench_t=180
-	parity_data="synthetic?n=64&test=32&classes=4&shape=3,16,16&signal=1" parity_model="resnet18:width=8"
+	parity_data="synthetic?n=64&test=32&classes=4&shape=3,16,16&signal=1" parity_model="resnet18:width=8" parity_classes=4
 fi
 
 # ---- helpers ---------------------------------------------------------------
@@ -290,6 +290,30 @@ result parity-same "$(awk -v a="$(get parity-cpu-loss)" -v b="$(get parity-gpu-l
 	'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; t = ta - tb; if (t < 0) t = -t;
 	  printf "%s (test loss %.6g vs %.6g, top-1 %.4f vs %.4f)", (d <= 1e-2 * (a < 0 ? -a : a) && t <= 0.02) ? "yes" : "NO", a, b, ta, tb } }')"
 
+# The same run with hierarchical cross-entropy (hxe): its group term sums
+# the softmax over each node's classes in float64 on the device. The
+# similarity: two groups of classes (first half, second half), 0.5 within.
+"$py" - "$work/sim.npy" "$parity_classes" <<'EOF' || result "status:hxe-sim" "FAIL (numpy)"
+import sys
+import numpy as np
+n = int(sys.argv[2])
+s = np.zeros((n, n))
+for i in range(n):
+    for j in range(n):
+        s[i, j] = 1.0 if i == j else (0.5 if (2 * i) // n == (2 * j) // n else 0.0)
+np.save(sys.argv[1], s)
+EOF
+hxe=(--strategy hxe --matrix "$work/sim.npy" --param alpha=0.2)
+step hxe-cpu 240 "${lclx[@]}" "${parity[@]}" "${hxe[@]}" --device cpu --out "$work/hxe-cpu"
+step hxe-gpu 120 "${lclx[@]}" "${parity[@]}" "${hxe[@]}" --device "$dev" --out "$work/hxe-gpu"
+for d in cpu gpu; do
+	result "hxe-$d-loss" "$(jget "$logs/hxe-$d.log" final.test_loss)"
+	result "hxe-$d-top1" "$(jget "$logs/hxe-$d.log" final.test_top1)"
+done
+result hxe-same "$(awk -v a="$(get hxe-cpu-loss)" -v b="$(get hxe-gpu-loss)" -v ta="$(get hxe-cpu-top1)" -v tb="$(get hxe-gpu-top1)" \
+	'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; t = ta - tb; if (t < 0) t = -t;
+	  printf "%s (test loss %.6g vs %.6g, top-1 %.4f vs %.4f)", (d <= 1e-2 * (a < 0 ? -a : a) && t <= 0.02) ? "yes" : "NO", a, b, ta, tb } }')"
+
 # ---- 4. throughput: lcl next to PyTorch eager ------------------------------
 
 # bench NAME LCL_ARGS... -- REF_ARGS...
@@ -349,6 +373,7 @@ bench r18-bf16-cl "${r18[@]}" --precision bf16 --channels-last -- "${r18_ref[@]}
 	echo "| lcl eval on $dev | $(get status:eval-gpu): top-1 $(pct "$(get eval-gpu-top1)"), loss $(get eval-gpu-loss) |"
 	echo "| same accuracy on CPU and GPU | $(get eval-same) |"
 	echo "| AdamW + clipping + EMA + validation split, fp32, the same run on cpu and $dev | $(get status:parity-cpu) / $(get status:parity-gpu): same: $(get parity-same) |"
+	echo "| the same run with --strategy hxe (group term in float64) on cpu and $dev | $(get status:hxe-cpu) / $(get status:hxe-gpu): same: $(get hxe-same) |"
 	echo "| image pipeline ($(get loader-decoder), random-resized crop 224 + flip, uint8) | 1 worker $(get loader-1) img/s ($(get status:loader-1)); $ncpu workers $(get loader-all) img/s ($(get status:loader-all)) |"
 	echo "| pipeline / GPU (ResNet-50 bf16 channels-last, lcl) | $(ratio "$(get loader-all)" "$(get ips-lcl-r50-bf16-cl)") (≥ 1: the GPU sets the pace) |"
 	echo

@@ -55,7 +55,7 @@ func TestGPUCheckCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := string(table)
-	for _, want := range []string{"| same accuracy on CPU and GPU | yes |", "data-parallel backends: gloo", "same: yes (test loss", "(libjpeg-turbo"} {
+	for _, want := range []string{"| same accuracy on CPU and GPU | yes |", "data-parallel backends: gloo", "same: yes (test loss", "(group term in float64) on cpu and cpu | OK / OK: same: yes", "(libjpeg-turbo"} {
 		if !strings.Contains(tb, want) {
 			t.Errorf("table lacks %q:\n%s", want, tb)
 		}
