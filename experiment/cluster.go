@@ -62,6 +62,14 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 			return Emitted{}, fmt.Errorf("emit: %s %q: %w", v.flag, v.value, err)
 		}
 	}
+	// Every run's command line before anything is written.
+	argv := make([][]string, len(runs))
+	for i, r := range runs {
+		var err error
+		if argv[i], err = r.TrainArgs("", false); err != nil {
+			return Emitted{}, fmt.Errorf("emit: %w", err)
+		}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return Emitted{}, err
 	}
@@ -84,7 +92,7 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 			}
 		}
 		path = filepath.Join(out, opt.Name+".sbatch")
-		data = []byte(slurmScript(g, runs, opt))
+		data = []byte(slurmScript(g, runs, argv, opt))
 	case "kubernetes":
 		if opt.Results == "" {
 			opt.Results = "/results"
@@ -96,7 +104,7 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 			opt.PVC = "lcl-results"
 		}
 		var err error
-		if data, err = kubernetesJob(g, runs, opt); err != nil {
+		if data, err = kubernetesJob(g, runs, argv, opt); err != nil {
 			return Emitted{}, err
 		}
 		path = filepath.Join(out, opt.Name+".yaml")
@@ -134,7 +142,7 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 // run by index, skips a finished run, resumes a started one, and records the
 // configuration next to the results so that `lcl experiment collect` can
 // import the directory without the grid file.
-func taskScript(runs []Run, indexVar string, opt EmitOptions) string {
+func taskScript(runs []Run, argv [][]string, indexVar string, opt EmitOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "set -eu\n")
 	// Unquoted ${VAR:-WORD} in an assignment: WORD's own quotes hold (no
@@ -144,8 +152,7 @@ func taskScript(runs []Run, indexVar string, opt EmitOptions) string {
 	fmt.Fprintf(&b, "RESULTS=${LCL_RESULTS:-%s}\n", shellQuote(opt.Results))
 	fmt.Fprintf(&b, "case \"$%s\" in\n", indexVar)
 	for i, r := range runs {
-		args := r.TrainArgs("", false)
-		args = args[:len(args)-2] // drop "--out ''": the directory is added below
+		args := argv[i] // no --out: the directory is added below
 		cfg := string(mustJSON(r.Config))
 		fmt.Fprintf(&b, "%d) id=%s; config=%s\n   set -- %s ;;\n", i, r.ID, shellQuote(cfg), shellJoin(args))
 	}
@@ -163,7 +170,7 @@ exec "$LCL" "$@" --out "$dir" $resume
 	return b.String()
 }
 
-func slurmScript(g *Grid, runs []Run, opt EmitOptions) string {
+func slurmScript(g *Grid, runs []Run, argv [][]string, opt EmitOptions) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\n")
 	fmt.Fprintf(&b, "# Slurm job array for grid %q: %d runs, one array task each.\n", g.Name, len(runs))
@@ -187,7 +194,7 @@ func slurmScript(g *Grid, runs []Run, opt EmitOptions) string {
 	// A requeued task writes to the same log: append, so that the log
 	// keeps the attempt Slurm stopped (Slurm truncates it by default).
 	b.WriteString("#SBATCH --requeue\n#SBATCH --open-mode=append\n\n")
-	b.WriteString(taskScript(runs, "SLURM_ARRAY_TASK_ID", opt))
+	b.WriteString(taskScript(runs, argv, "SLURM_ARRAY_TASK_ID", opt))
 	return b.String()
 }
 
@@ -242,7 +249,7 @@ type (
 	}
 )
 
-func kubernetesJob(g *Grid, runs []Run, opt EmitOptions) ([]byte, error) {
+func kubernetesJob(g *Grid, runs []Run, argv [][]string, opt EmitOptions) ([]byte, error) {
 	par := opt.Parallel
 	if par <= 0 || par > len(runs) {
 		par = len(runs)
@@ -251,7 +258,7 @@ func kubernetesJob(g *Grid, runs []Run, opt EmitOptions) ([]byte, error) {
 	c := k8sContainer{
 		Name:         "lcl",
 		Image:        opt.Image,
-		Command:      []string{"/bin/sh", "-c", taskScript(runs, "JOB_COMPLETION_INDEX", opt)},
+		Command:      []string{"/bin/sh", "-c", taskScript(runs, argv, "JOB_COMPLETION_INDEX", opt)},
 		VolumeMounts: []k8sMountSpec{{Name: "results", MountPath: opt.Results}},
 	}
 	limits := map[string]string{}

@@ -95,7 +95,7 @@ func TestEmitSlurm(t *testing.T) {
 	results := t.TempDir()
 	for i, r := range runs {
 		got := runTask(t, "bash", []string{script}, []string{"SLURM_ARRAY_TASK_ID=" + strconv.Itoa(i), "LCL=" + fake, "LCL_RESULTS=" + results})
-		if want := r.TrainArgs(filepath.Join(results, r.ID), false); !slices.Equal(got, want) {
+		if want := append(trainArgs(t, r, "", false), "--out", filepath.Join(results, r.ID)); !slices.Equal(got, want) {
 			t.Errorf("task %d:\n got %q\nwant %q", i, got, want)
 		}
 	}
@@ -103,7 +103,7 @@ func TestEmitSlurm(t *testing.T) {
 	dir := filepath.Join(results, runs[0].ID)
 	os.Remove(filepath.Join(dir, ResultFile))
 	got := runTask(t, "bash", []string{script}, []string{"SLURM_ARRAY_TASK_ID=0", "LCL=" + fake, "LCL_RESULTS=" + results})
-	if !slices.Equal(got, runs[0].TrainArgs(dir, true)) {
+	if !slices.Equal(got, append(trainArgs(t, runs[0], "", false), "--out", dir, "--resume")) {
 		t.Errorf("requeued task: %q", got)
 	}
 	cmd := exec.Command("bash", script)
@@ -176,7 +176,7 @@ func TestEmitKubernetes(t *testing.T) {
 	results := t.TempDir()
 	for i, r := range runs {
 		got := runTask(t, "sh", []string{"-c", cmd[2]}, []string{"JOB_COMPLETION_INDEX=" + strconv.Itoa(i), "LCL=" + fake, "LCL_RESULTS=" + results})
-		if want := r.TrainArgs(filepath.Join(results, r.ID), false); !slices.Equal(got, want) {
+		if want := append(trainArgs(t, r, "", false), "--out", filepath.Join(results, r.ID)); !slices.Equal(got, want) {
 			t.Errorf("index %d:\n got %q\nwant %q", i, got, want)
 		}
 	}

@@ -81,62 +81,19 @@ func paramProduct(params map[string][]string) []map[string]string {
 }
 
 // TrainArgs returns the `lcl` arguments that run this configuration, writing
-// into runDir; resume adds --resume. They include --no-store: the grid's
-// runner (or `lcl experiment collect`) records the run under its ID, and
-// the run must not be recorded a second time by the child.
-func (r Run) TrainArgs(runDir string, resume bool) []string {
-	c := r.Config
-	args := []string{"train",
-		"--synsets", c.Labels,
+// into runDir ("" leaves --out out); resume adds --resume. They are the
+// run's spec (Spec) written back as lcl train's flags (TrainSpec.Args), with
+// --no-store: the grid's runner (or `lcl experiment collect`) records the
+// run under its ID, and the run must not be recorded a second time by the
+// child. A run whose params or args are no settings of lcl train is an
+// error (Grid.Check refuses such a grid first).
+func (r Run) TrainArgs(runDir string, resume bool) ([]string, error) {
+	s, err := r.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	if c.Data != "" {
-		args = append(args, "--data", c.Data)
-	}
-	args = append(args,
-		"--model", c.Model,
-		"--strategy", c.Strategy,
-	)
-	if c.Source != "" {
-		args = append(args, "--source", c.Source)
-	}
-	for _, k := range sortedKeys(c.Params) {
-		if IsTrainFlag(k) {
-			args = append(args, "--"+k, c.Params[k])
-		} else {
-			// A strategy's own parameter (a plugin's, ls's alpha).
-			args = append(args, "--param", k+"="+c.Params[k])
-		}
-	}
-	args = append(args,
-		"--fraction", formatFloat(c.Fraction),
-		"--seed", strconv.Itoa(c.Seed),
-	)
-	if c.Epochs > 0 {
-		args = append(args, "--epochs", strconv.Itoa(c.Epochs))
-	}
-	if c.Preset != "" {
-		args = append(args, "--preset", c.Preset)
-	}
-	for _, k := range sortedKeys(c.Args) {
-		args = append(args, "--"+k, c.Args[k])
-	}
-	if r.Exec.Device != "" {
-		args = append(args, "--device", r.Exec.Device)
-	}
-	if r.Exec.Threads > 0 {
-		args = append(args, "--threads", strconv.Itoa(r.Exec.Threads))
-	}
-	if r.Exec.NProc > 1 {
-		args = append(args, "--nproc", strconv.Itoa(r.Exec.NProc))
-	}
-	if r.Exec.ChannelsLast {
-		args = append(args, "--channels-last")
-	}
-	args = append(args, "--no-store", "--out", runDir)
-	if resume {
-		args = append(args, "--resume")
-	}
-	return args
+	s.Exec.Out, s.Exec.Resume, s.Exec.NoStore = runDir, resume, true
+	return append([]string{"train"}, s.Args()...), nil
 }
 
 // RunDir is where a run writes its checkpoints and logs under root.

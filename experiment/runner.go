@@ -182,6 +182,10 @@ func (e *FailedError) Lines() []string {
 // one launches a single run and records its outcome.
 func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 	resume := hasWork(dir)
+	args, err := run.TrainArgs(dir, resume)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -198,7 +202,6 @@ func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 	if err != nil {
 		return err
 	}
-	args := run.TrainArgs(dir, resume)
 	verb := "start"
 	if resume {
 		verb = "resume"

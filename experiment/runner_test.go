@@ -47,6 +47,9 @@ func (f *fakeTrain) launch(ctx context.Context, args []string, log io.Writer) er
 		}
 	}
 	seed := flagValue(args, "--seed")
+	if seed == "" {
+		seed = "1" // lcl train's default: TrainArgs leaves defaults out
+	}
 	var lines []string
 	for e := 1; e <= 2; e++ {
 		lines = append(lines, fmt.Sprintf(`{"epoch":%d,"loss":1.5,"top1":[0.%d%s],"top5":[0.9]}`, e, 50+e, seed))

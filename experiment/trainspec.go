@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -214,18 +213,6 @@ func (s *TrainSpec) PresetName() string {
 	return *s.Preset
 }
 
-// OverridesGiven are the flags of the optimisation overrides that were
-// given, by name (trainer.OverrideFlags' order).
-func (s *TrainSpec) OverridesGiven() []string {
-	var given []string
-	for _, f := range trainFlags {
-		if slices.Contains(trainer.OverrideFlags(), f.name) && isGiven(f.bind(s)) {
-			given = append(given, f.name)
-		}
-	}
-	return given
-}
-
 // Config is the run's configuration, keyed as a grid's run of the same
 // settings is: the settings that change the result, as given. similarity
 // says whether the strategy used a similarity matrix: only then do
@@ -331,6 +318,49 @@ func BindTrainFlags(fs *pflag.FlagSet, s *TrainSpec) {
 			fl.NoOptDefVal = "true"
 		}
 	}
+}
+
+// Args is the lcl train command line (after "train") that parses back
+// into s, written from the flag table in its order: a setting that is
+// optional appears when given (a default given stays part of the run's
+// key), any other when it differs from lcl train's default; --param once
+// per parameter, by name.
+func (s *TrainSpec) Args() []string {
+	def := NewTrainSpec()
+	var args []string
+	for _, f := range trainFlags {
+		v := f.bind(s)
+		switch l := v.(type) {
+		case paramsValue:
+			for _, p := range l.GetSlice() {
+				args = append(args, "--"+f.name, p)
+			}
+			continue
+		case stringList:
+			if l.Given() {
+				args = append(args, "--"+f.name, strings.Join(l.GetSlice(), ","))
+			}
+			continue
+		}
+		if g, ok := v.(interface{ Given() bool }); ok {
+			if !g.Given() {
+				continue
+			}
+		} else if v.String() == f.bind(&def).String() {
+			continue
+		}
+		switch {
+		case v.Type() == "bool" && v.String() == "true":
+			args = append(args, "--"+f.name)
+		case v.Type() == "bool":
+			// A bool flag takes no separate value: "--tf32 false"
+			// would read "false" as an argument.
+			args = append(args, "--"+f.name+"="+v.String())
+		default:
+			args = append(args, "--"+f.name, v.String())
+		}
+	}
+	return args
 }
 
 // SetTrainFlag sets the flag name of s as the command line --name value
@@ -552,226 +582,4 @@ func (s *TrainSpec) given(name string) bool {
 		}
 	}
 	return false
-}
-
-// isGiven reports whether an optional value was given.
-func isGiven(v pflag.Value) bool {
-	g, ok := v.(interface{ Given() bool })
-	return ok && g.Given()
-}
-
-// value is a flag bound to a field of type T.
-type value[T any] struct {
-	p      *T
-	parse  func(string) (T, error)
-	format func(T) string
-	typ    string
-}
-
-func (v value[T]) String() string { return v.format(*v.p) }
-func (v value[T]) Type() string   { return v.typ }
-func (v value[T]) Set(s string) error {
-	x, err := v.parse(s)
-	if err != nil {
-		return err
-	}
-	*v.p = x
-	return nil
-}
-
-// optional is a flag bound to a field of type *T: nil until given.
-type optional[T any] struct {
-	p      **T
-	parse  func(string) (T, error)
-	format func(T) string
-	typ    string
-	def    string // what the help shows while not given
-}
-
-func (v optional[T]) Given() bool  { return *v.p != nil }
-func (v optional[T]) Type() string { return v.typ }
-func (v optional[T]) String() string {
-	if *v.p == nil {
-		return v.def
-	}
-	return v.format(**v.p)
-}
-func (v optional[T]) Set(s string) error {
-	x, err := v.parse(s)
-	if err != nil {
-		return err
-	}
-	*v.p = &x
-	return nil
-}
-
-func parseString(s string) (string, error) { return s, nil }
-
-// parseRandAugment checks --randaugment's N,M and keeps it as written
-// without spaces.
-func parseRandAugment(s string) (string, error) {
-	n, m, err := data.ParseRandAugment(s)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d,%d", n, m), nil
-}
-func parseFloat(s string) (float64, error) { return numErr(strconv.ParseFloat(s, 64)) }
-func parseInt(s string) (int, error)       { return numErr(strconv.Atoi(s)) }
-func parseInt64(s string) (int64, error)   { return numErr(strconv.ParseInt(s, 10, 64)) }
-func parseBool(s string) (bool, error)     { return numErr(strconv.ParseBool(s)) }
-
-// numErr drops strconv's repetition of the input from its errors.
-func numErr[T any](x T, err error) (T, error) {
-	if ne, ok := err.(*strconv.NumError); ok {
-		err = ne.Err
-	}
-	return x, err
-}
-
-func str(p *string) value[string] {
-	return value[string]{p, parseString, func(s string) string { return s }, "string"}
-}
-func float(p *float64) value[float64] { return value[float64]{p, parseFloat, formatFloat, "float"} }
-func intv(p *int) value[int]          { return value[int]{p, parseInt, strconv.Itoa, "int"} }
-func int64v(p *int64) value[int64] {
-	return value[int64]{p, parseInt64, func(n int64) string { return strconv.FormatInt(n, 10) }, "int"}
-}
-func boolv(p *bool) value[bool] { return value[bool]{p, parseBool, strconv.FormatBool, "bool"} }
-func duration(p *time.Duration) value[time.Duration] {
-	format := func(d time.Duration) string {
-		if d == 0 {
-			return "0" // the help shows no default then
-		}
-		return d.String()
-	}
-	return value[time.Duration]{p, time.ParseDuration, format, "duration"}
-}
-func optString(p **string, def string) optional[string] {
-	return optional[string]{p, parseString, func(s string) string { return s }, "string", def}
-}
-func optFloat(p **float64, def string) optional[float64] {
-	return optional[float64]{p, parseFloat, formatFloat, "float", def}
-}
-func optInt(p **int) optional[int] { return optional[int]{p, parseInt, strconv.Itoa, "int", "0"} }
-func optBool(p **bool) optional[bool] {
-	return optional[bool]{p, parseBool, strconv.FormatBool, "bool", "false"}
-}
-
-// milestones is --milestones 60,120,160 (nil until given).
-type milestones struct{ p *[]int }
-
-func (m milestones) Given() bool  { return *m.p != nil }
-func (m milestones) Type() string { return "string" }
-func (m milestones) String() string {
-	parts := make([]string, len(*m.p))
-	for i, n := range *m.p {
-		parts[i] = strconv.Itoa(n)
-	}
-	return strings.Join(parts, ",")
-}
-func (m milestones) Set(s string) error {
-	ms, err := trainer.ParseMilestones(s)
-	if err == nil {
-		*m.p = ms
-	}
-	return err
-}
-
-// betas is --betas B1,B2 (nil until given), parsed as the trainer parses
-// a preset's override.
-type betas struct{ p *[]float64 }
-
-func (b betas) Given() bool  { return *b.p != nil }
-func (b betas) Type() string { return "string" }
-func (b betas) String() string {
-	if *b.p == nil {
-		return ""
-	}
-	parts := make([]string, len(*b.p))
-	for i, x := range *b.p {
-		parts[i] = formatFloat(x)
-	}
-	return strings.Join(parts, ",")
-}
-func (b betas) Set(s string) error {
-	o, err := trainer.ParseOverrides(map[string]string{"betas": s})
-	if err == nil {
-		*b.p = o.Betas
-	}
-	return err
-}
-
-// stringList is a comma-separated, repeatable list (nil until given), as
-// pflag's StringSlice.
-type stringList struct{ p *[]string }
-
-func (l stringList) Given() bool  { return *l.p != nil }
-func (l stringList) Type() string { return "strings" }
-func (l stringList) String() string {
-	if *l.p == nil {
-		return "" // not given: the help shows no default
-	}
-	return "[" + strings.Join(*l.p, ",") + "]"
-}
-func (l stringList) GetSlice() []string { return slices.Clone(*l.p) }
-func (l stringList) Replace(vs []string) error {
-	*l.p = []string{}
-	for _, v := range vs {
-		if err := l.Set(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-func (l stringList) Append(v string) error { return l.Set(v) }
-func (l stringList) Set(s string) error {
-	if *l.p == nil {
-		*l.p = []string{}
-	}
-	for v := range strings.SplitSeq(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			*l.p = append(*l.p, v)
-		}
-	}
-	return nil
-}
-
-// paramsValue is --param NAME=VALUE, repeatable, into a map.
-type paramsValue struct{ p *map[string]string }
-
-func (v paramsValue) Type() string { return "stringArray" }
-func (v paramsValue) String() string {
-	if len(*v.p) == 0 {
-		return "" // the help shows no default
-	}
-	return "[" + strings.Join(v.GetSlice(), ",") + "]"
-}
-func (v paramsValue) GetSlice() []string {
-	var out []string
-	for _, k := range sortedKeys(*v.p) {
-		out = append(out, k+"="+(*v.p)[k])
-	}
-	return out
-}
-func (v paramsValue) Append(s string) error { return v.Set(s) }
-func (v paramsValue) Replace(vs []string) error {
-	*v.p = nil
-	for _, s := range vs {
-		if err := v.Set(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-func (v paramsValue) Set(s string) error {
-	k, val, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want NAME=VALUE")
-	}
-	if *v.p == nil {
-		*v.p = map[string]string{}
-	}
-	(*v.p)[k] = val
-	return nil
 }

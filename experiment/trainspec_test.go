@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestSpecConfigInvertsTrainArgs(t *testing.T) {
 	}
 	for _, r := range g.Expand() {
 		r.Exec.NProc = 2
-		s := parseTrain(t, r.TrainArgs("runs/"+r.ID, true)[1:]...)
+		s := parseTrain(t, trainArgs(t, r, "runs/"+r.ID, true)[1:]...)
 		c, err := s.Config(r.Config.Strategy == "lcl")
 		if err != nil {
 			t.Fatal(err)
@@ -133,8 +134,10 @@ func TestBindTrainFlags(t *testing.T) {
 		s.Exec.DistTimeout != 30*time.Second || s.Seed != 7 || !reflect.DeepEqual(s.InitSkip, []string{"fc"}) {
 		t.Errorf("spec %+v, optim %+v", s, o)
 	}
-	if got := s.OverridesGiven(); !reflect.DeepEqual(got, []string{"epochs", "lr", "nesterov", "schedule"}) {
-		t.Errorf("OverridesGiven = %v", got)
+	want := []string{"--seed", "7", "--epochs", "3", "--lr", "0.5", "--nesterov=false", "--schedule", "cosine", "--init-skip", "fc",
+		"--dist-timeout", "30s"}
+	if got := s.Args(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Args() = %q, want %q (the flags given, in the table's order)", got, want)
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"--seed x", `invalid argument "x" for "--seed" flag: invalid syntax`},
@@ -254,7 +257,7 @@ func TestLoadTrainSpecOfARunDirectory(t *testing.T) {
 // (--param NAME=VALUE), both in the command line and in the spec.
 func TestStrategyParamsOfAGrid(t *testing.T) {
 	r := Cell{Labels: "fashion-mnist", Strategy: "ls", Params: map[string]string{"alpha": "0.2"}}.Run()
-	args := strings.Join(r.TrainArgs("d", false), " ")
+	args := strings.Join(trainArgs(t, r, "d", false), " ")
 	if !strings.Contains(args, "--param alpha=0.2") {
 		t.Errorf("TrainArgs %s", args)
 	}
@@ -357,4 +360,53 @@ func TestApplyPresetFlags(t *testing.T) {
 	if err := (&TrainSpec{Fraction: 1, Exec: TrainExec{NProc: 1}}).ApplyPresetFlags(bad); err == nil || !strings.Contains(err.Error(), "--mixupp") {
 		t.Errorf("a preset with an unknown flag: %v", err)
 	}
+}
+
+// Every flag of lcl train given a value other than its default: Args
+// names each flag, and parses back into the same spec (the one mapping
+// from settings to flags that grids, cluster scripts and the runner's log
+// use). Defaults give no flags, and a default given to an optional
+// setting stays given.
+func TestArgsParseBack(t *testing.T) {
+	sample := map[string]string{"randaugment": "2,9", "milestones": "3,6", "betas": "0.8,0.99", "param": "alpha=0.5",
+		"optim-param": "beta1=0.8", "init-skip": "fc,layer4", "precision": "bf16", "select": "top5"}
+	byType := map[string]string{"string": "x", "float": "0.25", "int": "3", "duration": "90s"}
+	var args []string
+	def := NewTrainSpec()
+	for _, f := range trainFlags {
+		v, ok := sample[f.name]
+		if !ok && f.bind(&def).Type() == "bool" {
+			v = strconvNot(f.bind(&def).String())
+		} else if !ok {
+			v = byType[f.bind(&def).Type()]
+		}
+		if v == "" {
+			t.Fatalf("--%s (%s): no sample value", f.name, f.bind(&def).Type())
+		}
+		args = append(args, "--"+f.name+"="+v)
+	}
+	s := parseTrain(t, args...)
+	back := s.Args()
+	for _, f := range trainFlags {
+		if !slices.ContainsFunc(back, func(a string) bool { return a == "--"+f.name || strings.HasPrefix(a, "--"+f.name+"=") }) {
+			t.Errorf("Args() lacks --%s: %q", f.name, back)
+		}
+	}
+	if got := parseTrain(t, back...); !reflect.DeepEqual(got, s) {
+		t.Errorf("Args() = %q parses into\n%+v\nwant\n%+v", back, got, s)
+	}
+	if got := def.Args(); len(got) != 0 {
+		t.Errorf("the defaults' Args() = %q, want none", got)
+	}
+	given := parseTrain(t, "--precision", "fp32", "--momentum", "0", "--tf32=false", "--param", "b=2", "--param", "a=1")
+	if got, want := given.Args(), []string{"--param", "a=1", "--param", "b=2", "--momentum", "0", "--precision", "fp32", "--tf32=false"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Args() = %q, want %q", got, want)
+	}
+}
+
+func strconvNot(b string) string {
+	if b == "true" {
+		return "false"
+	}
+	return "true"
 }

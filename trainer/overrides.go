@@ -190,65 +190,8 @@ func (o Overrides) applyOptimizer(presetKind string, op *Optim) error {
 	return errors.Join(errs...)
 }
 
-// OverrideFlags are the names Overrides are given by (lcl train's flags, a
-// grid's args), in the order lcl train documents them.
-func OverrideFlags() []string {
-	return []string{"epochs", "batch", "lr", "momentum", "nesterov", "weight-decay", "schedule", "milestones", "gamma", "step-size", "warmup", "optimizer",
-		"betas", "eps", "optim-param", "clip-grad-norm", "ema-decay"}
-}
-
-// ParseOverrides reads the overrides given by name (OverrideFlags) as
-// command-line values: "--epochs 3" is {"epochs": "3"}. Names not given
-// keep the preset's settings; a name Overrides does not know is an error.
-func ParseOverrides(given map[string]string) (Overrides, error) {
-	var o Overrides
-	ints := map[string]**int{"epochs": &o.Epochs, "batch": &o.Batch, "step-size": &o.StepSize, "warmup": &o.Warmup}
-	floats := map[string]**float64{"lr": &o.LR, "momentum": &o.Momentum, "weight-decay": &o.WeightDecay, "gamma": &o.Gamma,
-		"eps": &o.Eps, "clip-grad-norm": &o.ClipGradNorm, "ema-decay": &o.EMADecay}
-	for name, v := range given {
-		var err error
-		switch {
-		case ints[name] != nil:
-			var n int
-			n, err = strconv.Atoi(v)
-			*ints[name] = &n
-		case floats[name] != nil:
-			var x float64
-			x, err = strconv.ParseFloat(v, 64)
-			*floats[name] = &x
-		case name == "nesterov":
-			var b bool
-			b, err = strconv.ParseBool(v)
-			o.Nesterov = &b
-		case name == "schedule":
-			o.Schedule = &v
-		case name == "optimizer":
-			o.Optimizer = &v
-		case name == "milestones":
-			o.Milestones, err = ParseMilestones(v)
-		case name == "betas":
-			o.Betas, err = parseBetas(v)
-		case name == "optim-param":
-			k, x, ok := strings.Cut(v, "=")
-			if !ok || k == "" {
-				err = fmt.Errorf("%q: want NAME=VALUE", v)
-			}
-			o.OptimParams = map[string]string{k: x}
-		default:
-			return Overrides{}, fmt.Errorf("--%s: not a setting of a preset (those are: %v)", name, OverrideFlags())
-		}
-		if err != nil {
-			if ne, ok := err.(*strconv.NumError); ok {
-				err = ne.Err
-			}
-			return Overrides{}, fmt.Errorf("--%s: %w", name, err)
-		}
-	}
-	return o, nil
-}
-
-// parseBetas parses Adam's "0.9,0.999".
-func parseBetas(s string) ([]float64, error) {
+// ParseBetas parses Adam's "0.9,0.999" (--betas).
+func ParseBetas(s string) ([]float64, error) {
 	f := strings.Split(s, ",")
 	if len(f) == 2 {
 		b1, err1 := strconv.ParseFloat(strings.TrimSpace(f[0]), 64)

@@ -2,7 +2,7 @@ package trainer
 
 import (
 	"maps"
-	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,15 +73,14 @@ func TestPresetApplyAdam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := ParseOverrides(map[string]string{"optimizer": "adamw", "lr": "1e-3", "clip-grad-norm": "1", "ema-decay": "0.999"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := func(s string) *string { return &s }
+	pf := func(v float64) *float64 { return &v }
+	o := Overrides{Optimizer: ps("adamw"), LR: pf(1e-3), ClipGradNorm: pf(1), EMADecay: pf(0.999)}
 	op, err := fm.Apply(1, o)
 	if err != nil || op.Momentum != 0 || op.Nesterov || op.ClipNorm != 1 || op.EMADecay != 0.999 || op.Optimizer != "adamw" || op.Params != nil {
 		t.Fatalf("adamw: %+v %v", op, err)
 	}
-	o, _ = ParseOverrides(map[string]string{"optimizer": "adam", "betas": "0.8, 0.99", "eps": "1e-6"})
+	o = Overrides{Optimizer: ps("adam"), Betas: []float64{0.8, 0.99}, Eps: pf(1e-6)}
 	op, err = fm.Apply(1, o)
 	if err != nil || !maps.Equal(op.Params, map[string]float64{"beta1": 0.8, "beta2": 0.99, "eps": 1e-6}) {
 		t.Fatalf("adam: %+v %v", op, err)
@@ -92,47 +91,26 @@ func TestPresetApplyAdam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, _ = ParseOverrides(map[string]string{"optimizer": "nadam", "optim-param": "momentum_decay=0.01"})
+	o = Overrides{Optimizer: ps("nadam"), OptimParams: map[string]string{"momentum_decay": "0.01"}}
 	op, err = inc.Apply(1, o)
 	if err != nil || op.Momentum != 0 || !maps.Equal(op.Params, map[string]float64{"momentum_decay": 0.01}) {
 		t.Fatalf("nadam: %+v %v", op, err)
 	}
-	o, _ = ParseOverrides(map[string]string{"eps": "0.5"})
+	o = Overrides{Eps: pf(0.5)}
 	op, err = inc.Apply(1, o)
 	if err != nil || !maps.Equal(op.Params, map[string]float64{"decay": 0.9, "eps": 0.5}) || op.Momentum != 0.9 {
 		t.Fatalf("rmsprop: %+v %v", op, err)
 	}
 }
 
-// ParseOverrides reads each setting by the name lcl train gives it; what
-// is not given stays nil (the preset's).
-func TestParseOverrides(t *testing.T) {
-	o, err := ParseOverrides(map[string]string{"epochs": "3", "batch": "64", "lr": "0.05", "momentum": "0", "nesterov": "true",
-		"weight-decay": "1e-4", "schedule": "multistep", "milestones": "2, 4", "gamma": "0.5", "step-size": "7", "warmup": "1", "optimizer": "rmsprop"})
-	if err != nil {
-		t.Fatal(err)
+// ParseBetas reads --betas: two numbers, spaces allowed.
+func TestParseBetas(t *testing.T) {
+	if b, err := ParseBetas("0.8, 0.99"); err != nil || !slices.Equal(b, []float64{0.8, 0.99}) {
+		t.Errorf("0.8, 0.99: %v %v", b, err)
 	}
-	if *o.Epochs != 3 || *o.Batch != 64 || *o.LR != 0.05 || *o.Momentum != 0 || !*o.Nesterov || *o.WeightDecay != 1e-4 ||
-		*o.Schedule != "multistep" || len(o.Milestones) != 2 || o.Milestones[1] != 4 || *o.Gamma != 0.5 || *o.StepSize != 7 || *o.Warmup != 1 || *o.Optimizer != "rmsprop" {
-		t.Fatalf("%+v", o)
-	}
-	if len(OverrideFlags()) != reflect.TypeFor[Overrides]().NumField() {
-		t.Errorf("OverrideFlags() = %v: every field of Overrides has one name", OverrideFlags())
-	}
-	o, err = ParseOverrides(map[string]string{"lr": "0.1"})
-	if err != nil || o.LR == nil || o.Epochs != nil || o.Batch != nil || o.Momentum != nil || o.Nesterov != nil || o.Schedule != nil || o.Milestones != nil || o.Warmup != nil || o.Optimizer != nil {
-		t.Fatalf("lr only: %+v %v", o, err)
-	}
-	for _, tt := range []struct{ name, value, want string }{
-		{"milestones", "a", `--milestones: milestones "a": want positive epochs like 60,120,160`},
-		{"epochs", "x", "--epochs: invalid syntax"},
-		{"nesterov", "maybe", "--nesterov: invalid syntax"},
-		{"device", "cpu", "--device: not a setting of a preset"},
-		{"betas", "0.9", `--betas: "0.9": want two numbers like 0.9,0.999`},
-		{"optim-param", "decay", `--optim-param: "decay": want NAME=VALUE`},
-	} {
-		if _, err := ParseOverrides(map[string]string{tt.name: tt.value}); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-			t.Errorf("%s=%s: %v, want %q", tt.name, tt.value, err, tt.want)
+	for _, bad := range []string{"0.9", "0.9,x", "0.9,0.99,0.999", ""} {
+		if _, err := ParseBetas(bad); err == nil || !strings.Contains(err.Error(), "want two numbers like 0.9,0.999") {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

@@ -146,7 +146,10 @@ func experimentList(ctx context.Context, f *Factory, g *experiment.Grid, runs []
 		if status == "" {
 			status = "todo"
 		}
-		args := r.TrainArgs(experiment.RunDir(root, r.ID), false)
+		args, err := r.TrainArgs(experiment.RunDir(root, r.ID), false)
+		if err != nil {
+			return err
+		}
 		if f.Emit("run", map[string]any{"id": r.ID, "status": status, "config": r.Config, "args": args}) {
 			continue
 		}

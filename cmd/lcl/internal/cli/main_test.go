@@ -70,6 +70,9 @@ func flagArg(args []string, name string) string {
 // interrupted run.
 func fakeTrain(args []string) int {
 	out, seed := flagArg(args, "--out"), flagArg(args, "--seed")
+	if seed == "" {
+		seed = "1" // lcl train's default (a grid leaves defaults out)
+	}
 	if out == "" {
 		fmt.Fprintln(os.Stderr, "fake train: want `train ... --out DIR`, got", args)
 		return 2
