@@ -7,6 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lcl-project/lcl/trainer"
 )
 
 // cliResult is what one in-process lcl invocation printed and returned.
@@ -116,4 +121,51 @@ func TestExitCodesAndVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lcl train --help: at most 40 lines before the usage, every preset
+// listed, no flag's usage over 100 characters, and every help topic it
+// names answers `lcl help TOPIC`.
+func TestTrainHelpIsShort(t *testing.T) {
+	r := cliRun(t, "train", "--help")
+	prose, _, ok := strings.Cut(r.out, "\nUsage:")
+	if r.code != ExitOK || !ok {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	if n := strings.Count(prose, "\n") + 1; n > 40 {
+		t.Errorf("%d lines before Usage:, want ≤ 40:\n%s", n, prose)
+	}
+	for _, p := range trainer.PresetNames() {
+		if !strings.Contains(prose, p) {
+			t.Errorf("preset %s not listed:\n%s", p, prose)
+		}
+	}
+	newTrainCmd(&Factory{}).Flags().VisitAll(func(f *pflag.Flag) {
+		if n := utf8.RuneCountInString(f.Usage); n > 100 {
+			t.Errorf("--%s's usage is %d characters, want ≤ 100: %s", f.Name, n, f.Usage)
+		}
+	})
+	_, more, _ := strings.Cut(prose, "More: lcl help ")
+	more, _, _ = strings.Cut(more, ",")
+	topics := strings.Split(more, " | ")
+	if len(topics) < 5 {
+		t.Fatalf("topics named: %q", topics)
+	}
+	for _, topic := range topics {
+		h := cliRun(t, "help", topic)
+		if h.code != ExitOK || strings.Count(h.out, "\n") < 5 || strings.Contains(h.out, "Unknown help topic") {
+			t.Errorf("lcl help %s: exit %d\n%s%s", topic, h.code, h.out, h.err)
+		}
+		if l := longestLine(h.out); l > 100 {
+			t.Errorf("lcl help %s: a line of %d characters", topic, l)
+		}
+	}
+}
+
+func longestLine(s string) int {
+	n := 0
+	for l := range strings.SplitSeq(s, "\n") {
+		n = max(n, utf8.RuneCountInString(l))
+	}
+	return n
 }

@@ -113,9 +113,9 @@ func TestTorchScriptTreatedAsPlugin(t *testing.T) {
 	os.Chmod(pt, 0o664)
 	r = cliRun(t, "train", "--data", synth, "--model", "torchscript:"+pt, "--trust-model", "--no-store", "--out", filepath.Join(dir, "run"))
 	oneLineError(t, "a group-writable TorchScript file", r, pt, "is writable by its group")
-	r = cliRun(t, "train", "--help")
+	r = cliRun(t, "help", "torchscript")
 	if !strings.Contains(r.out, "A TorchScript file is a program") || !strings.Contains(r.out, "--trust-model") {
-		t.Errorf("lcl train --help does not say a TorchScript file is a program:\n%s", r.out)
+		t.Errorf("lcl help torchscript does not say a TorchScript file is a program:\n%s", r.out)
 	}
 }
 

@@ -194,22 +194,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
 	} {
 		root.AddCommand(c)
 	}
-	root.AddCommand(&cobra.Command{
-		Use:   "exit-codes",
-		Short: "Exit codes of lcl",
-		Long: `lcl exits with
-  0    success
-  1    failure (bad input, missing data, a failed run); the message says which
-  2    usage error (unknown command or flag, missing argument)
-  70   internal error: lcl panicked, or the Go runtime stopped it (a bug: a
-       fatal error, a library's goroutine that panicked); one line names the
-       file with the full report ($XDG_STATE_HOME/lcl or ~/.local/state/lcl).
-       lcl runs as a child of a small parent process that writes this report
-       and passes signals on
-  130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
-       Ctrl-C while lcl stops is answered with a line and does not kill it;
-       a third within 5 s of the second kills lcl at once`,
-	})
+	root.AddCommand(helpTopics()...)
 	argErrorsAreUsage(root)
 	return root
 }
