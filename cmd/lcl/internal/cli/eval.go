@@ -78,7 +78,44 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if err := torch.Check(); err != nil {
 		return err
 	}
-	path := o.Checkpoint
+	path, spec, model, err := o.weights()
+	if err != nil {
+		return err
+	}
+	_, test, err := data.Open(spec)
+	if err != nil {
+		return err
+	}
+	eo, err := o.options(f, spec, test)
+	if err != nil {
+		return err
+	}
+	if err := o.runtime(); err != nil {
+		return err
+	}
+	m, err := o.model(path, model, test)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.BatchSource(data.LoaderConfig{Workers: o.Workers}), eo)
+	if err != nil {
+		return err
+	}
+	if math.IsNaN(pm.TestLoss) || math.IsInf(pm.TestLoss, 0) {
+		// Not a result: broken weights or data (NaN compares false, so the
+		// accuracies mean nothing either).
+		return fmt.Errorf("%s on %s: the evaluation loss is %v: the weights or the data are not finite, so there is no result", bounded.Quote(path), spec, pm.TestLoss)
+	}
+	printEval(f, pm, eo, map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device})
+	return nil
+}
+
+// weights is the weights file to evaluate (a run directory's selected
+// weights) and the data set and model it is evaluated with: the flags, else
+// what the file records.
+func (o *evalOptions) weights() (path, spec, model string, err error) {
+	path = o.Checkpoint
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		// The weights of the run's figures: after model selection the
 		// selected ones.
@@ -89,9 +126,9 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	}
 	meta, err := trainer.WeightsMeta(path)
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
-	spec, model := o.Data, o.Model
+	spec, model = o.Data, o.Model
 	if spec == "" {
 		spec = meta["lcl.data"]
 	}
@@ -99,85 +136,91 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		model = meta["lcl.model"]
 	}
 	if spec == "" || model == "" {
-		return usagef("%s does not record its data set and model: give --data and --model", path)
+		return "", "", "", usagef("%s does not record its data set and model: give --data and --model", path)
 	}
-	_, test, err := data.Open(spec)
-	if err != nil {
-		return err
-	}
+	return path, spec, model, nil
+}
+
+// options are the evaluation's settings: batch, device, precision, and the
+// class hierarchy (with --crm its cost matrix) where the label set has one.
+func (o *evalOptions) options(f *Factory, spec string, test data.Dataset) (trainer.EvalOptions, error) {
+	eo := trainer.EvalOptions{Batch: o.Batch, Device: o.Device, ChannelsLast: o.ChannelsLast}
 	set, err := data.LabelSet(o.Synsets, spec)
 	if err != nil {
-		return usagef("%v", err)
+		return eo, usagef("%v", err)
 	}
 	if set != nil && set.Len() != test.NumClasses() {
-		return usagef("--synsets: label set %s has %d classes, the data %s has %d", set.Name, set.Len(), spec, test.NumClasses())
+		return eo, usagef("--synsets: label set %s has %d classes, the data %s has %d", set.Name, set.Len(), spec, test.NumClasses())
 	}
-	eo := trainer.EvalOptions{Batch: o.Batch, Device: o.Device, ChannelsLast: o.ChannelsLast}
 	if h, why := trainrun.Hierarchy(set, f.WordNet); h != nil {
 		eo.Hierarchy = h
 		if o.CRM {
 			if eo.Cost, err = h.Matrix(0); err != nil {
-				return fmt.Errorf("--crm: %w", err)
+				return eo, fmt.Errorf("--crm: %w", err)
 			}
 		}
 	} else if o.CRM {
-		return usagef("--crm needs a hierarchy of the classes: %s (give --synsets)", why)
+		return eo, usagef("--crm needs a hierarchy of the classes: %s (give --synsets)", why)
 	} else if set != nil {
 		f.Logf("lcl eval: no hierarchical metrics: %s", why)
 	}
-	prec, err := torch.ParsePrecision(o.Precision)
-	if err != nil {
-		return usagef("--precision: %v", err)
+	if eo.Precision, err = torch.ParsePrecision(o.Precision); err != nil {
+		return eo, usagef("--precision: %v", err)
 	}
+	return eo, nil
+}
+
+// runtime applies --threads and, on CUDA, --tf32.
+func (o *evalOptions) runtime() error {
 	if o.Threads > 0 {
 		if err := torch.SetThreads(o.Threads); err != nil {
 			return err
 		}
 	}
 	if o.Device != "cpu" {
-		if err := torch.SetCUDAFlags(true, o.TF32); err != nil {
-			return err
-		}
+		return torch.SetCUDAFlags(true, o.TF32)
 	}
+	return nil
+}
+
+// model builds the architecture on the device and loads the weights at
+// path into it.
+func (o *evalOptions) model(path, model string, test data.Dataset) (*torch.Model, error) {
 	source := "--model " + model
 	if o.Model == "" {
 		source = fmt.Sprintf("%s: its lcl.model %q", bounded.Quote(path), model)
 	}
 	if err := checkFits(source, model, test, batchCheck{"--batch", o.Batch, false}); err != nil {
-		return err
+		return nil, err
 	}
 	c, h, w := test.Shape()
 	reg := models.Builtin()
 	reg.TrustScripts = o.TrustModel
 	ms, err := reg.Get(model, models.Input{C: c, H: h, W: w, NumClasses: test.NumClasses()})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, err := torch.NewModel(ms, o.Device)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer m.Close()
 	if _, err := trainer.LoadWeights(path, m); err != nil {
-		return err
+		m.Close()
+		return nil, err
 	}
 	if o.ChannelsLast {
 		if err := m.ChannelsLast(); err != nil {
-			return err
+			m.Close()
+			return nil, err
 		}
 	}
-	eo.Precision = prec
-	pm, err := trainer.EvaluateOn(cmd.Context(), m, test, data.BatchSource(data.LoaderConfig{Workers: o.Workers}), eo)
-	if err != nil {
-		return err
-	}
-	if math.IsNaN(pm.TestLoss) || math.IsInf(pm.TestLoss, 0) {
-		// Not a result: broken weights or data (NaN compares false, so the
-		// accuracies mean nothing either).
-		return fmt.Errorf("%s on %s: the evaluation loss is %v: the weights or the data are not finite, so there is no result", bounded.Quote(path), spec, pm.TestLoss)
-	}
-	res := map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device,
-		"test_top1": pm.TestTop1, "test_top5": pm.TestTop5, "test_loss": pm.TestLoss}
+	return m, nil
+}
+
+// printEval prints the figures (a JSON line with --json); res holds what
+// was evaluated.
+func printEval(f *Factory, pm trainer.PeerMetrics, eo trainer.EvalOptions, res map[string]any) {
+	res["test_top1"], res["test_top5"], res["test_loss"] = pm.TestTop1, pm.TestTop5, pm.TestLoss
 	if h := pm.TestHier; h != nil {
 		res["test_hier"], res["hierarchy"] = h, eo.Hierarchy.(*similarity.Hierarchy).Graph()
 	}
@@ -185,17 +228,16 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		res["test_crm"] = c
 	}
 	if f.Emit("eval", res) {
-		return nil
+		return
 	}
 	fmt.Fprintf(f.IO.Out, "%s on %s (%d images): top-1 %.2f%%  top-5 %.2f%%  loss %.4f  (%s)\n",
-		model, spec, test.Len(), 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, path)
+		res["model"], res["data"], res["images"], 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, res["checkpoint"])
 	if h := pm.TestHier; h != nil {
 		fmt.Fprintf(f.IO.Out, "  argmax: %s\n", hierLine(pm.TestTop1, *h))
 	}
 	if c := pm.TestCRM; c != nil {
 		fmt.Fprintf(f.IO.Out, "  CRM:    %s\n", hierLine(c.Top1, c.HierMetrics))
 	}
-	return nil
 }
 
 // hierLine is one line of an evaluation's hierarchical figures.

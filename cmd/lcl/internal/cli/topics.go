@@ -15,7 +15,16 @@ func helpTopics() []*cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Long: long}
 	}
 	return []*cobra.Command{
-		topic("exit-codes", "Exit codes of lcl", `lcl exits with
+		topic("exit-codes", "Exit codes of lcl", exitCodesHelp),
+		topic("data", "Data sets of lcl train: --data, --synsets, --fraction", dataHelp),
+		topic("torchscript", "Models from TorchScript files and starting weights: --model torchscript:, --init", torchScriptHelp),
+		topic("recipes", "Presets, optimizers, precision, augmentation, mixing and model selection", recipesHelp()),
+		topic("run-dir", "What lcl train writes, --resume and --config", runDirHelp),
+		topic("distributed", "Data-parallel training: --nproc, torchrun, srun, Kubernetes", distributedHelp),
+	}
+}
+
+const exitCodesHelp = `lcl exits with
   0    success
   1    failure (bad input, missing data, a failed run); the message says which
   2    usage error (unknown command or flag, missing argument)
@@ -26,8 +35,9 @@ func helpTopics() []*cobra.Command {
        and passes signals on
   130  cancelled (Ctrl-C or SIGTERM); work finished so far is kept. A second
        Ctrl-C while lcl stops is answered with a line and does not kill it;
-       a third within 5 s of the second kills lcl at once`),
-		topic("data", "Data sets of lcl train: --data, --synsets, --fraction", `The data set is --data: a spec KIND[:DIR][?KEY=VALUE&...] (fashion-mnist,
+       a third within 5 s of the second kills lcl at once`
+
+const dataHelp = `The data set is --data: a spec KIND[:DIR][?KEY=VALUE&...] (fashion-mnist,
 mnist, cifar10, cifar100, folder, cub, nabirds, synthetic; see docs/data.md;
 ImageNet is folder:DIR with DIR/train and DIR/val), or a plain directory read
 as the kind named by --synsets. --fraction keeps a seeded, class-stratified
@@ -37,8 +47,9 @@ When the label set has a hierarchy (its own: nabirds, cub, awa2; else
 WordNet, for classes with wnids) every test evaluation also reports the
 hierarchical metrics of Bertinetto et al. (CVPR 2020): mistake severity and
 hierarchical distance@1/5/20, on the LCA heights of the lca source's height
-form (docs/trainer.md, "Hierarchical metrics").`),
-		topic("torchscript", "Models from TorchScript files and starting weights: --model torchscript:, --init", `--model torchscript:FILE.pt is a module saved by torch.jit.script/trace,
+form (docs/trainer.md, "Hierarchical metrics").`
+
+const torchScriptHelp = `--model torchscript:FILE.pt is a module saved by torch.jit.script/trace,
 trained with every strategy (its penultimate features: its method
 "penultimate", else the input of its last linear layer).
 
@@ -53,14 +64,49 @@ in training and evaluation mode.
 --init FILE.safetensors starts from existing weights (lcl's
 model.safetensors, or a torchvision/timm state dict written as safetensors:
 docs/trainer.md), loaded strictly; --init-skip fc keeps the classifier at
-its initialisation, for another number of classes.`),
-		topic("recipes", "Presets, optimizers, precision, augmentation, mixing and model selection", wrapWords("The optimisation protocol is a preset ("+strings.Join(trainer.PresetNames(), ", ")+
-			"; lcl models describes them; the default depends on the model) whose settings --epochs --batch --lr "+
-			"--momentum --nesterov --weight-decay --schedule --milestones --gamma --step-size --warmup --optimizer "+
-			"--betas --eps --optim-param --clip-grad-norm --ema-decay override (--optimizer adamw --lr 1e-3: "+
-			"torch.optim's AdamW). The optimizers (lcl models lists their parameters): "+trainer.OptimizerNames()+
-			". --ema-decay D keeps a moving average of the weights (timm's model EMA), evaluated every epoch "+
-			"and saved as model-ema.safetensors.", 78, "")+`
+its initialisation, for another number of classes.`
+
+const runDirHelp = `The run directory (--out) receives metrics.jsonl (one line per epoch),
+metrics.csv (the same as a table), TensorBoard event files (scalars per epoch
+and every --log-every steps: tensorboard --logdir runs/),
+checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
+Ctrl-C), model.safetensors (final weights, torchvision names) and
+result.json. The result is also stored in the store as a run (--no-store:
+not).
+
+--resume continues a stopped run from its checkpoint to the same final
+metrics as an uninterrupted run; a checkpoint of another configuration is
+refused with the reason. --resume with a larger --epochs continues a
+finished (or stopped) run to the new length, the learning-rate schedule
+recomputed for it.
+
+--config FILE reads the run from a YAML file with the keys of a grid's cell
+(labels, data, model, fraction, strategy, source, params, seed, epochs,
+preset, args, device, threads, nproc, channels-last; docs/trainer.md); flags
+given too override it.`
+
+const distributedHelp = `--nproc N trains on N processes of this machine, each with its share of
+every batch. Across machines, start lcl train under torchrun, srun or a
+Kubernetes indexed Job (docs/experiment.md): every rank needs the same
+per-run secret in $LCL_DIST_SECRET (--nproc makes one); rank 0's rendezvous
+store listens only on MASTER_ADDR (or --dist-bind ADDR; a wildcard only with
+--dist-bind any). Ctrl-C ends a rank within a second, even while it waits
+for its peers.
+
+  export LCL_DIST_SECRET=...   # the same on every node
+  torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 \
+      --master-port 29500 lcl train --data folder:/data/imagenet --model resnet50 --preset goyal \
+      --out /shared/runs/in-r50`
+
+// recipesHelp lists the presets and optimizers from their registries.
+func recipesHelp() string {
+	return wrapWords("The optimisation protocol is a preset ("+strings.Join(trainer.PresetNames(), ", ")+
+		"; lcl models describes them; the default depends on the model) whose settings --epochs --batch --lr "+
+		"--momentum --nesterov --weight-decay --schedule --milestones --gamma --step-size --warmup --optimizer "+
+		"--betas --eps --optim-param --clip-grad-norm --ema-decay override (--optimizer adamw --lr 1e-3: "+
+		"torch.optim's AdamW). The optimizers (lcl models lists their parameters): "+trainer.OptimizerNames()+
+		". --ema-decay D keeps a moving average of the weights (timm's model EMA), evaluated every epoch "+
+		"and saved as model-ema.safetensors.", 78, "") + `
 
 --precision: the forward passes in fp32, bf16 or fp16 (autocast; fp16 with
 dynamic loss scaling, CUDA only), or auto: bf16 on CUDA and on CPUs with
@@ -86,36 +132,5 @@ with the best --select metric (top1, top5 or loss; of the moving average with
 --ema-decay) is kept (model-best.safetensors), --patience N stops early, and
 the test set is evaluated once, on the selected weights (--test-every-epoch
 also every epoch). The final figures and result.json's "selection" say which
-epoch's weights they are of.`),
-		topic("run-dir", "What lcl train writes, --resume and --config", `The run directory (--out) receives metrics.jsonl (one line per epoch),
-metrics.csv (the same as a table), TensorBoard event files (scalars per epoch
-and every --log-every steps: tensorboard --logdir runs/),
-checkpoint.safetensors (every --checkpoint-every epochs, at the end and on
-Ctrl-C), model.safetensors (final weights, torchvision names) and
-result.json. The result is also stored in the store as a run (--no-store:
-not).
-
---resume continues a stopped run from its checkpoint to the same final
-metrics as an uninterrupted run; a checkpoint of another configuration is
-refused with the reason. --resume with a larger --epochs continues a
-finished (or stopped) run to the new length, the learning-rate schedule
-recomputed for it.
-
---config FILE reads the run from a YAML file with the keys of a grid's cell
-(labels, data, model, fraction, strategy, source, params, seed, epochs,
-preset, args, device, threads, nproc, channels-last; docs/trainer.md); flags
-given too override it.`),
-		topic("distributed", "Data-parallel training: --nproc, torchrun, srun, Kubernetes", `--nproc N trains on N processes of this machine, each with its share of
-every batch. Across machines, start lcl train under torchrun, srun or a
-Kubernetes indexed Job (docs/experiment.md): every rank needs the same
-per-run secret in $LCL_DIST_SECRET (--nproc makes one); rank 0's rendezvous
-store listens only on MASTER_ADDR (or --dist-bind ADDR; a wildcard only with
---dist-bind any). Ctrl-C ends a rank within a second, even while it waits
-for its peers.
-
-  export LCL_DIST_SECRET=...   # the same on every node
-  torchrun --no-python --nnodes 2 --nproc-per-node 4 --node-rank $R --master-addr node0 \
-      --master-port 29500 lcl train --data folder:/data/imagenet --model resnet50 --preset goyal \
-      --out /shared/runs/in-r50`),
-	}
+epoch's weights they are of.`
 }
