@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,121 +107,150 @@ func (s *APIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hook != nil {
 		hook(n)
 	}
-	if ua := r.UserAgent(); ua == "" || strings.HasPrefix(ua, "Go-http-client") {
+	switch ua := r.UserAgent(); {
+	case ua == "" || strings.HasPrefix(ua, "Go-http-client"):
 		http.Error(w, "Please set a user-agent and respect our robot policy", http.StatusForbidden)
-		return
-	}
-	if faulty {
-		if fault.RetryAfter != "" {
-			w.Header().Set("Retry-After", fault.RetryAfter)
-		}
-		if fault.APIError != "" {
-			w.Header().Set("MediaWiki-API-Error", fault.APIError)
-			writeJSON(w, map[string]any{"error": map[string]any{"code": fault.APIError, "info": "scripted " + fault.APIError}})
-			return
-		}
-		http.Error(w, http.StatusText(fault.Status), fault.Status)
-		return
-	}
-	if q.Get("action") != "query" || q.Get("format") != "json" || q.Get("formatversion") != "2" {
+	case faulty:
+		writeFault(w, fault)
+	case q.Get("action") != "query" || q.Get("format") != "json" || q.Get("formatversion") != "2":
 		writeJSON(w, map[string]any{"error": map[string]any{"code": "badparams", "info": "this fixture speaks action=query&format=json&formatversion=2 only"}})
-		return
-	}
-	if len(titles) > 50 {
+	case len(titles) > 50:
 		writeJSON(w, map[string]any{"error": map[string]any{"code": "toomanyvalues", "info": "Too many values supplied for parameter \"titles\". The limit is 50."}})
+	default:
+		writeJSON(w, s.query(q, titles))
+	}
+}
+
+// writeFault answers with a scripted fault: an API error, or an HTTP status
+// (with Retry-After if set).
+func writeFault(w http.ResponseWriter, fault Fault) {
+	if fault.RetryAfter != "" {
+		w.Header().Set("Retry-After", fault.RetryAfter)
+	}
+	if fault.APIError != "" {
+		w.Header().Set("MediaWiki-API-Error", fault.APIError)
+		writeJSON(w, map[string]any{"error": map[string]any{"code": fault.APIError, "info": "scripted " + fault.APIError}})
 		return
 	}
-	props := map[string]bool{}
+	http.Error(w, http.StatusText(fault.Status), fault.Status)
+}
+
+// queryAnswer is one action=query response being built: the query's
+// parts, the extracts given so far and the continuation.
+type queryAnswer struct {
+	q                     url.Values
+	props                 map[string]bool
+	normalized, redirects []map[string]any
+	pages                 []map[string]any
+	extracts, maxExtracts int
+	exStart               int
+	cont                  map[string]any
+}
+
+// query answers action=query for titles as MediaWiki does: titles
+// normalised, redirects followed (redirects=1), then each page's info,
+// page props, extracts (20 intros or 1 whole page per request, exlimit,
+// excontinue) and links (LinkLimit per request, plcontinue).
+func (s *APIServer) query(q url.Values, titles []string) map[string]any {
+	a := &queryAnswer{q: q, props: map[string]bool{}, maxExtracts: 20, cont: map[string]any{}}
 	for _, p := range strings.Split(q.Get("prop"), "|") {
-		props[p] = true
+		a.props[p] = true
 	}
-	resp := map[string]any{"batchcomplete": true}
-	query := map[string]any{}
-	var normalized, redirects []map[string]any
-	var pages []map[string]any
-	extracts := 0
-	maxExtracts := 20
 	if q.Get("exintro") == "" {
-		maxExtracts = 1
+		a.maxExtracts = 1
 	}
-	if v, err := strconv.Atoi(q.Get("exlimit")); err == nil && v < maxExtracts {
-		maxExtracts = v
+	if v, err := strconv.Atoi(q.Get("exlimit")); err == nil && v < a.maxExtracts {
+		a.maxExtracts = v
 	}
-	exStart, _ := strconv.Atoi(q.Get("excontinue"))
-	cont := map[string]any{}
+	a.exStart, _ = strconv.Atoi(q.Get("excontinue"))
 	for i, t := range titles {
-		norm := wiki.NormalizeTitle(t)
-		if norm != t {
-			normalized = append(normalized, map[string]any{"from": t, "to": norm})
-		}
-		if q.Get("redirects") != "" {
-			for hops := 0; hops < 5; hops++ {
-				p, ok := s.pages[norm]
-				if !ok {
-					break
-				}
-				target, isRedirect := wiki.RedirectTarget(p.Text)
-				if !isRedirect {
-					break
-				}
-				redirects = append(redirects, map[string]any{"from": norm, "to": target})
-				norm = target
-			}
-		}
+		norm := s.resolve(a, t)
 		p, ok := s.pages[norm]
 		if !ok {
-			pages = append(pages, map[string]any{"ns": 0, "title": norm, "missing": true})
+			a.pages = append(a.pages, map[string]any{"ns": 0, "title": norm, "missing": true})
 			continue
 		}
-		page := map[string]any{"pageid": p.ID, "ns": 0, "title": p.Title}
-		if props["info"] {
-			page["lastrevid"] = p.Revision
+		a.pages = append(a.pages, s.page(a, i, p))
+	}
+	query := map[string]any{"pages": a.pages}
+	if a.normalized != nil {
+		query["normalized"] = a.normalized
+	}
+	if a.redirects != nil {
+		query["redirects"] = a.redirects
+	}
+	resp := map[string]any{"query": query}
+	if len(a.cont) > 0 {
+		resp["continue"] = a.cont
+	} else {
+		resp["batchcomplete"] = true
+	}
+	return resp
+}
+
+// resolve is the title t names: normalised, redirects followed when asked
+// (at most 5 hops), each step recorded in the answer.
+func (s *APIServer) resolve(a *queryAnswer, t string) string {
+	norm := wiki.NormalizeTitle(t)
+	if norm != t {
+		a.normalized = append(a.normalized, map[string]any{"from": t, "to": norm})
+	}
+	if a.q.Get("redirects") == "" {
+		return norm
+	}
+	for hops := 0; hops < 5; hops++ {
+		p, ok := s.pages[norm]
+		if !ok {
+			break
 		}
-		if props["pageprops"] && wiki.IsDisambiguationWikitext(p.Text) {
-			page["pageprops"] = map[string]any{"disambiguation": ""}
+		target, isRedirect := wiki.RedirectTarget(p.Text)
+		if !isRedirect {
+			break
 		}
-		if props["extracts"] && i >= exStart {
-			if extracts < maxExtracts {
-				text := p.Text
-				if q.Get("exintro") != "" {
-					text = wiki.LeadSection(text)
-				}
-				page["extract"] = wiki.CleanWikitext(text)
-				extracts++
-			} else if _, set := cont["excontinue"]; !set {
-				cont["excontinue"] = i
-				cont["continue"] = "||"
+		a.redirects = append(a.redirects, map[string]any{"from": norm, "to": target})
+		norm = target
+	}
+	return norm
+}
+
+// page is the answer's entry for page p, the i-th title: the properties
+// asked for, within the request's extract and link limits.
+func (s *APIServer) page(a *queryAnswer, i int, p Page) map[string]any {
+	page := map[string]any{"pageid": p.ID, "ns": 0, "title": p.Title}
+	if a.props["info"] {
+		page["lastrevid"] = p.Revision
+	}
+	if a.props["pageprops"] && wiki.IsDisambiguationWikitext(p.Text) {
+		page["pageprops"] = map[string]any{"disambiguation": ""}
+	}
+	if a.props["extracts"] && i >= a.exStart {
+		if a.extracts < a.maxExtracts {
+			text := p.Text
+			if a.q.Get("exintro") != "" {
+				text = wiki.LeadSection(text)
 			}
+			page["extract"] = wiki.CleanWikitext(text)
+			a.extracts++
+		} else if _, set := a.cont["excontinue"]; !set {
+			a.cont["excontinue"] = i
+			a.cont["continue"] = "||"
 		}
-		if props["links"] && !strings.HasPrefix(p.Text, "#") {
-			limit := s.LinkLimit
-			from, _ := strconv.Atoi(q.Get("plcontinue"))
-			all := wiki.WikiLinks(p.Text)
-			var links []map[string]any
-			for j := from; j < len(all) && j < from+limit; j++ {
-				links = append(links, map[string]any{"ns": 0, "title": all[j]})
-			}
-			if from+limit < len(all) {
-				cont["plcontinue"] = strconv.Itoa(from + limit)
-				cont["continue"] = "||"
-			}
-			page["links"] = links
+	}
+	if a.props["links"] && !strings.HasPrefix(p.Text, "#") {
+		limit := s.LinkLimit
+		from, _ := strconv.Atoi(a.q.Get("plcontinue"))
+		all := wiki.WikiLinks(p.Text)
+		var links []map[string]any
+		for j := from; j < len(all) && j < from+limit; j++ {
+			links = append(links, map[string]any{"ns": 0, "title": all[j]})
 		}
-		pages = append(pages, page)
+		if from+limit < len(all) {
+			a.cont["plcontinue"] = strconv.Itoa(from + limit)
+			a.cont["continue"] = "||"
+		}
+		page["links"] = links
 	}
-	if normalized != nil {
-		query["normalized"] = normalized
-	}
-	if redirects != nil {
-		query["redirects"] = redirects
-	}
-	query["pages"] = pages
-	resp["query"] = query
-	if len(cont) > 0 {
-		resp["continue"] = cont
-		delete(resp, "batchcomplete")
-	}
-	writeJSON(w, resp)
+	return page
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
