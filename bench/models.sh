@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/models.sh: one training step of each of the paper's nine
-# architectures at its paper input size, with lcl (bench/trainer) and with
+# architectures at its paper input size, with lcl (lcl bench step) and with
 # the same module in PyTorch (torchvision, or bench/models_ref.py where
 # torchvision has none) on the same libtorch, same threads, same
 # soft-target loss and SGD, in the same run. Prints images per second (wall
@@ -17,7 +17,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/trainerbench" ./bench/trainer
+go build -o "$tmp/lcl" ./cmd/lcl
+# jnum KEY: KEY's number in the JSON line on stdin.
+jnum() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
 # name | lcl model | C,H,W | classes | reference | reference options (JSON)
 if [ "${TINY:-0}" = 1 ]; then
 	table='resnet18|resnet18:stem=imagenet|3,32,32|10|resnet18|{}
@@ -50,7 +52,9 @@ settings="GLIBC_TUNABLES=$tun LD_PRELOAD=$lib/libtcmalloc_minimal.so.4"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 printf '%-20s %-11s %5s %10s %10s %7s   %12s %12s %7s\n' model input batch lcl_img/s torch_img/s ratio lcl_img/cpu-s torch_img/cpu-s ratio
 echo "$table" | while IFS='|' read -r name model shape classes ref kw; do
-	l=$("$tmp/trainerbench" -model "$model" -shape "$shape" -classes "$classes" -batch "$batch" -steps "$steps" -warmup 1 -threads "$threads")
+	o=$("$tmp/lcl" --quiet bench step --model "$model" --input "$shape" --classes "$classes" --batch "$batch" --steps "$steps" \
+		--warmup 1 --threads "$threads")
+	l="$(echo "$o" | jnum img_per_s) $(echo "$o" | jnum img_per_cpu_s)"
 	p="0 0"
 	for e in $settings; do
 		q=$(env "$e" OPENBLAS_NUM_THREADS=1 "$py" -I bench/models_ref.py --model "$ref" --kwargs "$kw" --shape "$shape" \

@@ -318,7 +318,7 @@ def load_safetensors(path):
 
 def bench(argv=None):
     """One training step per architecture, timed: the PyTorch side of
-    bench/models.sh (the same soft-target loss and SGD as bench/trainer)."""
+    bench/models.sh (the same soft-target loss and SGD as lcl bench step)."""
     import argparse
     import time
     ap = argparse.ArgumentParser()

@@ -1,5 +1,5 @@
 """The PyTorch architectures lcl's benchmarks compare against, written once
-for bench/step_ref.py, bench/trainer_ref.py and bench/e2e_ref.py: the same
+for bench/step_ref.py and bench/e2e_ref.py: the same
 layers, names and initialisation as lcl's built-ins (trainer/models): the
 small CNN (conv3x3-BN-ReLU-maxpool stages, fc1, fc) and torchvision's ResNets
 with a CIFAR (3x3 conv, no max-pool) or ImageNet (7x7/2 conv, max-pool) stem.

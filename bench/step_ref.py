@@ -1,11 +1,13 @@
-"""PyTorch eager reference of `lcl bench step` (trainer.MeasureSteps): the
-same ResNet (torchvision's architecture and initialisation, CIFAR or
-ImageNet stem), batch, precision (autocast) and memory format; each step
-copies a pinned uint8 batch to the device without blocking and normalises it
-there, then forward, soft-target cross-entropy in float32, backward and
-torch.optim.SGD (momentum 0.9, Nesterov, weight decay 5e-5; fp16 with a
-fixed loss scale of 65536 and the GradScaler skip rule). Prints one JSON
-line: img_per_s, step_ms, loss, peak_allocated, peak_reserved, skipped.
+"""PyTorch eager reference of `lcl bench step` (trainer.MeasureSteps), lcl's
+one step benchmark: the same small CNN or ResNet (torchvision's architecture
+and initialisation, CIFAR or ImageNet stem), batch, precision (autocast) and
+memory format; each step copies a pinned uint8 batch to the device without
+blocking and normalises it there, then forward, soft-target cross-entropy in
+float32, backward and torch.optim.SGD (momentum 0.9, Nesterov, weight decay
+5e-4; fp16 with a fixed loss scale of 65536 and the GradScaler skip rule).
+Prints one JSON line: img_per_s, img_per_cpu_s (per CPU second of the
+process, all threads), step_ms, loss, peak_allocated, peak_reserved,
+skipped. --flops prints the model's training FLOPs per image instead.
 
 The architectures are bench/refnets.py's.
 """
@@ -27,6 +29,8 @@ def main():
     ap.add_argument("--model", default="resnet18")
     ap.add_argument("--stem", default="cifar", choices=["cifar", "imagenet"])
     ap.add_argument("--size", type=int, default=32)
+    ap.add_argument("--channels", type=int, default=3, help="input channels (cnn: 1, Fashion-MNIST's)")
+    ap.add_argument("--flops", action="store_true", help="print the training FLOPs per image and exit")
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=10)
@@ -46,17 +50,27 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = bool(a.tf32)
     torch.backends.cudnn.allow_tf32 = bool(a.tf32)
     torch.manual_seed(1)
-    m = refnets.resnet(a.model, a.classes, a.stem == "cifar").to(dev)
+    if a.model == "cnn":
+        m = refnets.CNN(a.classes, a.channels, a.size)
+    else:
+        m = refnets.resnet(a.model, a.classes, a.stem == "cifar")
+    if a.flops:
+        # forward multiply-adds × 2 (FLOPs) × 3 (forward, backward for
+        # inputs, backward for weights), as a direct convolution computes them
+        print(3 * 2 * refnets.forward_macs(m, (a.channels, a.size, a.size)))
+        return
+    m = m.to(dev)
     mf = torch.channels_last if a.channels_last else torch.contiguous_format
     m = m.to(memory_format=mf)
-    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-5)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
     c = a.classes
     T = torch.full((c, c), 0.1 / (c - 1), device=dev)
     T.fill_diagonal_(0.9)
-    mean = torch.tensor([0.485, 0.456, 0.406], device=dev).view(1, 3, 1, 1)
-    std = torch.tensor([0.229, 0.224, 0.225], device=dev).view(1, 3, 1, 1)
+    # ImageNet's mean and deviation for 3 channels, else 0.5 and 0.25 (as lcl)
+    mean = torch.tensor([0.485, 0.456, 0.406] if a.channels == 3 else [0.5] * a.channels, device=dev).view(1, -1, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225] if a.channels == 3 else [0.25] * a.channels, device=dev).view(1, -1, 1, 1)
     scale_, bias_ = 1 / (255 * std), -mean / std
-    x8 = torch.randint(0, 256, (a.batch, 3, a.size, a.size), dtype=torch.uint8)
+    x8 = torch.randint(0, 256, (a.batch, a.channels, a.size, a.size), dtype=torch.uint8)
     y = torch.randint(0, c, (a.batch,))
     if cuda:
         x8, y = x8.pin_memory(), y.pin_memory()
@@ -93,14 +107,14 @@ def main():
         torch.cuda.reset_peak_memory_stats()
     acc = torch.zeros((), dtype=torch.float64, device=dev)
     skipped = 0
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     for _ in range(a.steps):
         step()
     total = acc.item()
     if cuda:
         torch.cuda.synchronize()
-    el = time.perf_counter() - t
-    out = {"img_per_s": a.batch * a.steps / el, "step_ms": 1000 * el / a.steps, "loss": total / (a.batch * a.steps),
+    el, cpu = time.perf_counter() - t, time.process_time() - cpu
+    out = {"img_per_s": a.batch * a.steps / el, "img_per_cpu_s": a.batch * a.steps / cpu, "step_ms": 1000 * el / a.steps, "loss": total / (a.batch * a.steps),
            "peak_allocated": torch.cuda.max_memory_allocated() if cuda else -1,
            "peak_reserved": torch.cuda.max_memory_reserved() if cuda else -1, "skipped": skipped}
     print(json.dumps(out))

@@ -1,7 +1,10 @@
 #!/bin/sh
 # bench/trainer.sh: training throughput of lcl's libtorch binding next to
 # PyTorch (Debian's python3-torch, the same libtorch 1.13) for the same
-# architecture, batch, threads, soft-target loss and SGD, in the same run.
+# architecture, batch, threads, soft-target loss and SGD, in the same run:
+# lcl's one step benchmark (lcl bench step, trainer.MeasureSteps: steps run
+# as lcl train runs them) against its PyTorch counterpart bench/step_ref.py
+# (both stage a uint8 batch and normalise it, weight decay 5e-4).
 #
 # PyTorch runs at its best: first every allocator and BLAS setting below is
 # tried once for it, and the fastest is kept (lcl runs as it ships: its own
@@ -23,7 +26,7 @@ py=/usr/bin/python3
 lib=/usr/lib/x86_64-linux-gnu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/trainerbench" ./bench/trainer
+go build -o "$tmp/lcl" ./cmd/lcl
 
 # PyTorch's candidate settings: glibc's defaults, the malloc tuning lcl does
 # in-process (as GLIBC_TUNABLES), tcmalloc and jemalloc (Debian's
@@ -45,8 +48,20 @@ envof() {
 for f in libtcmalloc_minimal.so.4 libjemalloc.so.2; do
 	[ -e "$lib/$f" ] || { echo "bench/trainer.sh: $lib/$f is missing: make bench-deps" >&2; exit 1; }
 done
-torchref() { # env-setting model batch steps [--channels-last]
-	env $(envof "$1") "$py" -I bench/trainer_ref.py --model "$2" --batch "$3" --steps "$4" --threads "$threads" ${5:-}
+# shape MODEL: step_ref.py's and lcl's input options for the model.
+refshape() { case "$1" in cnn) echo "--channels 1 --size 28" ;; *) echo "--channels 3 --size 32 --stem cifar" ;; esac; }
+lclshape() { case "$1" in cnn) echo "--input 1,28,28" ;; *) echo "--input 3,32,32" ;; esac; }
+# jnum KEY: KEY's number in the JSON line on stdin.
+jnum() { sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
+torchref() { # env-setting model batch steps [--channels-last]: "img/s img/cpu-s"
+	o=$(env $(envof "$1") "$py" -I bench/step_ref.py --model "$2" $(refshape "$2") --classes 10 --batch "$3" \
+		--steps "$4" --warmup 3 --threads "$threads" ${5:-})
+	echo "$(echo "$o" | jnum img_per_s) $(echo "$o" | jnum img_per_cpu_s)"
+}
+lclstep() { # model batch steps [--channels-last]: "img/s img/cpu-s"
+	o=$("$tmp/lcl" --quiet bench step --model "$1" $(lclshape "$1") --classes 10 --batch "$2" --steps "$3" --warmup 3 \
+		--threads "$threads" ${4:-})
+	echo "$(echo "$o" | jnum img_per_s) $(echo "$o" | jnum img_per_cpu_s)"
 }
 best() { awk -v a="$1" -v b="$2" 'BEGIN{print (a>b)?a:b}'; }
 
@@ -66,7 +81,7 @@ x, w = torch.randn(8, 1024, 32, 32), torch.randn(1024, 1024, 1, 1)
 print('%.1f' % (max(best(lambda: a @ b, 2 * 3072**3), best(lambda: F.conv2d(x, w), 2 * 8 * 32 * 32 * 1024 * 1024)) / 1e9))")
 
 # Training FLOPs per image: forward multiply-adds × 2 (FLOPs) × 3 (forward,
-# backward for inputs, backward for weights), counted by bench/trainer_ref.py
+# backward for inputs, backward for weights), counted by bench/step_ref.py
 # as a direct convolution computes them.
 printf '%-11s %5s %5s %10s %10s %7s   %9s %9s %7s   %7s %5s  %s\n' model batch steps lcl_img/s torch_img/s ratio \
 	lcl_cpu torch_cpu ratio GFLOP/s peak% torch_setting
@@ -74,8 +89,8 @@ printf '%-11s %5s %5s %10s %10s %7s   %9s %9s %7s   %7s %5s  %s\n' model batch s
 # nn.Module.to(memory_format=torch.channels_last) does).
 for spec in "cnn 128 30" "cnn 128 30 cl" "resnet18 64 6" "resnet18 64 6 cl"; do
 	set -- $spec
-	name=$1 lf="" pf=""
-	if [ "${4:-}" = cl ]; then name=$1-cl lf=-channels-last pf=--channels-last; fi
+	name=$1 pf=""
+	if [ "${4:-}" = cl ]; then name=$1-cl pf=--channels-last; fi
 	pick="" pbest=0
 	for c in $candidates; do
 		p=$(torchref "$c" "$1" "$2" "$(( $3 / 2 + 1 ))" $pf)
@@ -84,13 +99,13 @@ for spec in "cnn 128 30" "cnn 128 30 cl" "resnet18 64 6" "resnet18 64 6 cl"; do
 	lw=0 lc=0 pw=0 pc=0
 	i=0
 	while [ "$i" -lt "$rounds" ]; do
-		l=$("$tmp/trainerbench" -model "$1" -batch "$2" -steps "$3" -threads "$threads" $lf)
+		l=$(lclstep "$1" "$2" "$3" $pf)
 		p=$(torchref "$pick" "$1" "$2" "$3" $pf)
 		lw=$(best "$lw" "${l% *}"); lc=$(best "$lc" "${l#* }")
 		pw=$(best "$pw" "${p% *}"); pc=$(best "$pc" "${p#* }")
 		i=$((i + 1))
 	done
-	flop=$("$py" -I bench/trainer_ref.py --model "$1" --flops)
+	flop=$("$py" -I bench/step_ref.py --model "$1" $(refshape "$1") --flops)
 	gf=$(awk -v i="$lw" -v f="$flop" 'BEGIN{printf "%.1f", i*f/1e9}')
 	printf '%-11s %5s %5s %10s %10s %7.3f   %9s %9s %7.3f   %7s %5.1f  %s\n' "$name" "$2" "$3" "$lw" "$pw" \
 		"$(awk -v a="$lw" -v b="$pw" 'BEGIN{print a/b}')" "$lc" "$pc" "$(awk -v a="$lc" -v b="$pc" 'BEGIN{print a/b}')" \

@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
 
-// StepBench configures MeasureSteps: training steps of one model on one
-// random uint8 batch, staged anew every step (pinned memory, copy, device
-// normalisation) as in a real run, with the soft-target loss and SGD
-// (momentum 0.9, Nesterov, weight decay 5e-5) of bench/step_ref.py, its
+// StepBench configures MeasureSteps, lcl's one step benchmark (lcl bench
+// step; bench/trainer.sh and the GPU check run it): training steps of one
+// model on one random uint8 batch, staged anew every step (pinned memory,
+// copy, device normalisation) and run as lcl train runs them (one locked
+// OS thread, libtorch's generator seeded every step, the step's metrics
+// read every MetricsEvery steps), with the soft-target loss and SGD
+// (momentum 0.9, Nesterov, weight decay 5e-4) of bench/step_ref.py, its
 // PyTorch counterpart.
 type StepBench struct {
 	Model          string // e.g. "resnet50:stem=imagenet"
@@ -27,12 +32,18 @@ type StepBench struct {
 	TF32           bool
 	CUDNNBenchmark bool
 	Seed           uint64
+	// MetricsEvery: steps between reads of the step metrics (0: lcl
+	// train's default, every step on the CPU, 50 on CUDA).
+	MetricsEvery int
 }
 
 // StepBenchResult is what MeasureSteps measured.
 type StepBenchResult struct {
 	ImgPerSec float64 `json:"img_per_s"`
-	StepMS    float64 `json:"step_ms"`
+	// Images per CPU second of the whole process (all threads): steadier
+	// than the wall clock on a shared machine.
+	ImgPerCPUSec float64 `json:"img_per_cpu_s"`
+	StepMS       float64 `json:"step_ms"`
 	Loss      float64 `json:"loss"` // mean training loss of the timed steps (finite: the run trained)
 	// Peak bytes allocated and reserved by the device's caching allocator
 	// (-1 where the build cannot tell).
@@ -46,8 +57,18 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	if b.Batch < 2 || b.Steps < 1 || b.Warmup < 0 || b.Classes < 2 {
 		return StepBenchResult{}, fmt.Errorf("trainer: step benchmark: batch %d, steps %d, warm-up %d, classes %d", b.Batch, b.Steps, b.Warmup, b.Classes)
 	}
+	// As trainer.Run: libtorch's per-thread state (threads, the autocast
+	// and grad modes) stays with the OS thread the steps run on.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := torch.SetCUDAFlags(b.CUDNNBenchmark, b.TF32); err != nil {
 		return StepBenchResult{}, err
+	}
+	if b.MetricsEvery <= 0 {
+		b.MetricsEvery = 1
+		if b.Device != "cpu" {
+			b.MetricsEvery = 50
+		}
 	}
 	spec, err := models.Builtin().Get(b.Model, models.Input{C: b.C, H: b.H, W: b.W, NumClasses: b.Classes})
 	if err != nil {
@@ -66,7 +87,7 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 			return StepBenchResult{}, err
 		}
 	}
-	opt, err := torch.NewSGD(m, 0.9, 5e-5, true)
+	opt, err := torch.NewSGD(m, 0.9, 5e-4, true)
 	if err != nil {
 		return StepBenchResult{}, err
 	}
@@ -90,8 +111,10 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 		scale = 65536 // GradScaler's initial scale; fixed here (a benchmark, not a run)
 	}
 	var res StepBenchResult
+	var loss float64
+	var seen int64
 	run := func(n int) error {
-		sk, err := runSteps(ctx, eng, step, in, scale, n)
+		sk, err := b.runSteps(ctx, eng, step, in, scale, n, &loss, &seen)
 		res.Skipped += sk
 		return err
 	}
@@ -107,8 +130,8 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	if _, _, err := torch.DeviceMemory(b.Device, true); err != nil {
 		return res, err
 	}
-	res.Skipped = 0
-	t0 := time.Now()
+	res.Skipped, loss, seen = 0, 0, 0
+	t0, cpu0 := time.Now(), cpuSeconds()
 	if err := run(b.Steps); err != nil {
 		return res, err
 	}
@@ -119,11 +142,14 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	if err := torch.Synchronize(b.Device); err != nil {
 		return res, err
 	}
-	el := time.Since(t0).Seconds()
+	el, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
 	res.ImgPerSec = float64(b.Steps*b.Batch) / el
+	if cpu > 0 {
+		res.ImgPerCPUSec = float64(b.Steps*b.Batch) / cpu
+	}
 	res.StepMS = 1000 * el / float64(b.Steps)
-	if mt.N > 0 {
-		res.Loss = mt.LossSum[0] / float64(mt.N)
+	if loss, seen = loss+mt.LossSum[0], seen+mt.N; seen > 0 {
+		res.Loss = loss / float64(seen)
 	}
 	res.PeakAllocated, res.PeakReserved, err = torch.DeviceMemory(b.Device, false)
 	return res, err
@@ -169,7 +195,9 @@ func (b StepBench) input() torch.Input {
 
 // runSteps runs n steps on the batch in and returns how many the loss
 // scale skipped.
-func runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch.Input, scale float64, n int) (skipped int, err error) {
+// The metrics read on the way are added to loss and seen.
+func (b StepBench) runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch.Input, scale float64, n int,
+	loss *float64, seen *int64) (skipped int, err error) {
 	for i := range n {
 		if ctx.Err() != nil {
 			return skipped, ctx.Err()
@@ -179,6 +207,9 @@ func runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch
 				return skipped, err
 			}
 		}
+		if err := torch.ManualSeed(b.Seed + uint64(i)); err != nil { // the training loop seeds every step
+			return skipped, err
+		}
 		// The next batch is staged after this step is queued, as the
 		// training loop does.
 		sk, err := eng.Train(step, scale)
@@ -186,6 +217,13 @@ func runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch
 			return skipped, err
 		}
 		skipped += sk
+		if (i+1)%b.MetricsEvery == 0 && i+1 < n {
+			mt, err := eng.Metrics(1)
+			if err != nil {
+				return skipped, err
+			}
+			*loss, *seen = *loss+mt.LossSum[0], *seen+mt.N
+		}
 		if i+1 < n {
 			if err := eng.Put(in); err != nil {
 				return skipped, err
@@ -193,4 +231,14 @@ func runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch
 		}
 	}
 	return skipped, nil
+}
+
+// cpuSeconds is the CPU time of the whole process so far (user + system,
+// all threads).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

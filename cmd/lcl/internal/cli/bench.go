@@ -166,10 +166,14 @@ func newBenchStepCmd(f *Factory) *cobra.Command {
 		Short: "Training steps per second of a model on random data",
 		Long: `Times training steps of --model on one random uint8 batch of --input,
 staged anew every step like a real run (pinned memory, a non-blocking copy,
-normalisation on the device), with the soft-target loss and SGD of
-bench/step_ref.py, its PyTorch eager counterpart. Prints img_per_s, step_ms,
-the mean loss, and the peak bytes allocated and reserved on the device
-(-1 where the libtorch cannot tell).`,
+normalisation on the device) and run as lcl train runs them (one OS thread,
+the generator seeded every step, the metrics read every step on the CPU and
+every 50 on CUDA), with the soft-target loss and SGD (Nesterov, weight decay
+5e-4) of bench/step_ref.py, its PyTorch eager counterpart. lcl's one step
+benchmark: bench/trainer.sh, bench/models.sh and scripts/gpu-check.sh run it.
+Prints img_per_s, img_per_cpu_s (per CPU second of the process), step_ms,
+the mean loss, and the peak bytes allocated and reserved on the device (-1
+where the libtorch cannot tell).`,
 		Example: `  lcl bench step --model resnet50:stem=imagenet --input 3,224,224 --classes 1000 --batch 256 \
       --device cuda:0 --precision bf16 --channels-last
   lcl bench step --model resnet18:stem=cifar --input 3,32,32 --batch 64 --steps 5 --threads 2`,

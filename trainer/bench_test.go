@@ -1,0 +1,40 @@
+package trainer
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// The step benchmark trains (a finite loss near ln(classes) from random
+// weights), counts images per wall and per CPU second, and its mean loss
+// does not depend on how often the metrics are read: reads in the middle of
+// the timed steps reset the engine's sums, and the benchmark adds them up.
+func TestMeasureSteps(t *testing.T) {
+	b := StepBench{Model: "cnn:channels=4x8,fc=16", C: 1, H: 28, W: 28, Classes: 10, Batch: 8, Steps: 4, Warmup: 1,
+		Device: "cpu", Seed: 3}
+	every := b
+	every.MetricsEvery = 1
+	once := b
+	once.MetricsEvery = 100
+	a, err := MeasureSteps(context.Background(), every)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := MeasureSteps(context.Background(), once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(a.ImgPerSec > 0 && a.ImgPerCPUSec > 0 && a.StepMS > 0) {
+		t.Errorf("rates %+v", a)
+	}
+	if !(a.Loss > 1 && a.Loss < 4) {
+		t.Errorf("mean loss %v, want about ln 10 (random weights)", a.Loss)
+	}
+	if math.Abs(a.Loss-c.Loss) > 1e-6*a.Loss {
+		t.Errorf("mean loss %v reading every step, %v reading once", a.Loss, c.Loss)
+	}
+	if _, err := MeasureSteps(context.Background(), StepBench{Model: "cnn", C: 1, H: 28, W: 28, Classes: 10, Batch: 1, Steps: 1}); err == nil {
+		t.Error("batch 1 accepted")
+	}
+}
