@@ -44,7 +44,7 @@ type StepBenchResult struct {
 	// than the wall clock on a shared machine.
 	ImgPerCPUSec float64 `json:"img_per_cpu_s"`
 	StepMS       float64 `json:"step_ms"`
-	Loss      float64 `json:"loss"` // mean training loss of the timed steps (finite: the run trained)
+	Loss         float64 `json:"loss"` // mean training loss of the timed steps (finite: the run trained)
 	// Peak bytes allocated and reserved by the device's caching allocator
 	// (-1 where the build cannot tell).
 	PeakAllocated int64 `json:"peak_allocated"`
