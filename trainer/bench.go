@@ -70,27 +70,11 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 			b.MetricsEvery = 50
 		}
 	}
-	spec, err := models.Builtin().Get(b.Model, models.Input{C: b.C, H: b.H, W: b.W, NumClasses: b.Classes})
-	if err != nil {
-		return StepBenchResult{}, fmt.Errorf("trainer: %w", err)
-	}
-	if err := torch.ManualSeed(b.Seed); err != nil {
-		return StepBenchResult{}, err
-	}
-	m, err := torch.NewModel(spec, b.Device)
+	m, opt, err := b.model()
 	if err != nil {
 		return StepBenchResult{}, err
 	}
 	defer m.Close()
-	if b.ChannelsLast {
-		if err := m.ChannelsLast(); err != nil {
-			return StepBenchResult{}, err
-		}
-	}
-	opt, err := torch.NewSGD(m, 0.9, 5e-4, true)
-	if err != nil {
-		return StepBenchResult{}, err
-	}
 	defer opt.Close()
 	mean, std := benchNormalization(b.C)
 	eng, err := torch.NewEngine(b.Device, torch.EngineOptions{Precision: b.Precision, ChannelsLast: b.ChannelsLast, Mean: mean, Std: std})
@@ -153,6 +137,34 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	}
 	res.PeakAllocated, res.PeakReserved, err = torch.DeviceMemory(b.Device, false)
 	return res, err
+}
+
+// model is the benchmark's model on its device, initialised from its seed,
+// and its SGD optimizer.
+func (b StepBench) model() (*torch.Model, *torch.Optimizer, error) {
+	spec, err := models.Builtin().Get(b.Model, models.Input{C: b.C, H: b.H, W: b.W, NumClasses: b.Classes})
+	if err != nil {
+		return nil, nil, fmt.Errorf("trainer: %w", err)
+	}
+	if err := torch.ManualSeed(b.Seed); err != nil {
+		return nil, nil, err
+	}
+	m, err := torch.NewModel(spec, b.Device)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.ChannelsLast {
+		if err := m.ChannelsLast(); err != nil {
+			m.Close()
+			return nil, nil, err
+		}
+	}
+	opt, err := torch.NewSGD(m, 0.9, 5e-4, true)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, opt, nil
 }
 
 // benchNormalization is ImageNet's mean and deviation for 3 channels,

@@ -305,37 +305,43 @@ func (n *Node) infer(in Shape) (Shape, error) {
 	case OpFlatten:
 		return Shape{C: int(in.numel()), Vec: true}, nil
 	case OpSum, OpMul, OpCat:
-		if len(n.Children) == 0 {
-			return in, fmt.Errorf("%v without branches", n.Op)
-		}
-		var out Shape
-		for i := range n.Children {
-			s, err := n.Children[i].Infer(in)
-			if err != nil {
-				return s, err
-			}
-			switch {
-			case i == 0:
-				out = s
-			case n.Op == OpCat:
-				if s.Vec || out.Vec || s.H != out.H || s.W != out.W {
-					return s, fmt.Errorf("cat of %v and %v", out, s)
-				}
-				out.C += s.C
-			case n.Op == OpMul:
-				// A gate N×C×1×1 broadcasts over a map.
-				if s.C != out.C || s.Vec != out.Vec || !(s.H == out.H && s.W == out.W || s.H == 1 && s.W == 1) {
-					return s, fmt.Errorf("product of %v and %v", out, s)
-				}
-			default:
-				if s != out {
-					return s, fmt.Errorf("sum of %v and %v", out, s)
-				}
-			}
-		}
-		return out, nil
+		return n.inferBranches(in)
 	}
 	return in, fmt.Errorf("unknown node kind %v", n.Op)
+}
+
+// inferBranches is the shape out of a sum, product or concatenation of
+// n's branches, each given in.
+func (n *Node) inferBranches(in Shape) (Shape, error) {
+	if len(n.Children) == 0 {
+		return in, fmt.Errorf("%v without branches", n.Op)
+	}
+	var out Shape
+	for i := range n.Children {
+		s, err := n.Children[i].Infer(in)
+		if err != nil {
+			return s, err
+		}
+		switch {
+		case i == 0:
+			out = s
+		case n.Op == OpCat:
+			if s.Vec || out.Vec || s.H != out.H || s.W != out.W {
+				return s, fmt.Errorf("cat of %v and %v", out, s)
+			}
+			out.C += s.C
+		case n.Op == OpMul:
+			// A gate N×C×1×1 broadcasts over a map.
+			if s.C != out.C || s.Vec != out.Vec || !(s.H == out.H && s.W == out.W || s.H == 1 && s.W == 1) {
+				return s, fmt.Errorf("product of %v and %v", out, s)
+			}
+		default:
+			if s != out {
+				return s, fmt.Errorf("sum of %v and %v", out, s)
+			}
+		}
+	}
+	return out, nil
 }
 
 // window is the output size of n's conv or pool window (what) sliding over
