@@ -280,15 +280,22 @@ result eval-same "$(awk -v a="$(get eval-cpu-top1)" -v b="$(get eval-gpu-top1)" 
 parity=(train --data "$parity_data" --model "$parity_model" --epochs 1 --batch 64 --optimizer adamw --lr 1e-3
 	--weight-decay 0.05 --clip-grad-norm 1 --ema-decay 0.99 --val-fraction 0.1 --seed 3 --precision fp32
 	--tf32=false --no-store --json --quiet --eval-batch 256 "${thr[@]}")
-step parity-cpu 240 "${lclx[@]}" "${parity[@]}" --device cpu --out "$work/parity-cpu"
-step parity-gpu 120 "${lclx[@]}" "${parity[@]}" --device "$dev" --out "$work/parity-gpu"
-for d in cpu gpu; do
-	result "parity-$d-loss" "$(jget "$logs/parity-$d.log" final.test_loss)"
-	result "parity-$d-top1" "$(jget "$logs/parity-$d.log" final.test_top1)"
-done
-result parity-same "$(awk -v a="$(get parity-cpu-loss)" -v b="$(get parity-gpu-loss)" -v ta="$(get parity-cpu-top1)" -v tb="$(get parity-gpu-top1)" \
-	'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; t = ta - tb; if (t < 0) t = -t;
-	  printf "%s (test loss %.6g vs %.6g, top-1 %.4f vs %.4f)", (d <= 1e-2 * (a < 0 ? -a : a) && t <= 0.02) ? "yes" : "NO", a, b, ta, tb } }')"
+# pair NAME ARGS...: lcl ARGS on the CPU and on the device; NAME-same says
+# whether their test loss (within 1 %) and top-1 (within 0.02) agree.
+pair() {
+	local name=$1 d
+	shift
+	step "$name-cpu" 240 "${lclx[@]}" "$@" --device cpu --out "$work/$name-cpu"
+	step "$name-gpu" 120 "${lclx[@]}" "$@" --device "$dev" --out "$work/$name-gpu"
+	for d in cpu gpu; do
+		result "$name-$d-loss" "$(jget "$logs/$name-$d.log" final.test_loss)"
+		result "$name-$d-top1" "$(jget "$logs/$name-$d.log" final.test_top1)"
+	done
+	result "$name-same" "$(awk -v a="$(get "$name-cpu-loss")" -v b="$(get "$name-gpu-loss")" -v ta="$(get "$name-cpu-top1")" -v tb="$(get "$name-gpu-top1")" \
+		'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; t = ta - tb; if (t < 0) t = -t;
+		  printf "%s (test loss %.6g vs %.6g, top-1 %.4f vs %.4f)", (d <= 1e-2 * (a < 0 ? -a : a) && t <= 0.02) ? "yes" : "NO", a, b, ta, tb } }')"
+}
+pair parity "${parity[@]}"
 
 # The same run with hierarchical cross-entropy (hxe): its group term sums
 # the softmax over each node's classes in float64 on the device. The
@@ -304,15 +311,7 @@ for i in range(n):
 np.save(sys.argv[1], s)
 EOF
 hxe=(--strategy hxe --matrix "$work/sim.npy" --param alpha=0.2)
-step hxe-cpu 240 "${lclx[@]}" "${parity[@]}" "${hxe[@]}" --device cpu --out "$work/hxe-cpu"
-step hxe-gpu 120 "${lclx[@]}" "${parity[@]}" "${hxe[@]}" --device "$dev" --out "$work/hxe-gpu"
-for d in cpu gpu; do
-	result "hxe-$d-loss" "$(jget "$logs/hxe-$d.log" final.test_loss)"
-	result "hxe-$d-top1" "$(jget "$logs/hxe-$d.log" final.test_top1)"
-done
-result hxe-same "$(awk -v a="$(get hxe-cpu-loss)" -v b="$(get hxe-gpu-loss)" -v ta="$(get hxe-cpu-top1)" -v tb="$(get hxe-gpu-top1)" \
-	'BEGIN { if (a == "n/a" || b == "n/a") print "n/a"; else { d = a - b; if (d < 0) d = -d; t = ta - tb; if (t < 0) t = -t;
-	  printf "%s (test loss %.6g vs %.6g, top-1 %.4f vs %.4f)", (d <= 1e-2 * (a < 0 ? -a : a) && t <= 0.02) ? "yes" : "NO", a, b, ta, tb } }')"
+pair hxe "${parity[@]}" "${hxe[@]}"
 
 # ---- 4. throughput: lcl next to PyTorch eager ------------------------------
 
