@@ -121,46 +121,30 @@ func optBool(p **bool) optional[bool] {
 	return optional[bool]{p, parseBool, strconv.FormatBool, "bool", "false"}
 }
 
-// milestones is --milestones 60,120,160 (nil until given).
-type milestones struct{ p *[]int }
+// list is a comma-separated list flag parsed whole (nil until given):
+// --milestones 60,120,160 and --betas B1,B2, parsed as the trainer parses
+// them.
+type list[T any] struct {
+	p      *[]T
+	parse  func(string) ([]T, error)
+	format func(T) string
+}
 
-func (m milestones) Given() bool  { return *m.p != nil }
-func (m milestones) Type() string { return "string" }
-func (m milestones) String() string {
-	parts := make([]string, len(*m.p))
-	for i, n := range *m.p {
-		parts[i] = strconv.Itoa(n)
+func milestones(p *[]int) list[int]    { return list[int]{p, trainer.ParseMilestones, strconv.Itoa} }
+func betas(p *[]float64) list[float64] { return list[float64]{p, trainer.ParseBetas, formatFloat} }
+func (l list[T]) Given() bool          { return *l.p != nil }
+func (l list[T]) Type() string         { return "string" }
+func (l list[T]) String() string {
+	parts := make([]string, len(*l.p))
+	for i, x := range *l.p {
+		parts[i] = l.format(x)
 	}
 	return strings.Join(parts, ",")
 }
-func (m milestones) Set(s string) error {
-	ms, err := trainer.ParseMilestones(s)
+func (l list[T]) Set(s string) error {
+	v, err := l.parse(s)
 	if err == nil {
-		*m.p = ms
-	}
-	return err
-}
-
-// betas is --betas B1,B2 (nil until given), parsed as the trainer parses
-// a preset's override.
-type betas struct{ p *[]float64 }
-
-func (b betas) Given() bool  { return *b.p != nil }
-func (b betas) Type() string { return "string" }
-func (b betas) String() string {
-	if *b.p == nil {
-		return ""
-	}
-	parts := make([]string, len(*b.p))
-	for i, x := range *b.p {
-		parts[i] = formatFloat(x)
-	}
-	return strings.Join(parts, ",")
-}
-func (b betas) Set(s string) error {
-	v, err := trainer.ParseBetas(s)
-	if err == nil {
-		*b.p = v
+		*l.p = v
 	}
 	return err
 }
