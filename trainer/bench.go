@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/lcl-project/lcl/trainer/models"
@@ -65,10 +64,7 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 		return StepBenchResult{}, err
 	}
 	if b.MetricsEvery <= 0 {
-		b.MetricsEvery = 1
-		if b.Device != "cpu" {
-			b.MetricsEvery = 50
-		}
+		b.MetricsEvery = defaultMetricsEvery(b.Device)
 	}
 	m, opt, err := b.model()
 	if err != nil {
@@ -115,7 +111,7 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 		return res, err
 	}
 	res.Skipped, loss, seen = 0, 0, 0
-	t0, cpu0 := time.Now(), cpuSeconds()
+	t0, cpu0 := time.Now(), processSeconds()
 	if err := run(b.Steps); err != nil {
 		return res, err
 	}
@@ -126,7 +122,7 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	if err := torch.Synchronize(b.Device); err != nil {
 		return res, err
 	}
-	el, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
+	el, cpu := time.Since(t0).Seconds(), processSeconds()-cpu0
 	res.ImgPerSec = float64(b.Steps*b.Batch) / el
 	if cpu > 0 {
 		res.ImgPerCPUSec = float64(b.Steps*b.Batch) / cpu
@@ -245,12 +241,9 @@ func (b StepBench) runSteps(ctx context.Context, eng *torch.Engine, step *torch.
 	return skipped, nil
 }
 
-// cpuSeconds is the CPU time of the whole process so far (user + system,
-// all threads).
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+// processSeconds is the process's CPU time so far (user + system, all
+// threads), in seconds.
+func processSeconds() float64 {
+	u, s := processCPU()
+	return (u + s).Seconds()
 }
