@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/trainer"
 )
 
@@ -109,10 +110,11 @@ func trainLong() string {
 A run is a data set (--data, or --synsets' kind at its default place;
 --fraction: the part of the training set, class-stratified: the paper's
 DR), an architecture (--model: lcl models; or torchscript:FILE.pt), a
-strategy (--strategy: sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe, or a
-plugin) with its similarity matrix (--source, --matrix or --similarity-key)
-and an optimisation preset that the flags override. Presets (lcl models
-describes them; the default depends on the model):
+strategy (--strategy: a built-in below, or a plugin) with its similarity
+matrix (--source, --matrix or --similarity-key) and an optimisation preset
+that the flags override. Built-in strategies:
+` + wrapWords(strings.Join(strategy.Names(), ", "), 76, "  ") + `
+Presets (lcl models describes them; the default depends on the model):
 ` + wrapWords(strings.Join(trainer.PresetNames(), ", "), 76, "  ") + `
 
 Training can add augmentation (--randaugment, --trivialaugment,
