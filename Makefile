@@ -57,8 +57,14 @@ bin/libltshim.so: $(SHIM_SOURCES)
 		sh trainer/torch/build-shim.sh /usr bin >/dev/null
 
 # (go test runs vet's high-confidence checks; lint runs all of vet.)
+# Tests run libtorch with the OpenMP wait policy lcl runs it with (the user's
+# OMP_WAIT_POLICY wins): a test binary cannot set it itself (OpenMP reads it
+# at load, before main), and with the default, spinning policy every OS thread
+# Go lends to libtorch keeps a team spinning: trainer/torch under -count=20
+# grew to ~470 threads and a load of 30 on 2 cores.
+TESTENV := OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE}
 test: deps libtorch-check
-	$(GO) test $(GOTAGS) -count=1 -timeout 30m ./...
+	$(TESTENV) $(GO) test $(GOTAGS) -count=1 -timeout 30m ./...
 
 # The tests against PyTorch 2.6: go vet and go test inside a Debian 13 root
 # (made once with debootstrap, kept in ~/.cache/lcl/debian13; scripts/torch2.sh).
@@ -79,9 +85,9 @@ fuzz:
 # process groups (their abort and peer tests), trainer/data's loader workers
 # (its loader tests), the plugin host, the grid runner.
 race: deps libtorch-check
-	$(GO) test $(GOTAGS) -race -count=1 -run 'Group|Abort|Peer' ./trainer/torch/
-	$(GO) test $(GOTAGS) -race -count=1 -run 'Loader' ./trainer/data/
-	$(GO) test $(GOTAGS) -race -count=1 ./plugins/ ./experiment/...
+	$(TESTENV) $(GO) test $(GOTAGS) -race -count=1 -run 'Group|Abort|Peer' ./trainer/torch/
+	$(TESTENV) $(GO) test $(GOTAGS) -race -count=1 -run 'Loader' ./trainer/data/
+	$(TESTENV) $(GO) test $(GOTAGS) -race -count=1 ./plugins/ ./experiment/...
 
 # lint also holds plugins/proto/lcl.proto, as protoc compiles it, to the
 # released protocol (plugins/proto/testdata/vN): it only grows (docs/plugins.md).

@@ -1,4 +1,5 @@
-// scriptcheck.hpp: lt_script_load (scriptcheck.h). Included only by
+// scriptcheck.hpp: the checks of lt_script_load (scriptcheck.h; its C ABI
+// is shim.cpp's). Included only by
 // shim.cpp, after common.hpp (see there why the shim is one translation
 // unit).
 #pragma once
@@ -73,22 +74,3 @@ struct lt_script {
 	torch::jit::Module mod; // on the CPU, as the file holds it
 	std::string path;       // for messages
 };
-
-extern "C" lt_script *lt_script_load(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t classes,
-                                     int32_t trust_ops, char **err) {
-	LT_TRY
-	if (in_c <= 0 || in_h <= 0 || in_w <= 0 || classes < 1) throw std::invalid_argument("bad input shape or class count");
-	auto m = torch::jit::load(path, torch::kCPU);
-	if (!trust_ops) lts::refuse_io_operators(m);
-	torch::NoGradGuard ng;
-	lts::check_logits(m, false, 1, in_c, in_h, in_w, classes, path);
-	// Training mode: a batch of two (batch norm needs more than one value
-	// per channel), on a copy, whose running statistics change: the
-	// module kept for the run keeps the file's.
-	auto copy = m.deepcopy();
-	lts::check_logits(copy, true, 2, in_c, in_h, in_w, classes, path);
-	return new lt_script{std::move(m), path};
-	LT_CATCH(err, nullptr)
-}
-
-extern "C" void lt_script_free(lt_script *s) noexcept { delete s; }

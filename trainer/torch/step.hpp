@@ -60,6 +60,147 @@ inline bool unscale_(const std::vector<Tensor> &grads, double inv) {
 	return !torch::stack(fin).all().item<bool>();
 }
 
+// broadcast_buffers makes the peers' buffers (batch-norm running
+// statistics) follow rank 0's, as PyTorch's
+// DistributedDataParallel(broadcast_buffers=True) does.
+inline void broadcast_buffers(lt_pg *g, lt_model **models, int32_t k) {
+	std::vector<Tensor> bufs;
+	for (int i = 0; i < k; i++)
+		for (auto &b : models[i]->net->buffers(true)) bufs.push_back(b);
+	if (!bufs.empty()) ltdist::broadcast(g, bufs, "buffer broadcast");
+}
+
+// Denominators are the global denominators of the batch loss: the example
+// count and the sum of the weights over every rank's slice (one all-reduce
+// with a group; this rank's count alone without one).
+struct Denominators {
+	double n = 0, w = 0;
+};
+
+inline Denominators denominators(lt_pg *g, int64_t n, const Tensor &W) {
+	Denominators d{(double)n, 0};
+	if (!g) return d;
+	if (W.defined() && n > 0) d.w = W.sum().item<double>();
+	auto t = torch::tensor({d.n, d.w}, torch::kFloat64);
+	ltdist::allreduce_sum(g, {t}, "loss normalisation all-reduce");
+	return {t[0].item<double>(), t[1].item<double>()};
+}
+
+// Mixed is a batch mixed by lt_mix: the inputs, the labels of the other half
+// of each pair (undefined when not mixed) and the weight of the first half.
+struct Mixed {
+	Tensor X, Yb;
+	double lam = 1;
+};
+
+// mix_batch mixes X with itself flipped, as timm's Mixup (mode "batch"):
+// CutMix pastes the box (y0, x0)–(y1, x1) when it is not empty, mixup
+// blends the whole image otherwise.
+inline Mixed mix_batch(const lt_mix *mix, Tensor X, const Tensor &Y) {
+	if (!mix || mix->lam >= 1) return {X, Tensor(), 1};
+	double lam = mix->lam;
+	if (!(lam >= 0)) throw std::invalid_argument("mixing weight " + std::to_string(lam) + ", want 0 <= lam <= 1");
+	auto Xf = X.flip(0);
+	if (mix->y1 > mix->y0 && mix->x1 > mix->x0) {
+		if (mix->y0 < 0 || mix->x0 < 0 || mix->y1 > X.size(2) || mix->x1 > X.size(3))
+			throw std::invalid_argument("CutMix box outside the " + std::to_string(X.size(2)) + "x" +
+			                            std::to_string(X.size(3)) + " image");
+		X = X.clone();
+		X.slice(2, mix->y0, mix->y1)
+		    .slice(3, mix->x0, mix->x1)
+		    .copy_(Xf.slice(2, mix->y0, mix->y1).slice(3, mix->x0, mix->x1));
+	} else {
+		X = X.mul(lam).add_(Xf.mul_(1 - lam));
+	}
+	return {X, Y.flip(0), lam};
+}
+
+// Logits are the forward passes of one step under autocast (opts.precision),
+// cast to float32: the students' and, when distilling, the teacher's.
+struct Logits {
+	std::vector<Tensor> z;
+	Tensor teacher;
+};
+
+inline Logits forward_peers(lt_model **models, int32_t k, lt_model *teacher, const Tensor &X, bool distil,
+                            const torch::Device &dev, int precision) {
+	Logits l;
+	l.z.resize(k);
+	{
+		Autocast ac(dev, precision);
+		if (distil && teacher) {
+			torch::NoGradGuard ng;
+			teacher->net->eval();
+			l.teacher = teacher->net->forward(X);
+		}
+		for (int i = 0; i < k; i++) {
+			models[i]->net->train();
+			l.z[i] = models[i]->net->forward(X);
+		}
+	}
+	// The loss terms in float32, outside autocast.
+	for (auto &z : l.z) z = z.to(torch::kFloat32);
+	if (l.teacher.defined()) l.teacher = l.teacher.to(torch::kFloat32);
+	return l;
+}
+
+// class_prob_sums adds online label smoothing's statistics to out: the
+// softmax rows of the examples z (peer 0's logits) got right, summed by
+// label, and their counts.
+inline void class_prob_sums(const Tensor &z, const Tensor &Y, int64_t C, StepOut &out) {
+	torch::NoGradGuard ng;
+	auto p = torch::softmax(z.detach(), 1).to(torch::kFloat64);
+	auto idx = z.detach().argmax(1).eq(Y).nonzero().squeeze(1);
+	auto yc = Y.index_select(0, idx);
+	out.cp_sum = torch::zeros({C, C}, p.options()).index_add_(0, yc, p.index_select(0, idx));
+	out.cp_count = torch::zeros({C}, Y.options()).index_add_(0, yc, torch::ones_like(yc));
+}
+
+// allreduce_step sums the peers' gradients over g, then their losses and hit
+// counts into out's host values. Each rank's loss is its share of the
+// global batch loss, so the sum of the gradients is the gradient of the
+// global batch.
+inline void allreduce_step(lt_pg *g, lt_optim **optims, int32_t k, const std::vector<Tensor> &losses, int64_t n,
+                           StepOut &out) {
+	std::vector<Tensor> grads;
+	for (int i = 0; i < k; i++)
+		for (auto &p : optims[i]->params) {
+			auto &gr = p.t.mutable_grad();
+			if (!gr.defined()) gr = torch::zeros_like(p.t);
+			grads.push_back(gr);
+		}
+	ltdist::allreduce_sum(g, grads, "gradient all-reduce");
+	auto st = torch::zeros({2 * k}, torch::kFloat64);
+	auto sa = st.accessor<double, 1>();
+	for (int i = 0; i < k; i++) {
+		sa[i] = n > 0 ? losses[i].item<double>() : 0;
+		sa[k + i] = n > 0 ? (double)out.correct[i].item<int64_t>() : 0;
+	}
+	ltdist::allreduce_sum(g, {st}, "statistics all-reduce");
+	for (int i = 0; i < k; i++) {
+		out.loss_host.push_back(sa[i]);
+		out.correct_host.push_back((int64_t)sa[k + i]);
+	}
+}
+
+// update steps every peer's optimizer; with a loss scale it unscales the
+// gradients first and skips a peer whose gradients are not finite
+// (GradScaler.step's rule), counting it in out.found_inf.
+inline void update(lt_optim **optims, int32_t k, double lr, double loss_scale, StepOut &out) {
+	for (int i = 0; i < k; i++) {
+		if (loss_scale > 0) {
+			std::vector<Tensor> grads;
+			for (auto &p : optims[i]->params)
+				if (p.t.grad().defined()) grads.push_back(p.t.grad());
+			if (unscale_(grads, 1.0 / loss_scale)) {
+				out.found_inf++;
+				continue;
+			}
+		}
+		optims[i]->step(lr);
+	}
+}
+
 // train_step is one training step of k peers on device tensors X (n×c×h×w,
 // normalised), Y (labels) and W (per-example weights or undefined),
 // data-parallel over g when g is not NULL (see lt_engine_train in shim.h).
@@ -68,33 +209,16 @@ inline bool unscale_(const std::vector<Tensor> &grads, double inv) {
 // computed in float32 and the parameters, gradients and momentum stay
 // float32.
 inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, Tensor X,
-                   const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs, const lt_groups *groups,
-                   const lt_mix *mix,
-                   double lr, const StepOpts &opts) {
+                          const Tensor &Y, const Tensor &W, lt_tensor *targets, lt_coefs coefs,
+                          const lt_groups *groups, const lt_mix *mix, double lr, const StepOpts &opts) {
 	if (k < 1) throw std::invalid_argument("train step needs at least one model");
 	auto dev = models[0]->device;
 	int64_t C = models[0]->num_classes;
 	int64_t n = X.defined() ? X.size(0) : 0;
-	if (g) {
-		// Buffers (batch-norm running statistics) follow rank 0, as in
-		// PyTorch's DistributedDataParallel(broadcast_buffers=True).
-		std::vector<Tensor> bufs;
-		for (int i = 0; i < k; i++)
-			for (auto &b : models[i]->net->buffers(true)) bufs.push_back(b);
-		if (!bufs.empty()) ltdist::broadcast(g, bufs, "buffer broadcast");
-	}
+	if (g) broadcast_buffers(g, models, k);
 	StepOut out;
-	// Global denominators of the batch loss: the example count and the sum of
-	// the weights over every rank's slice.
-	double n_all = (double)n, w_all = 0;
-	if (g) {
-		if (W.defined() && n > 0) w_all = W.sum().item<double>();
-		auto d = torch::tensor({n_all, w_all}, torch::kFloat64);
-		ltdist::allreduce_sum(g, {d}, "loss normalisation all-reduce");
-		n_all = d[0].item<double>();
-		w_all = d[1].item<double>();
-	}
-	out.n_all = n_all;
+	auto den = denominators(g, n, W);
+	out.n_all = den.n;
 	std::vector<Tensor> losses(k);
 	out.correct.resize(k);
 	for (int i = 0; i < k; i++) optims[i]->zero_grad();
@@ -102,110 +226,33 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		if (opts.channels_last && X.dim() == 4) X = lts::channels_last(X);
 		auto T = target_rows(targets, Y, C, coefs, dev);
 		auto G = groups_of(groups, C, coefs, dev);
-		// Mixing (lt_mix): the batch with itself flipped, as timm's Mixup
-		// (mode "batch"), and the labels of the other half of each pair.
-		Tensor Yb, Tb;
-		double lam = 1;
-		if (mix && mix->lam < 1) {
-			lam = mix->lam;
-			if (!(lam >= 0)) throw std::invalid_argument("mixing weight " + std::to_string(lam) + ", want 0 <= lam <= 1");
-			auto Xf = X.flip(0);
-			if (mix->y1 > mix->y0 && mix->x1 > mix->x0) {
-				if (mix->y0 < 0 || mix->x0 < 0 || mix->y1 > X.size(2) || mix->x1 > X.size(3))
-					throw std::invalid_argument("CutMix box outside the " + std::to_string(X.size(2)) + "x" +
-					                            std::to_string(X.size(3)) + " image");
-				X = X.clone();
-				X.slice(2, mix->y0, mix->y1)
-				    .slice(3, mix->x0, mix->x1)
-				    .copy_(Xf.slice(2, mix->y0, mix->y1).slice(3, mix->x0, mix->x1));
-			} else {
-				X = X.mul(lam).add_(Xf.mul_(1 - lam));
-			}
-			Yb = Y.flip(0);
-			Tb = target_rows(targets, Yb, C, coefs, dev);
-		}
-		Tensor tl;
-		std::vector<Tensor> logits(k);
-		{
-			Autocast ac(dev, opts.precision);
-			if (coefs.kd != 0 && teacher) {
-				torch::NoGradGuard ng;
-				teacher->net->eval();
-				tl = teacher->net->forward(X);
-			}
-			for (int i = 0; i < k; i++) {
-				models[i]->net->train();
-				logits[i] = models[i]->net->forward(X);
-			}
-		}
-		// The loss terms in float32, outside autocast.
-		for (auto &z : logits) z = z.to(torch::kFloat32);
-		if (tl.defined()) tl = tl.to(torch::kFloat32);
+		auto m = mix_batch(mix, X, Y);
+		Tensor Tb;
+		if (m.Yb.defined()) Tb = target_rows(targets, m.Yb, C, coefs, dev);
+		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision);
 		std::vector<Tensor> probs;
 		if (coefs.mutual != 0 && k > 1)
-			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(logits[i].detach(), 1));
+			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(l.z[i].detach(), 1));
 		Tensor total;
 		for (int i = 0; i < k; i++) {
-			auto per = per_example_loss(logits[i], Y, T, coefs, G, tl, probs, i);
-			if (Yb.defined())
-				per = per * lam + per_example_loss(logits[i], Yb, Tb, coefs, G, tl, probs, i) * (1 - lam);
+			auto per = per_example_loss(l.z[i], Y, T, coefs, G, l.teacher, probs, i);
+			if (m.Yb.defined())
+				per = per * m.lam + per_example_loss(l.z[i], m.Yb, Tb, coefs, G, l.teacher, probs, i) * (1 - m.lam);
 			if (!g) losses[i] = reduce(per, W);
-			else if (!W.defined()) losses[i] = per.sum() / n_all;
+			else if (!W.defined()) losses[i] = per.sum() / den.n;
 			// A global batch whose weights are all zero contributes nothing.
-			else losses[i] = (per * W).sum() / std::max(w_all, 1e-12);
+			else losses[i] = (per * W).sum() / std::max(den.w, 1e-12);
 			total = i == 0 ? losses[i] : total + losses[i];
 		}
 		if (opts.loss_scale > 0) total = total * opts.loss_scale;
 		total.backward();
-		for (int i = 0; i < k; i++) out.correct[i] = logits[i].detach().argmax(1).eq(Y).sum();
-		if (opts.class_probs) {
-			// Online label smoothing's statistics: the softmax rows of the
-			// examples peer 0 got right, summed by label.
-			torch::NoGradGuard ng;
-			auto p = torch::softmax(logits[0].detach(), 1).to(torch::kFloat64);
-			auto idx = logits[0].detach().argmax(1).eq(Y).nonzero().squeeze(1);
-			auto yc = Y.index_select(0, idx);
-			out.cp_sum = torch::zeros({C, C}, p.options()).index_add_(0, yc, p.index_select(0, idx));
-			out.cp_count = torch::zeros({C}, Y.options()).index_add_(0, yc, torch::ones_like(yc));
-		}
+		for (int i = 0; i < k; i++) out.correct[i] = l.z[i].detach().argmax(1).eq(Y).sum();
+		if (opts.class_probs) class_prob_sums(l.z[0], Y, C, out);
 	}
-	if (g) {
-		// Each rank's loss is its share of the global batch loss, so the sum
-		// of the gradients is the gradient of the global batch.
-		std::vector<Tensor> grads;
-		for (int i = 0; i < k; i++)
-			for (auto &p : optims[i]->params) {
-				auto &gr = p.t.mutable_grad();
-				if (!gr.defined()) gr = torch::zeros_like(p.t);
-				grads.push_back(gr);
-			}
-		ltdist::allreduce_sum(g, grads, "gradient all-reduce");
-		auto st = torch::zeros({2 * k}, torch::kFloat64);
-		auto sa = st.accessor<double, 1>();
-		for (int i = 0; i < k; i++) {
-			sa[i] = n > 0 ? losses[i].item<double>() : 0;
-			sa[k + i] = n > 0 ? (double)out.correct[i].item<int64_t>() : 0;
-		}
-		ltdist::allreduce_sum(g, {st}, "statistics all-reduce");
-		for (int i = 0; i < k; i++) {
-			out.loss_host.push_back(sa[i]);
-			out.correct_host.push_back((int64_t)sa[k + i]);
-		}
-	} else {
+	if (g) allreduce_step(g, optims, k, losses, n, out);
+	else
 		for (int i = 0; i < k; i++) out.loss.push_back(losses[i].detach());
-	}
-	for (int i = 0; i < k; i++) {
-		if (opts.loss_scale > 0) {
-			std::vector<Tensor> grads;
-			for (auto &p : optims[i]->params)
-				if (p.t.grad().defined()) grads.push_back(p.t.grad());
-			if (unscale_(grads, 1.0 / opts.loss_scale)) {
-				out.found_inf++;
-				continue; // GradScaler.step: skip this optimizer's update
-			}
-		}
-		optims[i]->step(lr);
-	}
+	update(optims, k, lr, opts.loss_scale, out);
 	return out;
 }
 
