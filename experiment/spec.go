@@ -20,6 +20,7 @@ import (
 
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 )
@@ -66,7 +67,7 @@ type Grid struct {
 
 // Strategy is one entry of a grid's strategies list.
 type Strategy struct {
-	// Name is the strategy (lcl train --strategy): sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe or a plugin's.
+	// Name is the strategy (lcl train --strategy): a built-in (strategy.Names) or a plugin's.
 	Name string `yaml:"name"`
 	// Sources are similarity sources (lcl train --source); each is one axis value.
 	Sources []string `yaml:"sources"`
@@ -294,7 +295,7 @@ func (g *Grid) validate() error {
 	for i, s := range g.Strategies {
 		at := fmt.Sprintf("strategies[%d]", i)
 		if s.Name == "" {
-			return fmt.Errorf("%s.name: required (sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe or a plugin strategy)", at)
+			return fmt.Errorf("%s.name: required (%s or a plugin strategy)", at, strings.Join(strategy.Names(), ", "))
 		}
 		if err := unique(at+".sources", s.Sources); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/internal/suggest"
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
@@ -426,7 +427,7 @@ var trainFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Model) }},
 	{name: "trust-model", exec: true, usage: "let a TorchScript model call operators that reach the file system, the network or the terminal",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TrustModel) }},
-	{name: "strategy", own: true, usage: "strategy: sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe, or a plugin (lcl plugins list)",
+	{name: "strategy", own: true, usage: "strategy: " + strings.Join(strategy.Names(), ", ") + ", or a plugin (lcl plugins list)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
 	{name: "param", own: true, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",
 		bind: func(s *TrainSpec) pflag.Value { return paramsValue{&s.Params} }},

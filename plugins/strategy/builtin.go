@@ -11,34 +11,36 @@ import (
 // Version is the built-in strategies' version, reported by Describe.
 const Version = "1.0.0"
 
-// New returns a fresh built-in strategy by name, or false.
-func New(name string) (sdk.Strategy, bool) {
-	switch name {
-	case "sl":
-		return &SL{}, true
-	case "ls":
-		return &LS{}, true
-	case "lcl":
-		return &LCL{}, true
-	case "kd":
-		return &KD{}, true
-	case "dml":
-		return &DML{}, true
-	case "cn":
-		return &CN{}, true
-	case "mbm-soft":
-		return &MBMSoft{}, true
-	case "ols":
-		return &OLS{}, true
-	case "hxe":
-		return &HXE{}, true
+// builtins is the one list of the built-in strategies: name → constructor.
+func builtins() map[string]func() sdk.Strategy {
+	return map[string]func() sdk.Strategy{
+		"sl":       func() sdk.Strategy { return &SL{} },
+		"ls":       func() sdk.Strategy { return &LS{} },
+		"lcl":      func() sdk.Strategy { return &LCL{} },
+		"kd":       func() sdk.Strategy { return &KD{} },
+		"dml":      func() sdk.Strategy { return &DML{} },
+		"cn":       func() sdk.Strategy { return &CN{} },
+		"mbm-soft": func() sdk.Strategy { return &MBMSoft{} },
+		"ols":      func() sdk.Strategy { return &OLS{} },
+		"hxe":      func() sdk.Strategy { return &HXE{} },
 	}
-	return nil, false
 }
 
-// Names lists the built-in strategies.
+// New returns a fresh built-in strategy by name, or false.
+func New(name string) (sdk.Strategy, bool) {
+	mk, ok := builtins()[name]
+	if !ok {
+		return nil, false
+	}
+	return mk(), true
+}
+
+// Names lists the built-in strategies, sorted.
 func Names() []string {
-	n := []string{"sl", "ls", "lcl", "kd", "dml", "cn", "mbm-soft", "ols", "hxe"}
+	var n []string
+	for name := range builtins() {
+		n = append(n, name)
+	}
 	sort.Strings(n)
 	return n
 }

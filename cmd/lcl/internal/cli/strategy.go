@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/experiment/trainrun"
+	"github.com/lcl-project/lcl/plugins/strategy"
 )
 
 // strategyOptions are lcl plan's flags that choose a strategy and its
@@ -23,7 +24,7 @@ type strategyOptions struct {
 }
 
 func (o *strategyOptions) addFlags(fs *pflag.FlagSet, defaultStrategy string) {
-	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, "training strategy: a built-in (sl, ls, lcl, kd, dml, cn, mbm-soft, ols, hxe) or a plugin; see lcl plugins list")
+	fs.StringVar(&o.Strategy, "strategy", defaultStrategy, "training strategy: a built-in ("+strings.Join(strategy.Names(), ", ")+") or a plugin; see lcl plugins list")
 	o.addParamFlags(fs)
 }
 
