@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,15 +33,19 @@ type Results interface {
 
 // StoreAt keeps run records in the store in Dir, opened for each call only:
 // the `lcl train` children open the store themselves while they run, and
-// one process at a time may have it open.
-type StoreAt struct{ Dir string }
+// one process at a time may have it open. Wait is how long a call waits for
+// the store while a child has it (simstore.WaitLocked).
+type StoreAt struct {
+	Dir  string
+	Wait time.Duration
+}
 
 var _ Results = StoreAt{}
 
 // With runs fn on the store, opened for the call (with opts, e.g.
 // simstore.ReadOnly()).
 func (s StoreAt) With(fn func(*simstore.Store) error, opts ...simstore.Option) error {
-	st, err := simstore.Open(s.Dir, opts...)
+	st, err := simstore.Open(s.Dir, append(opts, simstore.WaitLocked(s.Wait))...)
 	if err != nil {
 		return err
 	}
@@ -78,12 +85,17 @@ func (s StoreAt) Statuses(ctx context.Context, runs []Run) (map[string]string, e
 	return statuses, err
 }
 
-// Runner executes a grid's runs one after another, resumably.
+// Runner executes a grid's runs, Jobs at a time, resumably.
 type Runner struct {
 	Launch  Launcher
 	Results Results
 	// Root holds one directory per run, named by the run's id.
 	Root string
+	// Jobs is how many runs train at once (≤ 1: one after another). A run
+	// whose grid gives no threads then gets the CPUs' share, NumCPU/Jobs
+	// (at least 1), so that the runs side by side do not oversubscribe the
+	// cores.
+	Jobs int
 	// Progress, if set, is told after each run how many are finished (done
 	// before or now, or failed) out of the total, with an estimate of the time left.
 	Progress func(finished, total int, eta time.Duration)
@@ -97,65 +109,128 @@ type Summary struct {
 	Failures                     []string // "id: error" per failed run
 }
 
-// Run executes every run that is not done yet. A run whose directory holds
-// work from an earlier attempt is relaunched with --resume. A failed run is
-// recorded and the grid goes on; the error returned lists the failures.
-// On cancellation it stops after signalling the running child and returns
-// the context's error; runs finished so far are kept.
+// Run executes every run that is not done yet, Jobs at a time. A run whose
+// directory holds work from an earlier attempt is relaunched with --resume.
+// A failed run is recorded and the grid goes on; the error returned lists
+// the failures. On cancellation it stops after signalling the running
+// children and returns the context's error; runs finished so far are kept.
 func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
-	s := Summary{Total: len(runs)}
-	var spent time.Duration
-	launched := 0
-	finished := 0
-	report := func() {
-		if r.Progress == nil {
-			return
-		}
-		var eta time.Duration
-		if launched > 0 {
-			eta = spent / time.Duration(launched) * time.Duration(s.Total-finished)
-		}
-		r.Progress(finished, s.Total, eta)
-	}
+	jobs := max(r.Jobs, 1)
+	t := &tally{s: Summary{Total: len(runs)}, jobs: jobs, progress: r.Progress}
+	slots := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	var stop error // a store error: no run is launched after it
 	for _, run := range runs {
-		if err := ctx.Err(); err != nil {
-			return s, err
+		if stop = ctx.Err(); stop != nil {
+			break
 		}
 		prev, err := r.Results.GetRun(ctx, run.ID)
 		if err != nil && !errors.Is(err, simstore.ErrNotFound) {
-			return s, fmt.Errorf("run %s: %w", run.ID, err)
+			stop = fmt.Errorf("run %s: %w", run.ID, err)
+			break
 		}
 		if prev != nil && prev.Status == simstore.RunDone {
-			s.Skipped++
-			finished++
 			r.logf("skip %s %s: done", run.ID, run.Describe())
-			report()
+			t.skipped()
 			continue
 		}
-		dir := RunDir(r.Root, run.ID)
-		start := time.Now()
-		err = r.one(ctx, run, dir)
-		if ctx.Err() != nil {
-			r.logf("stopped %s %s: it resumes on the next run of the grid", run.ID, run.Describe())
-			return s, ctx.Err()
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
 		}
-		spent += time.Since(start)
-		launched++
-		finished++
-		if err != nil {
-			s.Failed++
-			s.Failures = append(s.Failures, fmt.Sprintf("%s (%s): %v", run.ID, run.Describe(), err))
-			r.logf("FAILED %s %s: %v", run.ID, run.Describe(), err)
-		} else {
-			s.Done++
-			r.logf("done %s %s (%s)", run.ID, run.Describe(), time.Since(start).Round(time.Second))
+		if stop = ctx.Err(); stop != nil {
+			break
 		}
-		report()
+		if jobs > 1 && run.Exec.Threads == 0 {
+			run.Exec.Threads = max(1, runtime.NumCPU()/jobs)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			r.launch(ctx, run, t)
+		}()
+	}
+	wg.Wait()
+	s := t.summary()
+	if stop != nil {
+		return s, stop
 	}
 	if s.Failed > 0 {
 		return s, &FailedError{Failed: s.Failed, Total: s.Total, Failures: s.Failures}
 	}
 	return s, nil
+}
+
+// launch trains one run and counts its outcome in t.
+func (r *Runner) launch(ctx context.Context, run Run, t *tally) {
+	dir := RunDir(r.Root, run.ID)
+	start := time.Now()
+	err := r.one(ctx, run, dir)
+	if ctx.Err() != nil {
+		r.logf("stopped %s %s: it resumes on the next run of the grid", run.ID, run.Describe())
+		return
+	}
+	if err != nil {
+		r.logf("FAILED %s %s: %v", run.ID, run.Describe(), err)
+	} else {
+		r.logf("done %s %s (%s)", run.ID, run.Describe(), time.Since(start).Round(time.Second))
+	}
+	t.finished(run, time.Since(start), err)
+}
+
+// tally is a Run call's counts, shared by the runs training side by side.
+type tally struct {
+	mu       sync.Mutex
+	s        Summary
+	jobs     int
+	spent    time.Duration // summed over the runs launched
+	launched int
+	progress func(finished, total int, eta time.Duration)
+}
+
+func (t *tally) skipped() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.s.Skipped++
+	t.report()
+}
+
+func (t *tally) finished(run Run, took time.Duration, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.spent += took
+	t.launched++
+	if err != nil {
+		t.s.Failed++
+		t.s.Failures = append(t.s.Failures, fmt.Sprintf("%s (%s): %v", run.ID, run.Describe(), err))
+	} else {
+		t.s.Done++
+	}
+	t.report()
+}
+
+// report tells progress the count and the time left: the mean time of a
+// run launched so far, times the runs left, over the jobs side by side.
+func (t *tally) report() {
+	if t.progress == nil {
+		return
+	}
+	finished := t.s.Skipped + t.s.Done + t.s.Failed
+	var eta time.Duration
+	if t.launched > 0 {
+		left := t.s.Total - finished
+		eta = t.spent / time.Duration(t.launched) * time.Duration(left) / time.Duration(min(t.jobs, max(left, 1)))
+	}
+	t.progress(finished, t.s.Total, eta)
+}
+
+func (t *tally) summary() Summary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.s
+	s.Failures = slices.Clone(s.Failures)
+	return s
 }
 
 // FailedError is a grid whose runs did not all finish: a summary line,

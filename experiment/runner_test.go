@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 // line per epoch and the result, whose top-1 encodes the seed so the test can
 // check that results land on the right run.
 type fakeTrain struct {
+	mu     sync.Mutex // runs side by side (Runner.Jobs) call launch at once
 	calls  [][]string
 	failOn func(args []string) error // nil: succeed
 }
@@ -35,7 +39,9 @@ func flagValue(args []string, name string) string {
 }
 
 func (f *fakeTrain) launch(ctx context.Context, args []string, log io.Writer) error {
+	f.mu.Lock()
 	f.calls = append(f.calls, args)
+	f.mu.Unlock()
 	fmt.Fprintln(log, "fake train", strings.Join(args, " "))
 	dir := flagValue(args, "--out")
 	if err := os.WriteFile(filepath.Join(dir, "checkpoint.pt"), []byte("ckpt"), 0o644); err != nil {
@@ -231,5 +237,92 @@ func TestStoreAtReleasesTheStore(t *testing.T) {
 	}
 	if _, err := res.GetRun(ctx, "rnothere"); !errors.Is(err, simstore.ErrNotFound) {
 		t.Errorf("missing run: %v", err)
+	}
+}
+
+// With Jobs 2 two runs train side by side (the first waits for the second to
+// start), each with half the CPUs as --threads when the grid gives none, and
+// every run is counted and recorded once.
+func TestRunnerJobs(t *testing.T) {
+	store := memStore(t)
+	runs := smallRuns(t)
+	for i := range runs {
+		runs[i].Exec.Threads = 0
+	}
+	runs[len(runs)-1].Exec.Threads = 3 // a grid's own threads stay
+	fake := &fakeTrain{}
+	second := make(chan struct{})
+	var once sync.Once
+	var started atomic.Int32
+	launch := func(ctx context.Context, args []string, log io.Writer) error {
+		if started.Add(1) == 1 {
+			select {
+			case <-second:
+			case <-time.After(20 * time.Second):
+				return errors.New("the second run never started beside the first")
+			}
+		} else {
+			once.Do(func() { close(second) })
+		}
+		return fake.launch(ctx, args, log)
+	}
+	var finished []int
+	var mu sync.Mutex
+	r := &Runner{Launch: launch, Results: store, Root: t.TempDir(), Jobs: 2,
+		Progress: func(done, total int, _ time.Duration) { mu.Lock(); finished = append(finished, done); mu.Unlock() }}
+	s, err := r.Run(context.Background(), runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Done != len(runs) || s.Failed != 0 || len(fake.calls) != len(runs) {
+		t.Fatalf("summary %+v after %d calls", s, len(fake.calls))
+	}
+	var want []int
+	for i := range runs {
+		want = append(want, i+1)
+	}
+	if !slices.Equal(finished, want) {
+		t.Errorf("progress %v, want one report per run, counting up", finished)
+	}
+	share := strconv.Itoa(max(1, runtime.NumCPU()/2))
+	for _, args := range fake.calls {
+		want := share
+		out := flagValue(args, "--out")
+		if strings.HasSuffix(out, runs[len(runs)-1].ID) {
+			want = "3"
+		}
+		if got := flagValue(args, "--threads"); got != want {
+			t.Errorf("%s: --threads %q, want %s", out, got, want)
+		}
+	}
+	for _, run := range runs {
+		if rec, err := store.GetRun(context.Background(), run.ID); err != nil || rec.Status != simstore.RunDone {
+			t.Errorf("%s: %+v %v", run.ID, rec, err)
+		}
+	}
+}
+
+// StoreAt.Wait waits for a store another process holds instead of failing
+// at once.
+func TestStoreAtWaitsForTheStore(t *testing.T) {
+	dir := t.TempDir()
+	held, err := simstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (StoreAt{Dir: dir}).GetRun(context.Background(), "rx"); !errors.Is(err, simstore.ErrLocked) {
+		held.Close()
+		t.Fatalf("no wait, store held: %v, want ErrLocked at once", err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		held.Close()
+		close(released)
+	}()
+	_, err = (StoreAt{Dir: dir, Wait: time.Minute}).GetRun(context.Background(), "rx")
+	<-released
+	if !errors.Is(err, simstore.ErrNotFound) {
+		t.Fatalf("waiting for the store: %v, want ErrNotFound once it was released", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func withFreeSpace(f func(string) (int64, error)) Option {
@@ -177,6 +178,32 @@ func TestReadOnlyOpensShare(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "none"), ReadOnly()); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no store in ") {
 		t.Fatalf("read-only open of an empty folder: %v", err)
 	}
+}
+
+// WaitLocked waits for a store in use for as long as it was given, then
+// fails with ErrLocked; a store released in time opens.
+func TestWaitLocked(t *testing.T) {
+	dir := sample(t)
+	held, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := Open(dir, ReadOnly(), WaitLocked(200*time.Millisecond)); !errors.Is(err, ErrLocked) {
+		t.Fatalf("store held throughout: %v, want ErrLocked", err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("gave up after %v, want the 200ms it was given", took)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		held.Close()
+	}()
+	s, err := Open(dir, WaitLocked(time.Minute))
+	if err != nil {
+		t.Fatalf("store released while waiting: %v", err)
+	}
+	s.Close()
 }
 
 // FuzzDecode: no stored value panics decoding or allocates what a damaged

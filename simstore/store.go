@@ -83,6 +83,7 @@ type options struct {
 	schema     int
 	migrations []migration
 	freeSpace  func(dir string) (int64, error)
+	waitLocked time.Duration
 }
 
 // Option configures Open.
@@ -101,8 +102,15 @@ func ReadOnly() Option { return func(o *options) { o.readOnly = true } }
 // store without creating one.
 func EmptyIfMissing() Option { return func(o *options) { o.emptyOK = true } }
 
+// WaitLocked makes Open wait up to d for a store another process is using
+// (ErrLocked), trying again every 50 ms, instead of failing at once: a
+// grid's runner and the lcl train processes it runs side by side each hold
+// the store for moments only.
+func WaitLocked(d time.Duration) Option { return func(o *options) { o.waitLocked = d } }
+
 // Open opens (creating if needed) the store in dir. A second process opening
-// the same store gets an error wrapping ErrLocked at once. A read-only open
+// the same store gets an error wrapping ErrLocked at once (after the
+// WaitLocked time, if given). A read-only open
 // of a folder that holds no store yet is an error wrapping ErrNotFound
 // (unless EmptyIfMissing), and never creates or changes a file; one of a
 // store a killed process left unrecovered wraps ErrNeedsRecovery.
@@ -128,6 +136,19 @@ func Open(dir string, opts ...Option) (*Store, error) {
 			o.chunkSize = inMemoryChunkSize
 		}
 	}
+	deadline := time.Now().Add(o.waitLocked)
+	for {
+		s, err := open(dir, o)
+		left := time.Until(deadline)
+		if !errors.Is(err, ErrLocked) || left <= 0 {
+			return s, err
+		}
+		time.Sleep(min(50*time.Millisecond, left))
+	}
+}
+
+// open is one attempt of Open with its options resolved.
+func open(dir string, o options) (*Store, error) {
 	// Values above 1 MiB go to the value log; a chunk (≤ DefaultChunkSize)
 	// must fit one value-log file and, for in-memory stores, one transaction
 	// (15% of the memtable). SyncWrites makes a commit durable before it

@@ -64,7 +64,7 @@ func printsOnly(args []string) bool {
 			return command == ""
 		case a == "-h" || a == "--help":
 			return true
-		case a == "--store" || a == "--wordnet":
+		case a == "--store" || a == "--store-wait" || a == "--wordnet":
 			i++ // the global flags that take a value
 		case strings.HasPrefix(a, "-"):
 		case command == "":

@@ -26,6 +26,7 @@ func TestPrintsOnly(t *testing.T) {
 		{[]string{"completion", "bash"}, true},
 		{[]string{"train", "--synsets", "fashion-mnist"}, false},
 		{[]string{"--store", "version", "train"}, false}, // a store folder named version
+		{[]string{"--store-wait", "1m", "version"}, true},
 		{[]string{"experiment", "run", "grid.yaml"}, false},
 		{[]string{"plugins", "serve", "--", "--help"}, false},
 		{[]string{"--quiet"}, true},

@@ -32,7 +32,13 @@ type experimentRunOptions struct {
 	RunDir  string
 	Device  string
 	Threads int
+	Jobs    int
 }
+
+// gridStoreWait is how long a grid's runner and its lcl train children wait
+// for the store while another of them holds it (each holds it for moments:
+// a record, a matrix read; a large matrix takes seconds).
+const gridStoreWait = 5 * time.Minute
 
 func newExperimentRunCmd(f *Factory) *cobra.Command {
 	var opts experimentRunOptions
@@ -40,7 +46,9 @@ func newExperimentRunCmd(f *Factory) *cobra.Command {
 		Use:   "run GRID.yaml",
 		Short: "Run every run of a grid that is not done yet",
 		Long: `Run trains each run of the grid that the store does not hold as done, one
-after another, each as an ` + "`lcl train`" + ` subprocess writing into RUN-DIR/<run id>.
+after another (--jobs N: N at a time, each with its share of the CPUs unless
+the grid or --threads gives threads), each as an ` + "`lcl train`" + ` subprocess writing
+into RUN-DIR/<run id>.
 Results go to the store. Re-running a grid skips finished runs; a run that was
 interrupted (Ctrl-C, a crash, a killed machine) is relaunched with --resume
 from its directory. A failed run is recorded and the grid goes on; lcl exits
@@ -57,6 +65,7 @@ with 1 at the end, naming the failed runs and their logs.`,
 	cmd.Flags().StringVar(&opts.RunDir, "run-dir", "runs", "folder that holds one directory per run (checkpoints, metrics, logs)")
 	cmd.Flags().StringVar(&opts.Device, "device", "", "override the grid's device (cpu, cuda, cuda:N)")
 	cmd.Flags().IntVar(&opts.Threads, "threads", 0, "override the grid's CPU threads per run")
+	cmd.Flags().IntVar(&opts.Jobs, "jobs", 1, "runs to train at once (each gets NumCPU/jobs threads unless threads are given)")
 	return cmd
 }
 
@@ -81,7 +90,10 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 			runs[i].Exec.Threads = opts.Threads
 		}
 	}
-	results := experiment.StoreAt{Dir: f.storeDir()}
+	if opts.Jobs < 1 {
+		return usagef("--jobs %d: want 1 or more runs at once", opts.Jobs)
+	}
+	results := experiment.StoreAt{Dir: f.storeDir(), Wait: gridStoreWait}
 	if opts.DryRun {
 		return experimentList(ctx, f, g, runs, results, opts.RunDir)
 	}
@@ -100,6 +112,7 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 		Launch:  experiment.Command(self, leadingFlags(f, results.Dir), 30*time.Second),
 		Results: results,
 		Root:    opts.RunDir,
+		Jobs:    opts.Jobs,
 		Logf: func(format string, a ...any) {
 			if drawn {
 				_ = bar.Clear()
@@ -171,7 +184,7 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 
 // leadingFlags are the global flags every run of a grid gets.
 func leadingFlags(f *Factory, store string) []string {
-	args := []string{"--store", store, "--quiet"}
+	args := []string{"--store", store, "--store-wait", gridStoreWait.String(), "--quiet"}
 	if f.RequirePinned {
 		args = append(args, "--require-pinned")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -22,7 +23,10 @@ import (
 type Factory struct {
 	IO *IOStreams
 
-	StoreDir   string // --store
+	StoreDir string // --store
+	// StoreWait is how long to wait for a store another lcl is using
+	// (--store-wait; 0: fail at once).
+	StoreWait  time.Duration
 	WordNetDir string // --wordnet
 	JSON       bool   // --json
 	Quiet      bool   // --quiet
@@ -49,7 +53,7 @@ func (f *Factory) Store() (*simstore.Store, error) {
 		}
 		f.store = nil
 	}
-	s, err := simstore.Open(f.storeDir())
+	s, err := simstore.Open(f.storeDir(), simstore.WaitLocked(f.StoreWait))
 	if err != nil {
 		return nil, err
 	}
@@ -76,13 +80,13 @@ func (f *Factory) readStore(recover bool) (*simstore.Store, error) {
 		return f.store, nil
 	}
 	dir := f.storeDir()
-	s, err := simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing())
+	s, err := simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing(), simstore.WaitLocked(f.StoreWait))
 	if recover && errors.Is(err, simstore.ErrNeedsRecovery) {
 		if err = simstore.Recover(dir); err != nil {
 			return nil, err
 		}
 		f.Logf("lcl: recovered the store %s: a killed lcl had left an incomplete log entry, now dropped (every committed record is kept)", bounded.Quote(dir))
-		s, err = simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing())
+		s, err = simstore.Open(dir, simstore.ReadOnly(), simstore.EmptyIfMissing(), simstore.WaitLocked(f.StoreWait))
 	}
 	if err != nil {
 		return nil, err

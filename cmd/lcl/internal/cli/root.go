@@ -170,6 +170,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&f.StoreDir, "store", "", "store folder (default $LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store)")
+	root.PersistentFlags().DurationVar(&f.StoreWait, "store-wait", 0, "wait up to this long for a store another lcl is using (default: fail at once)")
 	root.PersistentFlags().StringVar(&f.WordNetDir, "wordnet", "", "WordNet 3.0 dict folder (default $WNHOME, else /usr/share/wordnet)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "machine-readable output: one JSON object per line with a message_type field")
 	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only results: no progress bars or notes")
