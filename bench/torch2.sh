@@ -12,12 +12,14 @@
 # under torch.compile (inductor) in each mode, its compile time included
 # (and printed apart). The small CNN is the demo's (cnn:channels=16x32).
 #
-# Every side runs at its best: PyTorch's allocator setting (glibc, the malloc
-# tunables lcl applies in-process, jemalloc) is picked per libtorch by a
-# first fp32 run of each; lcl runs as it ships. The sides alternate for
-# ROUNDS rounds and each keeps its best round (a burst of load from
-# elsewhere must not decide a ratio). Prints seconds per run, the ratios and
-# the load average; a whole run takes 20-30 minutes on 2 cores.
+# Every side runs at its best: PyTorch's setting is picked per libtorch,
+# model and mode from glibc's defaults, the malloc tunables lcl applies
+# in-process and jemalloc, each with OpenBLAS's own thread pool and with
+# one OpenBLAS thread (a first run of each; the winner is printed); lcl runs
+# as it ships. Then the sides alternate for ROUNDS rounds and each keeps its
+# best run (a burst of load from elsewhere must not decide a ratio). Prints
+# seconds per run, the ratios, PyTorch's settings and the load average; a
+# whole run takes about an hour on 2 cores (BENCH_COMPILE=0: 40 minutes).
 #   usage: bench/torch2.sh [epochs] [rounds] [models]
 #   env: LCL_TORCH2_ROOT (scripts/torch2.sh), BENCH_COMPILE=0 skips torch.compile
 set -euo pipefail
@@ -80,49 +82,60 @@ torchrun_() { # WHERE ENV MODEL MODE [COMPILE]
 	timed "$1" env $2 /usr/bin/python3 -I bench/e2e_ref.py --model "$3" --fraction "$(frac "$3")" --epochs "$epochs" \
 		--threads "$threads" --precision "$p" "${f[@]}"
 }
-best_env() { # WHERE: PyTorch's fastest allocator setting on the CNN, fp32
-	local b="" bt=1e9 s e
-	for e in "OMP_WAIT_POLICY=$OMP_WAIT_POLICY" "$tun" "$jem"; do
-		if [ "$e" = "$jem" ] && ! { [ "$1" = root ] && [ -e "$(scripts/torch2.sh root)/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" ] || { [ "$1" = here ] && [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]; }; }; then
-			continue
-		fi
-		s=$(torchrun_ "$1" "$e" "cnn:channels=16x32" fp32)
-		if awk -v a="$s" -v b="$bt" 'BEGIN{exit !(a<b)}'; then bt=$s b=$e; fi
-	done
-	echo "$b"
+# PyTorch's candidate settings: names, and envof NAME's environment.
+candidates="default tunables jemalloc default+blas1 tunables+blas1 jemalloc+blas1"
+envof() {
+	local e="OMP_WAIT_POLICY=$OMP_WAIT_POLICY"
+	case $1 in
+	tunables*) e="$e $tun" ;;
+	jemalloc*) e="$e $jem" ;;
+	esac
+	case $1 in *+blas1) e="$e OPENBLAS_NUM_THREADS=1" ;; esac
+	echo "$e"
 }
-echo "== picking PyTorch's allocator setting on each libtorch" >&2
-env113=$(best_env here)
-check
-env26=$(best_env root)
-check
-echo "PyTorch 1.13: $env113; PyTorch 2.6: $env26" >&2
+hasjem() { # WHERE
+	if [ "$1" = root ]; then [ -e "$(scripts/torch2.sh root)/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" ]; else [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]; fi
+}
+pick() { # WHERE MODEL MODE: "SECONDS SETTING", PyTorch's fastest setting for them
+	local b="" bt=1e9 s c
+	for c in $candidates; do
+		case $c in jemalloc*) hasjem "$1" || continue ;; esac
+		s=$(torchrun_ "$1" "$(envof "$c")" "$2" "$3")
+		if awk -v a="$s" -v b="$bt" 'BEGIN{exit !(a<b)}'; then bt=$s b=$c; fi
+	done
+	echo "$bt $b"
+}
 
 min() { awk -v a="$1" -v b="$2" 'BEGIN{print (b == "" || a + 0 < b + 0) ? a : b}'; }
-printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
-	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113"
+printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
+	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113" "torch settings (1.13, 2.6)"
 for m in $models; do
 	for mode in fp32 cl bf16 bf16-cl; do
-		a="" b="" c="" d="" e=""
+		a="" c="" e=""
+		p113=$(pick here "$m" "$mode")
+		check
+		p26=$(pick root "$m" "$mode")
+		check
+		b=${p113%% *} d=${p26%% *} set113=${p113#* } set26=${p26#* }
 		for _ in $(seq "$rounds"); do
 			a=$(min "$(lclrun here "$tmp/lcl-113" "$m" "$mode")" "$a")
 			check
-			b=$(min "$(torchrun_ here "$env113" "$m" "$mode")" "$b")
+			b=$(min "$(torchrun_ here "$(envof "$set113")" "$m" "$mode")" "$b")
 			check
 			c=$(min "$(lclrun root "$rel/lcl-26" "$m" "$mode")" "$c")
 			check
-			d=$(min "$(torchrun_ root "$env26" "$m" "$mode")" "$d")
+			d=$(min "$(torchrun_ root "$(envof "$set26")" "$m" "$mode")" "$d")
 			check
 			if [ "${BENCH_COMPILE:-1}" = 1 ]; then
-				e=$(min "$(torchrun_ root "$env26" "$m" "$mode" default)" "$e")
+				e=$(min "$(torchrun_ root "$(envof "$set26")" "$m" "$mode" default)" "$e")
 				check
 				cs=$(grep -o '"compile_s": [0-9.]*' "$tmp/out" | awk '{printf "%.1f", $2}' || true)
 			fi
 		done
 		r() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a > 0 && b > 0) printf "%.3f", b / a; else print "n/a" }'; }
 		# Ratios are speed ratios (time of the other / time of lcl): > 1 means lcl is faster.
-		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
-			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")"
+		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
+			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")" "$set113, $set26"
 	done
 done
 echo "seconds per whole run (best of $rounds), $epochs epochs, $threads threads; ratios are speed ratios (> 1: lcl faster)"

@@ -20,16 +20,7 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 		}
 		return
 	}
-	m, err := NewModel(cnnSpec(1, 28, 28, 10, []int{32, 64}, 128, 0), "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	o, err := NewSGD(m, 0.9, 5e-4, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	step := cnnStep(t)
 	n := 64
 	x := make([]float32, n*28*28)
 	y := make([]int64, n)
@@ -38,7 +29,6 @@ func TestCachingAllocatorReusesBlocks(t *testing.T) {
 		x[i*28*28+i] = 1
 	}
 	e := newEngine(t)
-	step := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.01}
 	in := Input{X: x, N: n, C: 1, H: 28, W: 28, Y: y}
 	for range 2 { // the first step allocates, the second settles (the engine's sums exist now)
 		if _, err := trainStep(e, step, in); err != nil {
@@ -77,18 +67,8 @@ func TestCachingAllocatorFollowsPhases(t *testing.T) {
 	if os.Getenv("LCL_CPU_ALLOCATOR") == "system" {
 		return
 	}
-	m, err := NewModel(cnnSpec(1, 28, 28, 10, []int{32, 64}, 128, 0), "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	o, err := NewSGD(m, 0.9, 5e-4, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	step := cnnStep(t)
 	e := newEngine(t)
-	step := &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.01}
 	input := func(n int) Input {
 		x := make([]float32, n*28*28)
 		y := make([]int64, n)
@@ -124,6 +104,23 @@ func TestCachingAllocatorFollowsPhases(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cnnStep is a training step of a small CNN with SGD on 28×28 inputs,
+// released when the test ends.
+func cnnStep(t *testing.T) *Step {
+	t.Helper()
+	m, err := NewModel(cnnSpec(1, 28, 28, 10, []int{32, 64}, 128, 0), "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	o, err := NewSGD(m, 0.9, 5e-4, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: Coefs{HardCE: 1}, LR: 0.01}
 }
 
 // TestAllocatorCanBeDisabled runs the test above in a child process with
