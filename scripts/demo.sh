@@ -85,7 +85,7 @@ fi
 # two threads each (a step this small scales poorly across threads).
 jobs=${LCL_DEMO_JOBS:-$(nproc)}
 threads=$(( $(nproc) / jobs )); [ "$threads" -ge 1 ] || threads=1
-step "training: $GRID ($jobs runs at a time, $threads threads each)"
+step "training: $GRID (runs at a time: $jobs, threads each: $threads)"
 "$LCL" experiment run "$GRID" --run-dir "$RUNS" --jobs "$jobs" --threads "$threads"
 
 step "report"
