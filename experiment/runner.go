@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,8 +150,8 @@ func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 			r.launch(ctx, run, t)
 		}()
 	}
-	wg.Wait()
-	s := t.summary()
+	wg.Wait() // the tally is this goroutine's alone from here
+	s := t.s
 	if stop != nil {
 		return s, stop
 	}
@@ -184,8 +183,7 @@ type tally struct {
 	mu       sync.Mutex
 	s        Summary
 	jobs     int
-	spent    time.Duration // summed over the runs launched
-	launched int
+	spent    time.Duration // summed over the runs launched (done or failed)
 	progress func(finished, total int, eta time.Duration)
 }
 
@@ -200,7 +198,6 @@ func (t *tally) finished(run Run, took time.Duration, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.spent += took
-	t.launched++
 	if err != nil {
 		t.s.Failed++
 		t.s.Failures = append(t.s.Failures, fmt.Sprintf("%s (%s): %v", run.ID, run.Describe(), err))
@@ -216,21 +213,14 @@ func (t *tally) report() {
 	if t.progress == nil {
 		return
 	}
-	finished := t.s.Skipped + t.s.Done + t.s.Failed
+	launched := t.s.Done + t.s.Failed
+	finished := t.s.Skipped + launched
 	var eta time.Duration
-	if t.launched > 0 {
+	if launched > 0 {
 		left := t.s.Total - finished
-		eta = t.spent / time.Duration(t.launched) * time.Duration(left) / time.Duration(min(t.jobs, max(left, 1)))
+		eta = t.spent / time.Duration(launched) * time.Duration(left) / time.Duration(min(t.jobs, max(left, 1)))
 	}
 	t.progress(finished, t.s.Total, eta)
-}
-
-func (t *tally) summary() Summary {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.s
-	s.Failures = slices.Clone(s.Failures)
-	return s
 }
 
 // FailedError is a grid whose runs did not all finish: a summary line,
