@@ -8,12 +8,17 @@ float32, backward and torch.optim.SGD (momentum 0.9, Nesterov, weight decay
 Prints one JSON line: img_per_s, img_per_cpu_s (per CPU second of the
 process, all threads), step_ms, loss, peak_allocated, peak_reserved,
 skipped. --flops prints the model's training FLOPs per image instead.
+--mixup/--cutmix mix every step's batch as timm's Mixup does in its "batch"
+mode (one λ per batch, the batch mixed with itself flipped in place, the
+targets' rows mixed with the same λ; both: CutMix half of the time).
 
 The architectures are bench/refnets.py's.
 """
 import argparse
 import json
+import math
 import os
+import random
 import sys
 import time
 
@@ -41,6 +46,8 @@ def main():
     ap.add_argument("--tf32", type=int, default=1)
     ap.add_argument("--cudnn-benchmark", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--mixup", type=float, default=0, help="mixup's alpha (0: off)")
+    ap.add_argument("--cutmix", type=float, default=0, help="CutMix's alpha (0: off)")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -80,14 +87,38 @@ def main():
     acc = torch.zeros((), dtype=torch.float64, device=dev)
     skipped = 0
 
+    rng = random.Random(1)
+
+    def mix(X, yd):
+        # timm's Mixup._params_per_batch, _mix_batch and mixup_target
+        cut = a.cutmix > 0 and (a.mixup <= 0 or rng.random() < 0.5)
+        alpha = a.cutmix if cut else a.mixup
+        lam = rng.betavariate(alpha, alpha)
+        if cut:
+            h, w = X.shape[-2:]
+            r = math.sqrt(1 - lam)
+            ch, cw = int(h * r), int(w * r)
+            cy, cx = rng.randrange(h), rng.randrange(w)
+            y0, y1 = max(cy - ch // 2, 0), min(cy + ch // 2, h)
+            x0, x1 = max(cx - cw // 2, 0), min(cx + cw // 2, w)
+            lam = 1 - (y1 - y0) * (x1 - x0) / (h * w)
+            X[:, :, y0:y1, x0:x1] = X.flip(0)[:, :, y0:y1, x0:x1]
+        else:
+            X.mul_(lam).add_(X.flip(0).mul_(1 - lam))
+        return X, T.index_select(0, yd) * lam + T.index_select(0, yd.flip(0)) * (1 - lam)
+
     def step():
         nonlocal acc, skipped
         xd = x8.to(dev, non_blocking=True)
         yd = y.to(dev, non_blocking=True)
         X = (xd.float() * scale_ + bias_).contiguous(memory_format=mf)
+        if a.mixup > 0 or a.cutmix > 0:
+            X, Ty = mix(X, yd)
+        else:
+            Ty = T.index_select(0, yd)
         with torch.autocast(dev.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
             z = m(X)
-        loss = -(T.index_select(0, yd) * F.log_softmax(z.float(), 1)).sum(1).mean()
+        loss = -(Ty * F.log_softmax(z.float(), 1)).sum(1).mean()
         opt.zero_grad(set_to_none=True)
         (loss * loss_scale if loss_scale else loss).backward()
         if loss_scale:

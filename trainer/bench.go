@@ -34,6 +34,10 @@ type StepBench struct {
 	// MetricsEvery: steps between reads of the step metrics (0: lcl
 	// train's default, every step on the CPU, 50 on CUDA).
 	MetricsEvery int
+	// Mix mixes every step's batch as lcl train's --mixup and --cutmix do
+	// (drawn anew each step from Seed; zero: no mixing), so that mixing's
+	// share of a step can be timed.
+	Mix Mixing
 }
 
 // StepBenchResult is what MeasureSteps measured.
@@ -55,6 +59,9 @@ type StepBenchResult struct {
 func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	if b.Batch < 2 || b.Steps < 1 || b.Warmup < 0 || b.Classes < 2 {
 		return StepBenchResult{}, fmt.Errorf("trainer: step benchmark: batch %d, steps %d, warm-up %d, classes %d", b.Batch, b.Steps, b.Warmup, b.Classes)
+	}
+	if err := b.Mix.Check(); err != nil {
+		return StepBenchResult{}, fmt.Errorf("trainer: step benchmark: %w", err)
 	}
 	// As trainer.Run: libtorch's per-thread state (threads, the autocast
 	// and grad modes) stays with the OS thread the steps run on.
@@ -218,6 +225,8 @@ func (b StepBench) runSteps(ctx context.Context, eng *torch.Engine, step *torch.
 		if err := torch.ManualSeed(b.Seed + uint64(i)); err != nil { // the training loop seeds every step
 			return skipped, err
 		}
+		// As the training loop: each step's mixing from its own generator.
+		step.Mix = b.Mix.draw(rand.New(rand.NewPCG(b.Seed, uint64(i))), b.H, b.W)
 		// The next batch is staged after this step is queued, as the
 		// training loop does.
 		sk, err := eng.Train(step, scale)

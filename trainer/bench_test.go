@@ -37,4 +37,19 @@ func TestMeasureSteps(t *testing.T) {
 	if _, err := MeasureSteps(context.Background(), StepBench{Model: "cnn", C: 1, H: 28, W: 28, Classes: 10, Batch: 1, Steps: 1}); err == nil {
 		t.Error("batch 1 accepted")
 	}
+	// With mixing (bench/trainer.sh times its cost), the steps train on
+	// mixed batches and targets: another loss, still finite.
+	mixed := every
+	mixed.Mix = Mixing{Mixup: 0.8, CutMix: 1}
+	m, err := MeasureSteps(context.Background(), mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(m.Loss > 1 && m.Loss < 4) || math.Abs(m.Loss-a.Loss) < 1e-4 {
+		t.Errorf("mixed mean loss %v, unmixed %v: want another finite loss", m.Loss, a.Loss)
+	}
+	mixed.Mix.Mixup = -1
+	if _, err := MeasureSteps(context.Background(), mixed); err == nil {
+		t.Error("--mixup -1 accepted")
+	}
 }

@@ -21,17 +21,37 @@ struct Groups {
 	Tensor M, W;
 };
 
+// Labels are what a batch's label terms (soft, one-hot, group) are taken
+// against: the labels Y and the target rows T; with mixing (Yb defined), the
+// mirrored examples' labels Yb and the weight lam of each example's own, T
+// already mixed (mix_targets). Every label term is linear in its target, so
+// the term against the mixed target is lam·term(Y) + (1−lam)·term(Yb), as
+// timm's Mixup mixes targets, with one log-softmax and one product per peer.
+struct Labels {
+	Tensor Y, T, Yb;
+	double lam = 1;
+	bool mixed() const { return Yb.defined(); }
+};
+
+// mix_targets is lam·T + (1−lam)·Tb (the mixed soft targets), or T unmixed.
+inline Tensor mix_targets(const Tensor &T, const Tensor &Tb, double lam) {
+	if (!T.defined() || !Tb.defined()) return T;
+	return T.mul(lam).add_(Tb, 1 - lam);
+}
+
 // group_log_probs is Σ_g W[y,g]·log q_g per example, q = softmax·Mᵀ the
-// groups' probabilities, from the log-probabilities logp. The sums run in
+// groups' probabilities, from the log-probabilities logp (with mixing, the
+// weight rows of y and of the mirrored label mixed). The sums run in
 // float64: a group's log-probability is the log of a sum of probabilities,
 // which in float32 would reach 0 (and −inf) once every member's
 // log-probability is below −103; in float64 only below −745. Every group
 // with a weight for class y holds y in MBM's hierarchical cross-entropy,
 // but a plan may weigh others, so a group whose probability still
 // underflows counts as 1e-300 (a finite loss, no NaN gradient).
-inline Tensor group_log_probs(const Tensor &logp, const Tensor &Y, const Groups &g) {
+inline Tensor group_log_probs(const Tensor &logp, const Labels &L, const Groups &g) {
 	auto q = logp.to(torch::kFloat64).exp().matmul(g.M.t());
-	auto w = g.W.index_select(0, Y);
+	auto w = g.W.index_select(0, L.Y);
+	if (L.mixed()) w = w.mul(L.lam).add_(g.W.index_select(0, L.Yb), 1 - L.lam);
 	return (w * q.clamp_min(1e-300).log()).sum(1).to(logp.scalar_type());
 }
 
@@ -55,19 +75,23 @@ inline Groups groups_of(const lt_groups *gl, int64_t C, const lt_coefs &c, torch
 }
 
 // per_example_loss is the per-example loss of peer self from its logits:
-// the weighted sum of the soft-target CE against the rows T, the one-hot CE
-// against the labels Y, the group term against the class groups G, the
-// distillation KL against the teacher's logits and the mutual KL against
-// the other peers' probabilities (constants; entry self of peer_probs is
-// skipped), each summed over classes.
-inline Tensor per_example_loss(const Tensor &logits, const Tensor &Y, const Tensor &T, const lt_coefs &c,
-                               const Groups &G, const Tensor &tlogits, const std::vector<Tensor> &peer_probs,
-                               int self) {
+// the weighted sum of the soft-target CE against the rows L.T, the one-hot
+// CE against the labels L.Y, the group term against the class groups G
+// (with mixing, those of L.Yb too, weighted by L.lam), the distillation KL
+// against the teacher's logits and the mutual KL against the other peers'
+// probabilities (constants; entry self of peer_probs is skipped), each
+// summed over classes.
+inline Tensor per_example_loss(const Tensor &logits, const Labels &L, const lt_coefs &c, const Groups &G,
+                               const Tensor &tlogits, const std::vector<Tensor> &peer_probs, int self) {
 	auto logp = torch::log_softmax(logits, 1);
 	Tensor per = torch::zeros({logits.size(0)}, logits.options());
-	if (c.soft != 0) per = per - c.soft * (T * logp).sum(1);
-	if (c.hard != 0) per = per - c.hard * logp.gather(1, Y.unsqueeze(1)).squeeze(1);
-	if (c.group != 0) per = per - c.group * group_log_probs(logp, Y, G);
+	if (c.soft != 0) per = per - c.soft * (L.T * logp).sum(1);
+	if (c.hard != 0) {
+		auto h = logp.gather(1, L.Y.unsqueeze(1)).squeeze(1);
+		if (L.mixed()) h = h * L.lam + logp.gather(1, L.Yb.unsqueeze(1)).squeeze(1) * (1 - L.lam);
+		per = per - c.hard * h;
+	}
+	if (c.group != 0) per = per - c.group * group_log_probs(logp, L, G);
 	if (c.kd != 0) {
 		if (!tlogits.defined()) throw std::invalid_argument("distillation coefficient set without a teacher");
 		double t = c.kd_temp > 0 ? c.kd_temp : 1.0;

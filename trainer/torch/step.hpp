@@ -100,17 +100,16 @@ inline Mixed mix_batch(const lt_mix *mix, Tensor X, const Tensor &Y) {
 	if (!mix || mix->lam >= 1) return {X, Tensor(), 1};
 	double lam = mix->lam;
 	if (!(lam >= 0)) throw std::invalid_argument("mixing weight " + std::to_string(lam) + ", want 0 <= lam <= 1");
-	auto Xf = X.flip(0);
 	if (mix->y1 > mix->y0 && mix->x1 > mix->x0) {
 		if (mix->y0 < 0 || mix->x0 < 0 || mix->y1 > X.size(2) || mix->x1 > X.size(3))
 			throw std::invalid_argument("CutMix box outside the " + std::to_string(X.size(2)) + "x" +
 			                            std::to_string(X.size(3)) + " image");
+		// Only the box is flipped (flip copies; the box is a view).
 		X = X.clone();
-		X.slice(2, mix->y0, mix->y1)
-		    .slice(3, mix->x0, mix->x1)
-		    .copy_(Xf.slice(2, mix->y0, mix->y1).slice(3, mix->x0, mix->x1));
+		auto box = X.slice(2, mix->y0, mix->y1).slice(3, mix->x0, mix->x1);
+		box.copy_(box.flip(0));
 	} else {
-		X = X.mul(lam).add_(Xf.mul_(1 - lam));
+		X = X.mul(lam).add_(X.flip(0), 1 - lam);
 	}
 	return {X, Y.flip(0), lam};
 }
@@ -227,17 +226,15 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		auto T = target_rows(targets, Y, C, coefs, dev);
 		auto G = groups_of(groups, C, coefs, dev);
 		auto m = mix_batch(mix, X, Y);
-		Tensor Tb;
-		if (m.Yb.defined()) Tb = target_rows(targets, m.Yb, C, coefs, dev);
+		Labels L{Y, T, m.Yb, m.lam};
+		if (L.mixed()) L.T = mix_targets(T, target_rows(targets, m.Yb, C, coefs, dev), m.lam);
 		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision);
 		std::vector<Tensor> probs;
 		if (coefs.mutual != 0 && k > 1)
 			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(l.z[i].detach(), 1));
 		Tensor total;
 		for (int i = 0; i < k; i++) {
-			auto per = per_example_loss(l.z[i], Y, T, coefs, G, l.teacher, probs, i);
-			if (m.Yb.defined())
-				per = per * m.lam + per_example_loss(l.z[i], m.Yb, Tb, coefs, G, l.teacher, probs, i) * (1 - m.lam);
+			auto per = per_example_loss(l.z[i], L, coefs, G, l.teacher, probs, i);
 			if (!g) losses[i] = reduce(per, W);
 			else if (!W.defined()) losses[i] = per.sum() / den.n;
 			// A global batch whose weights are all zero contributes nothing.

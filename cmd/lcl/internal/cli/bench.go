@@ -173,7 +173,9 @@ every 50 on CUDA), with the soft-target loss and SGD (Nesterov, weight decay
 benchmark: bench/trainer.sh, bench/models.sh and scripts/gpu-check.sh run it.
 Prints img_per_s, img_per_cpu_s (per CPU second of the process), step_ms,
 the mean loss, and the peak bytes allocated and reserved on the device (-1
-where the libtorch cannot tell).`,
+where the libtorch cannot tell). --mixup and --cutmix mix every step's batch
+as lcl train's do (timm's batch mode; bench/step_ref.py mixes as timm's
+Mixup), to time what mixing adds to a step.`,
 		Example: `  lcl bench step --model resnet50:stem=imagenet --input 3,224,224 --classes 1000 --batch 256 \
       --device cuda:0 --precision bf16 --channels-last
   lcl bench step --model resnet18:stem=cifar --input 3,32,32 --batch 64 --steps 5 --threads 2`,
@@ -210,6 +212,8 @@ where the libtorch cannot tell).`,
 	fl.BoolVar(&o.TF32, "tf32", true, "allow TF32 in float32 matmuls and convolutions (CUDA)")
 	fl.BoolVar(&o.CUDNNBenchmark, "cudnn-benchmark", true, "cuDNN autotuning (CUDA)")
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
+	fl.Float64Var(&o.Mix.Mixup, "mixup", 0, "mix every step's batch: mixup's α (as lcl train's)")
+	fl.Float64Var(&o.Mix.CutMix, "cutmix", 0, "mix every step's batch: CutMix's α (as lcl train's)")
 	var threads int
 	fl.IntVar(&threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {

@@ -11,7 +11,8 @@ using torch::Tensor;
 
 extern "C" {
 
-int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const float *targets,
+int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const int64_t *y_mixed, double lam,
+                 const float *targets,
                  const float *weights, lt_coefs coefs, const float *group_members, const float *group_weights,
                  int64_t n_groups, const float *teacher_logits, const float *peer_logits, int32_t n_peers,
                  float *loss_out, float *grad_out, char **err) {
@@ -26,7 +27,12 @@ int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, co
 	if (teacher_logits) tl = lts::blob(teacher_logits, {n, c});
 	lt_tensor T0;
 	if (targets) T0.t = lts::blob(targets, {c, c});
-	auto T = lts::target_rows(targets ? &T0 : nullptr, Y, c, coefs, torch::kCPU);
+	lts::Labels L{Y, lts::target_rows(targets ? &T0 : nullptr, Y, c, coefs, torch::kCPU)};
+	if (y_mixed) {
+		L.Yb = torch::from_blob(const_cast<int64_t *>(y_mixed), {n}, torch::kInt64);
+		L.lam = lam;
+		L.T = lts::mix_targets(L.T, lts::target_rows(targets ? &T0 : nullptr, L.Yb, c, coefs, torch::kCPU), lam);
+	}
 	lt_tensor GM, GW;
 	lt_groups groups{nullptr, nullptr};
 	if (group_members && group_weights && n_groups > 0) {
@@ -43,7 +49,7 @@ int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, co
 		for (int32_t j = 0; j < n_peers; j++)
 			probs.push_back(torch::softmax(lts::blob(peer_logits + j * n * c, {n, c}), 1));
 	}
-	auto loss = lts::reduce(lts::per_example_loss(Z, Y, T, coefs, G, tl, probs, 0), W);
+	auto loss = lts::reduce(lts::per_example_loss(Z, L, coefs, G, tl, probs, 0), W);
 	loss.backward();
 	*loss_out = loss.item<float>();
 	if (grad_out) std::memcpy(grad_out, Z.grad().contiguous().data_ptr<float>(), sizeof(float) * n * c);

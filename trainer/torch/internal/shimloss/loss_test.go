@@ -105,3 +105,95 @@ func TestOneHotEqualsCrossEntropy(t *testing.T) {
 		}
 	}
 }
+
+// TestMixedLossIsTheMixOfLosses: a mixed batch's loss (the train step takes
+// each label term against the mixed target, with one log-softmax) equals
+// lam·loss(y) + (1−lam)·loss(y′), the definition timm's Mixup and the
+// issue give, value and gradient: against internal/lossref for every term
+// it has, and for the group term against the shim's own unmixed loss (held
+// against PyTorch in TestHXEMatchesPyTorch). Distillation and mutual terms
+// do not depend on the labels and so count once.
+func TestMixedLossIsTheMixOfLosses(t *testing.T) {
+	const n, c, lam = 5, 4, 0.3
+	r := rand.New(rand.NewPCG(7, 8))
+	z, tl := lossref.Normal32(r, n*c), lossref.Normal32(r, n*c)
+	peers := [][]float32{lossref.Normal32(r, n*c)}
+	y := []int64{0, 3, 1, 1, 2}
+	yb := []int64{2, 1, 1, 3, 0} // y flipped, as mix_batch pairs examples
+	T := lossref.NearbyTargets(c)
+	w := []float32{1, 0.5, 2, 0, 1}
+	members := []float32{1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}             // {0,1}, {2,3}, all
+	weights := []float32{1, 0, 0.5, 0.7, 0, 0.2, 0, 1, 0.1, 0, 0.9, 0.3} // C×3
+	for _, tc := range []struct {
+		name   string
+		co     torch.Coefs
+		w      []float32
+		groups bool
+	}{
+		{"soft", torch.Coefs{SoftCE: 1}, nil, false},
+		{"hard weighted", torch.Coefs{HardCE: 1}, w, false},
+		{"soft+hard+kd+mutual", torch.Coefs{SoftCE: 0.4, HardCE: 0.3, KD: 0.7, KDTemperature: 3, Mutual: 0.5}, w, false},
+		{"group", torch.Coefs{Group: 1}, nil, true},
+		{"group+hard weighted", torch.Coefs{Group: 0.6, HardCE: 0.4}, w, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Logits: z, N: n, C: c, Y: y, Targets: T, Weights: tc.w, Coefs: tc.co, Teacher: tl, Peers: peers,
+				Mixed: yb, Lam: lam}
+			if tc.groups {
+				in.Groups, in.GroupMembers, in.GroupWeights = 3, members, weights
+			}
+			got, grad, err := Loss(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The reference: the two unmixed losses, mixed.
+			var want float64
+			wgrad := make([]float64, n*c)
+			for _, part := range []struct {
+				y []int64
+				k float64
+			}{{y, lam}, {yb, 1 - lam}} {
+				var l float64
+				var g []float64
+				if tc.groups {
+					un := in
+					un.Y, un.Mixed, un.Lam = part.y, nil, 0
+					l32, g32, err := Loss(un)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l, g = float64(l32), lossref.Float64s(g32)
+				} else {
+					ref := lossref.Input{Logits: lossref.Rows(z, n, c), Labels: lossref.Labels(part.y),
+						Targets: lossref.Rows(T, c, c), Weights: lossref.Float64s(tc.w), Coefs: refCoefs(tc.co),
+						Teacher: lossref.Rows(tl, n, c), Peers: [][][]float64{lossref.Rows(peers[0], n, c)}}
+					var rows [][]float64
+					if l, rows, err = lossref.Loss(ref); err != nil {
+						t.Fatal(err)
+					}
+					for _, row := range rows {
+						g = append(g, row...)
+					}
+				}
+				want += part.k * l
+				for i := range g {
+					wgrad[i] += part.k * g[i]
+				}
+			}
+			if math.Abs(float64(got)-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Errorf("loss = %.7f, want %.7f", got, want)
+			}
+			for i := range wgrad {
+				if math.Abs(float64(grad[i])-wgrad[i]) > 1e-6 {
+					t.Fatalf("grad[%d] = %.7f, want %.7f", i, grad[i], wgrad[i])
+				}
+			}
+			// Unmixed, the same logits give another loss: the test sees the mixing.
+			un := in
+			un.Mixed, un.Lam = nil, 0
+			if l, _, err := Loss(un); err != nil || math.Abs(float64(l)-want) < 1e-4 {
+				t.Errorf("unmixed loss %.7f (err %v) equals the mixed one %.7f", l, err, want)
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ type Input struct {
 	// and C×Groups weights.
 	Groups                     int
 	GroupMembers, GroupWeights []float32
+	// Mixed, when set (N labels), makes the batch a mixed one: each label
+	// term against Lam of Y and 1−Lam of Mixed, as the train step mixes.
+	Mixed []int64
+	Lam   float64
 }
 
 func errOf(op string, cerr *C.char) error {
@@ -56,7 +60,7 @@ func Loss(in Input) (float32, []float32, error) {
 	n, c := in.N, in.C
 	if n <= 0 || c <= 0 || len(in.Logits) != n*c || len(in.Y) != n || (in.Weights != nil && len(in.Weights) != n) ||
 		(in.Teacher != nil && len(in.Teacher) != n*c) || (in.Targets != nil && len(in.Targets) != c*c) ||
-		len(in.GroupMembers) != in.Groups*c || len(in.GroupWeights) != in.Groups*c {
+		len(in.GroupMembers) != in.Groups*c || len(in.GroupWeights) != in.Groups*c || (in.Mixed != nil && len(in.Mixed) != n) {
 		return 0, nil, fmt.Errorf("shimloss: inconsistent sizes for %d×%d logits", n, c)
 	}
 	var peers []float32
@@ -71,7 +75,12 @@ func Loss(in Input) (float32, []float32, error) {
 	grad := make([]float32, n*c)
 	var loss C.float
 	var cerr *C.char
-	rc := C.ltt_loss(ptr(in.Logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), ptr(in.Targets), ptr(in.Weights),
+	var mixed *C.int64_t
+	if in.Mixed != nil {
+		mixed = (*C.int64_t)(&in.Mixed[0])
+	}
+	rc := C.ltt_loss(ptr(in.Logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), mixed, C.double(in.Lam),
+		ptr(in.Targets), ptr(in.Weights),
 		co, ptr(in.GroupMembers), ptr(in.GroupWeights), C.int64_t(in.Groups), ptr(in.Teacher), ptr(peers), C.int32_t(len(in.Peers)),
 		&loss, ptr(grad), &cerr)
 	runtime.KeepAlive(in)

@@ -20,8 +20,11 @@ extern "C" {
    holds the logits of the n_peers other peers (n_peers x n x c, treated as
    constants) for the mutual term; group_members (n_groups x c) and
    group_weights (c x n_groups) are the class groups of the group term,
-   needed when coefs.group != 0. */
-int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const float *targets,
+   needed when coefs.group != 0. With y_mixed (n labels, or NULL), the
+   loss of a mixed batch: each label term (soft, one-hot, group) taken
+   against lam of y and 1 - lam of y_mixed, as the train step mixes. */
+int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, const int64_t *y_mixed, double lam,
+                 const float *targets,
                  const float *weights, lt_coefs coefs, const float *group_members, const float *group_weights,
                  int64_t n_groups, const float *teacher_logits, const float *peer_logits, int32_t n_peers,
                  float *loss_out, float *grad_out, char **err);
