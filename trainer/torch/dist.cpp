@@ -508,10 +508,16 @@ void lt_pg_free(lt_pg *g) noexcept {
 		return;
 	}
 	if (g->broken) {
-		// Gloo's worker threads may still wait on a dead peer and its
-		// destructor would join them: leave it to the process's exit.
-		g->pg.release();
-		g->store.release();
+		// Gloo's worker threads may still wait on a dead peer, and its
+		// destructor joins them: the group and then the store are freed on
+		// a thread of their own, which waits as long as that takes (at most
+		// the group's timeout, or until the process exits). Not leaked: a
+		// leaked TCPStore keeps its client's background thread, which in
+		// libtorch 1.13 spins at full speed once the store's host is gone.
+		std::thread([pg = std::move(g->pg), store = std::move(g->store)]() mutable {
+			pg.reset();
+			store.reset();
+		}).detach();
 	}
 	delete g;
 }

@@ -327,8 +327,61 @@ func TestGroupPeerLostDuringCollective(t *testing.T) {
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("Close took %v", d)
 			}
+			// The broken group's store is freed too (on a thread of its
+			// own): none of its threads is left spinning (a leaked 1.13
+			// TCPStore's client thread spins once its host is gone).
+			deadline := time.Now().Add(10 * time.Second)
+			for n := spinningThreads(t); n > 0; n = spinningThreads(t) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d threads of this process still spin 10 s after Close", n)
+				}
+			}
 		})
 	}
+}
+
+// spinningThreads counts this process's threads that, over a second, used
+// a fifth of it or more without once waiting (no voluntary context
+// switch): busy loops. Idle threads and the sleeping test use nothing.
+func spinningThreads(t *testing.T) int {
+	t.Helper()
+	type sample struct{ ticks, waits int64 }
+	read := func() map[string]sample {
+		m := map[string]sample{}
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tasks {
+			stat, err1 := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
+			status, err2 := os.ReadFile("/proc/self/task/" + e.Name() + "/status")
+			if err1 != nil || err2 != nil {
+				continue // the thread ended
+			}
+			// Fields after the command's closing parenthesis: state is
+			// the 1st, utime and stime the 12th and 13th.
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			var w int64
+			for _, line := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+					w, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				}
+			}
+			m[e.Name()] = sample{u + st, w}
+		}
+		return m
+	}
+	a := read()
+	time.Sleep(time.Second)
+	n := 0
+	for id, b := range read() {
+		if s, ok := a[id]; ok && b.waits == s.waits && b.ticks-s.ticks >= 20 { // clock ticks of 10 ms
+			n++
+		}
+	}
+	return n
 }
 
 // TestGroupAbort: Abort from another goroutine ends a waiting collective.
