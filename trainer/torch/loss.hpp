@@ -24,7 +24,7 @@ struct Groups {
 // Labels are what a batch's label terms (soft, one-hot, group) are taken
 // against: the labels Y and the target rows T; with mixing (Yb defined), the
 // mirrored examples' labels Yb and the weight lam of each example's own, T
-// already mixed (mix_targets). Every label term is linear in its target, so
+// already mixed (labels_of). Every label term is linear in its target, so
 // the term against the mixed target is lam·term(Y) + (1−lam)·term(Yb), as
 // timm's Mixup mixes targets, with one log-softmax and one product per peer.
 struct Labels {
@@ -33,10 +33,11 @@ struct Labels {
 	bool mixed() const { return Yb.defined(); }
 };
 
-// mix_targets is lam·T + (1−lam)·Tb (the mixed soft targets), or T unmixed.
-inline Tensor mix_targets(const Tensor &T, const Tensor &Tb, double lam) {
-	if (!T.defined() || !Tb.defined()) return T;
-	return T.mul(lam).add_(Tb, 1 - lam);
+// blend is lam·a + (1−lam)·b: a label term's value for an example mixed with
+// its mirrored one (a unchanged when either is undefined).
+inline Tensor blend(const Tensor &a, const Tensor &b, double lam) {
+	if (!a.defined() || !b.defined()) return a;
+	return a.mul(lam).add_(b, 1 - lam);
 }
 
 // group_log_probs is Σ_g W[y,g]·log q_g per example, q = softmax·Mᵀ the
@@ -51,7 +52,7 @@ inline Tensor mix_targets(const Tensor &T, const Tensor &Tb, double lam) {
 inline Tensor group_log_probs(const Tensor &logp, const Labels &L, const Groups &g) {
 	auto q = logp.to(torch::kFloat64).exp().matmul(g.M.t());
 	auto w = g.W.index_select(0, L.Y);
-	if (L.mixed()) w = w.mul(L.lam).add_(g.W.index_select(0, L.Yb), 1 - L.lam);
+	if (L.mixed()) w = blend(w, g.W.index_select(0, L.Yb), L.lam);
 	return (w * q.clamp_min(1e-300).log()).sum(1).to(logp.scalar_type());
 }
 
@@ -88,7 +89,7 @@ inline Tensor per_example_loss(const Tensor &logits, const Labels &L, const lt_c
 	if (c.soft != 0) per = per - c.soft * (L.T * logp).sum(1);
 	if (c.hard != 0) {
 		auto h = logp.gather(1, L.Y.unsqueeze(1)).squeeze(1);
-		if (L.mixed()) h = h * L.lam + logp.gather(1, L.Yb.unsqueeze(1)).squeeze(1) * (1 - L.lam);
+		if (L.mixed()) h = blend(h, logp.gather(1, L.Yb.unsqueeze(1)).squeeze(1), L.lam);
 		per = per - c.hard * h;
 	}
 	if (c.group != 0) per = per - c.group * group_log_probs(logp, L, G);
@@ -128,6 +129,16 @@ inline Tensor target_rows(lt_tensor *targets, const Tensor &Y, int64_t C, const 
 		return targets->t.to(dev).index_select(0, Y);
 	}
 	return torch::one_hot(Y, C).to(torch::kFloat32);
+}
+
+// labels_of are the Labels of a batch with labels Y, mixed with the
+// mirrored labels Yb by lam when Yb is defined: the target rows of Y (and of
+// Yb, mixed into them) from the target matrix, one-hot without one.
+inline Labels labels_of(lt_tensor *targets, const Tensor &Y, const Tensor &Yb, double lam, int64_t C, const lt_coefs &c,
+                        torch::Device dev) {
+	Labels L{Y, target_rows(targets, Y, C, c, dev), Yb, lam};
+	if (L.mixed()) L.T = blend(L.T, target_rows(targets, Yb, C, c, dev), lam);
+	return L;
 }
 
 } // namespace lts

@@ -223,11 +223,9 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 	for (int i = 0; i < k; i++) optims[i]->zero_grad();
 	if (n > 0) {
 		if (opts.channels_last && X.dim() == 4) X = lts::channels_last(X);
-		auto T = target_rows(targets, Y, C, coefs, dev);
 		auto G = groups_of(groups, C, coefs, dev);
 		auto m = mix_batch(mix, X, Y);
-		Labels L{Y, T, m.Yb, m.lam};
-		if (L.mixed()) L.T = mix_targets(T, target_rows(targets, m.Yb, C, coefs, dev), m.lam);
+		auto L = labels_of(targets, Y, m.Yb, m.lam, C, coefs, dev);
 		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision);
 		std::vector<Tensor> probs;
 		if (coefs.mutual != 0 && k > 1)

@@ -27,12 +27,9 @@ int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, co
 	if (teacher_logits) tl = lts::blob(teacher_logits, {n, c});
 	lt_tensor T0;
 	if (targets) T0.t = lts::blob(targets, {c, c});
-	lts::Labels L{Y, lts::target_rows(targets ? &T0 : nullptr, Y, c, coefs, torch::kCPU)};
-	if (y_mixed) {
-		L.Yb = torch::from_blob(const_cast<int64_t *>(y_mixed), {n}, torch::kInt64);
-		L.lam = lam;
-		L.T = lts::mix_targets(L.T, lts::target_rows(targets ? &T0 : nullptr, L.Yb, c, coefs, torch::kCPU), lam);
-	}
+	Tensor Yb;
+	if (y_mixed) Yb = torch::from_blob(const_cast<int64_t *>(y_mixed), {n}, torch::kInt64);
+	auto L = lts::labels_of(targets ? &T0 : nullptr, Y, Yb, lam, c, coefs, torch::kCPU);
 	lt_tensor GM, GW;
 	lt_groups groups{nullptr, nullptr};
 	if (group_members && group_weights && n_groups > 0) {
