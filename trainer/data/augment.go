@@ -240,6 +240,7 @@ type augmenter struct {
 	steps []augStep
 	tmp   []uint8 // the geometric ops' output
 	gray  []uint8 // Color's and Contrast's grey image
+	idx   []int32 // a row of affine's source pixels
 	img   []uint8 // the Loader's decoded bytes when batches are float32
 }
 
@@ -346,14 +347,28 @@ func (g *augmenter) affine(img []uint8, c, h, w int, m [6]float64) {
 	if cap(g.tmp) < c*n {
 		g.tmp = make([]uint8, c*n)
 	}
+	if cap(g.idx) < w {
+		g.idx = make([]int32, w)
+	}
 	out := g.tmp[:c*n]
 	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
-	r00, r10, r20 := float32(m[0])/hw, float32(m[1])/hw, float32(m[2])/hw
-	r01, r11, r21 := float32(m[3])/hh, float32(m[4])/hh, float32(m[5])/hh
+	k := [8]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
+		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh, hw, hh}
+	affineSample(img, out, c, h, w, &k, g.idx[:w])
+	copy(img, out)
+}
+
+// affineSampleGo writes into out the c×h×w image img sampled through k
+// (r00 r10 r20 r01 r11 r21: the inverse matrix over the half sizes; hw hh:
+// the half sizes), one row at a time: idx[x] is the source pixel of the
+// row's output pixel x, or -1 outside the image.
+func affineSampleGo(img, out []uint8, c, h, w int, k *[8]float32, idx []int32) {
+	n := h * w
+	r00, r10, r20, r01, r11, r21, hw, hh := k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]
 	x0, y0 := float32(-0.5*float64(w)+0.5), float32(-0.5*float64(h)+0.5)
 	for y := range h {
 		yc := y0 + float32(y)
-		for x := range w {
+		for x := range idx {
 			xc := x0 + float32(x)
 			// The grid's product with theta as libtorch's CPU bmm sums it
 			// on FMA (AVX2) CPUs: fused multiply-adds in order, checked bit
@@ -366,20 +381,21 @@ func (g *augmenter) affine(img []uint8, c, h, w int, m [6]float64) {
 			iy := float32(float32(gy+1)*hh) - 0.5
 			sx := math.RoundToEven(float64(ix))
 			sy := math.RoundToEven(float64(iy))
-			o := y*w + x
-			if sx < 0 || sy < 0 || sx > float64(w-1) || sy > float64(h-1) {
-				for ch := range c {
-					out[ch*n+o] = 0
-				}
-				continue
+			idx[x] = -1
+			if sx >= 0 && sy >= 0 && sx <= float64(w-1) && sy <= float64(h-1) {
+				idx[x] = int32(int(sy)*w + int(sx))
 			}
-			i := int(sy)*w + int(sx)
-			for ch := range c {
-				out[ch*n+o] = img[ch*n+i]
+		}
+		for ch := range c {
+			p, o := img[ch*n:(ch+1)*n], out[ch*n+y*w:ch*n+(y+1)*w]
+			for x, i := range idx {
+				o[x] = 0
+				if i >= 0 {
+					o[x] = p[i]
+				}
 			}
 		}
 	}
-	copy(img, out)
 }
 
 // fma32 is a·b + c rounded once to float32 (the product of two float32s
@@ -441,26 +457,40 @@ func applyLUT(img []uint8, lut *[256]uint8) {
 // blendImage blends each channel of img with the single-plane image other.
 func (g *augmenter) blendImage(img []uint8, c, n int, ratio float64, other []uint8) {
 	r, q := blendFactors(ratio)
+	blendPlanes(img, other, n, c, true, r, q)
+}
+
+// blendPlanesGo is blendByte over the c planes of n bytes of img, with the
+// one plane other (shared) or other's c planes.
+func blendPlanesGo(img, other []uint8, n, c int, shared bool, r, q float32) {
 	for ch := range c {
-		p := img[ch*n : (ch+1)*n]
+		p, o := img[ch*n:(ch+1)*n], other[:n]
+		if !shared {
+			o = other[ch*n : (ch+1)*n]
+		}
 		for i, v := range p {
-			p[i] = blendByte(r, q, float32(v), float32(other[i]))
+			p[i] = blendByte(r, q, float32(v), float32(o[i]))
 		}
 	}
 }
 
-// grayscale writes rgb_to_grayscale of the 3-channel img into g.gray:
-// 0.2989·R + 0.587·G + 0.114·B in float32, truncated.
+// grayscale writes rgb_to_grayscale of the 3-channel img into g.gray.
 func (g *augmenter) grayscale(img []uint8, n int) {
 	if cap(g.gray) < n {
 		g.gray = make([]uint8, n)
 	}
 	g.gray = g.gray[:n]
+	grayPlane(img, g.gray, n)
+}
+
+// grayPlaneGo is rgb_to_grayscale: 0.2989·R + 0.587·G + 0.114·B in float32,
+// truncated.
+func grayPlaneGo(img, gray []uint8, n int) {
 	const wr, wg, wb = float32(0.2989), float32(0.587), float32(0.114)
 	rp, gp, bp := img[:n], img[n:2*n], img[2*n:3*n]
-	for i := range g.gray {
+	for i := range gray[:n] {
 		v := float32(float32(wr*float32(rp[i]))+float32(wg*float32(gp[i]))) + float32(wb*float32(bp[i]))
-		g.gray[i] = uint8(v)
+		gray[i] = uint8(v)
 	}
 }
 
@@ -485,10 +515,8 @@ func (g *augmenter) contrast(img []uint8, c, n int, ratio float64) {
 	applyLUT(img, &lut)
 }
 
-// sharpness is adjust_sharpness: a blend with the image smoothed by the
-// kernel [1 1 1; 1 5 1; 1 1 1]/13 inside its one-pixel border (the border
-// unchanged). The smoothed value is rounded from the exact sum (never a
-// tie: s/13 is never a half).
+// sharpness is adjust_sharpness: a blend with the image smoothed inside
+// its one-pixel border (the border blended with itself).
 func (g *augmenter) sharpness(img []uint8, c, h, w int, ratio float64) {
 	if h <= 2 || w <= 2 {
 		return
@@ -498,7 +526,18 @@ func (g *augmenter) sharpness(img []uint8, c, h, w int, ratio float64) {
 		g.tmp = make([]uint8, c*n)
 	}
 	blur := g.tmp[:c*n]
-	copy(blur, img)
+	blurPlanes(img, blur, c, h, w)
+	r, q := blendFactors(ratio)
+	blendPlanes(img, blur, n, c, false, r, q)
+}
+
+// blurPlanesGo writes into blur the c×h×w image img (h, w > 2) smoothed by
+// the kernel [1 1 1; 1 5 1; 1 1 1]/13 inside its one-pixel border, the
+// border copied. The smoothed value is rounded from the exact sum (never
+// a tie: s/13 is never a half).
+func blurPlanesGo(img, blur []uint8, c, h, w int) {
+	n := h * w
+	copy(blur[:c*n], img)
 	for ch := range c {
 		p, b := img[ch*n:(ch+1)*n], blur[ch*n:(ch+1)*n]
 		for y := 1; y < h-1; y++ {
@@ -509,10 +548,6 @@ func (g *augmenter) sharpness(img []uint8, c, h, w int, ratio float64) {
 				b[y*w+x] = uint8((2*s + 13) / 26)
 			}
 		}
-	}
-	r, q := blendFactors(ratio)
-	for i, v := range img {
-		img[i] = blendByte(r, q, float32(v), float32(blur[i]))
 	}
 }
 
