@@ -32,9 +32,11 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if _, err := trainrun.Check(&spec); err != nil {
 		return fromRun(err)
 	}
-	if err := torch.Check(); err != nil {
-		return err
-	}
+	// libtorch opens (a lazy build's shim: about a second on 2 cores)
+	// while the data set decodes below (about as long for Fashion-MNIST);
+	// torch.Check waits for it where libtorch is first needed, before
+	// anything is written.
+	go torch.Check()
 	dist, err := launch.FromEnv()
 	if err != nil {
 		return err
@@ -46,6 +48,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	world := 1
 	switch role {
 	case launch.Launcher:
+		if err := torch.Check(); err != nil {
+			return err
+		}
 		return launchTrain(ctx, f, cmd, spec.Exec.Threads, spec.Exec.NProc)
 	case launch.Worker:
 		world = dist.World
@@ -56,12 +61,19 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 			f.IO.Out = io.Discard
 		}
 	}
-	if err := checkDevice(spec.Exec.Device); err != nil {
-		return err
-	}
 	r, err := trainrun.Open(spec, world)
+	if cerr := torch.Check(); cerr != nil {
+		if err == nil {
+			r.Close()
+		}
+		return cerr
+	}
 	if err != nil {
 		return fromRun(err)
+	}
+	if err := checkDevice(spec.Exec.Device); err != nil {
+		r.Close()
+		return err
 	}
 	c := r.Config
 	if err := checkFits("--model "+c.Model, c.Model, c.Train, batchCheck{"--batch", c.Optim.Batch, true}, batchCheck{"--eval-batch", c.EvalBatch, false}); err != nil {
