@@ -32,10 +32,9 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if _, err := trainrun.Check(&spec); err != nil {
 		return fromRun(err)
 	}
-	// libtorch opens (a lazy build's shim: about a second on 2 cores)
-	// while the data set decodes below (about as long for Fashion-MNIST);
-	// torch.Check waits for it where libtorch is first needed, before
-	// anything is written.
+	// libtorch opens (a lazy build's shim: ~1 s on 2 cores) while the data
+	// decodes below; torch.Check waits for it before libtorch is first
+	// used or anything written.
 	go torch.Check()
 	dist, err := launch.FromEnv()
 	if err != nil {
@@ -61,18 +60,14 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 			f.IO.Out = io.Discard
 		}
 	}
-	r, err := trainrun.Open(spec, world)
+	r, err := trainrun.Open(spec, world) // starts nothing to close before Plan
 	if cerr := torch.Check(); cerr != nil {
-		if err == nil {
-			r.Close()
-		}
 		return cerr
 	}
 	if err != nil {
 		return fromRun(err)
 	}
 	if err := checkDevice(spec.Exec.Device); err != nil {
-		r.Close()
 		return err
 	}
 	c := r.Config
@@ -122,16 +117,22 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		return err
 	}
 	if !spec.Exec.NoStore {
-		st, err := f.Store()
-		if err == nil {
-			err = r.Record(ctx, st)
-		}
-		if err != nil {
-			f.Logf("warning: run not recorded in the store: %v", err)
-		}
+		recordRun(ctx, f, r)
 	}
 	pr.summary(res, out)
 	return nil
+}
+
+// recordRun records the finished run in the store; a failure is a
+// warning (the run directory holds the run).
+func recordRun(ctx context.Context, f *Factory, r *trainrun.Run) {
+	st, err := f.Store()
+	if err == nil {
+		err = r.Record(ctx, st)
+	}
+	if err != nil {
+		f.Logf("warning: run not recorded in the store: %v", err)
+	}
 }
 
 // launchTrain runs this command line on nproc workers (launch.Run), each
