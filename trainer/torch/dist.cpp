@@ -500,11 +500,23 @@ void lt_pg_free(lt_pg *g) noexcept {
 			g->heartbeat.join();
 		}
 	} catch (...) {
-		// join failed (std::system_error) or the heartbeat thread is stuck:
-		// the thread may still use g, so leak g rather than free it under
-		// the thread.
-		g->pg.release();
-		g->store.release();
+		// join failed (std::system_error) or the heartbeat thread is stuck
+		// in a read from a store that does not answer: it still uses g, so
+		// g is freed on a thread of its own once the heartbeat thread has
+		// returned (its store calls time out after 10 s, and hb_stop ends
+		// its loop). Not leaked: a leaked TCPStore keeps its client's
+		// background thread, which in libtorch 1.13 spins at full speed
+		// once the store's host is gone.
+		std::thread([g] {
+			{
+				std::unique_lock<std::mutex> l(g->hb_mu);
+				g->hb_cv.wait(l, [g] { return g->hb_done; });
+			}
+			if (g->heartbeat.joinable()) g->heartbeat.detach(); // a failed join: it has returned
+			g->pg.reset();
+			g->store.reset();
+			delete g;
+		}).detach();
 		return;
 	}
 	if (g->broken) {
