@@ -14,9 +14,10 @@
 # ratio. Prints images per second (wall clock), images per CPU second (all
 # threads of the process) and the ratios lcl/PyTorch, the achieved GFLOP/s
 # and their share of the machine's measured fp32 matrix-product peak.
-# Then mixing's cost: the same steps with timm's recipe mixing (--mixup 0.8
-# --cutmix 1; step_ref.py mixes as timm's Mixup) against them unmixed,
-# alternated, for lcl and for PyTorch (issue 30's goal: at most 3 %).
+# Then mixing's cost: in the channels-last rounds each side also runs the
+# same steps with timm's recipe mixing (--mixup 0.8 --cutmix 1; step_ref.py
+# mixes as timm's Mixup), alternated with the unmixed ones, and the best
+# rounds compare (issue 30's goal: at most 3 %).
 #   usage: bench/trainer.sh [threads] [rounds]
 #   env: OMP_WAIT_POLICY (default PASSIVE, what lcl runs with; PyTorch gets
 #        the same)
@@ -86,7 +87,8 @@ print('%.1f' % (max(best(lambda: a @ b, 2 * 3072**3), best(lambda: F.conv2d(x, w
 # Training FLOPs per image: forward multiply-adds × 2 (FLOPs) × 3 (forward,
 # backward for inputs, backward for weights), counted by bench/step_ref.py
 # as a direct convolution computes them.
-picks=""
+mix="--mixup 0.8 --cutmix 1"
+mixrows=""
 printf '%-11s %5s %5s %10s %10s %7s   %9s %9s %7s   %7s %5s  %s\n' model batch steps lcl_img/s torch_img/s ratio \
 	lcl_cpu torch_cpu ratio GFLOP/s peak% torch_setting
 # Each model in NCHW and in channels-last (both sides: model and input, as
@@ -100,42 +102,34 @@ for spec in "cnn 128 30" "cnn 128 30 cl" "resnet18 64 6" "resnet18 64 6 cl"; do
 		p=$(torchref "$c" "$1" "$2" "$(( $3 / 2 + 1 ))" "$pf")
 		if [ "$(awk -v a="${p% *}" -v b="$pbest" 'BEGIN{print (a>b)}')" = 1 ]; then pbest=${p% *}; pick=$c; fi
 	done
-	picks="$picks $name=$pick"
-	lw=0 lc=0 pw=0 pc=0
+	lw=0 lc=0 pw=0 pc=0 lm=0 pm=0
 	i=0
 	while [ "$i" -lt "$rounds" ]; do
 		l=$(lclstep "$1" "$2" "$3" "$pf")
 		p=$(torchref "$pick" "$1" "$2" "$3" "$pf")
 		lw=$(best "$lw" "${l% *}"); lc=$(best "$lc" "${l#* }")
 		pw=$(best "$pw" "${p% *}"); pc=$(best "$pc" "${p#* }")
+		if [ -n "$pf" ]; then
+			lm=$(best "$lm" "$(lclstep "$1" "$2" "$3" "$pf" "$mix" | cut -d' ' -f1)")
+			pm=$(best "$pm" "$(torchref "$pick" "$1" "$2" "$3" "$pf" "$mix" | cut -d' ' -f1)")
+		fi
 		i=$((i + 1))
 	done
+	if [ -n "$pf" ]; then
+		mixrows="$mixrows$(printf '%-11s %5s %5s %10s %10s %7.1f   %10s %10s %7.1f' "$name" "$2" "$3" "$lw" "$lm" \
+			"$(awk -v p="$lw" -v m="$lm" 'BEGIN{print 100*(p/m-1)}')" "$pw" "$pm" "$(awk -v p="$pw" -v m="$pm" 'BEGIN{print 100*(p/m-1)}')")
+"
+	fi
 	flop=$("$py" -I bench/step_ref.py --model "$1" $(refshape "$1") --flops)
 	gf=$(awk -v i="$lw" -v f="$flop" 'BEGIN{printf "%.1f", i*f/1e9}')
 	printf '%-11s %5s %5s %10s %10s %7.3f   %9s %9s %7.3f   %7s %5.1f  %s\n' "$name" "$2" "$3" "$lw" "$pw" \
 		"$(awk -v a="$lw" -v b="$pw" 'BEGIN{print a/b}')" "$lc" "$pc" "$(awk -v a="$lc" -v b="$pc" 'BEGIN{print a/b}')" \
 		"$gf" "$(awk -v g="$gf" -v p="$peak" 'BEGIN{print 100*g/p}')" "$pick"
 done
-# Mixing's cost, in channels-last (the demo's mode): each side's steps with
-# and without mixing alternate, best round of each; PyTorch in the setting
-# picked above for the model.
-mix="--mixup 0.8 --cutmix 1"
+# Mixing's cost, in channels-last (the demo's mode), from the rounds above.
 echo
 printf '%-11s %5s %5s %10s %10s %7s   %10s %10s %7s\n' model batch steps lcl_plain lcl_mixed cost% torch_plain torch_mixed cost%
-for spec in "cnn 128 30" "resnet18 64 6"; do
-	set -- $spec
-	pick=$(echo "$picks" | tr ' ' '\n' | sed -n "s/^$1-cl=//p")
-	a=0 b=0 c=0 d=0 i=0
-	while [ "$i" -lt "$rounds" ]; do
-		a=$(best "$a" "$(lclstep "$1" "$2" "$3" --channels-last | cut -d' ' -f1)")
-		b=$(best "$b" "$(lclstep "$1" "$2" "$3" --channels-last "$mix" | cut -d' ' -f1)")
-		c=$(best "$c" "$(torchref "$pick" "$1" "$2" "$3" --channels-last | cut -d' ' -f1)")
-		d=$(best "$d" "$(torchref "$pick" "$1" "$2" "$3" --channels-last "$mix" | cut -d' ' -f1)")
-		i=$((i + 1))
-	done
-	printf '%-11s %5s %5s %10s %10s %7.1f   %10s %10s %7.1f\n' "$1-cl" "$2" "$3" "$a" "$b" \
-		"$(awk -v p="$a" -v m="$b" 'BEGIN{print 100*(p/m-1)}')" "$c" "$d" "$(awk -v p="$c" -v m="$d" 'BEGIN{print 100*(p/m-1)}')"
-done
+printf '%s' "$mixrows"
 echo "cost%: how much longer a mixed step takes than an unmixed one (img/s unmixed / mixed − 1), $mix"
 echo "peak: ${peak} GFLOP/s (measured fp32: best of a 3072² matrix product and a 1024-channel 1x1 convolution; 3x3 convolutions can exceed it through Winograd)"
 echo "  OMP_WAIT_POLICY=$OMP_WAIT_POLICY threads=$threads rounds=$rounds load: $(cut -d' ' -f1-3 /proc/loadavg)"
