@@ -262,17 +262,12 @@ func (g *augmenter) policy(img []uint8, c, h, w int, a *Augment, rng *rand.Rand)
 func (g *augmenter) apply(img []uint8, c, h, w int, op augOp, m float64) {
 	switch op {
 	case opIdentity:
-	case opShearX:
-		g.affine(img, c, h, w, invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, degrees(math.Atan(m)), 0))
-	case opShearY:
-		g.affine(img, c, h, w, invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 0, degrees(math.Atan(m))))
+	case opShearX, opShearY, opRotate:
+		g.affine(img, c, h, w, affineOf(op, m, h, w))
 	case opTranslateX:
 		translate(img, c, h, w, int(m), 0) // int(): Python's truncation
 	case opTranslateY:
 		translate(img, c, h, w, 0, int(m))
-	case opRotate:
-		// F.rotate's angle is counter-clockwise: the affine matrix of -angle.
-		g.affine(img, c, h, w, invAffine(0, 0, -m, 0, 0, 0, 0))
 	case opBrightness:
 		var lut [256]uint8
 		r, q := blendFactors(1 + m)
@@ -313,6 +308,19 @@ func (g *augmenter) apply(img []uint8, c, h, w int, op augOp, m float64) {
 	}
 }
 
+// affineOf is the inverse affine matrix of ShearX, ShearY or Rotate at
+// magnitude m on an h×w image, as _apply_op builds it.
+func affineOf(op augOp, m float64, h, w int) [6]float64 {
+	switch op {
+	case opShearX:
+		return invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, degrees(math.Atan(m)), 0)
+	case opShearY:
+		return invAffine(-0.5*float64(w), -0.5*float64(h), 0, 0, 0, 0, degrees(math.Atan(m)))
+	}
+	// F.rotate's angle is counter-clockwise: the affine matrix of -angle.
+	return invAffine(0, 0, -m, 0, 0, 0, 0)
+}
+
 func degrees(rad float64) float64 { return rad * (180 / math.Pi) }
 
 // invAffine is torchvision's _get_inverse_affine_matrix (functional.py)
@@ -351,11 +359,18 @@ func (g *augmenter) affine(img []uint8, c, h, w int, m [6]float64) {
 		g.idx = make([]int32, w)
 	}
 	out := g.tmp[:c*n]
-	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
-	k := [8]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
-		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh, hw, hh}
+	k := samplingGrid(m, h, w)
 	affineSample(img, out, c, h, w, &k, g.idx[:w])
 	copy(img, out)
+}
+
+// samplingGrid is the sampling kernels' view of the inverse affine matrix m
+// on an h×w image: r00 r10 r20 r01 r11 r21 (m over the half sizes), then
+// the half sizes hw hh.
+func samplingGrid(m [6]float64, h, w int) [8]float32 {
+	hw, hh := float32(0.5*float64(w)), float32(0.5*float64(h))
+	return [8]float32{float32(m[0]) / hw, float32(m[1]) / hw, float32(m[2]) / hw,
+		float32(m[3]) / hh, float32(m[4]) / hh, float32(m[5]) / hh, hw, hh}
 }
 
 // affineSampleGo writes into out the c×h×w image img sampled through k
