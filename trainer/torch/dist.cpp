@@ -480,6 +480,7 @@ lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t ra
 
 void lt_pg_free(lt_pg *g) noexcept {
 	if (!g) return;
+	bool hb_running = false;
 	try {
 		if (g->heartbeat.joinable()) {
 			bool done;
@@ -500,38 +501,34 @@ void lt_pg_free(lt_pg *g) noexcept {
 			g->heartbeat.join();
 		}
 	} catch (...) {
-		// join failed (std::system_error) or the heartbeat thread is stuck
-		// in a read from a store that does not answer: it still uses g, so
-		// g is freed on a thread of its own once the heartbeat thread has
-		// returned (its store calls time out after 10 s, and hb_stop ends
-		// its loop). Not leaked: a leaked TCPStore keeps its client's
-		// background thread, which in libtorch 1.13 spins at full speed
-		// once the store's host is gone.
-		std::thread([g] {
+		// join failed (std::system_error) or the heartbeat thread is stuck:
+		// it may still use g.
+		hb_running = true;
+	}
+	if (!hb_running && !g->broken) {
+		delete g;
+		return;
+	}
+	// Freed on a thread of its own, which waits as long as that takes: for
+	// a heartbeat thread stuck reading from a store that does not answer to
+	// return (its store calls time out after 10 s, and hb_stop ends its
+	// loop), then, in a broken group, for Gloo's worker threads, which may
+	// wait on a dead peer (its destructor joins them: at most the group's
+	// timeout). Not leaked: a leaked TCPStore keeps its client's background
+	// thread, which in libtorch 1.13 spins at full speed once the store's
+	// host is gone.
+	std::thread([g, hb_running] {
+		if (hb_running) {
 			{
 				std::unique_lock<std::mutex> l(g->hb_mu);
 				g->hb_cv.wait(l, [g] { return g->hb_done; });
 			}
 			if (g->heartbeat.joinable()) g->heartbeat.detach(); // a failed join: it has returned
-			g->pg.reset();
-			g->store.reset();
-			delete g;
-		}).detach();
-		return;
-	}
-	if (g->broken) {
-		// Gloo's worker threads may still wait on a dead peer, and its
-		// destructor joins them: the group and then the store are freed on
-		// a thread of their own, which waits as long as that takes (at most
-		// the group's timeout, or until the process exits). Not leaked: a
-		// leaked TCPStore keeps its client's background thread, which in
-		// libtorch 1.13 spins at full speed once the store's host is gone.
-		std::thread([pg = std::move(g->pg), store = std::move(g->store)]() mutable {
-			pg.reset();
-			store.reset();
-		}).detach();
-	}
-	delete g;
+		}
+		g->pg.reset();
+		g->store.reset();
+		delete g;
+	}).detach();
 }
 
 int32_t lt_has_dist(void) noexcept {
