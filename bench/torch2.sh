@@ -16,12 +16,21 @@
 # model and mode from glibc's defaults, the malloc tunables lcl applies
 # in-process and jemalloc, each with OpenBLAS's own thread pool and with
 # one OpenBLAS thread (a first run of each; the winner is printed); lcl runs
-# as it ships. Then the sides alternate for ROUNDS rounds and each keeps its
+# as it ships, with oneDNN on as PyTorch runs (LCL_ONEDNN=on: on the AMD VMs
+# whose CPUID hides the cache sizes, lcl's guard would turn libtorch 2.x's
+# oneDNN off for correctness — docs/trainer.md — while PyTorch keeps it, so
+# the sides would time different kernels; elsewhere it changes nothing).
+# Then the sides alternate for ROUNDS rounds and each keeps its
 # best run (a burst of load from elsewhere must not decide a ratio). Prints
 # seconds per run, the ratios, PyTorch's settings and the load average; a
 # whole run takes about an hour on 2 cores (BENCH_COMPILE=0: 40 minutes).
+# BENCH_BASE=REV also builds lcl at commit REV (git archive; its own shim
+# sources) and times it in the same rounds, for a before/after of lcl on one
+# machine in one run (columns base-1.13, base-2.6 and now/base: > 1 means
+# today's lcl is faster).
 #   usage: bench/torch2.sh [epochs] [rounds] [models]
-#   env: LCL_TORCH2_ROOT (scripts/torch2.sh), BENCH_COMPILE=0 skips torch.compile
+#   env: LCL_TORCH2_ROOT (scripts/torch2.sh), BENCH_COMPILE=0 skips torch.compile,
+#        BENCH_BASE=REV, BENCH_MODES (default "fp32 cl bf16 bf16-cl")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 epochs=${1:-5}
@@ -43,6 +52,14 @@ shim='TORCH_INCLUDE=/usr/include TORCH_LIB=/usr/lib/x86_64-linux-gnu PYTHON=/usr
 mkdir -p "$tmp/113" "$tmp/26"
 sh -c "$shim $tmp/113 >/dev/null" && go build -tags ltlazy -o "$tmp/113/lcl" ./cmd/lcl
 scripts/torch2.sh run sh -c "$shim $rel/26 >/dev/null && go build -tags ltlazy -o $rel/26/lcl ./cmd/lcl"
+base=${BENCH_BASE:-}
+if [ -n "$base" ]; then
+	echo "== building lcl at $base ($(git rev-parse --short "$base")) the same way" >&2
+	mkdir -p "$tmp/base/src" "$tmp/base/113" "$tmp/base/26"
+	git archive "$base" | tar -x -C "$tmp/base/src"
+	(cd "$tmp/base/src" && sh -c "$shim $tmp/base/113 >/dev/null" && go build -buildvcs=false -tags ltlazy -o "$tmp/base/113/lcl" ./cmd/lcl)
+	scripts/torch2.sh run sh -c "cd $rel/base/src && $shim ../26 >/dev/null && go build -buildvcs=false -tags ltlazy -o ../26/lcl ./cmd/lcl"
+fi
 
 # timed WHERE CMD...: the wall-clock seconds of CMD (its output to $tmp/out);
 # WHERE is here or root. A failure ends the benchmark (a marker file, since
@@ -77,7 +94,7 @@ lclrun() { # WHERE BIN MODEL MODE
 	local f=() p=fp32
 	case $4 in *cl*) f+=(--channels-last) ;; esac
 	case $4 in bf16*) p=bf16 ;; esac
-	timed "$1" "$2" --quiet train --synsets fashion-mnist --model "$3" --strategy ls --fraction "$(frac "$3")" \
+	timed "$1" env LCL_ONEDNN=on "$2" --quiet train --synsets fashion-mnist --model "$3" --strategy ls --fraction "$(frac "$3")" \
 		--epochs "$epochs" --threads "$threads" --no-store --out "$rel/run" --precision "$p" "${f[@]}" --eval-batch 256
 }
 torchrun_() { # WHERE ENV MODEL MODE [COMPILE]
@@ -114,11 +131,13 @@ pick() { # WHERE MODEL MODE: "SECONDS SETTING", PyTorch's fastest setting for th
 }
 
 min() { awk -v a="$1" -v b="$2" 'BEGIN{print (b == "" || a + 0 < b + 0) ? a : b}'; }
-printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
-	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113" "torch settings (1.13, 2.6)"
+basehead=""
+[ -z "$base" ] || basehead=$(printf '%9s %9s %8s %8s  ' base-1.13 base-2.6 "now/base" "now/base")
+printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s%s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
+	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113" "$basehead" "torch settings (1.13, 2.6)"
 for m in $models; do
-	for mode in fp32 cl bf16 bf16-cl; do
-		a="" c="" e=""
+	for mode in ${BENCH_MODES:-fp32 cl bf16 bf16-cl}; do
+		a="" c="" e="" ba="" bc=""
 		p113=$(pick here "$m" "$mode")
 		check
 		p26=$(pick root "$m" "$mode")
@@ -133,6 +152,12 @@ for m in $models; do
 			check
 			d=$(min "$(torchrun_ root "$(envof "$set26")" "$m" "$mode")" "$d")
 			check
+			if [ -n "$base" ]; then
+				ba=$(min "$(lclrun here "$tmp/base/113/lcl" "$m" "$mode")" "$ba")
+				check
+				bc=$(min "$(lclrun root "$rel/base/26/lcl" "$m" "$mode")" "$bc")
+				check
+			fi
 			if [ "${BENCH_COMPILE:-1}" = 1 ]; then
 				e=$(min "$(torchrun_ root "$(envof "$set26")" "$m" "$mode" default)" "$e")
 				check
@@ -141,10 +166,13 @@ for m in $models; do
 		done
 		r() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a > 0 && b > 0) printf "%.3f", b / a; else print "n/a" }'; }
 		# Ratios are speed ratios (time of the other / time of lcl): > 1 means lcl is faster.
-		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
-			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")" "$set113, $set26"
+		basecols=""
+		[ -z "$base" ] || basecols=$(printf '%9s %9s %8s %8s  ' "$ba" "$bc" "$(r "$a" "$ba")" "$(r "$c" "$bc")")
+		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s%s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
+			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")" "$basecols" "$set113, $set26"
 	done
 done
 echo "seconds per whole run (best of $rounds), $epochs epochs, $threads threads; ratios are speed ratios (> 1: lcl faster)"
+echo "lcl ran with LCL_ONEDNN=on: oneDNN in use on both sides, whatever lcl's guard would choose on this CPU"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); bf16 units: $(grep -o -m1 -w 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
