@@ -11,6 +11,9 @@ skipped. --flops prints the model's training FLOPs per image instead.
 --mixup/--cutmix mix every step's batch as timm's Mixup does in its "batch"
 mode (one λ per batch, the batch mixed with itself flipped in place, the
 targets' rows mixed with the same λ; both: CutMix half of the time).
+--mix-compare times --steps mixed and --steps unmixed steps in alternating
+blocks of 10 (as `lcl bench step --mix-compare`) and adds unmixed_img_per_s,
+unmixed_img_per_cpu_s and mix_cost_pct.
 
 The architectures are bench/refnets.py's.
 """
@@ -48,6 +51,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--mixup", type=float, default=0, help="mixup's alpha (0: off)")
     ap.add_argument("--cutmix", type=float, default=0, help="CutMix's alpha (0: off)")
+    ap.add_argument("--mix-compare", action="store_true", help="time mixed and unmixed steps in turns")
     a = ap.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -107,12 +111,16 @@ def main():
             X.mul_(lam).add_(X.flip(0).mul_(1 - lam))
         return X, T.index_select(0, yd) * lam + T.index_select(0, yd.flip(0)) * (1 - lam)
 
-    def step():
+    mixing = a.mixup > 0 or a.cutmix > 0
+    if a.mix_compare and not mixing:
+        sys.exit("step_ref.py: --mix-compare needs --mixup or --cutmix")
+
+    def step(mixed=mixing):
         nonlocal acc, skipped
         xd = x8.to(dev, non_blocking=True)
         yd = y.to(dev, non_blocking=True)
         X = (xd.float() * scale_ + bias_).contiguous(memory_format=mf)
-        if a.mixup > 0 or a.cutmix > 0:
+        if mixed:
             X, Ty = mix(X, yd)
         else:
             Ty = T.index_select(0, yd)
@@ -138,16 +146,43 @@ def main():
         torch.cuda.reset_peak_memory_stats()
     acc = torch.zeros((), dtype=torch.float64, device=dev)
     skipped = 0
-    t, cpu = time.perf_counter(), time.process_time()
-    for _ in range(a.steps):
-        step()
+
+    def timed(n, mixed):
+        # Seconds (wall, CPU) of n steps, waited for as MeasureSteps waits.
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(n):
+            step(mixed)
+        acc.item()
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - t, time.process_time() - c
+
+    plain = None
+    if a.mix_compare:
+        # Blocks of 10 mixed and unmixed steps, the order turned every pair.
+        el = cpu = pel = pcpu = 0.0
+        done, i = 0, 0
+        while done < a.steps:
+            n = min(10, a.steps - done)
+            for mixed in ((True, False) if i % 2 == 0 else (False, True)):
+                w, c = timed(n, mixed)
+                if mixed:
+                    el, cpu = el + w, cpu + c
+                else:
+                    pel, pcpu = pel + w, pcpu + c
+            done, i = done + n, i + 1
+        plain = (pel, pcpu)
+    else:
+        el, cpu = timed(a.steps, mixing)
     total = acc.item()
-    if cuda:
-        torch.cuda.synchronize()
-    el, cpu = time.perf_counter() - t, time.process_time() - cpu
-    out = {"img_per_s": a.batch * a.steps / el, "img_per_cpu_s": a.batch * a.steps / cpu, "step_ms": 1000 * el / a.steps, "loss": total / (a.batch * a.steps),
+    done = a.steps * (2 if plain else 1)
+    out = {"img_per_s": a.batch * a.steps / el, "img_per_cpu_s": a.batch * a.steps / cpu, "step_ms": 1000 * el / a.steps, "loss": total / (a.batch * done),
            "peak_allocated": torch.cuda.max_memory_allocated() if cuda else -1,
            "peak_reserved": torch.cuda.max_memory_reserved() if cuda else -1, "skipped": skipped}
+    if plain:
+        out["unmixed_img_per_s"] = a.batch * a.steps / plain[0]
+        out["unmixed_img_per_cpu_s"] = a.batch * a.steps / plain[1]
+        out["mix_cost_pct"] = 100 * (out["unmixed_img_per_s"] / out["img_per_s"] - 1)
     print(json.dumps(out))
 
 

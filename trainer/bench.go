@@ -38,6 +38,11 @@ type StepBench struct {
 	// (drawn anew each step from Seed; zero: no mixing), so that mixing's
 	// share of a step can be timed.
 	Mix Mixing
+	// MixCompare, with Mix, times Steps mixed and Steps unmixed steps in
+	// alternating blocks in the one process (StepBenchResult's Unmixed
+	// rates and MixCostPct): mixing's cost without the run-to-run noise
+	// of two processes on a shared machine.
+	MixCompare bool
 }
 
 // StepBenchResult is what MeasureSteps measured.
@@ -53,6 +58,12 @@ type StepBenchResult struct {
 	PeakAllocated int64 `json:"peak_allocated"`
 	PeakReserved  int64 `json:"peak_reserved"`
 	Skipped       int   `json:"skipped"` // fp16 steps skipped for non-finite gradients
+	// With StepBench.MixCompare: the rates above are the mixed steps',
+	// these the unmixed steps' of the same process, and MixCostPct how
+	// much longer a mixed step took (100·(unmixed img/s ÷ mixed img/s − 1)).
+	UnmixedImgPerSec    float64 `json:"unmixed_img_per_s,omitempty"`
+	UnmixedImgPerCPUSec float64 `json:"unmixed_img_per_cpu_s,omitempty"`
+	MixCostPct          float64 `json:"mix_cost_pct,omitempty"`
 }
 
 // MeasureSteps times b.Steps training steps after b.Warmup untimed ones.
@@ -62,6 +73,9 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 	}
 	if err := b.Mix.Check(); err != nil {
 		return StepBenchResult{}, fmt.Errorf("trainer: step benchmark: %w", err)
+	}
+	if b.MixCompare && !b.Mix.On() {
+		return StepBenchResult{}, fmt.Errorf("trainer: step benchmark: comparing mixed and unmixed steps needs mixup or CutMix")
 	}
 	// As trainer.Run: libtorch's per-thread state (threads, the autocast
 	// and grad modes) stays with the OS thread the steps run on.
@@ -90,56 +104,86 @@ func MeasureSteps(ctx context.Context, b StepBench) (StepBenchResult, error) {
 		return StepBenchResult{}, err
 	}
 	defer targets.Close()
-	in := b.input()
-	step := &torch.Step{Models: []*torch.Model{m}, Optims: []*torch.Optimizer{opt}, Targets: targets,
-		Coefs: torch.Coefs{SoftCE: 1}, LR: 0.01}
-	scale := 0.0
+	r := &benchRun{b: b, eng: eng, in: b.input(), step: &torch.Step{Models: []*torch.Model{m},
+		Optims: []*torch.Optimizer{opt}, Targets: targets, Coefs: torch.Coefs{SoftCE: 1}, LR: 0.01}}
 	if b.Precision == torch.FP16 {
-		scale = 65536 // GradScaler's initial scale; fixed here (a benchmark, not a run)
+		r.scale = 65536 // GradScaler's initial scale; fixed here (a benchmark, not a run)
 	}
-	var res StepBenchResult
-	var loss float64
-	var seen int64
-	run := func(n int) error {
-		sk, err := b.runSteps(ctx, eng, step, in, scale, n, &loss, &seen)
-		res.Skipped += sk
-		return err
-	}
-	if err := run(b.Warmup); err != nil {
-		return res, err
-	}
-	if _, err := eng.Metrics(1); err != nil { // waits for the warm-up steps
-		return res, err
-	}
-	if err := torch.Synchronize(b.Device); err != nil {
-		return res, err
+	if _, err := r.run(ctx, 0, b.Warmup, b.Mix); err != nil {
+		return StepBenchResult{}, err
 	}
 	if _, _, err := torch.DeviceMemory(b.Device, true); err != nil {
-		return res, err
+		return StepBenchResult{}, err
 	}
-	res.Skipped, loss, seen = 0, 0, 0
-	t0, cpu0 := time.Now(), processSeconds()
-	if err := run(b.Steps); err != nil {
-		return res, err
+	r.loss, r.seen, r.skipped = 0, 0, 0
+	var res StepBenchResult
+	if b.MixCompare {
+		err = r.compare(ctx, &res)
+	} else {
+		var t stepTime
+		t, err = r.run(ctx, b.Warmup, b.Steps, b.Mix)
+		res.ImgPerSec, res.ImgPerCPUSec, res.StepMS = t.rates(b.Steps, b.Batch)
 	}
-	mt, err := eng.Metrics(1)
 	if err != nil {
 		return res, err
 	}
-	if err := torch.Synchronize(b.Device); err != nil {
-		return res, err
-	}
-	el, cpu := time.Since(t0).Seconds(), processSeconds()-cpu0
-	res.ImgPerSec = float64(b.Steps*b.Batch) / el
-	if cpu > 0 {
-		res.ImgPerCPUSec = float64(b.Steps*b.Batch) / cpu
-	}
-	res.StepMS = 1000 * el / float64(b.Steps)
-	if loss, seen = loss+mt.LossSum[0], seen+mt.N; seen > 0 {
-		res.Loss = loss / float64(seen)
+	res.Skipped = r.skipped
+	if r.seen > 0 {
+		res.Loss = r.loss / float64(r.seen)
 	}
 	res.PeakAllocated, res.PeakReserved, err = torch.DeviceMemory(b.Device, false)
 	return res, err
+}
+
+// mixBlock is how many steps in a row StepBench.MixCompare times mixed,
+// then unmixed (or the other way round).
+const mixBlock = 10
+
+// compare times b.Steps mixed and b.Steps unmixed steps in alternating
+// blocks of mixBlock, the order turned every pair (mixed first, then
+// unmixed first), so that both meet the same machine: res's rates are the
+// mixed steps', the Unmixed ones the others'.
+func (r *benchRun) compare(ctx context.Context, res *StepBenchResult) error {
+	var mixed, plain stepTime
+	for i, done := 0, 0; done < r.b.Steps; i++ {
+		n := min(mixBlock, r.b.Steps-done)
+		order := []Mixing{r.b.Mix, {}}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for j, mix := range order {
+			t, err := r.run(ctx, r.b.Warmup+2*done+j*n, n, mix)
+			if err != nil {
+				return err
+			}
+			if mix.On() {
+				mixed = mixed.add(t)
+			} else {
+				plain = plain.add(t)
+			}
+		}
+		done += n
+	}
+	res.ImgPerSec, res.ImgPerCPUSec, res.StepMS = mixed.rates(r.b.Steps, r.b.Batch)
+	res.UnmixedImgPerSec, res.UnmixedImgPerCPUSec, _ = plain.rates(r.b.Steps, r.b.Batch)
+	res.MixCostPct = 100 * (res.UnmixedImgPerSec/res.ImgPerSec - 1)
+	return nil
+}
+
+// stepTime is the wall-clock and CPU seconds (the whole process's) of some
+// steps.
+type stepTime struct{ wall, cpu float64 }
+
+func (t stepTime) add(u stepTime) stepTime { return stepTime{t.wall + u.wall, t.cpu + u.cpu} }
+
+// rates are images per second and per CPU second (0 when no CPU time was
+// counted) and milliseconds per step of steps steps of batch images.
+func (t stepTime) rates(steps, batch int) (perSec, perCPUSec, stepMS float64) {
+	perSec = float64(steps*batch) / t.wall
+	if t.cpu > 0 {
+		perCPUSec = float64(steps*batch) / t.cpu
+	}
+	return perSec, perCPUSec, 1000 * t.wall / float64(steps)
 }
 
 // model is the benchmark's model on its device, initialised from its seed,
@@ -208,46 +252,75 @@ func (b StepBench) input() torch.Input {
 	return in
 }
 
-// runSteps runs n steps on the batch in and returns how many the loss
-// scale skipped.
-// The metrics read on the way are added to loss and seen.
-func (b StepBench) runSteps(ctx context.Context, eng *torch.Engine, step *torch.Step, in torch.Input, scale float64, n int,
-	loss *float64, seen *int64) (skipped int, err error) {
-	for i := range n {
+// benchRun is one MeasureSteps's engine, step and batch, and what its
+// steps have summed: the loss and examples read from the engine, the steps
+// the loss scale skipped.
+type benchRun struct {
+	b       StepBench
+	eng     *torch.Engine
+	step    *torch.Step
+	in      torch.Input
+	scale   float64
+	loss    float64
+	seen    int64
+	skipped int
+}
+
+// run runs n steps numbered from first (a step's seeds are its number's),
+// each mixed by mix (zero: unmixed), waits for the device, and returns the
+// time they took.
+func (r *benchRun) run(ctx context.Context, first, n int, mix Mixing) (stepTime, error) {
+	t0, cpu0 := time.Now(), processSeconds()
+	for j := range n {
 		if ctx.Err() != nil {
-			return skipped, ctx.Err()
+			return stepTime{}, ctx.Err()
 		}
-		if i == 0 {
-			if err := eng.Put(in); err != nil {
-				return skipped, err
+		i := uint64(first + j)
+		if j == 0 {
+			if err := r.eng.Put(r.in); err != nil {
+				return stepTime{}, err
 			}
 		}
-		if err := torch.ManualSeed(b.Seed + uint64(i)); err != nil { // the training loop seeds every step
-			return skipped, err
+		if err := torch.ManualSeed(r.b.Seed + i); err != nil { // the training loop seeds every step
+			return stepTime{}, err
 		}
 		// As the training loop: each step's mixing from its own generator.
-		step.Mix = b.Mix.draw(rand.New(rand.NewPCG(b.Seed, uint64(i))), b.H, b.W)
+		r.step.Mix = mix.draw(rand.New(rand.NewPCG(r.b.Seed, i)), r.b.H, r.b.W)
 		// The next batch is staged after this step is queued, as the
 		// training loop does.
-		sk, err := eng.Train(step, scale)
+		sk, err := r.eng.Train(r.step, r.scale)
 		if err != nil {
-			return skipped, err
+			return stepTime{}, err
 		}
-		skipped += sk
-		if (i+1)%b.MetricsEvery == 0 && i+1 < n {
-			mt, err := eng.Metrics(1)
-			if err != nil {
-				return skipped, err
+		r.skipped += sk
+		if (j+1)%r.b.MetricsEvery == 0 && j+1 < n {
+			if err := r.readMetrics(); err != nil {
+				return stepTime{}, err
 			}
-			*loss, *seen = *loss+mt.LossSum[0], *seen+mt.N
 		}
-		if i+1 < n {
-			if err := eng.Put(in); err != nil {
-				return skipped, err
+		if j+1 < n {
+			if err := r.eng.Put(r.in); err != nil {
+				return stepTime{}, err
 			}
 		}
 	}
-	return skipped, nil
+	if err := r.readMetrics(); err != nil { // waits for the steps
+		return stepTime{}, err
+	}
+	if err := torch.Synchronize(r.b.Device); err != nil {
+		return stepTime{}, err
+	}
+	return stepTime{time.Since(t0).Seconds(), processSeconds() - cpu0}, nil
+}
+
+// readMetrics adds the engine's sums since the last read to r's.
+func (r *benchRun) readMetrics() error {
+	mt, err := r.eng.Metrics(1)
+	if err != nil {
+		return err
+	}
+	r.loss, r.seen = r.loss+mt.LossSum[0], r.seen+mt.N
+	return nil
 }
 
 // processSeconds is the process's CPU time so far (user + system, all

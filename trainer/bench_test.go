@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +48,24 @@ func TestMeasureSteps(t *testing.T) {
 	}
 	if !(m.Loss > 1 && m.Loss < 4) || math.Abs(m.Loss-a.Loss) < 1e-4 {
 		t.Errorf("mixed mean loss %v, unmixed %v: want another finite loss", m.Loss, a.Loss)
+	}
+	// Compared in one process: both rates, and the cost from them.
+	cmp := mixed
+	cmp.MixCompare, cmp.Steps = true, 12 // a block of 10 and one of 2 each
+	c2, err := MeasureSteps(context.Background(), cmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(c2.ImgPerSec > 0 && c2.UnmixedImgPerSec > 0 && c2.UnmixedImgPerCPUSec > 0 && c2.StepMS > 0) ||
+		math.Abs(c2.MixCostPct-100*(c2.UnmixedImgPerSec/c2.ImgPerSec-1)) > 1e-9 {
+		t.Errorf("mixed against unmixed: %+v", c2)
+	}
+	if !(c2.Loss > 1 && c2.Loss < 4) {
+		t.Errorf("mixed and unmixed mean loss %v", c2.Loss)
+	}
+	cmp.Mix = Mixing{}
+	if _, err := MeasureSteps(context.Background(), cmp); err == nil || !strings.Contains(err.Error(), "needs mixup or CutMix") {
+		t.Errorf("comparing without mixing: %v", err)
 	}
 	mixed.Mix.Mixup = -1
 	if _, err := MeasureSteps(context.Background(), mixed); err == nil {

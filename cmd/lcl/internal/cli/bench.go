@@ -175,7 +175,10 @@ Prints img_per_s, img_per_cpu_s (per CPU second of the process), step_ms,
 the mean loss, and the peak bytes allocated and reserved on the device (-1
 where the libtorch cannot tell). --mixup and --cutmix mix every step's batch
 as lcl train's do (timm's batch mode; bench/step_ref.py mixes as timm's
-Mixup), to time what mixing adds to a step.`,
+Mixup), to time what mixing adds to a step; with --mix-compare the process
+runs --steps mixed and --steps unmixed steps in alternating blocks of 10 and
+prints both rates (unmixed_img_per_s, unmixed_img_per_cpu_s) and
+mix_cost_pct, so that the cost does not drown in run-to-run noise.`,
 		Example: `  lcl bench step --model resnet50:stem=imagenet --input 3,224,224 --classes 1000 --batch 256 \
       --device cuda:0 --precision bf16 --channels-last
   lcl bench step --model resnet18:stem=cifar --input 3,32,32 --batch 64 --steps 5 --threads 2`,
@@ -188,6 +191,9 @@ Mixup), to time what mixing adds to a step.`,
 			o.StepBench.Precision = p
 			if o.C, o.H, o.W, err = parseShape(o.Input); err != nil {
 				return usagef("--input: %v", err)
+			}
+			if o.MixCompare && !o.Mix.On() {
+				return usagef("--mix-compare needs --mixup or --cutmix: it compares mixed steps with unmixed ones")
 			}
 			if !torch.Available() {
 				return torch.ErrNoLibtorch
@@ -214,6 +220,7 @@ Mixup), to time what mixing adds to a step.`,
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the weights and the batch")
 	fl.Float64Var(&o.Mix.Mixup, "mixup", 0, "mix every step's batch: mixup's α (as lcl train's)")
 	fl.Float64Var(&o.Mix.CutMix, "cutmix", 0, "mix every step's batch: CutMix's α (as lcl train's)")
+	fl.BoolVar(&o.MixCompare, "mix-compare", false, "with --mixup/--cutmix: time mixed and unmixed steps in turns")
 	var threads int
 	fl.IntVar(&threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
