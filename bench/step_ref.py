@@ -175,8 +175,8 @@ def main():
     else:
         el, cpu = timed(a.steps, mixing)
     total = acc.item()
-    done = a.steps * (2 if plain else 1)
-    out = {"img_per_s": a.batch * a.steps / el, "img_per_cpu_s": a.batch * a.steps / cpu, "step_ms": 1000 * el / a.steps, "loss": total / (a.batch * done),
+    trained = a.steps * (2 if plain else 1)
+    out = {"img_per_s": a.batch * a.steps / el, "img_per_cpu_s": a.batch * a.steps / cpu, "step_ms": 1000 * el / a.steps, "loss": total / (a.batch * trained),
            "peak_allocated": torch.cuda.max_memory_allocated() if cuda else -1,
            "peak_reserved": torch.cuda.max_memory_reserved() if cuda else -1, "skipped": skipped}
     if plain:

@@ -49,16 +49,22 @@ rel=${tmp#"$PWD"/} # the same folder inside the root (/src/lcl/...)
 # 1 s each on 2 cores, which is start-up no user pays.
 echo "== building lcl as make build does, against libtorch 1.13 (here) and 2.6 (Debian 13 root)" >&2
 shim='TORCH_INCLUDE=/usr/include TORCH_LIB=/usr/lib/x86_64-linux-gnu PYTHON=/usr/bin/python3 sh trainer/torch/build-shim.sh /usr'
-mkdir -p "$tmp/113" "$tmp/26"
-sh -c "$shim $tmp/113 >/dev/null" && go build -tags ltlazy -o "$tmp/113/lcl" ./cmd/lcl
-scripts/torch2.sh run sh -c "$shim $rel/26 >/dev/null && go build -tags ltlazy -o $rel/26/lcl ./cmd/lcl"
+# build SRC OUT: lcl and its shim from the source tree SRC into OUT/113
+# (libtorch 1.13, here) and OUT/26 (2.6, in the root); both relative to the
+# checkout, the working directory here and in the root.
+build() {
+	local cmd="top=\$PWD && cd $1 && $shim \$top/$2/\$v >/dev/null && go build -buildvcs=false -tags ltlazy -o \$top/$2/\$v/lcl ./cmd/lcl"
+	mkdir -p "$2/113" "$2/26"
+	v=113 sh -c "$cmd"
+	scripts/torch2.sh run env v=26 sh -c "$cmd"
+}
+build . "$rel"
 base=${BENCH_BASE:-}
 if [ -n "$base" ]; then
 	echo "== building lcl at $base ($(git rev-parse --short "$base")) the same way" >&2
-	mkdir -p "$tmp/base/src" "$tmp/base/113" "$tmp/base/26"
+	mkdir -p "$tmp/base/src"
 	git archive "$base" | tar -x -C "$tmp/base/src"
-	(cd "$tmp/base/src" && sh -c "$shim $tmp/base/113 >/dev/null" && go build -buildvcs=false -tags ltlazy -o "$tmp/base/113/lcl" ./cmd/lcl)
-	scripts/torch2.sh run sh -c "cd $rel/base/src && $shim ../26 >/dev/null && go build -buildvcs=false -tags ltlazy -o ../26/lcl ./cmd/lcl"
+	build "$rel/base/src" "$rel/base"
 fi
 
 # timed WHERE CMD...: the wall-clock seconds of CMD (its output to $tmp/out);
