@@ -2,7 +2,6 @@ package data
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/lcl-project/lcl/internal/bounded"
 )
@@ -86,7 +87,14 @@ func readIDX(path string, wantDims int) (dims []int, body []byte, want int, err 
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
 	var r io.Reader = br
+	// What the file can hold: its size, or for gzip its size times
+	// DEFLATE's largest expansion.
+	var holds int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		holds = st.Size()
+	}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		holds *= maxDeflateRatio
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -113,16 +121,29 @@ func readIDX(path string, wantDims int) (dims []int, body []byte, want int, err 
 	if !ok || want > MaxIDXBytes {
 		return nil, nil, 0, fmt.Errorf("%s: IDX dimensions %v make %s of data, more than the %s limit", path, dims, sizeOf(dims), bounded.Bytes(MaxIDXBytes))
 	}
-	// Read what is there rather than trusting the header's size: the
-	// buffer grows with the data, and decompression stops at the size the
-	// header declares, so neither a corrupt header nor a gzip bomb can make
-	// us allocate more than the data that is really there.
-	body, err = bounded.ReadFull(r, int64(want))
+	// Trust the header's size only as far as the file can hold it: beyond
+	// that the buffer grows with the data, and decompression stops at the
+	// size the header declares, so neither a corrupt header nor a gzip bomb
+	// can make us allocate more than the data that is really there (or, for
+	// gzip, 1032 times the file). Allocating at once saves the growing
+	// read's copies (47 MB twice for Fashion-MNIST's training images).
+	if int64(want) <= holds {
+		body = make([]byte, want)
+		var k int
+		k, err = io.ReadFull(r, body)
+		body = body[:k]
+	} else {
+		body, err = bounded.ReadFull(r, int64(want))
+	}
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
 		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return dims, body, want, nil
 }
+
+// maxDeflateRatio is the most DEFLATE can expand its input: RFC 1951's
+// longest match, 258 bytes, from a code of two bits at the least.
+const maxDeflateRatio = 1032
 
 // MaxIDXBytes bounds the data an IDX header may declare (1 GiB: 1.3 million
 // 28×28 images, twice EMNIST's largest split), so a gzip-compressed IDX
