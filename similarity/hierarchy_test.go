@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lcl-project/lcl/labels"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // TestHierarchyDistance: the LCA heights of a graph with two roots, a
@@ -60,5 +61,39 @@ func TestHierarchyDistance(t *testing.T) {
 	}
 	if _, err := h.Matrix(10); err == nil || !strings.Contains(err.Error(), "memory limit") {
 		t.Errorf("a 5×5 matrix under a 10-byte limit: %v, want the memory refusal", err)
+	}
+}
+
+// A training run's WordNet hierarchy is built from the classes' synsets and
+// their ancestors alone (wordnet.OpenAncestors): the same heights as on the
+// whole database, for CIFAR-100 and Fashion-MNIST.
+func TestHierarchyOnAncestorsOnly(t *testing.T) {
+	full, err := wordnet.Open("")
+	if err != nil {
+		t.Fatalf("WordNet 3.0 is required for this test (run `make deps`): %v", err)
+	}
+	for _, name := range []string{"cifar100", "fashion-mnist"} {
+		set, err := labels.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NewHierarchy(set, "", func() (*wordnet.DB, error) { return full, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := NewHierarchy(set, "", func() (*wordnet.DB, error) { return wordnet.OpenAncestors("", set.WNIDs()) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MaxHeight() != want.MaxHeight() || got.Len() != want.Len() {
+			t.Fatalf("%s: %d classes, max height %d; on all of WordNet %d, %d", name, got.Len(), got.MaxHeight(), want.Len(), want.MaxHeight())
+		}
+		for i := range want.Len() {
+			for j := range want.Len() {
+				if g, w := got.Distance(i, j), want.Distance(i, j); g != w {
+					t.Errorf("%s: Distance(%d, %d) = %v, on all of WordNet %v", name, i, j, g, w)
+				}
+			}
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/runlog"
 	"github.com/lcl-project/lcl/trainer/torch"
+	"github.com/lcl-project/lcl/wordnet"
 )
 
 // Run is an assembled training run: what trainer.Run needs and what made it.
@@ -282,13 +283,17 @@ func (r *Run) Record(ctx context.Context, st Runs) error {
 	return st.PutRun(ctx, run)
 }
 
+// WordNetFunc opens WordNet with at least the synsets wnids and their
+// ancestors: a label set's hypernym graph (wordnet.OpenAncestors).
+type WordNetFunc func(wnids []string) (*wordnet.DB, error)
+
 // Hierarchy is the label graph the hierarchical metrics of set are
 // measured on (similarity.Hierarchy): the set's built-in hierarchy
 // (NABirds, AwA2, CUB), else WordNet when every class has a wnid
 // (ImageNet, CIFAR-100, Fashion-MNIST, ImageNet-21k). It is nil, with the
 // reason, for a set with neither (or no set) or when WordNet cannot be
 // opened: the run then reports no hierarchical metrics.
-func Hierarchy(set *labels.Set, wn similarity.WordNetFunc) (*similarity.Hierarchy, string) {
+func Hierarchy(set *labels.Set, wn WordNetFunc) (*similarity.Hierarchy, string) {
 	if set == nil {
 		return nil, "the classes have no label set"
 	}
@@ -302,7 +307,11 @@ func Hierarchy(set *labels.Set, wn similarity.WordNetFunc) (*similarity.Hierarch
 			return nil, "WordNet is not available"
 		}
 	}
-	h, err := similarity.NewHierarchy(set, "", wn)
+	var open similarity.WordNetFunc
+	if wn != nil {
+		open = func() (*wordnet.DB, error) { return wn(set.WNIDs()) }
+	}
+	h, err := similarity.NewHierarchy(set, "", open)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -51,8 +51,9 @@ type Env struct {
 	// Logf, when set, receives one line per note ("similarity from ...").
 	Logf func(format string, a ...any)
 	// WordNet opens WordNet for the hierarchical metrics of a label set
-	// without a hierarchy of its own (nil: none).
-	WordNet similarity.WordNetFunc
+	// without a hierarchy of its own: at least the synsets wnids and their
+	// ancestors (nil: none).
+	WordNet WordNetFunc
 }
 
 func (e Env) logf(format string, a ...any) {

@@ -152,7 +152,7 @@ func (o *evalOptions) options(f *Factory, spec string, test data.Dataset) (train
 	if set != nil && set.Len() != test.NumClasses() {
 		return eo, usagef("--synsets: label set %s has %d classes, the data %s has %d", set.Name, set.Len(), spec, test.NumClasses())
 	}
-	if h, why := trainrun.Hierarchy(set, f.WordNet); h != nil {
+	if h, why := trainrun.Hierarchy(set, f.WordNetOf); h != nil {
 		eo.Hierarchy = h
 		if o.CRM {
 			if eo.Cost, err = h.Matrix(0); err != nil {

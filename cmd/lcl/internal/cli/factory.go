@@ -118,6 +118,20 @@ func (f *Factory) WordNet() (*wordnet.DB, error) {
 	return wn, nil
 }
 
+// WordNetOf opens as much of WordNet as the hypernym graph of wnids needs:
+// the whole database when it is open already, else only those synsets
+// and their ancestors (a millisecond against Open's ~0.1 s, which every
+// training run would pay before its first step for its hierarchical
+// metrics).
+func (f *Factory) WordNetOf(wnids []string) (*wordnet.DB, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.wn != nil {
+		return f.wn, nil
+	}
+	return wordnet.OpenAncestors(f.WordNetDir, wnids)
+}
+
 // LabelSet resolves a --synsets value (built-in name or file) and checks that
 // every wnid it maps names a WordNet noun synset.
 func (f *Factory) LabelSet(spec string) (*labels.Set, error) {

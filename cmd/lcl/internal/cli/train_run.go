@@ -188,6 +188,6 @@ func (f *Factory) runEnv() trainrun.Env {
 		Release:  f.Close,
 		Host:     func(timeout time.Duration) *plugins.Host { return newHost(f, timeout) },
 		Logf:     f.Logf,
-		WordNet:  f.WordNet,
+		WordNet:  f.WordNetOf,
 	}
 }
