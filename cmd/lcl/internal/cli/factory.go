@@ -149,7 +149,13 @@ func (f *Factory) LabelSet(spec string) (*labels.Set, error) {
 	if !hasWNID {
 		return set, nil
 	}
-	wn, err := f.WordNet()
+	// The set's synsets alone, read at their offsets, check it; a wnid
+	// that names none is reported by Check against all of WordNet, with
+	// the class and the line of the set's file.
+	wn, err := f.WordNetOf(wnidsOf(set))
+	if errors.Is(err, wordnet.ErrUnknownSynset) {
+		wn, err = f.WordNet()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +163,17 @@ func (f *Factory) LabelSet(spec string) (*labels.Set, error) {
 		return nil, err
 	}
 	return set, nil
+}
+
+// wnidsOf is the wnids of set's classes that have one.
+func wnidsOf(set *labels.Set) []string {
+	var wnids []string
+	for _, c := range set.Classes {
+		if c.WNID != "" {
+			wnids = append(wnids, c.WNID)
+		}
+	}
+	return wnids
 }
 
 // Close releases what the factory opened.

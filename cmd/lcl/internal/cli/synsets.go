@@ -50,7 +50,7 @@ func runSynsets(f *Factory, opts *synsetsOptions) error {
 	}
 	var gloss func(wnid string) string
 	if set.Classes[0].WNID != "" {
-		wn, err := f.WordNet()
+		wn, err := f.WordNetOf(wnidsOf(set))
 		if err != nil {
 			return err
 		}
