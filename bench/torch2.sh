@@ -42,6 +42,15 @@ tmp=$(mktemp -d "$PWD/bin/torch2bench.XXXXXX" 2>/dev/null || { mkdir -p bin && m
 trap 'rm -rf "$tmp"' EXIT
 rel=${tmp#"$PWD"/} # the same folder inside the root (/src/lcl/...)
 
+hasjem() { # WHERE
+	if [ "$1" = root ]; then [ -e "$(scripts/torch2.sh root)/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" ]; else [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]; fi
+}
+# Every candidate runs, or the pick is not PyTorch at its best: jemalloc is
+# make bench-deps' here (the root's packages include it).
+for w in here root; do
+	hasjem "$w" || { echo "bench/torch2.sh: libjemalloc.so.2 is missing ($w): make bench-deps" >&2; exit 1; }
+done
+
 # lcl as make build ships it: bin/lcl opens the shim library beside it (and
 # libtorch with it) only in the process that trains; a linked build (go
 # build ./cmd/lcl) loads libtorch in every process of a run — the crash
@@ -123,13 +132,9 @@ envof() {
 	case $1 in *+blas1) e="$e OPENBLAS_NUM_THREADS=1" ;; esac
 	echo "$e"
 }
-hasjem() { # WHERE
-	if [ "$1" = root ]; then [ -e "$(scripts/torch2.sh root)/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" ]; else [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ]; fi
-}
 pick() { # WHERE MODEL MODE: "SECONDS SETTING", PyTorch's fastest setting for them
 	local b="" bt=1e9 s c
 	for c in $candidates; do
-		case $c in jemalloc*) hasjem "$1" || continue ;; esac
 		s=$(torchrun_ "$1" "$(envof "$c")" "$2" "$3")
 		if awk -v a="$s" -v b="$bt" 'BEGIN{exit !(a<b)}'; then bt=$s b=$c; fi
 	done

@@ -130,7 +130,7 @@ for spec in "cnn 128 30" "cnn 128 30 cl 600" "resnet18 64 6" "resnet18 64 6 cl 2
 	fi
 	flop=$("$py" -I bench/step_ref.py --model "$1" $(refshape "$1") --flops)
 	gf=$(awk -v i="$lw" -v f="$flop" 'BEGIN{printf "%.1f", i*f/1e9}')
-	printf '%-11s %5s %5s %10s %10s %7.3f   %9s %9s %7.3f   %7s %5.1f  %s\n' "$name" "$2" "$3" "$lw" "$pw" \
+	printf '%-11s %5s %5s %10.0f %10.0f %7.3f   %9.0f %9.0f %7.3f   %7s %5.1f  %s\n' "$name" "$2" "$3" "$lw" "$pw" \
 		"$(awk -v a="$lw" -v b="$pw" 'BEGIN{print a/b}')" "$lc" "$pc" "$(awk -v a="$lc" -v b="$pc" 'BEGIN{print a/b}')" \
 		"$gf" "$(awk -v g="$gf" -v p="$peak" 'BEGIN{print 100*g/p}')" "$pick"
 done
