@@ -19,8 +19,9 @@ const maxLine = 1 << 20
 // entity), each at the byte offset its wnid is: what a label set's
 // hypernym graph needs, in about a millisecond where Open parses all 82,115
 // synsets (~0.1 s, on every training run's path to its first step). The
-// DB holds those synsets only (Len, Nouns); index.noun is read as Open's
-// is, on the first Lookup, whose synsets must then be among them.
+// DB holds those synsets only (Len, Nouns; Synset reports any other wnid
+// as unknown); index.noun is read as Open's is, on the first Lookup,
+// whose synsets must then be among them.
 func OpenAncestors(dir string, wnids []string) (*DB, error) {
 	dir = Dir(dir)
 	path := filepath.Join(dir, "data.noun")
@@ -55,10 +56,10 @@ func OpenAncestors(dir string, wnids []string) (*DB, error) {
 // A wnid whose offset starts no synset line is ErrUnknownSynset, as
 // DB.Synset reports it.
 func readSynsetAt(f *os.File, path, wnid string) (*Synset, error) {
-	unknown := fmt.Errorf("%s: no noun synset at offset %s of %s: %w", wnid, wnid[min(1, len(wnid)):], path, ErrUnknownSynset)
 	if !validWNID(wnid) {
 		return nil, fmt.Errorf("%q is not a noun wnid (expected n followed by 8 digits): %w", wnid, ErrUnknownSynset)
 	}
+	unknown := fmt.Errorf("%s: no noun synset at offset %s of %s: %w", wnid, wnid[1:], path, ErrUnknownSynset)
 	var off int64
 	for _, c := range wnid[1:] {
 		off = off*10 + int64(c-'0')
@@ -88,8 +89,10 @@ func readSynsetAt(f *os.File, path, wnid string) (*Synset, error) {
 	return s, nil
 }
 
-// readLineAt reads from off up to the next newline (not included), at
-// most maxLine bytes; io.EOF when off is at or past the end.
+// readLineAt reads the byte at off and what follows it up to the next
+// newline (not included) or the end of the file, at most maxLine bytes;
+// io.EOF when off is at or past the end. The byte at off is not searched:
+// it is the newline that ends the line before.
 func readLineAt(f *os.File, off int64) ([]byte, error) {
 	buf := make([]byte, 0, 4096)
 	for {
