@@ -27,10 +27,7 @@ func OpenAncestors(dir string, wnids []string) (*DB, error) {
 	path := filepath.Join(dir, "data.noun")
 	f, err := os.Open(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("wordnet: %s not found: install Debian's wordnet-base (make deps) or point --wordnet / $WNHOME at a WordNet 3.0 dict folder", path)
-		}
-		return nil, fmt.Errorf("wordnet: %w", err)
+		return nil, dataNounError(path, err)
 	}
 	defer f.Close()
 	wn := &DB{dir: dir, synsets: map[string]*Synset{}}

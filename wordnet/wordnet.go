@@ -94,10 +94,7 @@ func Open(dir string) (*DB, error) {
 	path := filepath.Join(dir, "data.noun")
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("wordnet: %s not found: install Debian's wordnet-base (make deps) or point --wordnet / $WNHOME at a WordNet 3.0 dict folder", path)
-		}
-		return nil, fmt.Errorf("wordnet: %w", err)
+		return nil, dataNounError(path, err)
 	}
 	wn := &DB{dir: dir, synsets: make(map[string]*Synset, 82115), order: make([]*Synset, 0, 82115)}
 	var offset int64
@@ -130,6 +127,15 @@ func Open(dir string) (*DB, error) {
 		return nil, fmt.Errorf("wordnet: %s holds no synsets", path)
 	}
 	return wn, nil
+}
+
+// dataNounError is the error for a data.noun that cannot be read, with the
+// install hint when it is missing.
+func dataNounError(path string, err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("wordnet: %s not found: install Debian's wordnet-base (make deps) or point --wordnet / $WNHOME at a WordNet 3.0 dict folder", path)
+	}
+	return fmt.Errorf("wordnet: %w", err)
 }
 
 // parseDataLine parses one data.noun line:
