@@ -1,13 +1,14 @@
 package wordnet
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 )
 
 // maxLine bounds one data.noun line read at an offset (WordNet 3.0's
@@ -57,10 +58,7 @@ func readSynsetAt(f *os.File, path, wnid string) (*Synset, error) {
 		return nil, fmt.Errorf("%q is not a noun wnid (expected n followed by 8 digits): %w", wnid, ErrUnknownSynset)
 	}
 	unknown := fmt.Errorf("%s: no noun synset at offset %s of %s: %w", wnid, wnid[1:], path, ErrUnknownSynset)
-	var off int64
-	for _, c := range wnid[1:] {
-		off = off*10 + int64(c-'0')
-	}
+	off, _ := strconv.ParseInt(wnid[1:], 10, 64) // validWNID: 8 digits
 	// The byte before a line is its predecessor's newline.
 	start := max(off-1, 0)
 	line, err := readLineAt(f, start)
@@ -91,28 +89,20 @@ func readSynsetAt(f *os.File, path, wnid string) (*Synset, error) {
 // io.EOF when off is at or past the end. The byte at off is not searched:
 // it is the newline that ends the line before.
 func readLineAt(f *os.File, off int64) ([]byte, error) {
-	buf := make([]byte, 0, 4096)
-	for {
-		n := len(buf)
-		k, err := f.ReadAt(buf[n:cap(buf)], off+int64(n))
-		buf = buf[:n+k]
-		// Skip the leading byte (a predecessor's newline) in the search.
-		end := len(buf)
-		if i := bytes.IndexByte(buf[min(1, len(buf)):], '\n'); i >= 0 {
-			end = i + min(1, len(buf))
-		} else if err == nil {
-			end = -1 // read on
-		} else if err != io.EOF {
-			return nil, err
-		} else if len(buf) == 0 {
-			return nil, io.EOF
-		}
-		if end > maxLine || (end < 0 && len(buf) > maxLine) {
-			return nil, fmt.Errorf("line longer than %d bytes (the limit)", maxLine)
-		}
-		if end >= 0 {
-			return buf[:end], nil
-		}
-		buf = slices.Grow(buf, len(buf))
+	// One byte more than the limit allows tells a line that ends at the
+	// limit from one that goes on.
+	r := bufio.NewReader(io.NewSectionReader(f, off, 1+maxLine+1))
+	first, err := r.ReadByte()
+	if err != nil {
+		return nil, err
 	}
+	rest, err := r.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	rest = bytes.TrimSuffix(rest, []byte{'\n'})
+	if 1+len(rest) > maxLine {
+		return nil, fmt.Errorf("line longer than %d bytes (the limit)", maxLine)
+	}
+	return append([]byte{first}, rest...), nil
 }
