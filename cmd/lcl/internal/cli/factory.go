@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type Factory struct {
 	store   *simstore.Store
 	storeRO bool // store was opened read-only
 	wn      *wordnet.DB
+	wnPart  *wordnet.DB // WordNetOf's last: some synsets and their ancestors
 }
 
 // Store opens the store named by --store (once) for reading and writing.
@@ -123,13 +125,23 @@ func (f *Factory) WordNet() (*wordnet.DB, error) {
 // and their ancestors (a millisecond against Open's ~0.1 s, which every
 // training run would pay before its first step for its hierarchical
 // metrics).
+// The last such part is kept: a command that checks a label set and then
+// reads its synsets (lcl synsets, lcl eval) reads them once.
 func (f *Factory) WordNetOf(wnids []string) (*wordnet.DB, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.wn != nil {
 		return f.wn, nil
 	}
-	return wordnet.OpenAncestors(f.WordNetDir, wnids)
+	if f.wnPart != nil && !slices.ContainsFunc(wnids, func(id string) bool { return !f.wnPart.HasSynset(id) }) {
+		return f.wnPart, nil
+	}
+	part, err := wordnet.OpenAncestors(f.WordNetDir, wnids)
+	if err != nil {
+		return nil, err
+	}
+	f.wnPart = part
+	return part, nil
 }
 
 // LabelSet resolves a --synsets value (built-in name or file) and checks that
