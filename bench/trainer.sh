@@ -16,8 +16,9 @@
 # and their share of the machine's measured fp32 matrix-product peak.
 # Then mixing's cost: in the channels-last rounds each side also runs
 # more steps (600 for the small CNN, whose steps are short and whose cost
-# came out 3.3 % ± 2 with 120; 24 for ResNet-18) with timm's recipe mixing (--mixup 0.8 --cutmix 1; step_ref.py
-# mixes as timm's Mixup) and as many unmixed, in alternating blocks of 10
+# came out 3.3 % ± 2 with 120; 24 for ResNet-18) with timm's recipe
+# mixing (--mixup 0.8 --cutmix 1; step_ref.py mixes as timm's Mixup) and
+# as many unmixed, in alternating blocks of 10
 # in one process (--mix-compare: two processes differ by more than mixing
 # costs on a shared machine); the median round's cost is printed (issue
 # 30's goal: at most 3 %).
