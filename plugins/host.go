@@ -208,14 +208,15 @@ func BuiltinStrategiesTaking(param string) []string {
 
 // conn is one running plugin.
 type conn struct {
-	label  string // e.g. strategy plugin "lcl" (built-in)
-	client *plugin.Client
-	stderr *tail
-	pid    int           // of the plugin process, the leader of its own process group
-	done   chan struct{} // closed by kill: releases the thread that started the process
-	once   sync.Once
-	share  string                // the plugin's private matrix folder, removed with it
-	rpc    plugin.ClientProtocol // once started
+	label   string // e.g. strategy plugin "lcl" (built-in)
+	client  *plugin.Client
+	stderr  *tail
+	pid     int           // of the plugin process, the leader of its own process group
+	done    chan struct{} // closed by kill: releases the thread that started the process
+	once    sync.Once
+	share   string                // the plugin's private matrix folder, removed with it
+	sockets string                // the folder of its Unix socket, removed with it
+	rpc     plugin.ClientProtocol // once started
 }
 
 // kill stops the plugin and everything it started (its process group), and
@@ -229,6 +230,9 @@ func (c *conn) kill() {
 		close(c.done)
 		if c.share != "" {
 			os.RemoveAll(c.share)
+		}
+		if c.sockets != "" {
+			os.RemoveAll(c.sockets)
 		}
 	})
 }
@@ -280,7 +284,16 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The plugin's socket goes in a folder of its own that kill removes:
+	// kill ends the plugin with SIGKILL, so go-plugin's server never removes
+	// its socket itself, and every run left one in the temporary folder.
+	sockets, err := os.MkdirTemp("", "lcl-plugin-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: a folder for its socket: %w", label, err)
+	}
+	cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockets)
 	c := h.newConn(label, cmd, secure)
+	c.sockets = sockets
 	if r := c.launch(cmd, h.startTimeout()); r.err != nil {
 		return nil, nil, h.startError(c, r, name, where, secure)
 	}

@@ -275,6 +275,32 @@ func TestKillPluginMidCall(t *testing.T) {
 	}
 }
 
+
+// A stopped plugin leaves nothing in the temporary folder: its Unix socket
+// lived in a folder of its own, removed with it (the plugin is killed, so
+// go-plugin's server never removes the socket itself).
+func TestStoppedPluginLeavesNoSocket(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the host's and (through hostEnv) the plugin's
+	h := testHost(t)
+	for _, name := range []string{"sl", "hang"} {
+		st, err := h.Strategy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Describe(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		socks, _ := filepath.Glob(filepath.Join(tmp, "lcl-plugin-*", "plugin*"))
+		if len(socks) != 1 {
+			t.Fatalf("%s running: sockets %v, want one in its own folder under %s", name, socks, tmp)
+		}
+		st.Close()
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("left in the temporary folder after the plugins stopped: %v", left)
+	}
+}
 func TestCancelIsNotBlamedOnPlugin(t *testing.T) {
 	h := testHost(t)
 	st, err := h.Strategy("hang")

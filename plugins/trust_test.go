@@ -262,7 +262,9 @@ func TestPluginDiesWithItsHost(t *testing.T) {
 	writePlugin(t, dir, "hang", 0o755)
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "LCL_TEST_PLUGIN_HOST="+dir)
+	// A host killed with SIGKILL cannot remove its plugin's socket folder:
+	// keep it in the test's own temporary folder.
+	cmd.Env = append(os.Environ(), "LCL_TEST_PLUGIN_HOST="+dir, "TMPDIR="+t.TempDir())
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
