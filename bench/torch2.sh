@@ -15,7 +15,8 @@
 # Every side runs at its best: PyTorch's setting is picked per libtorch,
 # model and mode from glibc's defaults, the malloc tunables lcl applies
 # in-process and jemalloc, each with OpenBLAS's own thread pool and with
-# one OpenBLAS thread (a first run of each; the winner is printed); lcl runs
+# one OpenBLAS thread (a first run of each; the winner is printed, and its
+# figure is then the best of the rounds, as lcl's is); lcl runs
 # as it ships, with oneDNN on as PyTorch runs (LCL_ONEDNN=on: on the AMD VMs
 # whose CPUID hides the cache sizes, lcl's guard would turn libtorch 2.x's
 # oneDNN off for correctness — docs/trainer.md — while PyTorch keeps it, so
@@ -109,8 +110,12 @@ lclrun() { # WHERE BIN MODEL MODE
 	local f=() p=fp32
 	case $4 in *cl*) f+=(--channels-last) ;; esac
 	case $4 in bf16*) p=bf16 ;; esac
-	timed "$1" env LCL_ONEDNN=on "$2" --quiet train --synsets fashion-mnist --model "$3" --strategy ls --fraction "$(frac "$3")" \
-		--epochs "$epochs" --threads "$threads" --no-store --out "$rel/run" --precision "$p" "${f[@]}" --eval-batch 256
+	# --preset fmnist-cnn: bench/e2e_ref.py's optimiser and schedule (SGD,
+	# Nesterov 0.9, weight decay 5e-4, cosine from 0.05, batch 128) for every
+	# model; ResNet-18's own preset (cifar-resnet) trains something else.
+	timed "$1" env LCL_ONEDNN=on "$2" --quiet train --synsets fashion-mnist --model "$3" --preset fmnist-cnn --strategy ls \
+		--fraction "$(frac "$3")" --epochs "$epochs" --threads "$threads" --no-store --out "$rel/run" --precision "$p" "${f[@]}" \
+		--eval-batch 256
 }
 torchrun_() { # WHERE ENV MODEL MODE [COMPILE]
 	local f=() p=fp32
@@ -153,7 +158,10 @@ for m in $models; do
 		check
 		p26=$(pick root "$m" "$mode")
 		check
-		b=${p113%% *} d=${p26%% *} set113=${p113#* } set26=${p26#* }
+		# The pick chooses PyTorch's setting; its figure, like lcl's, is the
+		# best of the rounds alone (the best of seven runs against one leaned
+		# every one-round row towards PyTorch).
+		b="" d="" set113=${p113#* } set26=${p26#* }
 		for _ in $(seq "$rounds"); do
 			a=$(min "$(lclrun here "$tmp/113/lcl" "$m" "$mode")" "$a")
 			check
