@@ -275,7 +275,6 @@ func TestKillPluginMidCall(t *testing.T) {
 	}
 }
 
-
 // A stopped plugin leaves nothing in the temporary folder: its Unix socket
 // lived in a folder of its own, removed with it (the plugin is killed, so
 // go-plugin's server never removes the socket itself).
