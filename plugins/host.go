@@ -291,7 +291,14 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: a folder for its socket: %w", label, err)
 	}
-	cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockets)
+	if len(sockets)+len("/plugin")+10 < sunPathLen {
+		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockets)
+	} else {
+		// A socket path past sun_path cannot be bound: under a long
+		// $TMPDIR the plugin puts its socket there itself, as before.
+		os.Remove(sockets)
+		sockets = ""
+	}
 	c := h.newConn(label, cmd, secure)
 	c.sockets = sockets
 	if r := c.launch(cmd, h.startTimeout()); r.err != nil {
@@ -436,6 +443,10 @@ func (h *Host) startError(c *conn, r started, name, where string, secure *plugin
 	}
 	return fmt.Errorf("%s: could not start: %s", c.label, oneLine(err.Error()+c.stderr.hint()))
 }
+
+// sunPathLen is the size of a Unix socket address's path (sockaddr_un's
+// sun_path on Linux, its terminating NUL included).
+const sunPathLen = 108
 
 // errStartTimeout is a start that go-plugin did not end in time.
 var errStartTimeout = errors.New("start timed out")

@@ -300,6 +300,28 @@ func TestStoppedPluginLeavesNoSocket(t *testing.T) {
 		t.Fatalf("left in the temporary folder after the plugins stopped: %v", left)
 	}
 }
+
+// Under a $TMPDIR too long for a socket in a folder of its own (but not for
+// one directly in it) plugins still start.
+func TestLongTempDirStillStarts(t *testing.T) {
+	tmp := t.TempDir()
+	long := filepath.Join(tmp, strings.Repeat("d", 80-len(tmp)-1))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(long); n+len("/lcl-plugin-")+10+len("/plugin")+10 < sunPathLen || n+len("/plugin")+10 >= sunPathLen {
+		t.Fatalf("a $TMPDIR of %d bytes does not test the fallback", n)
+	}
+	t.Setenv("TMPDIR", long)
+	st, err := testHost(t).Strategy("sl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Describe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
 func TestCancelIsNotBlamedOnPlugin(t *testing.T) {
 	h := testHost(t)
 	st, err := h.Strategy("hang")
