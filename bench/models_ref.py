@@ -330,6 +330,8 @@ def bench(argv=None):
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: autocast, as lcl's --precision bf16")
+    ap.add_argument("--channels-last", action="store_true")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -339,12 +341,18 @@ def bench(argv=None):
     T = torch.full((c, c), 0.1 / (c - 1))
     T.fill_diagonal_(0.9)
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
-    x = torch.randn(a.batch, *[int(v) for v in a.shape.split(",")])
+    mf = torch.channels_last if a.channels_last else torch.contiguous_format
+    m = m.to(memory_format=mf)
+    x = torch.randn(a.batch, *[int(v) for v in a.shape.split(",")]).contiguous(memory_format=mf)
     y = torch.randint(0, c, (a.batch,))
+    bf16 = a.precision == "bf16"
     m.train()
 
     def step():
-        loss = -(T.index_select(0, y) * F.log_softmax(m(x), 1)).sum(1).mean()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            z = m(x)
+        # The loss in float32, outside autocast, as lcl computes it.
+        loss = -(T.index_select(0, y) * F.log_softmax(z.float(), 1)).sum(1).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -55,9 +55,9 @@ say() { echo "torch2: $*" >&2; }
 # The packages of the root: the tests' (scripts/deps.sh's list, one source
 # of truth), and what Debian 13 needs besides for building and measuring.
 mapfile -t pkgs < <(scripts/deps.sh --list test)
-# jemalloc and python3-dev/setuptools: bench/torch2.sh (PyTorch's best
-# allocator, torch.compile's C++ wrappers).
-pkgs+=(libopenblas0-pthread g++ git ca-certificates libjemalloc2 python3-dev python3-setuptools)
+# jemalloc, tcmalloc and python3-dev/setuptools: bench/torch2.sh and
+# bench/models.sh (PyTorch's best allocator, torch.compile's C++ wrappers).
+pkgs+=(libopenblas0-pthread g++ git ca-certificates libjemalloc2 libtcmalloc-minimal4t64 python3-dev python3-setuptools)
 want=$(printf '%s\n' "${pkgs[@]}" | sort -u)
 
 # inside CMD...: runs CMD in the root, as root, in the checkout (/src/lcl),
