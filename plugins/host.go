@@ -444,9 +444,10 @@ func (h *Host) startError(c *conn, r started, name, where string, secure *plugin
 	return fmt.Errorf("%s: could not start: %s", c.label, oneLine(err.Error()+c.stderr.hint()))
 }
 
-// sunPathLen is the size of a Unix socket address's path (sockaddr_un's
-// sun_path on Linux, its terminating NUL included).
-const sunPathLen = 108
+// sunPathLen is the size of a Unix socket address's path, its terminating
+// NUL included: sockaddr_un's sun_path, 108 bytes on Linux and 104 on macOS
+// and the BSDs (the smaller, so that the check holds on both).
+const sunPathLen = 104
 
 // errStartTimeout is a start that go-plugin did not end in time.
 var errStartTimeout = errors.New("start timed out")
