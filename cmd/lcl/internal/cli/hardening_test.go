@@ -206,7 +206,8 @@ func TestPluginsServeExitsOnSIGTERM(t *testing.T) {
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe, "plugins", "serve", "strategy", "sl")
 	cmd.Env = append(os.Environ(), "LCL_TEST_CLI=1", "LCL_PLUGIN_MAGIC_COOKIE=9f1c0b7e-lcl-label-similarity-curriculum",
-		fmt.Sprint("PLUGIN_PROTOCOL_VERSIONS=", plugins.ProtocolVersion), "PLUGIN_MIN_PORT=0", "PLUGIN_MAX_PORT=0")
+		fmt.Sprint("PLUGIN_PROTOCOL_VERSIONS=", plugins.ProtocolVersion), "PLUGIN_MIN_PORT=0", "PLUGIN_MAX_PORT=0",
+		"TMPDIR="+t.TempDir()) // the socket of a server killed by a signal stays: in the test's folder
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
