@@ -71,8 +71,9 @@ echo "$table" | while IFS='|' read -r name model shape classes ref kw; do
 	case " ${BENCH_MODELS:-$name} " in *" $name "*) ;; *) continue ;; esac
 	# shellcheck disable=SC2086 # flags is a word list
 	lcl() {
-		"$tmp/lcl" --quiet bench step --model "$model" --input "$shape" --classes "$classes" --batch "$batch" --steps "$steps" \
-			--warmup 1 --threads "$threads" $flags | { o=$(cat); echo "$(echo "$o" | jnum img_per_s) $(echo "$o" | jnum img_per_cpu_s)"; }
+		o=$("$tmp/lcl" --quiet bench step --model "$model" --input "$shape" --classes "$classes" --batch "$batch" --steps "$steps" \
+			--warmup 1 --threads "$threads" $flags)
+		echo "$(echo "$o" | jnum img_per_s) $(echo "$o" | jnum img_per_cpu_s)"
 	}
 	# shellcheck disable=SC2086
 	torch() {
@@ -87,14 +88,14 @@ echo "$table" | while IFS='|' read -r name model shape classes ref kw; do
 		q=$(torch "$x")
 		[ "$(better "$q" "$p")" = "$p" ] || { p=$q e=$x; }
 	done
-	case $e in LD_PRELOAD=*) set=tcmalloc ;; *) set="malloc tunables" ;; esac
+	case $e in LD_PRELOAD=*) won=tcmalloc ;; *) won="malloc tunables" ;; esac
 	l="0 0" p="0 0"
 	for _ in $(seq "$rounds"); do
 		l=$(better "$(lcl)" "$l")
 		p=$(better "$(torch "$e")" "$p")
 	done
 	printf '%-20s %-11s %5s %10.2f %10.2f %7s   %12.2f %12.2f %7s  %s\n' "$name" "$(echo "$shape" | tr , x)" "$batch" \
-		"${l% *}" "${p% *}" "$(ratio "${l% *}" "${p% *}")" "${l#* }" "${p#* }" "$(ratio "${l#* }" "${p#* }")" "$set"
+		"${l% *}" "${p% *}" "$(ratio "${l% *}" "${p% *}")" "${l#* }" "${p#* }" "$(ratio "${l#* }" "${p#* }")" "$won"
 done
 echo "mode=$mode rounds=$rounds (best of each; ratios lcl/PyTorch, > 1: lcl faster) OMP_WAIT_POLICY=$OMP_WAIT_POLICY threads=$threads batch=$batch steps=$steps tiny=${TINY:-0} load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); bf16 units: $(grep -o -m1 -w 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"

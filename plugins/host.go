@@ -291,6 +291,7 @@ func (h *Host) start(kind, name string) (*conn, any, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: a folder for its socket: %w", label, err)
 	}
+	// go-plugin names the socket "plugin" and up to 10 random digits.
 	if len(sockets)+len("/plugin")+10 < sunPathLen {
 		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+sockets)
 	} else {
