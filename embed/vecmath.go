@@ -27,6 +27,12 @@ func axpy(alpha float32, x, y []float32) {
 	blas.Saxpy(len(x), alpha, x, 1, y, 1)
 }
 
+// updateGo is update as two axpy calls: work += g·row, then row += g·l1.
+func updateGo(g float32, l1, row, work []float32) {
+	axpy(g, row[:len(l1)], work)
+	axpy(g, l1, row)
+}
+
 // scal does x *= alpha.
 func scal(alpha float32, x []float32) {
 	for i := range x {

@@ -120,3 +120,52 @@ func BenchmarkAxpyGonumImpl(b *testing.B) {
 		impl.Saxpy(benchDim, 1e-6, x, 1, y, 1)
 	}
 }
+
+// update must give the two axpy calls' results bit for bit (vectors stored
+// by earlier versions stay reproducible), for every length's tails and for
+// rows that do not start on a vector boundary.
+func TestUpdateMatchesTwoAxpy(t *testing.T) {
+	r := newRNG(7)
+	fill := func(n int) []float32 {
+		v := make([]float32, n+3)
+		for i := range v {
+			v[i] = float32(int32(r.next()))/(1<<31) + 1e-30
+		}
+		return v
+	}
+	for _, n := range []int{0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 101, 300} {
+		for off := 0; off < 3; off++ {
+			for _, g := range []float32{0.0123, -0.25, 0, 1e-8} {
+				l1, row, work := fill(n), fill(n), fill(n)
+				l1, row, work = l1[off:off+n], row[off:off+n], work[3-off:3-off+n]
+				wantRow := append([]float32(nil), row...)
+				wantWork := append([]float32(nil), work...)
+				updateGo(g, l1, wantRow, wantWork)
+				update(g, l1, row, work)
+				for i := range n {
+					if math.Float32bits(row[i]) != math.Float32bits(wantRow[i]) ||
+						math.Float32bits(work[i]) != math.Float32bits(wantWork[i]) {
+						t.Fatalf("n=%d off=%d g=%g [%d]: row %g work %g, want %g %g",
+							n, off, g, i, row[i], work[i], wantRow[i], wantWork[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkUpdateFused(b *testing.B) {
+	l1, row := benchVecs()
+	work := make([]float32, benchDim)
+	for range b.N {
+		update(1e-9, l1, row, work)
+	}
+}
+
+func BenchmarkUpdateTwoAxpy(b *testing.B) {
+	l1, row := benchVecs()
+	work := make([]float32, benchDim)
+	for range b.N {
+		updateGo(1e-9, l1, row, work)
+	}
+}

@@ -120,10 +120,7 @@ func (t *trainer) gradient(l1 []float32, target int32, negs []int32, out []float
 	row := out[int(target)*d:][:d]
 	if f := dot(l1, row); f > -maxExp {
 		g := (1 - sig.at(f)) * t.alpha
-		axpy(g, row, work)
-		if t.learnOut {
-			axpy(g, l1, row)
-		}
+		t.step(g, l1, row, work)
 	}
 	for _, word := range negs {
 		if word == target {
@@ -135,11 +132,18 @@ func (t *trainer) gradient(l1 []float32, target int32, negs []int32, out []float
 			continue
 		}
 		g := -sig.at(f) * t.alpha
-		axpy(g, row, work)
-		if t.learnOut {
-			axpy(g, l1, row)
-		}
+		t.step(g, l1, row, work)
 	}
+}
+
+// step adds g·row to the gradient work and, when learning output weights,
+// g·l1 to row (row's old value goes into work).
+func (t *trainer) step(g float32, l1, row, work []float32) {
+	if t.learnOut {
+		update(g, l1, row, work)
+		return
+	}
+	axpy(g, row, work)
 }
 
 func (t *trainer) dm(dv []float32) {
