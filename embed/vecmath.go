@@ -14,7 +14,9 @@ import (
 // blas32 wrapper, 30.6 ns hand-unrolled Go loop, 1524 ns spago
 // Dense.DotUnitary (it wraps both rows in Dense values and allocates its
 // result); axpy 11.4 / 15.0 / 32.2 / 778 ns likewise. spago's API costs two
-// orders of magnitude here, so it is not used in the training loops.
+// orders of magnitude here, so it is not used in the training loops. The
+// training step's pair of axpy calls on one output row is fused into one
+// AVX pass on amd64 (update_amd64.s: 7.5 ns against 17.5 ns for the two).
 var blas gonum.Implementation
 
 // dot returns Σ a[i]·b[i]; len(b) must be ≥ len(a).
