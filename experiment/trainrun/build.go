@@ -234,7 +234,7 @@ func OpenPlanner(ctx context.Context, env Env, sel Selection, timeout time.Durat
 		return fail(err)
 	}
 	if opened.From != "" {
-		env.logf("lcl train: %s similarity from %s", opened.Info.Name, opened.From)
+		env.logf("lcl train: strategy %s: similarity from %s", opened.Info.Name, opened.From)
 	}
 	labels := make([]int, train.Len())
 	for i := range labels {

@@ -54,6 +54,11 @@ type Env struct {
 	// without a hierarchy of its own: at least the synsets wnids and their
 	// ancestors (nil: none).
 	WordNet WordNetFunc
+	// Prepare, when set, runs before the similarity plugin source computes
+	// set's matrix (the store holds none of that kind): it may store what
+	// the plugin reads (lcl embeds a label set's missing class vectors
+	// for the semantic source) and says so through Logf.
+	Prepare func(ctx context.Context, source string, set *labels.Set) error
 }
 
 func (e Env) logf(format string, a ...any) {
@@ -246,6 +251,11 @@ func pluginSimilarity(ctx context.Context, env Env, host *plugins.Host, source s
 		// a run finds the matrix that made.
 		return nil, "", fmt.Errorf("label set %s has no built-in attributes: make its visual similarity with `lcl similarity --synsets %s --source visual --attributes FILE` first (a run then finds it in the store), or pass --matrix FILE.npy",
 			set.Name, set.Name)
+	}
+	if env.Prepare != nil {
+		if err := env.Prepare(ctx, source, set); err != nil {
+			return nil, "", err
+		}
 	}
 	if env.Release != nil {
 		if err := env.Release(); err != nil {

@@ -228,4 +228,16 @@ func TestEmbedReusesCorpusModel(t *testing.T) {
 	if !slices.Equal(c.Row(1), a.Row(2)) || c.Meta["corpus_model"] != first["corpus_model"] {
 		t.Errorf("vectors embedded by lcl similarity: meta %v; want the tabby's vector from %v", c.Meta, first["corpus_model"])
 	}
+	// So does a run (here lcl plan: trainrun's path, as lcl train's) on the
+	// semantic source of a label set without vectors, before its plugin
+	// computes the matrix; it names the strategy the similarity is for.
+	birds := filepath.Join(dir, "birds.txt")
+	os.WriteFile(birds, []byte("kit fox\tn02119789\nred fox\tn02119022\ntabby\tn02123045\n"), 0o644)
+	r = cliRun(t, "--store", store, "plan", "--strategy", "lcl", "--synsets", birds, "--source", "semantic",
+		"--epochs", "2", "--out", filepath.Join(dir, "plan"))
+	if r.code != 0 || strings.Count(r.err, "lcl plan: no vectors of") != 1 ||
+		!strings.Contains(r.err, "embedded its classes with the stored corpus model") ||
+		!strings.Contains(r.err, `similarity from similarity plugin "semantic"`) {
+		t.Errorf("lcl plan without vectors: exit %d, stderr %q; want the classes embedded, in one line, then the plugin's matrix", r.code, r.err)
+	}
 }

@@ -95,7 +95,7 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 	}
 	host := newHost(f, o.Timeout)
 	defer host.Close()
-	opened, err := trainrun.OpenStrategy(ctx, f.runEnv(), host, sel, set, classes, o.Epochs)
+	opened, err := trainrun.OpenStrategy(ctx, f.runEnv("lcl plan"), host, sel, set, classes, o.Epochs)
 	if err != nil {
 		return fromRun(err)
 	}

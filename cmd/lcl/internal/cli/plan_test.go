@@ -221,15 +221,11 @@ func TestPlanErrors(t *testing.T) {
 	}
 
 	needWordNet(t)
-	// No matrix in the store: the built-in semantic source (a plugin process
-	// reading the store read-only) says what is missing.
-	r := cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "semantic", "--out", t.TempDir())
-	if r.code != 1 || !strings.Contains(r.err, `similarity plugin "semantic" (built-in): Compute: semantic: no vectors for label set fashion-mnist in the store; run `+"`lcl embed --synsets fashion-mnist`") {
-		t.Fatalf("missing matrix: exit %d: %s", r.code, r.err)
-	}
-	// Visual similarity of a set without attributes: lcl similarity makes it
-	// from a file (a flag plan and train do not have).
-	r = cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "visual", "--out", t.TempDir())
+	// (No semantic matrix or vectors in the store: the run embeds the
+	// classes first, TestEmbedReusesCorpusModel.) Visual similarity of a
+	// set without attributes: lcl similarity makes it from a file (a flag
+	// plan and train do not have).
+	r := cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "visual", "--out", t.TempDir())
 	if r.code != 1 || !strings.Contains(r.err, "label set fashion-mnist has no built-in attributes: make its visual similarity with `lcl similarity --synsets fashion-mnist --source visual --attributes FILE` first") {
 		t.Fatalf("visual without attributes: exit %d: %s", r.code, r.err)
 	}

@@ -168,7 +168,7 @@ func runSimilarity(ctx context.Context, f *Factory, opts *similarityOptions, par
 		return err
 	}
 	if plugin == nil && src.Name() == "semantic" && params["model"] == "" {
-		if err := embedIfMissing(ctx, f, store, set); err != nil {
+		if err := embedIfMissing(ctx, f, store, set, "lcl similarity"); err != nil {
 			return err
 		}
 	}
@@ -257,7 +257,7 @@ func formatParams(p map[string]string) string {
 // the newest corpus model in the store (what lcl embed trained last, any
 // settings), else as lcl embed with its defaults (training the WordNet
 // corpus model first). The class documents are as lcl embed's --source auto.
-func embedIfMissing(ctx context.Context, f *Factory, store *simstore.Store, set *labels.Set) error {
+func embedIfMissing(ctx context.Context, f *Factory, store *simstore.Store, set *labels.Set, who string) error {
 	entries, err := store.List(ctx, simstore.KindVectors)
 	if err != nil {
 		return err
@@ -270,7 +270,7 @@ func embedIfMissing(ctx context.Context, f *Factory, store *simstore.Store, set 
 	}
 	latest, err := store.LatestModel(ctx)
 	if errors.Is(err, simstore.ErrNotFound) {
-		f.Logf("lcl similarity: no vectors of %s in the store: embedding its classes first (lcl embed --synsets %s, training the corpus model once)", set.Name, set.Name)
+		f.Logf("%s: no vectors of %s in the store: embedding its classes first (lcl embed --synsets %s, training the corpus model once)", who, set.Name, set.Name)
 		_, err = embedSet(ctx, f, set, defaultEmbedFlags(set.Name))
 		return err
 	}
@@ -291,6 +291,6 @@ func embedIfMissing(ctx context.Context, f *Factory, store *simstore.Store, set 
 		return err
 	}
 	out := v.Record(set, source)
-	f.Logf("lcl similarity: no vectors of %s in the store: embedded its classes with the stored corpus model as vec/%s/%s", set.Name, set.Name, out.Model)
+	f.Logf("%s: no vectors of %s in the store: embedded its classes with the stored corpus model as vec/%s/%s", who, set.Name, set.Name, out.Model)
 	return store.PutVectors(ctx, out)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment/trainrun"
+	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/trainer"
@@ -92,7 +93,7 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if spec.Exec.Resume && !hasCheckpoint {
 		f.Logf("lcl train: %s has no checkpoint: starting from scratch", out)
 	}
-	if err := r.Plan(ctx, f.runEnv()); err != nil {
+	if err := r.Plan(ctx, f.runEnv("lcl train")); err != nil {
 		return fromRun(err)
 	}
 	defer r.Close()
@@ -174,8 +175,8 @@ func fromRun(err error) error {
 }
 
 // runEnv is what trainrun needs from the factory: the store (for
-// matrices), the plugin host, and the log.
-func (f *Factory) runEnv() trainrun.Env {
+// matrices), the plugin host, and the log; who names the command in notes.
+func (f *Factory) runEnv(who string) trainrun.Env {
 	return trainrun.Env{
 		Store: func() (similarity.MatrixStore, error) {
 			s, err := f.ReadStore()
@@ -189,5 +190,17 @@ func (f *Factory) runEnv() trainrun.Env {
 		Host:     func(timeout time.Duration) *plugins.Host { return newHost(f, timeout) },
 		Logf:     f.Logf,
 		WordNet:  f.WordNetOf,
+		// A run on the semantic source of a label set without vectors
+		// embeds them first, as lcl similarity does.
+		Prepare: func(ctx context.Context, source string, set *labels.Set) error {
+			if source != "semantic" {
+				return nil
+			}
+			s, err := f.Store()
+			if err != nil {
+				return err
+			}
+			return embedIfMissing(ctx, f, s, set, who)
+		},
 	}
 }
