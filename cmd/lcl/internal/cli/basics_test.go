@@ -105,6 +105,11 @@ func TestExitCodesAndVersion(t *testing.T) {
 		{[]string{"--version"}, ExitOK, "lcl " + Version + " ", ""},
 		{[]string{"--json", "version"}, ExitOK, `"message_type":"version"`, ""},
 		{[]string{"version", "extra"}, ExitUsage, "", "takes no arguments"},
+		// A lone argument meant for a flag: the flag is named.
+		{[]string{"eval", "runs/x"}, ExitUsage, "", `takes no arguments, got ["runs/x"]: did you mean --checkpoint runs/x?`},
+		{[]string{"embed", "imagenet"}, ExitUsage, "", "did you mean --synsets imagenet?"},
+		{[]string{"similarity", "awa2", "--source", "visual"}, ExitUsage, "", "did you mean --synsets awa2?"},
+		{[]string{"train", "runs/x"}, ExitUsage, "", `lcl train takes no arguments, got ["runs/x"]` + "\n"},
 		{[]string{"--no-such-flag"}, ExitUsage, "", "unknown flag: --no-such-flag"},
 		{[]string{"synsets", "--bogus"}, ExitUsage, "", "unknown flag: --bogus"},
 		{[]string{"nosuchcommand"}, ExitUsage, "", `unknown command "nosuchcommand"`},

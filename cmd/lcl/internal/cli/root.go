@@ -11,13 +11,17 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/crash"
+	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 )
 
@@ -218,10 +222,37 @@ func argErrorsAreUsage(c *cobra.Command) {
 	}
 }
 
-// noArgsOrUsage rejects positional arguments with a usage error.
+// noArgsOrUsage rejects positional arguments with a usage error, naming
+// the flag a lone argument was probably meant for.
 func noArgsOrUsage(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
+		if f := flagForArg(cmd, args); f != "" {
+			return usagef("%s takes no arguments, got %q: did you mean --%s %s?", cmd.CommandPath(), args, f, args[0])
+		}
 		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 	}
 	return nil
+}
+
+// flagForArg guesses the flag a lone positional argument belongs to: the
+// unset --synsets for a built-in label set's name (lcl embed imagenet),
+// else the command's one unset required flag (lcl eval runs/x: --checkpoint).
+func flagForArg(cmd *cobra.Command, args []string) string {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return ""
+	}
+	fs := cmd.Flags()
+	if f := fs.Lookup("synsets"); f != nil && !f.Changed && slices.Contains(labels.Names(), args[0]) {
+		return "synsets"
+	}
+	var required []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Changed && strings.Contains(f.Usage, "(required)") {
+			required = append(required, f.Name)
+		}
+	})
+	if len(required) == 1 {
+		return required[0]
+	}
+	return ""
 }
