@@ -76,10 +76,9 @@ func LoadTrainSpec(path string) (TrainSpec, error) {
 		if errors.As(err, &te) {
 			msgs := make([]string, len(te.Errors))
 			for i, m := range te.Errors {
-				msgs[i] = typeNames.ReplaceAllString(m, "")
+				msgs[i] = yamlMessage(m)
 			}
-			return TrainSpec{}, fmt.Errorf("%s: %s (the keys of a grid's cell: labels, data, model, fraction, strategy, source, params, seed, epochs, preset, args, device, threads, nproc, channels-last)",
-				path, strings.Join(msgs, "; "))
+			return TrainSpec{}, fmt.Errorf("%s: %s", path, strings.Join(msgs, "; "))
 		}
 		return TrainSpec{}, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/trainer"
@@ -78,6 +80,43 @@ type Strategy struct {
 
 // typeNames strips Go type names from yaml.v3's messages.
 var typeNames = regexp.MustCompile(` in type experiment\.\w+| into \[\]?\w+`)
+
+// unknownField matches yaml.v3's message for a key no field takes.
+var unknownField = regexp.MustCompile(`^(line \d+): field (\S+) not found in type experiment\.(\w+)$`)
+
+// yamlMessage is one of yaml.v3's type errors as lcl says it: without Go
+// type names, and for an unknown key the nearest known keys and the list
+// ("line 3: unknown key model; did you mean models? (a grid's keys: ...)").
+func yamlMessage(m string) string {
+	if sm := unknownField.FindStringSubmatch(m); sm != nil {
+		var keys []string
+		var what string
+		switch sm[3] {
+		case "Grid":
+			keys, what = yamlKeys(reflect.TypeFor[Grid]()), "a grid's keys"
+		case "Strategy":
+			keys, what = yamlKeys(reflect.TypeFor[Strategy]()), "a strategy's keys"
+		case "Cell":
+			keys, what = yamlKeys(reflect.TypeFor[Cell]()), "a run's keys"
+		}
+		if keys != nil {
+			return fmt.Sprintf("%s: unknown key %s%s (%s: %s)", sm[1], sm[2], suggest.DidYouMean(sm[2], keys), what, strings.Join(keys, ", "))
+		}
+	}
+	return typeNames.ReplaceAllString(m, "")
+}
+
+// yamlKeys lists the yaml keys of struct type t, in field order.
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
 
 // flagName is what a key must look like to become an `lcl train` flag.
 var flagName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
@@ -140,7 +179,7 @@ func Parse(raw []byte) (*Grid, error) {
 		if errors.As(err, &te) {
 			msgs := make([]string, len(te.Errors))
 			for i, m := range te.Errors {
-				msgs[i] = typeNames.ReplaceAllString(m, "")
+				msgs[i] = yamlMessage(m)
 			}
 			return nil, errors.New(strings.Join(msgs, "; "))
 		}

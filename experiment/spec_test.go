@@ -85,8 +85,8 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown top-level field", valid + "epoch: 3\n", "line 7: field epoch not found"},
-		{"unknown strategy field", "labels: x\nmodels: [cnn]\nfractions: [0.1]\nseeds: [1]\nstrategies:\n  - name: lcl\n    epsilon: [0.9]\n", "line 7: field epsilon not found"},
+		{"unknown top-level field", valid + "epoch: 3\n", "line 7: unknown key epoch; did you mean epochs? (a grid's keys: name, labels"},
+		{"unknown strategy field", "labels: x\nmodels: [cnn]\nfractions: [0.1]\nseeds: [1]\nstrategies:\n  - name: lcl\n    epsilon: [0.9]\n", "line 7: unknown key epsilon (a strategy's keys: name, sources, params)"},
 		{"missing labels", "models: [cnn]\nfractions: [0.1]\nseeds: [1]\nstrategies: [{name: sl}]\n", "labels: required"},
 		{"fraction out of range", strings.Replace(valid, "[0.1]", "[0.1, 1.5]", 1), "fractions[1]: 1.5 is not in (0, 1]"},
 		{"repeated seed", strings.Replace(valid, "seeds: [1]", "seeds: [1, 2, 1]", 1), "seeds[2]: 1 repeats seeds[0]"},
@@ -120,7 +120,7 @@ func TestLoadNamesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Load(path)
-	if err == nil || !strings.Contains(err.Error(), path+": line 2: field model not found") {
+	if err == nil || !strings.Contains(err.Error(), path+": line 2: unknown key model; did you mean models?") {
 		t.Fatalf("error %v", err)
 	}
 }

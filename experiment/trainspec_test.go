@@ -216,7 +216,7 @@ channels-last: true
 		t.Errorf("defaults: %+v %v", s, err)
 	}
 	for name, tc := range map[string]struct{ text, want string }{
-		"unknown key":  {"labels: x\nmodels: [cnn]\n", "line 2: field models not found"},
+		"unknown key":  {"labels: x\nmodels: [cnn]\n", "line 2: unknown key models; did you mean model? (a run's keys: labels"},
 		"unknown flag": {"labels: x\nargs: {learning-rate: 0.1}\n", "args.learning-rate: lcl train has no flag --learning-rate"},
 		"bad value":    {"labels: x\nargs: {batch: many}\n", `args.batch: --batch "many": invalid syntax`},
 		"bad fraction": {"labels: x\nfraction: 2\n", "--fraction 2: want 0 < fraction ≤ 1"},

@@ -46,10 +46,13 @@ func DidYouMean(name string, names []string) string {
 	return "; did you mean " + strings.Join(c, " or ") + "?"
 }
 
-// Distance is the Levenshtein distance of a and b (insertions, deletions
-// and substitutions of runes).
+// Distance is the edit distance of a and b counting insertions, deletions
+// and substitutions of runes and the swap of two adjacent runes as one edit
+// each (optimal string alignment: "modle" is one edit from "model", where
+// plain Levenshtein counts two).
 func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1) // row i-2
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -63,8 +66,11 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

@@ -13,6 +13,10 @@ func TestDistance(t *testing.T) {
 	}{
 		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"resnet50", "resnet18", 2},
 		{"flaw", "lawn", 2}, {"ε", "e", 1}, {"densenet", "densenet", 0},
+		// An adjacent swap is one edit (two in plain Levenshtein), once
+		// per pair: "ca" → "abc" is 3, not 2 (no edit twice on one span).
+		{"modle", "model", 1}, {"ab", "ba", 1}, {"abcd", "badc", 2}, {"ca", "abc", 3},
+		{"resnte18", "resnet18", 1}, {"lcll", "lcl", 1},
 	} {
 		if got := Distance(tc.a, tc.b); got != tc.d {
 			t.Errorf("Distance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
@@ -31,6 +35,7 @@ func TestClosest(t *testing.T) {
 		{"cnm", []string{"cnn"}},
 		{"vgg16", nil},
 		{"resnext", []string{"resnext50-32x4d"}},
+		{"mpl", []string{"mlp"}}, // a swap: one edit
 	} {
 		if got := Closest(tc.name, names); !slices.Equal(got, tc.want) {
 			t.Errorf("Closest(%q) = %q, want %q", tc.name, got, tc.want)

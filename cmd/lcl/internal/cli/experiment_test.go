@@ -86,7 +86,7 @@ func TestExperimentErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown field", []string{"experiment", "run", bad, "--dry-run"}, 1, "line 7: field seed not found"},
+		{"unknown field", []string{"experiment", "run", bad, "--dry-run"}, 1, "line 7: unknown key seed; did you mean seeds?"},
 		{"no grid", []string{"experiment", "run"}, 2, "needs GRID.yaml"},
 		{"missing data", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "data: .", "data: /nonexistent/fm", 1))}, 1, "data: --data /nonexistent/fm: no such folder"},
 		{"unknown label set", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "labels: fashion-mnist", "labels: no-such-set", 1))}, 1, "labels: "},

@@ -225,7 +225,7 @@ func TestTrainConfigFile(t *testing.T) {
 	}
 	// A key a cell does not have is a usage error naming its line.
 	os.WriteFile(cfg, []byte("data: x\nmodels: [cnn]\n"), 0o644)
-	if code, _, errs := runLCL(context.Background(), t, "train", "--config", cfg); code != 2 || !strings.Contains(errs, "line 2: field models not found") {
+	if code, _, errs := runLCL(context.Background(), t, "train", "--config", cfg); code != 2 || !strings.Contains(errs, "line 2: unknown key models; did you mean model? (a run's keys: labels") {
 		t.Errorf("bad config: exit %d, %s", code, errs)
 	}
 }
