@@ -46,6 +46,12 @@ func resolveMatrix(ctx context.Context, f *Factory, ref similarity.Ref, synsets 
 	}
 	m, err := similarity.Resolve(ctx, st, ref)
 	if errors.Is(err, simstore.ErrNotFound) {
+		switch {
+		case ref.SetName != "" && ref.Source != "":
+			return nil, fmt.Errorf("%w (compute it with lcl similarity --synsets %s --source %s)", err, ref.SetName, ref.Source)
+		case ref.Key != "":
+			return nil, fmt.Errorf("%w (the stored matrices: lcl store ls --kind matrix)", err)
+		}
 		return nil, fmt.Errorf("%w (compute it with lcl similarity --synsets SET --source SOURCE)", err)
 	}
 	if err == nil && st != nil {

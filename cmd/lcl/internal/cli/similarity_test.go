@@ -130,8 +130,12 @@ func TestSimilarityUsage(t *testing.T) {
 	if r := cliRun(t, "--store", store, "similarity", "compare", "a"); r.code != ExitUsage {
 		t.Errorf("compare with one matrix: exit %d, want %d", r.code, ExitUsage)
 	}
-	if r := cliRun(t, "--store", store, "similarity", "show", "awa2/visual"); r.code != ExitFailure || !strings.Contains(r.err, "not found") {
+	// A matrix not stored: the command that makes it, with the set and source.
+	if r := cliRun(t, "--store", store, "similarity", "show", "awa2/visual"); r.code != ExitFailure || !strings.Contains(r.err, "not found (compute it with lcl similarity --synsets awa2 --source visual)") {
 		t.Errorf("show of a matrix not stored: %+v", r)
+	}
+	if r := cliRun(t, "--store", store, "similarity", "show", "sim/awa2/visual/0123"); r.code != ExitFailure || !strings.Contains(r.err, "not found (the stored matrices: lcl store ls --kind matrix)") {
+		t.Errorf("show of a key not stored: %+v", r)
 	}
 	if r := cliRun(t, "--store", store, "similarity", "--synsets", "awa2", "--source", "visual", "--max-memory", "lots"); r.code != ExitUsage || !strings.Contains(r.err, `--max-memory: "lots" is not a size`) {
 		t.Errorf("--max-memory lots: %+v", r)
