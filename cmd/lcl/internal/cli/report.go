@@ -77,8 +77,15 @@ func runReport(ctx context.Context, f *Factory, opts reportOptions) error {
 	if err != nil {
 		return err
 	}
-	if missing+skipped > 0 {
-		f.Logf("report: %d of the selected runs are not finished (or not run yet) and are left out", missing+skipped)
+	if n := missing + skipped; n > 0 {
+		verb := "are"
+		if n == 1 {
+			verb = "is"
+		}
+		f.Logf("report: %d of the %d selected runs %s not finished (or not run yet) and left out", n, n+len(entries), verb)
+	}
+	if len(entries) == 0 && len(opts.Grids) == 1 {
+		return fmt.Errorf("report: no finished runs to report: run the grid first (lcl experiment run %s)", opts.Grids[0])
 	}
 	rep, err := report.Build(title, entries)
 	if err != nil {

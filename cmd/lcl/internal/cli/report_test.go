@@ -49,4 +49,10 @@ func TestReportFromGrid(t *testing.T) {
 	if code, _, errs = runLCL(context.Background(), t, "--store", empty, "report"); code != 1 || !strings.Contains(errs, "no finished runs") {
 		t.Errorf("empty store: %d %s", code, errs)
 	}
+	// A grid none of whose runs ran: how many are missing, and the command that runs them.
+	code, _, errs = runLCL(context.Background(), t, "--store", empty, "report", "--grid", grid)
+	if code != 1 || !strings.Contains(errs, "selected runs are not finished (or not run yet) and left out") ||
+		!strings.Contains(errs, "no finished runs to report: run the grid first (lcl experiment run "+grid+")") {
+		t.Errorf("grid not run: %d %s", code, errs)
+	}
 }
