@@ -652,3 +652,40 @@ func TestImageTransformColourModels(t *testing.T) {
 		})
 	}
 }
+
+// A folder opened as the wrong kind: the error names the spec that would
+// read it; opened as its own kind (files damaged) it names none.
+func TestOpenWrongKindNamesTheRightOne(t *testing.T) {
+	for _, tc := range []struct {
+		file, kind, want string
+	}{
+		{"train-images-idx3-ubyte.gz", "cifar100", "--data fashion-mnist:DIR or --data mnist:DIR"},
+		{"cifar-100-binary/train.bin", "fashion-mnist", "--data cifar100:DIR"},
+		{"data_batch_1.bin", "cifar100", "--data cifar10:DIR"},
+		{"CUB_200_2011/images.txt", "folder", "--data cub:DIR or --data nabirds:DIR"},
+		{"train/cat/x.png", "cifar10", "--data folder:DIR"},
+		{"train.bin", "cifar100", ""}, // its own kind, an empty file
+		{"notes.txt", "cifar100", ""}, // no kind's files
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, tc.file)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := Defaults(tc.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = Spec{Kind: tc.kind, Dir: dir, Options: opts}.Open()
+		if err == nil {
+			t.Fatalf("%s as %s: no error", tc.file, tc.kind)
+		}
+		msg := strings.ReplaceAll(err.Error(), dir, "DIR")
+		if tc.want == "" && strings.Contains(msg, "--data") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s as %s: %s; want it to name %q", tc.file, tc.kind, msg, tc.want)
+		}
+	}
+}

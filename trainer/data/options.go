@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -302,8 +303,50 @@ func Open(spec string) (train, test Dataset, err error) {
 	return sp.Open()
 }
 
-// Open opens the training and test splits of the spec with its Options.
+// Open opens the training and test splits of the spec with its Options. When
+// DIR cannot be read as KIND but holds another kind's files, the error says
+// which spec would read it (--data cifar100:DIR on a Fashion-MNIST folder).
 func (sp Spec) Open() (train, test Dataset, err error) {
+	train, test, err = sp.open()
+	if err != nil && sp.Dir != "" {
+		if kinds := sniffKinds(sp.Dir); len(kinds) > 0 && !slices.Contains(kinds, sp.Kind) {
+			specs := make([]string, len(kinds))
+			for i, k := range kinds {
+				specs[i] = k + ":" + sp.Dir
+			}
+			err = fmt.Errorf("%w (%s holds %s files: --data %s)", err, sp.Dir, kinds[0], strings.Join(specs, " or --data "))
+		}
+	}
+	return train, test, err
+}
+
+// sniffKinds names the data set kinds whose files dir holds (as the kinds'
+// readers look for them), nil when none.
+func sniffKinds(dir string) []string {
+	has := func(paths ...string) bool {
+		for _, p := range paths {
+			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case func() bool { _, err := findIDX(dir, "train-images", "idx3"); return err == nil }():
+		return []string{"fashion-mnist", "mnist"}
+	case has("train.bin", "cifar-100-binary/train.bin"):
+		return []string{"cifar100"}
+	case has("data_batch_1.bin", "cifar-10-batches-bin/data_batch_1.bin"):
+		return []string{"cifar10"}
+	case has("images.txt", "CUB_200_2011/images.txt", "nabirds/images.txt"):
+		return []string{"cub", "nabirds"}
+	case has("train"):
+		return []string{"folder"}
+	}
+	return nil
+}
+
+func (sp Spec) open() (train, test Dataset, err error) {
 	if err := sp.Options.check(sp.Kind); err != nil {
 		return nil, nil, fmt.Errorf("data: %s: %w", sp.Kind, err)
 	}
