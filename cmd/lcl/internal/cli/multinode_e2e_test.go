@@ -116,10 +116,15 @@ func newSecret(t *testing.T) string {
 	return hex.EncodeToString(b[:])
 }
 
-// sameRun fails t unless the run in dir ended with the weights and metrics
-// of the single-process run in ref (up to float rounding).
-func sameRun(t *testing.T, what, dir, ref string) {
+// runDiff is how far a run ended from the single-process run: the largest
+// weight difference, and the epochs' largest train/test loss and test top-1
+// differences.
+type runDiff struct{ weight, loss, top1 float64 }
+
+// diffRuns compares the run in dir with the single-process run in ref.
+func diffRuns(t *testing.T, what, dir, ref string) runDiff {
 	t.Helper()
+	var d runDiff
 	want, got := readWeights(t, filepath.Join(ref, "model.safetensors")), readWeights(t, filepath.Join(dir, "model.safetensors"))
 	if len(want) != len(got) {
 		t.Fatalf("%s: %d tensors, want %d", what, len(got), len(want))
@@ -130,9 +135,7 @@ func sameRun(t *testing.T, what, dir, ref string) {
 			t.Fatalf("%s: %s: %d bytes, want %d", what, name, len(g), len(w))
 		}
 		for i := range len(w) / 4 {
-			if d := math.Abs(float64(f32(g, i) - f32(w, i))); d > 1e-5 {
-				t.Fatalf("%s: %s[%d] = %v, one process %v", what, name, i, f32(g, i), f32(w, i))
-			}
+			d.weight = max(d.weight, math.Abs(float64(f32(g, i)-f32(w, i))))
 		}
 	}
 	a, b := readResult(t, ref), readResult(t, dir)
@@ -141,9 +144,24 @@ func sameRun(t *testing.T, what, dir, ref string) {
 	}
 	for e := range a.Epochs {
 		x, y := a.Epochs[e].PeerMetrics, b.Epochs[e].PeerMetrics
-		if math.Abs(x.TrainLoss-y.TrainLoss) > 1e-5 || x.TestTop1 != y.TestTop1 || math.Abs(x.TestLoss-y.TestLoss) > 1e-5 {
-			t.Errorf("%s: epoch %d: %+v, one process %+v", what, e+1, y, x)
-		}
+		d.loss = max(d.loss, math.Abs(x.TrainLoss-y.TrainLoss), math.Abs(x.TestLoss-y.TestLoss))
+		d.top1 = max(d.top1, math.Abs(x.TestTop1-y.TestTop1))
+	}
+	return d
+}
+
+// sameRun fails t unless the run in dir ended with the weights and metrics
+// of the single-process run in ref up to float rounding: as close as
+// data parallelism on one machine (local, --nproc 2 against ref) comes,
+// with a factor of 2 and a floor of 1e-5 (two batches of 32 summed by the
+// all-reduce round differently from one of 64; how much depends on the
+// CPU's kernels: 5.2e-5 on an AMD EPYC with AVX-512).
+func sameRun(t *testing.T, what, dir, ref string, local runDiff) {
+	t.Helper()
+	d := diffRuns(t, what, dir, ref)
+	tol := runDiff{weight: max(1e-5, 2*local.weight), loss: max(1e-5, 2*local.loss), top1: 2 * local.top1}
+	if d.weight > tol.weight || d.loss > tol.loss || d.top1 > tol.top1 {
+		t.Errorf("%s: differs from one process by %+v; --nproc 2 on one machine by %+v", what, d, local)
 	}
 }
 
@@ -177,6 +195,14 @@ func TestMultiNode(t *testing.T) {
 	if out, err := runFor(5*time.Minute, os.Environ(), bin, equal(single)...); err != nil {
 		t.Fatalf("one process: %v\n%s", err, out)
 	}
+	// Data parallelism on one machine: how far two ranks come from one
+	// process here, the yardstick of the two-node runs.
+	nproc := filepath.Join(dir, "nproc")
+	if out, err := runFor(5*time.Minute, os.Environ(), bin, append(equal(nproc), "--nproc", "2")...); err != nil {
+		t.Fatalf("--nproc 2: %v\n%s", err, out)
+	}
+	local := diffRuns(t, "--nproc 2", nproc, single)
+	t.Logf("--nproc 2 on one machine against one process: %+v", local)
 	// contract is the torchrun environment of rank r, as srun or a
 	// Kubernetes indexed Job would set it.
 	contract := func(r, port int, secret string) []string {
@@ -219,7 +245,7 @@ func TestMultiNode(t *testing.T) {
 		if !strings.Contains(outs[0].String(), "rank 0 of 2 (gloo, Gloo rendezvous "+n.addr(0)+":29500); global batch 64, 32 per rank") {
 			t.Errorf("node 0's output does not report the group:\n%s", &outs[0])
 		}
-		sameRun(t, "torchrun --nnodes 2", filepath.Join(dir, "torchrun0"), single)
+		sameRun(t, "torchrun --nnodes 2", filepath.Join(dir, "torchrun0"), single, local)
 		if _, err := os.Stat(filepath.Join(dir, "torchrun1")); err == nil {
 			t.Error("rank 1 wrote a run directory")
 		}
@@ -247,7 +273,7 @@ func TestMultiNode(t *testing.T) {
 		if err := wait(t, "rank 0", rank0, &out0, 2*time.Minute); err != nil {
 			t.Fatalf("rank 0: %v\n%s", err, &out0)
 		}
-		sameRun(t, "the run a wrong secret tried to join", out, single)
+		sameRun(t, "the run a wrong secret tried to join", out, single, local)
 	})
 
 	// A node dies: its processes are killed (the kernel resets their
