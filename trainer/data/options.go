@@ -331,8 +331,9 @@ func sniffKinds(dir string) []string {
 		}
 		return false
 	}
+	_, noIDX := findIDX(dir, "train-images", "idx3")
 	switch {
-	case func() bool { _, err := findIDX(dir, "train-images", "idx3"); return err == nil }():
+	case noIDX == nil:
 		return []string{"fashion-mnist", "mnist"}
 	case has("train.bin", "cifar-100-binary/train.bin"):
 		return []string{"cifar100"}
