@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,7 @@ func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOpti
 	rec, err := s.Record(cmd.Context(), key)
 	if err != nil {
 		if errors.Is(err, simstore.ErrNotFound) {
-			return fmt.Errorf("no record at key %q (see lcl store ls)", key)
+			return fmt.Errorf("no record at key %q%s (see lcl store ls)", key, keysUnder(cmd.Context(), s, key))
 		}
 		return err
 	}
@@ -123,4 +124,29 @@ func runStoreExport(cmd *cobra.Command, f *Factory, key string, opts *exportOpti
 // file; it returns the number of bytes written.
 func writeFileAtomic(path string, write func(io.Writer) error) (int64, error) {
 	return atomicfile.Write(path, 0o644, write)
+}
+
+// keysUnder is ": the keys under it are A, B, C (and N more)" when key is a
+// prefix of stored keys (vec/fashion-mnist for vec/fashion-mnist/doc2vec-…),
+// else "".
+func keysUnder(ctx context.Context, s *simstore.Store, key string) string {
+	entries, err := s.List(ctx, "")
+	if err != nil || key == "" {
+		return ""
+	}
+	prefix := strings.TrimSuffix(key, "/") + "/"
+	var under []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Key, prefix) {
+			under = append(under, e.Key)
+		}
+	}
+	switch n := len(under); {
+	case n == 0:
+		return ""
+	case n <= 3:
+		return ": the keys under it are " + strings.Join(under, ", ")
+	default:
+		return fmt.Sprintf(": the keys under it are %s (and %d more)", strings.Join(under[:3], ", "), n-3)
+	}
 }
