@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -219,6 +221,22 @@ func (r *queryResult) resolve(title string) (string, bool) {
 	return title, redirected
 }
 
+// ErrUnreachable is the API's host not existing for this machine (its
+// name does not resolve, or no route leads to it): retrying cannot help,
+// and Fetch stops at the first.
+var ErrUnreachable = errors.New("cannot be reached")
+
+// unreachable reports whether err says the host cannot be reached at all
+// (a name that does not resolve, no route to its network), as opposed to a
+// failure worth retrying (a timeout, a reset connection, a busy server).
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return true
+	}
+	return errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH)
+}
+
 // httpError is a failed attempt, with what the server asked for.
 type httpError struct {
 	status     int
@@ -226,9 +244,12 @@ type httpError struct {
 	hasRetry   bool
 	msg        string
 	retryable  bool
+	cause      error // the transport's error, if any
 }
 
 func (e *httpError) Error() string { return e.msg }
+
+func (e *httpError) Unwrap() error { return e.cause }
 
 // do sends one request, retrying as documented on APIClient.
 func (c *APIClient) do(ctx context.Context, q url.Values) (*apiResponse, error) {
@@ -265,9 +286,22 @@ func (c *APIClient) do(ctx context.Context, q url.Values) (*apiResponse, error) 
 		if errors.As(err, &he) && !he.retryable {
 			return nil, fmt.Errorf("api: %s (%s): %w", c.Endpoint, what, err)
 		}
+		if unreachable(err) {
+			return nil, fmt.Errorf("api: %s %w (%v)", c.Endpoint, ErrUnreachable, err)
+		}
 		last = err
 	}
 	return nil, fmt.Errorf("api: %s (%s): giving up after %d attempts: %w", c.Endpoint, what, c.MaxRetries+1, last)
+}
+
+// withoutURL drops net/http's "Get URL: " from err: the messages already
+// name the endpoint and the titles, and the URL repeats both, escaped.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 func (c *APIClient) attempt(ctx context.Context, q url.Values) (*apiResponse, error) {
@@ -279,7 +313,7 @@ func (c *APIClient) attempt(ctx context.Context, q url.Values) (*apiResponse, er
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return nil, &httpError{msg: err.Error(), retryable: true}
+		return nil, &httpError{msg: withoutURL(err).Error(), retryable: true, cause: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

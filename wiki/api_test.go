@@ -2,7 +2,9 @@ package wiki_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -226,5 +228,25 @@ func TestAPIConcurrencyLimit(t *testing.T) {
 	wg.Wait()
 	if most.Load() > 2 {
 		t.Errorf("%d requests in flight at once, want at most Concurrency=2", most.Load())
+	}
+}
+
+// A host whose name does not resolve is not retried: one attempt, no
+// waits, an error wrapping ErrUnreachable without net/http's "Get URL".
+func TestAPIUnreachableHostIsNotRetried(t *testing.T) {
+	rec := &recorder{}
+	c := wiki.NewAPIClient("https://en.wikipedia.invalid/w/api.php")
+	c.Sleep, c.MaxRetries = rec.sleep, 5
+	var dials atomic.Int32
+	c.HTTP = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "en.wikipedia.invalid", IsNotFound: true}}
+	}}}
+	_, err := c.Pages(context.Background(), []string{"Crane"}, false)
+	if !errors.Is(err, wiki.ErrUnreachable) || strings.Contains(err.Error(), "Get ") || !strings.Contains(err.Error(), "no such host") {
+		t.Fatalf("error %v; want ErrUnreachable with the resolver's reason and no URL", err)
+	}
+	if dials.Load() != 1 || len(rec.waits) != 0 {
+		t.Errorf("%d dials, waits %v; want one attempt and no retry", dials.Load(), rec.waits)
 	}
 }

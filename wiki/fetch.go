@@ -3,6 +3,7 @@ package wiki
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,12 @@ const batchSize = 64
 // done (nil when nothing was); failed classes are not errors.
 func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn *wordnet.DB, o FetchOptions) (*FetchSummary, error) {
 	start := time.Now()
+	// A source that cannot be reached at all (ErrUnreachable) stops the
+	// fetch at its first answer: every other class would fail alike.
+	outer := ctx
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var unreached error
 	sum := &FetchSummary{LabelSet: set.Name, Source: src.Name(), Total: len(set.Classes), Errors: map[string]string{}}
 	todo, err := toFetch(ctx, st, set, src, o.Refresh, sum)
 	if err != nil {
@@ -90,6 +97,13 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 		if r.err != nil {
 			if ctx.Err() != nil && errors.Is(r.err, context.Canceled) {
 				return // stopped, not failed
+			}
+			if errors.Is(r.err, ErrUnreachable) {
+				if unreached == nil {
+					unreached = r.err
+					stop(r.err)
+				}
+				return
 			}
 			sum.Failed++
 			sum.Errors[r.class.ID] = r.err.Error()
@@ -126,11 +140,14 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 	}
 	flush()
 	sum.Elapsed = time.Since(start).Seconds()
-	sum.Stopped = ctx.Err() != nil
+	sum.Stopped = outer.Err() != nil // (an unreachable source is the error below)
 	if storeErr != nil {
 		return sum, storeErr
 	}
-	return sum, ctx.Err()
+	if unreached != nil && outer.Err() == nil {
+		return sum, fmt.Errorf("%w; documents without the network: --source wordnet (WordNet's glosses) or --source dump:PATH (a Wikipedia dump)", unreached)
+	}
+	return sum, outer.Err()
 }
 
 // toFetch returns the classes of set to fetch: all with refresh, else

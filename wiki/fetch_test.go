@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lcl-project/lcl/labels"
@@ -219,5 +220,31 @@ func TestOpenSourceSpecs(t *testing.T) {
 	// A dump that is not there fails to open: not a spec error.
 	if _, err := wiki.OpenSource("dump:/nonexistent/enwiki.xml.bz2", nil, wiki.SourceOptions{}); err == nil || errors.As(err, new(*wiki.SpecError)) {
 		t.Errorf("missing dump: %v", err)
+	}
+}
+
+// unreachableSource fails every class as a machine without the network does.
+type unreachableSource struct{ calls atomic.Int32 }
+
+func (s *unreachableSource) Name() string { return "api" }
+func (s *unreachableSource) Close() error { return nil }
+func (s *unreachableSource) Document(ctx context.Context, req wiki.Request) (*wiki.Document, error) {
+	s.calls.Add(1)
+	return nil, fmt.Errorf("api: https://example.invalid %w (no such host)", wiki.ErrUnreachable)
+}
+
+// A source that cannot be reached stops the fetch at its first answer, in
+// one error naming the offline sources, with nothing counted as failed.
+func TestFetchStopsWhenUnreachable(t *testing.T) {
+	src := &unreachableSource{}
+	sum, err := wiki.Fetch(context.Background(), &memStore{}, labelSet(200), src, nil, wiki.FetchOptions{Concurrency: 2})
+	if !errors.Is(err, wiki.ErrUnreachable) || !strings.Contains(err.Error(), "--source wordnet") {
+		t.Fatalf("error %v; want ErrUnreachable naming --source wordnet", err)
+	}
+	if n := src.calls.Load(); n > 4 {
+		t.Errorf("%d requests after the first unreachable answer; want the fetch stopped (at most one per worker, and one in flight)", n)
+	}
+	if sum == nil || sum.Failed != 0 || sum.Fetched != 0 || sum.Stopped {
+		t.Errorf("summary %+v", sum)
 	}
 }
