@@ -317,6 +317,9 @@ type CollectSummary struct {
 // listed, not imported.
 func Collect(ctx context.Context, dir string, results Results) (CollectSummary, error) {
 	var s CollectSummary
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return s, fmt.Errorf("collect: %s: no such folder (want the folder the cluster's runs wrote their run directories in)", dir)
+	}
 	var dirs []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/internal/suggest"
 )
 
 type experimentEmitOptions struct {
@@ -36,8 +38,8 @@ Results are JSON files in the shared results folder; import them with
   kubectl apply -f k8s/lcl-cub-resnet.yaml`,
 		Args: exactArgs(1, "GRID.yaml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.To != "slurm" && opts.To != "kubernetes" {
-				return usagef("--to must be slurm or kubernetes, got %q", opts.To)
+			if targets := []string{"slurm", "kubernetes"}; !slices.Contains(targets, opts.To) {
+				return usagef("--to must be slurm or kubernetes, got %q%s", opts.To, suggest.DidYouMean(opts.To, targets))
 			}
 			if opts.Out == "" {
 				return usagef("--out DIR is required")

@@ -91,6 +91,8 @@ func TestExperimentErrors(t *testing.T) {
 		{"missing data", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "data: .", "data: /nonexistent/fm", 1))}, 1, "data: --data /nonexistent/fm: no such folder"},
 		{"unknown label set", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "labels: fashion-mnist", "labels: no-such-set", 1))}, 1, "labels: "},
 		{"bad target", []string{"experiment", "emit", "--to", "pbs", "--out", t.TempDir(), bad}, 2, "--to must be slurm or kubernetes"},
+		{"misspelt target", []string{"experiment", "emit", "--to", "slurn", "--out", t.TempDir(), bad}, 2, `got "slurn"; did you mean slurm?`},
+		{"collect nothing there", []string{"experiment", "collect", "/nonexistent/runs"}, 1, "collect: /nonexistent/runs: no such folder"},
 		{"no out", []string{"experiment", "emit", "--to", "slurm", bad}, 2, "--out DIR is required"},
 	}
 	for _, tt := range tests {
