@@ -281,10 +281,14 @@ func (s *TrainSpec) Validate() error {
 	case patience < 0:
 		return fmt.Errorf("--patience %d: want ≥ 0 (0: no early stopping)", patience)
 	}
-	switch p := s.PrecisionName(); p {
-	case "fp32", "bf16", "fp16", "auto":
-	default:
-		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto", p)
+	if p, names := s.PrecisionName(), []string{"fp32", "bf16", "fp16", "auto"}; !slices.Contains(names, p) {
+		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto%s", p, suggest.DidYouMean(p, names))
+	}
+	if !validDevice(s.Exec.Device) {
+		return fmt.Errorf("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", s.Exec.Device, suggest.DidYouMean(s.Exec.Device, []string{"cpu", "cuda"}))
+	}
+	if b, names := s.Exec.DistBackend, []string{"gloo", "nccl"}; !slices.Contains(names, b) {
+		return fmt.Errorf("--dist-backend %q: want gloo (CPU) or nccl (CUDA)%s", b, suggest.DidYouMean(b, names))
 	}
 	if s.PrecisionName() == "fp16" && s.Exec.Device == "cpu" {
 		// Refused here, not by the engine: by then the run directory exists.
@@ -583,4 +587,22 @@ func (s *TrainSpec) given(name string) bool {
 		}
 	}
 	return false
+}
+
+// validDevice reports whether d names a device lcl trains on: cpu, cuda or
+// cuda:N.
+func validDevice(d string) bool {
+	if d == "cpu" || d == "cuda" {
+		return true
+	}
+	n, ok := strings.CutPrefix(d, "cuda:")
+	if !ok || n == "" {
+		return false
+	}
+	for _, r := range n {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

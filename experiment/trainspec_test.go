@@ -159,6 +159,11 @@ func TestBindTrainFlags(t *testing.T) {
 	}{
 		{[]string{"--fraction", "1.5"}, "--fraction 1.5: want 0 < fraction ≤ 1"},
 		{[]string{"--precision", "fp8"}, `--precision "fp8": want fp32, bf16, fp16 or auto`},
+		{[]string{"--precision", "bf61"}, `--precision "bf61": want fp32, bf16, fp16 or auto; did you mean bf16?`},
+		{[]string{"--device", "cdua"}, `--device "cdua": want cpu, cuda or cuda:N (N: the device's index); did you mean cuda?`},
+		{[]string{"--device", "cuda:"}, `--device "cuda:": want cpu, cuda or cuda:N`},
+		{[]string{"--device", "gpu"}, `--device "gpu": want cpu, cuda or cuda:N`},
+		{[]string{"--dist-backend", "glo"}, `--dist-backend "glo": want gloo (CPU) or nccl (CUDA); did you mean gloo?`},
 		{[]string{"--nproc", "0"}, "--nproc 0: want ≥ 1"},
 		{[]string{"--log-every", "-1"}, "--log-every -1"},
 		{[]string{"--val-fraction", "1"}, "--val-fraction 1: want 0 ≤ fraction < 1"},
@@ -168,6 +173,12 @@ func TestBindTrainFlags(t *testing.T) {
 		s := parseTrain(t, tc.args...)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: Validate = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	for _, d := range []string{"cpu", "cuda", "cuda:0", "cuda:12"} {
+		s := parseTrain(t, "--device", d)
+		if err := s.Validate(); err != nil {
+			t.Errorf("--device %s: %v", d, err)
 		}
 	}
 }
