@@ -243,8 +243,8 @@ func Similarity(ctx context.Context, env Env, host *plugins.Host, sel Selection,
 // pluginSimilarity computes the matrix with the similarity plugin source.
 func pluginSimilarity(ctx context.Context, env Env, host *plugins.Host, source string, set *labels.Set) (*sdk.Matrix, string, error) {
 	if _, err := host.Resolve(plugins.KindSimilarity, source); err != nil {
-		return nil, "", fmt.Errorf("no %q similarity matrix for %s in the store (%s), and no similarity plugin of that name: make one with `lcl similarity`, or pass --matrix FILE.npy",
-			source, set.Name, env.StoreDir)
+		return nil, "", fmt.Errorf("no %q similarity matrix for %s in the store (%s), and no similarity plugin of that name (%v): make one with `lcl similarity`, or pass --matrix FILE.npy",
+			source, set.Name, env.StoreDir, err)
 	}
 	if source == "visual" && len(set.Attributes) == 0 {
 		// lcl similarity takes the attributes of other sets as a flag;

@@ -221,6 +221,12 @@ func TestPlanErrors(t *testing.T) {
 	}
 
 	needWordNet(t)
+	// A misspelt source: neither a stored matrix nor a plugin, and the
+	// nearest name.
+	if r := cliRun(t, "--store", t.TempDir(), "plan", "--synsets", "fashion-mnist", "--source", "semantik", "--out", t.TempDir()); r.code != 1 ||
+		!strings.Contains(r.err, `no "semantik" similarity matrix for fashion-mnist`) || !strings.Contains(r.err, "did you mean semantic?") {
+		t.Errorf("misspelt source: exit %d: %s", r.code, r.err)
+	}
 	// (No semantic matrix or vectors in the store: the run embeds the
 	// classes first, TestEmbedReusesCorpusModel.) Visual similarity of a
 	// set without attributes: lcl similarity makes it from a file (a flag
