@@ -45,10 +45,22 @@ func (o Overrides) Check() error {
 	for _, c := range []struct {
 		name string
 		v    *float64
-	}{{"momentum", o.Momentum}, {"weight-decay", o.WeightDecay}} {
+	}{{"momentum", o.Momentum}, {"weight-decay", o.WeightDecay}, {"clip-grad-norm", o.ClipGradNorm}} {
 		if c.v != nil && !(*c.v >= 0) {
 			return fmt.Errorf("--%s %g: want ≥ 0", c.name, *c.v)
 		}
+	}
+	if o.LR != nil && !(*o.LR > 0) {
+		return fmt.Errorf("--lr %g: want > 0", *o.LR)
+	}
+	if o.EMADecay != nil && !(*o.EMADecay >= 0 && *o.EMADecay < 1) {
+		return fmt.Errorf("--ema-decay %g: want 0 ≤ decay < 1 (0: none; e.g. 0.9998)", *o.EMADecay)
+	}
+	if o.Schedule != nil && !slices.Contains(ScheduleKinds, *o.Schedule) {
+		return fmt.Errorf("--schedule %q: want %s%s", *o.Schedule, strings.Join(ScheduleKinds, ", "), suggest.DidYouMean(*o.Schedule, ScheduleKinds))
+	}
+	if o.Milestones != nil && !slices.IsSorted(o.Milestones) {
+		return fmt.Errorf("--milestones %s: want increasing epochs (e.g. 60,120,160)", joinInts(o.Milestones))
 	}
 	if o.Optimizer == nil {
 		return nil
@@ -122,6 +134,21 @@ func (p Preset) Apply(world int, o Overrides) (Optim, error) {
 	setF(&op.EMADecay, o.EMADecay)
 	if err := o.Check(); err != nil {
 		return Optim{}, err
+	}
+	// A schedule's own settings given for another schedule would be
+	// ignored: refused, naming the schedule the run has.
+	kind := op.Schedule.Kind
+	whose := "--schedule " + kind
+	if o.Schedule == nil {
+		whose = "the preset's schedule, " + kind
+	}
+	switch {
+	case o.Milestones != nil && kind != "multistep":
+		return Optim{}, fmt.Errorf("--milestones %s applies to --schedule multistep, and this run has %s: add --schedule multistep, or drop --milestones", joinInts(o.Milestones), whose)
+	case o.StepSize != nil && kind != "step":
+		return Optim{}, fmt.Errorf("--step-size %d applies to --schedule step, and this run has %s: add --schedule step, or drop --step-size", *o.StepSize, whose)
+	case o.Gamma != nil && kind != "step" && kind != "multistep":
+		return Optim{}, fmt.Errorf("--gamma %g applies to --schedule step or multistep, and this run has %s: add one of them, or drop --gamma", *o.Gamma, whose)
 	}
 	if err := o.applyOptimizer(p.Optimizer, &op); err != nil {
 		return Optim{}, err
@@ -201,4 +228,13 @@ func ParseBetas(s string) ([]float64, error) {
 		}
 	}
 	return nil, fmt.Errorf("%q: want two numbers like 0.9,0.999", s)
+}
+
+// joinInts is "60,120,160".
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -49,7 +49,15 @@ func TestPresetApply(t *testing.T) {
 		{Overrides{Optimizer: ps("adam"), Momentum: pf(0.9)}, "--optimizer adam has no --momentum (given 0.9): its moments decay at --betas B1,B2 (default 0.9,0.999); drop --momentum, or use --optimizer sgd"},
 		{Overrides{Optimizer: ps("adam"), Nesterov: new(true)}, "--optimizer adam has no --nesterov momentum"},
 		{Overrides{Momentum: pf(0), Nesterov: new(true)}, "nesterov needs a momentum"},
-		{Overrides{Schedule: ps("poly")}, "unknown kind"},
+		{Overrides{Schedule: ps("poly")}, `--schedule "poly": want constant, step, multistep, cosine`},
+		{Overrides{Schedule: ps("cosin")}, `--schedule "cosin": want constant, step, multistep, cosine; did you mean cosine?`},
+		{Overrides{LR: pf(-1)}, "--lr -1: want > 0"},
+		{Overrides{Milestones: []int{5, 3}}, "--milestones 5,3: want increasing epochs"},
+		// A schedule's own setting for another schedule (fm's preset: cosine).
+		{Overrides{Milestones: []int{3, 5}}, "--milestones 3,5 applies to --schedule multistep, and this run has the preset's schedule, cosine"},
+		{Overrides{Schedule: ps("step"), Milestones: []int{3, 5}}, "--milestones 3,5 applies to --schedule multistep, and this run has --schedule step"},
+		{Overrides{StepSize: pi(3)}, "--step-size 3 applies to --schedule step"},
+		{Overrides{Gamma: pf(0.5), Schedule: ps("constant")}, "--gamma 0.5 applies to --schedule step or multistep, and this run has --schedule constant"},
 		{Overrides{Optimizer: ps("adamw"), Momentum: pf(0.9)}, "--optimizer adamw has no --momentum"},
 		{Overrides{Betas: []float64{0.9, 0.99}}, "--betas: optimizer sgd has no parameter beta1 (its parameters: momentum, weight_decay, nesterov)"},
 		{Overrides{Optimizer: ps("adam"), Betas: []float64{0.9, 1}}, "adam beta2 1: want 0 ≤ value < 1"},
@@ -57,8 +65,8 @@ func TestPresetApply(t *testing.T) {
 		{Overrides{Optimizer: ps("nadam"), OptimParams: map[string]string{"momentum_decay": "x"}}, "--optim-param momentum_decay=x: want a number"},
 		{Overrides{OptimParams: map[string]string{"weight_decay": "0.1"}}, "--optim-param weight_decay: set weight_decay with --weight-decay"},
 		{Overrides{Optimizer: ps("lamb")}, "--optimizer lamb: want sgd, rmsprop, adam, adamw, "},
-		{Overrides{ClipGradNorm: pf(-1)}, "clipping norm -1"},
-		{Overrides{EMADecay: pf(1)}, "EMA decay 1"},
+		{Overrides{ClipGradNorm: pf(-1)}, "--clip-grad-norm -1: want ≥ 0"},
+		{Overrides{EMADecay: pf(1)}, "--ema-decay 1: want 0 ≤ decay < 1"},
 	} {
 		if _, err := fm.Apply(1, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v, want %q", tt.o, err, tt.want)

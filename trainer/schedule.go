@@ -56,6 +56,9 @@ func (s Schedule) At(e int, f float64, epochs int) float64 {
 	return s.LR
 }
 
+// ScheduleKinds are the learning-rate schedules (Schedule.Kind).
+var ScheduleKinds = []string{"constant", "step", "multistep", "cosine"}
+
 // Validate checks the schedule's fields for its kind.
 func (s Schedule) Validate() error {
 	if s.LR <= 0 || math.IsNaN(s.LR) {

@@ -87,7 +87,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train"}, "--data or --synsets"},
 		{[]string{"train", "--data", synth, "--strategy", "nope"}, "unknown"},
 		{[]string{"train", "--data", synth, "--fraction", "0"}, "--fraction"},
-		{[]string{"train", "--data", synth, "--schedule", "poly"}, "unknown kind"},
+		{[]string{"train", "--data", synth, "--schedule", "poly"}, `--schedule "poly": want constant, step, multistep, cosine`},
 		{[]string{"train", "--data", synth, "--preset", "nope"}, "unknown preset"},
 		{[]string{"train", "--data", synth, "--schedule", "multistep", "--milestones", "a"}, "milestones"},
 		{[]string{"train", "--data", synth, "--momentum", "0", "--nesterov"}, "nesterov"},
