@@ -269,6 +269,12 @@ func (s *TrainSpec) Validate() error {
 		return fmt.Errorf("--workers %d: want ≥ 0", s.Exec.Workers)
 	case s.Exec.LogEvery < 0:
 		return fmt.Errorf("--log-every %d: want ≥ 0", s.Exec.LogEvery)
+	case s.Exec.EvalBatch < 1:
+		return fmt.Errorf("--eval-batch %d: want ≥ 1", s.Exec.EvalBatch)
+	case s.Exec.CheckpointEvery < 0:
+		return fmt.Errorf("--checkpoint-every %d: want ≥ 0 (0: only at the end and on Ctrl-C)", s.Exec.CheckpointEvery)
+	case s.Exec.MetricsEvery < 0:
+		return fmt.Errorf("--metrics-every %d: want ≥ 0 (0: CPU 1, CUDA 50)", s.Exec.MetricsEvery)
 	}
 	vf, metric, patience, every := s.Selection()
 	switch {

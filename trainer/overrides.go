@@ -37,10 +37,16 @@ func (o Overrides) Check() error {
 	for _, c := range []struct {
 		name string
 		v    *int
-	}{{"epochs", o.Epochs}, {"batch", o.Batch}} {
+	}{{"epochs", o.Epochs}, {"batch", o.Batch}, {"step-size", o.StepSize}} {
 		if c.v != nil && *c.v <= 0 {
 			return fmt.Errorf("--%s %d: want a whole number ≥ 1", c.name, *c.v)
 		}
+	}
+	if o.Warmup != nil && *o.Warmup < 0 {
+		return fmt.Errorf("--warmup %d: want ≥ 0 epochs (0: none)", *o.Warmup)
+	}
+	if o.Gamma != nil && !(*o.Gamma > 0) {
+		return fmt.Errorf("--gamma %g: want > 0 (the factor the learning rate is multiplied by at each step)", *o.Gamma)
 	}
 	for _, c := range []struct {
 		name string

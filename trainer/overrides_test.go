@@ -52,6 +52,9 @@ func TestPresetApply(t *testing.T) {
 		{Overrides{Schedule: ps("poly")}, `--schedule "poly": want constant, step, multistep, cosine`},
 		{Overrides{Schedule: ps("cosin")}, `--schedule "cosin": want constant, step, multistep, cosine; did you mean cosine?`},
 		{Overrides{LR: pf(-1)}, "--lr -1: want > 0"},
+		{Overrides{Warmup: pi(-1)}, "--warmup -1: want ≥ 0 epochs"},
+		{Overrides{Schedule: ps("step"), StepSize: pi(0)}, "--step-size 0: want a whole number ≥ 1"},
+		{Overrides{Schedule: ps("step"), Gamma: pf(0)}, "--gamma 0: want > 0"},
 		{Overrides{Milestones: []int{5, 3}}, "--milestones 5,3: want increasing epochs"},
 		// A schedule's own setting for another schedule (fm's preset: cosine).
 		{Overrides{Milestones: []int{3, 5}}, "--milestones 3,5 applies to --schedule multistep, and this run has the preset's schedule, cosine"},
