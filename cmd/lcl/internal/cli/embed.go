@@ -11,6 +11,7 @@ import (
 
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/classvec"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
 )
@@ -158,7 +159,8 @@ func embedSet(ctx context.Context, f *Factory, set *labels.Set, fl *embedFlags) 
 		return nil, err
 	}
 	if !classvec.IsDocSource(fl.source) {
-		return nil, usagef("--source %q: want auto, wordnet, api, dump or dump:PATH", fl.source)
+		return nil, usagef("--source %q: want auto, wordnet, api, dump or dump:PATH%s", fl.source,
+			suggest.DidYouMean(fl.source, []string{"auto", "wordnet", "api", "dump"}))
 	}
 	docs, source, err := classvec.Documents(ctx, set, fl.source,
 		func() (classvec.ArticleStore, error) { s, err := f.Store(); return s, err }, f.WordNet)
@@ -201,7 +203,27 @@ func (fl *embedFlags) options() (embed.Options, error) {
 	o.Sample, o.Epochs, o.Alpha, o.MinAlpha = fl.sample, fl.epochs, fl.alpha, fl.minAlpha
 	o.Workers, o.Seed = fl.workers, fl.seed
 	if o.Mode != embed.DBOW && o.Mode != embed.DM {
-		return o, usagef("--mode %q: want dbow or dm", fl.mode)
+		return o, usagef("--mode %q: want dbow or dm%s", fl.mode, suggest.DidYouMean(fl.mode, []string{"dbow", "dm"}))
+	}
+	// The settings' ranges, checked here to name the flags (embed's own
+	// check names the fields).
+	switch {
+	case o.Dim < 1 || o.Dim > embed.MaxDim:
+		return o, usagef("--dim %d: want 1 to %d", o.Dim, embed.MaxDim)
+	case o.Epochs < 1:
+		return o, usagef("--epochs %d: want ≥ 1", o.Epochs)
+	case o.Window < 1:
+		return o, usagef("--window %d: want ≥ 1", o.Window)
+	case o.Negative < 1:
+		return o, usagef("--negative %d: want ≥ 1 (only negative sampling is implemented)", o.Negative)
+	case o.MinCount < 0:
+		return o, usagef("--min-count %d: want ≥ 0", o.MinCount)
+	case !(o.Sample >= 0):
+		return o, usagef("--sample %g: want ≥ 0 (0: no down-sampling)", o.Sample)
+	case !(o.Alpha > 0):
+		return o, usagef("--alpha %g: want > 0", o.Alpha)
+	case !(o.MinAlpha >= 0 && o.MinAlpha <= o.Alpha):
+		return o, usagef("--min-alpha %g: want 0 ≤ min alpha ≤ --alpha (%g)", o.MinAlpha, o.Alpha)
 	}
 	if o.Workers < 1 {
 		return o, usagef("--workers %d: want ≥ 1", fl.workers)

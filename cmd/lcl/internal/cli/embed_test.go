@@ -148,7 +148,13 @@ func TestEmbedErrors(t *testing.T) {
 		{[]string{"embed", "--synsets", set, "--source", "web"}, 2, `--source "web"`},
 		{[]string{"embed", "--synsets", set, "--corpus", corpus, "--vectors", corpus}, 2, "exclude each other"},
 		{[]string{"embed", "--synsets", set, "--source", "api"}, 1, "no stored article"},
-		{[]string{"embed", "--synsets", set, "--source", "wordnet", "--corpus", corpus, "--epochs", "0"}, 1, "epochs 0"},
+		// A setting out of range is a usage error naming the flag, found
+		// before the corpus is read.
+		{[]string{"embed", "--synsets", set, "--source", "wordnet", "--corpus", corpus, "--epochs", "0"}, 2, "--epochs 0: want ≥ 1"},
+		{[]string{"embed", "--synsets", set, "--dim", "0"}, 2, "--dim 0: want 1 to 65536"},
+		{[]string{"embed", "--synsets", set, "--min-alpha", "1"}, 2, "--min-alpha 1: want 0 ≤ min alpha ≤ --alpha (0.025)"},
+		{[]string{"embed", "--synsets", set, "--mode", "dbw"}, 2, `--mode "dbw": want dbow or dm; did you mean dbow?`},
+		{[]string{"embed", "--synsets", set, "--source", "wordnt"}, 2, "did you mean wordnet?"},
 	}
 	for _, tt := range tests {
 		r := cliRun(t, append([]string{"--store", store}, tt.args...)...)
