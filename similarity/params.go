@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lcl-project/lcl/internal/suggest"
 )
 
 // Param documents one parameter of a source. Its name is also the flag of
@@ -85,7 +87,7 @@ func (p *params) choice(key string, allowed ...string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("parameter %s: %q is not one of %s", key, v, strings.Join(allowed, ", "))
+	return "", fmt.Errorf("parameter %s: %q is not one of %s%s", key, v, strings.Join(allowed, ", "), suggest.DidYouMean(v, allowed))
 }
 
 func (p *params) float(key string) (float64, error) {
