@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/suggest"
 )
 
 //go:embed data
@@ -119,7 +120,8 @@ func Load(spec string) (*Set, error) {
 		return Builtin(spec)
 	}
 	if _, err := os.Stat(spec); err != nil {
-		return nil, fmt.Errorf("%w %q: not a built-in set (%s) and not a readable file", ErrUnknownSet, spec, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("%w %q: not a built-in set (%s) and not a readable file%s", ErrUnknownSet, spec, strings.Join(Names(), ", "),
+			suggest.DidYouMean(spec, Names()))
 	}
 	return ParseFile(spec)
 }

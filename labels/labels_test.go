@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -262,5 +263,19 @@ func TestCheckNamesLineOfUnknownWNID(t *testing.T) {
 func TestLoadUnknown(t *testing.T) {
 	if _, err := Load("imagenett"); err == nil || !strings.Contains(err.Error(), "imagenet") {
 		t.Fatalf("Load(imagenett) = %v, want an error listing the built-in sets", err)
+	}
+}
+
+// A misspelt built-in name is unknown, and the error names the nearest sets.
+func TestLoadMisspeltNameSuggests(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"cifar-100", "; did you mean cifar100?"},
+		{"fashion_mnist", "; did you mean fashion-mnist?"},
+		{"cub", "; did you mean cub200?"},
+	} {
+		_, err := Load(tc.spec)
+		if !errors.Is(err, ErrUnknownSet) || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("Load(%q) = %v; want ErrUnknownSet ending %q", tc.spec, err, tc.want)
+		}
 	}
 }
