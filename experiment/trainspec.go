@@ -290,7 +290,7 @@ func (s *TrainSpec) Validate() error {
 	if p, names := s.PrecisionName(), []string{"fp32", "bf16", "fp16", "auto"}; !slices.Contains(names, p) {
 		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto%s", p, suggest.DidYouMean(p, names))
 	}
-	if !validDevice(s.Exec.Device) {
+	if !trainer.ValidDevice(s.Exec.Device) {
 		return fmt.Errorf("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", s.Exec.Device, suggest.DidYouMean(s.Exec.Device, []string{"cpu", "cuda"}))
 	}
 	if b, names := s.Exec.DistBackend, []string{"gloo", "nccl"}; !slices.Contains(names, b) {
@@ -593,22 +593,4 @@ func (s *TrainSpec) given(name string) bool {
 		}
 	}
 	return false
-}
-
-// validDevice reports whether d names a device lcl trains on: cpu, cuda or
-// cuda:N.
-func validDevice(d string) bool {
-	if d == "cpu" || d == "cuda" {
-		return true
-	}
-	n, ok := strings.CutPrefix(d, "cuda:")
-	if !ok || n == "" {
-		return false
-	}
-	for _, r := range n {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -347,3 +347,21 @@ func defaultMetricsEvery(device string) int {
 	}
 	return 50
 }
+
+// ValidDevice reports whether d names a device lcl trains and evaluates on:
+// cpu, cuda or cuda:N.
+func ValidDevice(d string) bool {
+	if d == "cpu" || d == "cuda" {
+		return true
+	}
+	n, ok := strings.CutPrefix(d, "cuda:")
+	if !ok || n == "" {
+		return false
+	}
+	for _, r := range n {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

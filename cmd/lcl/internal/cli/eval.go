@@ -5,11 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment/trainrun"
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
@@ -75,6 +77,9 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 	if o.Checkpoint == "" {
 		return usagef("--checkpoint is required")
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	if err := torch.Check(); err != nil {
 		return err
 	}
@@ -108,6 +113,29 @@ func runEval(cmd *cobra.Command, f *Factory, o *evalOptions) error {
 		return fmt.Errorf("%s on %s: the evaluation loss is %v: the weights or the data are not finite, so there is no result", bounded.Quote(path), spec, pm.TestLoss)
 	}
 	printEval(f, pm, eo, map[string]any{"checkpoint": path, "data": spec, "model": model, "images": test.Len(), "device": o.Device})
+	return nil
+}
+
+// check refuses flag values out of range before anything is opened, naming
+// the flag, what is accepted and the nearest choice.
+func (o *evalOptions) check() error {
+	if _, err := os.Stat(o.Checkpoint); err != nil {
+		return usagef("--checkpoint %s: no such file or folder (want a run directory, a weights file or a checkpoint)", bounded.Quote(o.Checkpoint))
+	}
+	if names := []string{"fp32", "bf16", "fp16"}; !slices.Contains(names, o.Precision) {
+		return usagef("--precision %q: want fp32, bf16 or fp16%s", o.Precision, suggest.DidYouMean(o.Precision, names))
+	}
+	if !trainer.ValidDevice(o.Device) {
+		return usagef("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", o.Device, suggest.DidYouMean(o.Device, []string{"cpu", "cuda"}))
+	}
+	switch {
+	case o.Batch < 1:
+		return usagef("--batch %d: want ≥ 1", o.Batch)
+	case o.Threads < 0:
+		return usagef("--threads %d: want ≥ 0 (0: libtorch's default)", o.Threads)
+	case o.Workers < 0:
+		return usagef("--workers %d: want ≥ 0 (0: the number of CPUs)", o.Workers)
+	}
 	return nil
 }
 

@@ -100,6 +100,12 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--val-fraction", "0.1", "--select", "auc"}, "--select"},
 		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "--optimizer rmsprop has no --nesterov momentum"},
 		{[]string{"eval"}, "--checkpoint"},
+		{[]string{"eval", "--checkpoint", "/nonexistent/run"}, "--checkpoint /nonexistent/run: no such file or folder"},
+		{[]string{"eval", "--checkpoint", ".", "--precision", "bf61"}, `--precision "bf61": want fp32, bf16 or fp16; did you mean bf16?`},
+		{[]string{"eval", "--checkpoint", ".", "--device", "cdua"}, `--device "cdua": want cpu, cuda or cuda:N`},
+		{[]string{"eval", "--checkpoint", ".", "--batch", "0"}, "--batch 0: want ≥ 1"},
+		{[]string{"train", "--data", synth, "--device", "gpu"}, `--device "gpu": want cpu, cuda or cuda:N`},
+		{[]string{"train", "--data", synth, "--milestones", "3,5"}, "--milestones 3,5 applies to --schedule multistep"},
 		{[]string{"train", "--data", synth, "--model", "resnet5"}, `unknown model "resnet5"; did you mean resnet50`},
 		// Strategy parameters are checked before any similarity is looked for.
 		{[]string{"train", "--data", synth, "--strategy", "lcl", "--epsilon", "1.5", "--source", "nothing-here"}, "epsilon = 1.5, want a value in (0,1]"},
