@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/internal/suggest"
+	"github.com/lcl-project/lcl/trainer"
 )
 
 func newExperimentCmd(f *Factory) *cobra.Command {
@@ -78,6 +80,14 @@ func loadGrid(path string) (*experiment.Grid, []experiment.Run, error) {
 }
 
 func experimentRun(ctx context.Context, f *Factory, path string, opts experimentRunOptions) error {
+	switch {
+	case opts.Jobs < 1:
+		return usagef("--jobs %d: want 1 or more runs at once", opts.Jobs)
+	case opts.Threads < 0:
+		return usagef("--threads %d: want ≥ 0 (0: the grid's, else NumCPU/jobs)", opts.Threads)
+	case opts.Device != "" && !trainer.ValidDevice(opts.Device):
+		return usagef("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", opts.Device, suggest.DidYouMean(opts.Device, []string{"cpu", "cuda"}))
+	}
 	g, runs, err := loadGrid(path)
 	if err != nil {
 		return err
@@ -89,9 +99,6 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 		if opts.Threads > 0 {
 			runs[i].Exec.Threads = opts.Threads
 		}
-	}
-	if opts.Jobs < 1 {
-		return usagef("--jobs %d: want 1 or more runs at once", opts.Jobs)
 	}
 	results := experiment.StoreAt{Dir: f.storeDir(), Wait: gridStoreWait}
 	if opts.DryRun {
