@@ -258,23 +258,25 @@ func setArg(args map[string]string, k, v string) map[string]string {
 // precision and optimisation settings (the data, model, strategy and
 // similarity are checked when the run is assembled). It names the flag.
 func (s *TrainSpec) Validate() error {
-	switch {
-	case !(s.Fraction > 0 && s.Fraction <= 1):
+	if !(s.Fraction > 0 && s.Fraction <= 1) {
 		return fmt.Errorf("--fraction %v: want 0 < fraction ≤ 1", s.Fraction)
-	case s.Exec.NProc < 1:
-		return fmt.Errorf("--nproc %d: want ≥ 1", s.Exec.NProc)
-	case s.Exec.Threads < 0:
-		return fmt.Errorf("--threads %d: want ≥ 0", s.Exec.Threads)
-	case s.Exec.Workers < 0:
-		return fmt.Errorf("--workers %d: want ≥ 0", s.Exec.Workers)
-	case s.Exec.LogEvery < 0:
-		return fmt.Errorf("--log-every %d: want ≥ 0", s.Exec.LogEvery)
-	case s.Exec.EvalBatch < 1:
-		return fmt.Errorf("--eval-batch %d: want ≥ 1", s.Exec.EvalBatch)
-	case s.Exec.CheckpointEvery < 0:
-		return fmt.Errorf("--checkpoint-every %d: want ≥ 0 (0: only at the end and on Ctrl-C)", s.Exec.CheckpointEvery)
-	case s.Exec.MetricsEvery < 0:
-		return fmt.Errorf("--metrics-every %d: want ≥ 0 (0: CPU 1, CUDA 50)", s.Exec.MetricsEvery)
+	}
+	for _, c := range []struct {
+		flag   string
+		v, min int
+		note   string
+	}{
+		{"nproc", s.Exec.NProc, 1, ""},
+		{"threads", s.Exec.Threads, 0, ""},
+		{"workers", s.Exec.Workers, 0, ""},
+		{"log-every", s.Exec.LogEvery, 0, ""},
+		{"eval-batch", s.Exec.EvalBatch, 1, ""},
+		{"checkpoint-every", s.Exec.CheckpointEvery, 0, " (0: only at the end and on Ctrl-C)"},
+		{"metrics-every", s.Exec.MetricsEvery, 0, " (0: CPU 1, CUDA 50)"},
+	} {
+		if c.v < c.min {
+			return fmt.Errorf("--%s %d: want ≥ %d%s", c.flag, c.v, c.min, c.note)
+		}
 	}
 	vf, metric, patience, every := s.Selection()
 	switch {
