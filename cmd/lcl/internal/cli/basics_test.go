@@ -111,7 +111,11 @@ func TestExitCodesAndVersion(t *testing.T) {
 		{[]string{"similarity", "awa2", "--source", "visual"}, ExitUsage, "", "did you mean --synsets awa2?"},
 		{[]string{"train", "runs/x"}, ExitUsage, "", `lcl train takes no arguments, got ["runs/x"]` + "\n"},
 		{[]string{"--no-such-flag"}, ExitUsage, "", "unknown flag: --no-such-flag"},
-		{[]string{"synsets", "--bogus"}, ExitUsage, "", "unknown flag: --bogus"},
+		{[]string{"synsets", "--bogus"}, ExitUsage, "", "unknown flag: --bogus\n"},
+		// A misspelt flag: the command's nearest flags (its own and the global ones).
+		{[]string{"train", "--epoch", "5"}, ExitUsage, "", "unknown flag: --epoch; did you mean --epochs?"},
+		{[]string{"embed", "--synset", "x"}, ExitUsage, "", "did you mean --synsets?"},
+		{[]string{"report", "--stor", "x"}, ExitUsage, "", "did you mean --store or --store-wait?"},
 		{[]string{"nosuchcommand"}, ExitUsage, "", `unknown command "nosuchcommand"`},
 		{[]string{"synsets", "a", "b"}, ExitUsage, "", ""},
 		{[]string{"synsets", "no-such-set-or-file"}, ExitFailure, "", "no-such-set-or-file"},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/crash"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 )
@@ -179,7 +180,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "machine-readable output: one JSON object per line with a message_type field")
 	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only results: no progress bars or notes")
 	root.PersistentFlags().BoolVar(&f.RequirePinned, "require-pinned", false, "run only plugins pinned with 'lcl plugins pin' (also $LCL_PLUGIN_REQUIRE_PINNED)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{withNearestFlag(cmd, err)} })
 
 	for _, c := range []*cobra.Command{
 		newSynsetsCmd(f),
@@ -255,4 +256,30 @@ func flagForArg(cmd *cobra.Command, args []string) string {
 		return required[0]
 	}
 	return ""
+}
+
+// withNearestFlag adds the command's flags nearest to an unknown one to
+// pflag's "unknown flag: --epoch" (…; did you mean --epochs?).
+func withNearestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	add := func(f *pflag.Flag) {
+		if !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(add) // (may hold the global flags already)
+	cmd.InheritedFlags().VisitAll(add)
+	near := suggest.Closest(name, names)
+	if len(near) == 0 {
+		return err
+	}
+	near = near[:min(len(near), 3)]
+	for i := range near {
+		near[i] = "--" + near[i]
+	}
+	return fmt.Errorf("%w; did you mean %s?", err, strings.Join(near, " or "))
 }
