@@ -25,6 +25,7 @@ import (
 	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
+	"github.com/lcl-project/lcl/trainer/models"
 )
 
 // Grid is a parsed grid file. Every list is one axis of the cross product;
@@ -131,12 +132,18 @@ var reserved = map[string]string{
 }
 
 // Check catches what would fail every run of the grid before any is
-// launched: labels that do not load, and data that `lcl train --synsets
-// LABELS --data DATA` would not find (a spec that does not parse, a folder
-// that is not there); nothing is read.
+// launched: labels that do not load, a model lcl does not have, and data
+// that `lcl train --synsets LABELS --data DATA` would not find (a spec that
+// does not parse, a folder that is not there); nothing is read.
 func (g *Grid) Check() error {
 	if _, err := labels.Load(g.Labels); err != nil {
 		return fmt.Errorf("labels: %w", err)
+	}
+	reg := models.Builtin()
+	for _, m := range g.Models {
+		if err := reg.Check(m); err != nil {
+			return err // "models: unknown model …"
+		}
 	}
 	spec, err := data.SpecFor(g.Labels, g.Data)
 	if err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/suggest"
+	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/trainer"
 )
 
@@ -108,6 +109,9 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	if err := g.Check(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if err := checkStrategies(f, g); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("experiment: cannot find the lcl binary to launch runs: %w", err)
@@ -196,4 +200,17 @@ func leadingFlags(f *Factory, store string) []string {
 		args = append(args, "--require-pinned")
 	}
 	return args
+}
+
+// checkStrategies refuses a grid naming a strategy that is neither built in
+// nor a plugin on the search path (every run of it would fail alike).
+func checkStrategies(f *Factory, g *experiment.Grid) error {
+	host := newHost(f, 0)
+	defer host.Close()
+	for _, s := range g.Strategies {
+		if _, err := host.Resolve(plugins.KindStrategy, s.Name); err != nil {
+			return fmt.Errorf("strategies: %w", err)
+		}
+	}
+	return nil
 }

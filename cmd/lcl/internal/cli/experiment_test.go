@@ -90,6 +90,9 @@ func TestExperimentErrors(t *testing.T) {
 		{"no grid", []string{"experiment", "run"}, 2, "needs GRID.yaml"},
 		{"missing data", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "data: .", "data: /nonexistent/fm", 1))}, 1, "data: --data /nonexistent/fm: no such folder"},
 		{"unknown label set", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "labels: fashion-mnist", "labels: no-such-set", 1))}, 1, "labels: "},
+		// A model or strategy lcl does not have fails the grid, not each run.
+		{"unknown model", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "models: [cnn]", "models: [cnn, cnnn]", 1))}, 1, `models: unknown model "cnnn"; did you mean cnn?`},
+		{"unknown strategy", []string{"experiment", "run", writeGrid(t, strings.Replace(cliGrid, "name: sl", "name: lcll", 1))}, 1, `strategies: unknown strategy plugin "lcll"; did you mean lcl?`},
 		{"bad target", []string{"experiment", "emit", "--to", "pbs", "--out", t.TempDir(), bad}, 2, "--to must be slurm or kubernetes"},
 		{"jobs 0", []string{"experiment", "run", bad, "--jobs", "0"}, 2, "--jobs 0: want 1 or more"},
 		{"threads -1", []string{"experiment", "run", bad, "--threads", "-1"}, 2, "--threads -1: want ≥ 0"},
