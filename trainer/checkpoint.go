@@ -224,7 +224,12 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 			have, want = withoutEpochs(have), withoutEpochs(want)
 		}
 		if have != want {
-			return nil, bad("written for %s %q, this run has %q", k, ck.State.Identity[k], r.id[k])
+			if k == "optim" {
+				if d := optimDiff(have, want); d != "" {
+					return nil, bad("written with %s: resume with the checkpoint's settings, or choose another --out", d)
+				}
+			}
+			return nil, bad("written for %s %q, this run has %q: resume with the checkpoint's settings, or choose another --out", k, ck.State.Identity[k], r.id[k])
 		}
 	}
 	if err := r.resumePosition(ck); err != nil {
@@ -439,4 +444,50 @@ func writeAtomic(path string, data []byte) error {
 		return fmt.Errorf("trainer: %w", err)
 	}
 	return nil
+}
+
+// optimFlags names the flags behind the fields of a run's "optim" identity
+// (runner.identity; Schedule's fields as %+v prints them).
+var optimFlags = map[string]string{
+	"epochs": "--epochs", "batch": "--batch", "momentum": "--momentum", "nesterov": "--nesterov",
+	"wd": "--weight-decay", "Kind": "--schedule", "LR": "--lr", "Gamma": "--gamma", "StepSize": "--step-size",
+	"Milestones": "--milestones", "Warmup": "--warmup", "MinLR": "the preset's final learning rate", "clip": "--clip-grad-norm",
+	"ema": "--ema-decay",
+}
+
+// optimDiff is "--lr 0.05, this run has --lr 0.1" for two optim identities
+// that differ field by field, "" when they cannot be compared so (another
+// optimizer: other fields).
+func optimDiff(have, want string) string {
+	fields := func(s string) []string {
+		s = strings.NewReplacer("schedule={", "", "}", "").Replace(s)
+		return strings.Fields(s)
+	}
+	a, b := fields(have), fields(want)
+	if len(a) != len(b) {
+		return ""
+	}
+	var was, is []string
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		ka, va, ok1 := strings.Cut(a[i], "=")
+		if !ok1 {
+			ka, va, ok1 = strings.Cut(a[i], ":")
+		}
+		kb, vb, ok2 := strings.Cut(b[i], "=")
+		if !ok2 {
+			kb, vb, ok2 = strings.Cut(b[i], ":")
+		}
+		flag, known := optimFlags[ka]
+		if !ok1 || !ok2 || ka != kb || !known {
+			return ""
+		}
+		was, is = append(was, flag+" "+va), append(is, flag+" "+vb)
+	}
+	if len(was) == 0 {
+		return ""
+	}
+	return strings.Join(was, ", ") + ", this run has " + strings.Join(is, ", ")
 }
