@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/internal/bounded"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/simstore"
 )
 
@@ -123,7 +124,7 @@ store_entry line.`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kind != "" && !contains(storeKinds, kind) {
-				return usagef("--kind %q: want one of %s", kind, strings.Join(storeKinds, ", "))
+				return usagef("--kind %q: want one of %s%s", kind, strings.Join(storeKinds, ", "), suggest.DidYouMean(kind, storeKinds))
 			}
 			s, err := f.ReadStore()
 			if err != nil {

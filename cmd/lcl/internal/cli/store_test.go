@@ -62,6 +62,7 @@ func TestStoreCommands(t *testing.T) {
 		{"ls kind", []string{"store", "ls", "--kind", "vectors"}, 0, []string{"KIND     RECORDS  SIZE\nvectors  1        ", "\n\nKEY          KIND     SIZE\nvec/toy/d2v  vectors  "}, ""},
 		{"ls json", []string{"--json", "store", "ls", "--kind", "run"}, 0, []string{`{"key":"run/r1","kind":"run","message_type":"store_entry","size":`}, ""},
 		{"ls bad kind", []string{"store", "ls", "--kind", "movie"}, ExitUsage, nil, `--kind "movie"`},
+		{"ls misspelt kind", []string{"store", "ls", "--kind", "matrx"}, ExitUsage, nil, `--kind "matrx": want one of article, vectors, matrix, run, model; did you mean matrix?`},
 		{"matrix csv", []string{"store", "export", mkey, "--format", "csv"}, 0, []string{"class,n01,n02,n03\nn01,1,0.25,0.1\nn02,0.25,1,1e-30\nn03,0.1,1e-30,1\n"}, ""},
 		{"matrix json", []string{"store", "export", mkey, "--format", "json"}, 0, []string{`"data":[[1,0.25,0.1],[0.25,1,1e-30],[0.1,1e-30,1]]`, `"classes":["n01","n02","n03"]`, `"missing":"zero"`, `"key":"` + mkey}, ""},
 		{"vectors csv", []string{"store", "export", "vec/toy/d2v"}, 0, []string{"id,d0,d1\nn01,1.5,-2\nn02,0,3\n"}, ""},
