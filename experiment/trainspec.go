@@ -292,8 +292,8 @@ func (s *TrainSpec) Validate() error {
 	if p, names := s.PrecisionName(), []string{"fp32", "bf16", "fp16", "auto"}; !slices.Contains(names, p) {
 		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto%s", p, suggest.DidYouMean(p, names))
 	}
-	if !trainer.ValidDevice(s.Exec.Device) {
-		return fmt.Errorf("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", s.Exec.Device, suggest.DidYouMean(s.Exec.Device, []string{"cpu", "cuda"}))
+	if err := trainer.CheckDevice(s.Exec.Device); err != nil {
+		return err
 	}
 	if b, names := s.Exec.DistBackend, []string{"gloo", "nccl"}; !slices.Contains(names, b) {
 		return fmt.Errorf("--dist-backend %q: want gloo (CPU) or nccl (CUDA)%s", b, suggest.DidYouMean(b, names))

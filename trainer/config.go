@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lcl-project/lcl/internal/digest"
+	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/trainer/models"
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -348,9 +349,16 @@ func defaultMetricsEvery(device string) int {
 	return 50
 }
 
-// ValidDevice reports whether d names a device lcl trains and evaluates on:
-// cpu, cuda or cuda:N.
-func ValidDevice(d string) bool {
+// CheckDevice refuses a --device value that names no device lcl trains and
+// evaluates on (cpu, cuda or cuda:N), naming the nearest.
+func CheckDevice(d string) error {
+	if validDevice(d) {
+		return nil
+	}
+	return fmt.Errorf("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", d, suggest.DidYouMean(d, []string{"cpu", "cuda"}))
+}
+
+func validDevice(d string) bool {
 	if d == "cpu" || d == "cuda" {
 		return true
 	}

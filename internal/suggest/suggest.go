@@ -37,12 +37,21 @@ func Closest(name string, names []string) []string {
 
 // DidYouMean is "; did you mean X?" (or "X or Y", the nearest three) for
 // the names close to name, "" when none is.
-func DidYouMean(name string, names []string) string {
+func DidYouMean(name string, names []string) string { return didYouMean(name, names, "") }
+
+// DidYouMeanFlag is DidYouMean for flag names (given without their "--"),
+// shown as flags: "; did you mean --epochs?".
+func DidYouMeanFlag(name string, names []string) string { return didYouMean(name, names, "--") }
+
+func didYouMean(name string, names []string, prefix string) string {
 	c := Closest(name, names)
 	if len(c) == 0 {
 		return ""
 	}
 	c = c[:min(len(c), 3)]
+	for i := range c {
+		c[i] = prefix + c[i]
+	}
 	return "; did you mean " + strings.Join(c, " or ") + "?"
 }
 

@@ -41,6 +41,9 @@ func TestClosest(t *testing.T) {
 			t.Errorf("Closest(%q) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	if got := DidYouMeanFlag("epoch", []string{"epochs", "batch"}); got != "; did you mean --epochs?" {
+		t.Errorf("DidYouMeanFlag = %q", got)
+	}
 	if got := DidYouMean("cnm", names); got != "; did you mean cnn?" {
 		t.Errorf("DidYouMean = %q", got)
 	}

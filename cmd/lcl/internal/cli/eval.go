@@ -125,8 +125,8 @@ func (o *evalOptions) check() error {
 	if names := []string{"fp32", "bf16", "fp16"}; !slices.Contains(names, o.Precision) {
 		return usagef("--precision %q: want fp32, bf16 or fp16%s", o.Precision, suggest.DidYouMean(o.Precision, names))
 	}
-	if !trainer.ValidDevice(o.Device) {
-		return usagef("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", o.Device, suggest.DidYouMean(o.Device, []string{"cpu", "cuda"}))
+	if err := trainer.CheckDevice(o.Device); err != nil {
+		return &usageError{err}
 	}
 	switch {
 	case o.Batch < 1:

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment"
-	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/trainer"
 )
@@ -86,8 +85,11 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 		return usagef("--jobs %d: want 1 or more runs at once", opts.Jobs)
 	case opts.Threads < 0:
 		return usagef("--threads %d: want ≥ 0 (0: the grid's, else NumCPU/jobs)", opts.Threads)
-	case opts.Device != "" && !trainer.ValidDevice(opts.Device):
-		return usagef("--device %q: want cpu, cuda or cuda:N (N: the device's index)%s", opts.Device, suggest.DidYouMean(opts.Device, []string{"cpu", "cuda"}))
+	}
+	if opts.Device != "" {
+		if err := trainer.CheckDevice(opts.Device); err != nil {
+			return &usageError{err}
+		}
 	}
 	g, runs, err := loadGrid(path)
 	if err != nil {

@@ -273,13 +273,9 @@ func withNearestFlag(cmd *cobra.Command, err error) error {
 	}
 	cmd.Flags().VisitAll(add) // (may hold the global flags already)
 	cmd.InheritedFlags().VisitAll(add)
-	near := suggest.Closest(name, names)
-	if len(near) == 0 {
+	hint := suggest.DidYouMeanFlag(name, names)
+	if hint == "" {
 		return err
 	}
-	near = near[:min(len(near), 3)]
-	for i := range near {
-		near[i] = "--" + near[i]
-	}
-	return fmt.Errorf("%w; did you mean %s?", err, strings.Join(near, " or "))
+	return fmt.Errorf("%w%s", err, hint)
 }
