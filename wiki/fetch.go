@@ -64,8 +64,8 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 	// A source that cannot be reached at all (ErrUnreachable) stops the
 	// fetch at its first answer: every other class would fail alike.
 	outer := ctx
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var unreached error
 	sum := &FetchSummary{LabelSet: set.Name, Source: src.Name(), Total: len(set.Classes), Errors: map[string]string{}}
 	todo, err := toFetch(ctx, st, set, src, o.Refresh, sum)
@@ -101,7 +101,7 @@ func Fetch(ctx context.Context, st ArticleStore, set *labels.Set, src Source, wn
 			if errors.Is(r.err, ErrUnreachable) {
 				if unreached == nil {
 					unreached = r.err
-					stop(r.err)
+					stop()
 				}
 				return
 			}
