@@ -85,6 +85,7 @@ var builtins = map[string]func() (*Set, error){
 	"cub200":        loadCUB200,
 	"nabirds":       loadNABirds,
 	"fashion-mnist": loadFashionMNIST,
+	"quickdraw":     loadQuickDraw,
 }
 
 // Names lists the built-in label sets.
@@ -543,4 +544,20 @@ func loadFashionMNIST() (*Set, error) {
 		s.Classes = append(s.Classes, Class{Index: i, ID: n, Name: n})
 	}
 	return s, applyMapping(s, "fashion-mnist-wordnet.tsv")
+}
+
+// loadQuickDraw reads Quick, Draw!'s 345 category names (class index = line
+// number − 1); each class is named and identified by its category name and
+// mapped to a reviewed WordNet synset (quickdraw-wordnet.tsv).
+func loadQuickDraw() (*Set, error) {
+	names, err := readLines("data/quickdraw/categories.txt")
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{Name: "quickdraw"}
+	for i, n := range names {
+		n = strings.TrimSpace(n)
+		s.Classes = append(s.Classes, Class{Index: i, ID: n, Name: n})
+	}
+	return s, applyMapping(s, "quickdraw-wordnet.tsv")
 }

@@ -30,6 +30,7 @@ func TestBuiltinSets(t *testing.T) {
 		{name: "cub200", n: 200, first: "001.Black_footed_Albatross", last: "200.Common_Yellowthroat", attrs: map[string][2]int{"continuous": {200, 312}}},
 		{name: "nabirds", n: 555, nodes: 1011},
 		{name: "fashion-mnist", n: 10, first: "T-shirt/top", last: "Ankle boot", mapped: true},
+		{name: "quickdraw", n: 345, first: "aircraft carrier", last: "zigzag", mapped: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +123,7 @@ func TestMappedWNIDsResolve(t *testing.T) {
 	if err != nil {
 		t.Fatalf("needs WordNet 3.0 (make deps): %v", err)
 	}
-	for _, name := range []string{"imagenet", "cifar100", "awa2", "fashion-mnist"} {
+	for _, name := range []string{"imagenet", "cifar100", "awa2", "fashion-mnist", "quickdraw"} {
 		s, err := Builtin(name)
 		if err != nil {
 			t.Fatal(err)
@@ -139,6 +140,105 @@ func TestMappedWNIDsResolve(t *testing.T) {
 				t.Errorf("%s class %q: lemma %q is not one of %v", name, c.ID, c.Lemma, syn.Lemmas)
 			}
 		}
+	}
+}
+
+// mappingRows reads a reviewed mapping file's rows (index, name, wnid, lemma,
+// note), header skipped.
+func mappingRows(t *testing.T, file string) [][]string {
+	t.Helper()
+	raw, err := dataFS.ReadFile("data/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]string
+	for i, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		f := strings.Split(l, "\t")
+		if len(f) != 5 {
+			t.Fatalf("%s:%d: %d fields, want 5 (index, name, wnid, lemma, note)", file, i+1, len(f))
+		}
+		rows = append(rows, f)
+	}
+	return rows
+}
+
+// TestMappingNotes: every row whose lemma is not the class name, or whose
+// synset is not the lemma's first sense, says why in its note, and the note
+// says "not first sense" exactly when it is not (as check_mappings.py checks).
+func TestMappingNotes(t *testing.T) {
+	wn, err := wordnet.Open("")
+	if err != nil {
+		t.Fatalf("needs WordNet 3.0 (make deps): %v", err)
+	}
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer(" ", "_", "+", "_").Replace(s))
+	}
+	for _, file := range []string{"cifar100-wordnet.tsv", "awa2-wordnet.tsv", "fashion-mnist-wordnet.tsv", "quickdraw-wordnet.tsv"} {
+		for _, r := range mappingRows(t, file) {
+			name, wnid, lemma, note := r[1], r[2], r[3], r[4]
+			senses, err := wn.Lookup(lemma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sense := 0
+			for i, s := range senses {
+				if s.ID == wnid {
+					sense = i + 1
+				}
+			}
+			if sense == 0 {
+				t.Errorf("%s %q: %s is not a sense of %q", file, name, wnid, lemma)
+				continue
+			}
+			if (norm(lemma) != norm(name) || sense > 1) && strings.TrimSpace(note) == "" {
+				t.Errorf("%s %q: lemma %q sense %d, but the note is empty", file, name, lemma, sense)
+			}
+			if (sense > 1) != strings.Contains(note, "not first sense") {
+				t.Errorf("%s %q: %s is sense %d of %q; the note must say \"not first sense\" exactly when it is not sense 1: %q", file, name, wnid, sense, lemma, note)
+			}
+		}
+	}
+}
+
+// TestQuickDrawMatchesCategories checks, without WordNet, that the quickdraw
+// set and its mapping follow categories.txt line by line and that no synset
+// is used twice.
+func TestQuickDrawMatchesCategories(t *testing.T) {
+	raw, err := os.ReadFile("data/quickdraw/categories.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(cats) != 345 {
+		t.Fatalf("categories.txt has %d lines, want 345", len(cats))
+	}
+	s, err := Builtin("quickdraw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := mappingRows(t, "quickdraw-wordnet.tsv")
+	if s.Len() != len(cats) || len(rows) != len(cats) {
+		t.Fatalf("%d classes, %d mapping rows, %d categories", s.Len(), len(rows), len(cats))
+	}
+	seen := map[string]string{}
+	for i, cat := range cats {
+		c := s.Classes[i]
+		if c.ID != cat || c.Name != cat || rows[i][0] != strconv.Itoa(i) || rows[i][1] != cat {
+			t.Errorf("class %d: set %q/%q, mapping row %q %q, want %q", i, c.ID, c.Name, rows[i][0], rows[i][1], cat)
+		}
+		if c.WNID != rows[i][2] || c.Lemma != rows[i][3] {
+			t.Errorf("class %d %q: wnid/lemma %s/%s, the mapping says %s/%s", i, cat, c.WNID, c.Lemma, rows[i][2], rows[i][3])
+		}
+		if prev, dup := seen[c.WNID]; dup {
+			t.Errorf("%s is used by both %q and %q", c.WNID, prev, cat)
+		}
+		seen[c.WNID] = cat
+	}
+	if len(seen) != 345 {
+		t.Errorf("%d distinct wnids, want 345", len(seen))
 	}
 }
 

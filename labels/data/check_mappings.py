@@ -19,7 +19,7 @@ of the gloss, for review by eye. Exit status: 0 all good, 1 any mismatch,
 
 Standard library only. Usage:
   python3 check_mappings.py [--wordnet DIR] [--classes DIR] [FILE.tsv ...]
-With no files it checks the three mapping files next to this script.
+With no files it checks the four mapping files next to this script.
 """
 
 import argparse
@@ -28,11 +28,16 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_FILES = ["cifar100-wordnet.tsv", "awa2-wordnet.tsv", "fashion-mnist-wordnet.tsv"]
+DEFAULT_FILES = ["cifar100-wordnet.tsv", "awa2-wordnet.tsv", "fashion-mnist-wordnet.tsv", "quickdraw-wordnet.tsv"]
 
 # Fashion-MNIST ships no class-name file; this is the order of its README.
 FASHION_MNIST = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                  "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
+
+# Quick, Draw!'s 345 category names ship next to this script (names contain
+# spaces: one per line, class index = line number - 1).
+QUICKDRAW_CATEGORIES = os.path.join(HERE, "quickdraw", "categories.txt")
+QUICKDRAW_CLASSES = 345
 
 WNID_RE = re.compile(r"^n(\d{8})$")
 NOT_FIRST = "not first sense"
@@ -96,6 +101,12 @@ def class_names(fname, classes_dir):
     """The dataset's own class names in order, or None when they cannot be found."""
     if fname.startswith("fashion-mnist"):
         return FASHION_MNIST
+    if fname.startswith("quickdraw"):
+        with open(QUICKDRAW_CATEGORIES, encoding="utf-8") as f:
+            names = [l.rstrip("\r\n") for l in f if l.strip()]
+        if len(names) != QUICKDRAW_CLASSES:
+            raise OSError(f"{QUICKDRAW_CATEGORIES}: {len(names)} categories, want {QUICKDRAW_CLASSES}")
+        return names
     if classes_dir is None:
         return None
     if fname.startswith("cifar100"):
@@ -191,7 +202,7 @@ def main():
                     help="WordNet 3.0 dict directory holding data.noun and index.noun (default $WNHOME, else /usr/share/wordnet)")
     ap.add_argument("--classes", default=None,
                     help="directory with cifar100/fine_label_names.txt and awa2/classes.txt (default: the project's shared/data if found)")
-    ap.add_argument("files", nargs="*", help="mapping files (default: the three next to this script)")
+    ap.add_argument("files", nargs="*", help="mapping files (default: the four next to this script)")
     args = ap.parse_args()
     files = args.files or [os.path.join(HERE, f) for f in DEFAULT_FILES]
     classes_dir = args.classes or find_classes_dir()
