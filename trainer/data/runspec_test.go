@@ -55,7 +55,7 @@ func TestSpecFor(t *testing.T) {
 	// A missing folder is named with the flag, and the kinds a spec may name.
 	missing := filepath.Join(dir, "nope")
 	if _, err := SpecFor("", missing); err == nil || err.Error() != "--data "+missing+
-		": no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, cifar10, cifar100, folder, cub, nabirds, synthetic)" {
+		": no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, quickdraw, cifar10, cifar100, folder, cub, nabirds, synthetic)" {
 		t.Errorf("missing folder: %v", err)
 	}
 }

@@ -129,7 +129,7 @@ func TestTrainUsageErrors(t *testing.T) {
 	}
 	// A folder that is not there is named, with the kinds a spec may name.
 	if code, _, errs := runLCL(context.Background(), t, "train", "--data", "/nonexistent"); code != 2 ||
-		!strings.HasPrefix(errs, "lcl: --data /nonexistent: no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, cifar10, cifar100, folder, cub, nabirds, synthetic)\n") {
+		!strings.HasPrefix(errs, "lcl: --data /nonexistent: no such folder (give a data set folder, or a spec KIND[:DIR] with KIND one of fashion-mnist, mnist, quickdraw, cifar10, cifar100, folder, cub, nabirds, synthetic)\n") {
 		t.Errorf("--data /nonexistent: exit %d, %q", code, errs)
 	}
 }
