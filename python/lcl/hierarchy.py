@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import BinaryIO, Dict, List, Optional, Sequence
 
 import torch
 
@@ -145,7 +145,7 @@ class WordNetHierarchy:
         return s.to(torch.float32)
 
 
-def _read_synset(f, path: str, wnid: str, cache: Dict[str, List[str]]) -> List[str]:
+def _read_synset(f: BinaryIO, path: str, wnid: str, cache: Dict[str, List[str]]) -> List[str]:
     """The hypernyms and instance hypernyms of noun synset ``wnid``."""
     if wnid in cache:
         return cache[wnid]

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ._errors import LCLFileError, PathLike, fail, quote
+from ._errors import PathLike, fail, quote
 
 __all__ = [
     "ClassInfo",
