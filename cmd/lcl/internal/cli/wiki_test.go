@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wiki/wikitest"
@@ -286,5 +287,21 @@ func TestWikiUsageErrors(t *testing.T) {
 	code, _, errs := runLCL(context.Background(), t, "--store", t.TempDir(), "wiki", "show", "n02012849")
 	if code != ExitFailure || !strings.Contains(errs, "no stored document") {
 		t.Errorf("show of a class never fetched: exit %d, %s", code, errs)
+	}
+}
+
+// --concurrency out of range is refused at once, naming the flag and the
+// range: 100000000 ran lcl out of memory, -5 was clamped to 1 without a
+// word (issue 48, item 4).
+func TestWikiConcurrencyRange(t *testing.T) {
+	for _, cmd := range []string{"fetch", "resolve"} {
+		for _, v := range []string{"100000000", "65", "0", "-5"} {
+			start := time.Now()
+			r := cliRun(t, "--store", t.TempDir(), "wiki", cmd, "--synsets", "imagenet", "--concurrency", v)
+			wantOneLine(t, "wiki "+cmd+" --concurrency "+v, r, ExitUsage, "--concurrency "+v+": want 1 to 64")
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("wiki %s --concurrency %s: refused after %v, want at once", cmd, v, d)
+			}
+		}
 	}
 }
