@@ -47,6 +47,11 @@ func (o *wikiOptions) check() error {
 	if o.Concurrency < 1 || o.Concurrency > maxWikiConcurrency {
 		return usagef("--concurrency %d: want 1 to %d (classes resolved at once, and the most API requests in flight)", o.Concurrency, maxWikiConcurrency)
 	}
+	if o.Source == "api" {
+		if err := wiki.CheckEndpoint(o.Endpoint); err != nil {
+			return usagef("--endpoint %q: %v", o.Endpoint, err)
+		}
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,5 +304,28 @@ func TestWikiConcurrencyRange(t *testing.T) {
 				t.Errorf("wiki %s --concurrency %s: refused after %v, want at once", cmd, v, d)
 			}
 		}
+	}
+}
+
+// --source api with an endpoint that is not a URL is refused before
+// anything opens; one whose port refuses stops at the first refusal. Both
+// took ~94 s of silent retries (issue 48, item 5).
+func TestWikiFetchAPIEndpointFailsFast(t *testing.T) {
+	r := cliRun(t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", "imagenet", "--source", "api", "--endpoint", "not a url")
+	wantOneLine(t, `wiki fetch --endpoint "not a url"`, r, ExitUsage, `--endpoint "not a url": not an http:// or https:// URL with a host`)
+
+	_, labelFile := wikiFixture(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String() + "/w/api.php"
+	l.Close() // the port now refuses
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	code, out, errs := runLCL(ctx, t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", endpoint)
+	if code != ExitFailure || !strings.Contains(errs, endpoint+" cannot be reached") || !strings.Contains(errs, "connection refused") || time.Since(start) > 10*time.Second {
+		t.Fatalf("wiki fetch --endpoint %s (refusing): exit %d after %v; want exit 1 within seconds, saying it cannot be reached\nstdout: %s\nstderr: %s", endpoint, code, time.Since(start), out, errs)
 	}
 }
