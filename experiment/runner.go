@@ -112,7 +112,9 @@ type Summary struct {
 // directory holds work from an earlier attempt is relaunched with --resume.
 // A failed run is recorded and the grid goes on; the error returned lists
 // the failures. On cancellation it stops after signalling the running
-// children and returns the context's error; runs finished so far are kept.
+// children and returns the context's error, whether or not runs were still
+// queued; runs finished so far are kept, a child that exited cleanly with
+// its result as the cancellation came among them.
 func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 	jobs := max(r.Jobs, 1)
 	t := &tally{s: Summary{Total: len(runs)}, jobs: jobs, progress: r.Progress}
@@ -152,6 +154,11 @@ func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 	}
 	wg.Wait() // the tally is this goroutine's alone from here
 	s := t.s
+	if stop == nil {
+		// Cancelled during the last batch: no run was left to launch,
+		// but the runs stopped are not finished.
+		stop = ctx.Err()
+	}
 	if stop != nil {
 		return s, stop
 	}
@@ -166,7 +173,7 @@ func (r *Runner) launch(ctx context.Context, run Run, t *tally) {
 	dir := RunDir(r.Root, run.ID)
 	start := time.Now()
 	err := r.one(ctx, run, dir)
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		r.logf("stopped %s %s: it resumes on the next run of the grid", run.ID, run.Describe())
 		return
 	}
@@ -244,9 +251,19 @@ func (e *FailedError) Lines() []string {
 	return lines
 }
 
-// one launches a single run and records its outcome.
+// one launches a single run and records its outcome. It returns the
+// context's error only when the run was stopped before it finished.
 func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 	resume := hasWork(dir)
+	if resume {
+		// A child that finished as its grid was stopped, or whose record
+		// was lost, left its result: record it rather than relaunch a
+		// finished run (lcl train refuses to resume one).
+		if done, err := ReadResult(run.Config, dir); err == nil {
+			r.logf("recording %s %s: its directory holds the result of a finished run", run.ID, run.Describe())
+			return r.Results.PutRun(context.WithoutCancel(ctx), done)
+		}
+	}
 	args, err := run.TrainArgs(dir, resume)
 	if err != nil {
 		return err
@@ -275,9 +292,11 @@ func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 	fmt.Fprintf(logFile, "# %s lcl %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
 	runErr := r.Launch(ctx, args, logFile)
 	logFile.Close()
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && runErr != nil {
 		return ctx.Err() // the record stays "running": the next attempt resumes
 	}
+	// A child that exited cleanly finished its run, even if the grid was
+	// cancelled as it did: its result is recorded below.
 	if runErr != nil {
 		rec.Status = simstore.RunFailed
 		if err := r.Results.PutRun(context.WithoutCancel(ctx), rec); err != nil {
@@ -339,7 +358,8 @@ func mustJSON(v any) []byte {
 // Command returns a Launcher that runs the binary at path (normally the running
 // lcl, os.Executable()) with extra leading args (global flags such as
 // --store). On cancellation the child gets SIGINT, so that it can write a
-// checkpoint, and is killed if it has not exited after grace.
+// checkpoint, and is killed if it has not exited after grace. A child that
+// exits 0 all the same finished its run: that is no error.
 func Command(path string, leading []string, grace time.Duration) Launcher {
 	return func(ctx context.Context, args []string, log io.Writer) error {
 		cmd := exec.CommandContext(ctx, path, append(append([]string{}, leading...), args...)...)
@@ -348,6 +368,11 @@ func Command(path string, leading []string, grace time.Duration) Launcher {
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 		cmd.WaitDelay = grace
 		if err := cmd.Run(); err != nil {
+			if cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() != nil {
+				// Cancelled as it finished: Run reports the cancellation,
+				// but the child exited 0 and its run is complete.
+				return nil
+			}
 			return fmt.Errorf("lcl %s: %w", args[0], err)
 		}
 		return nil

@@ -326,3 +326,119 @@ func TestStoreAtWaitsForTheStore(t *testing.T) {
 		t.Fatalf("waiting for the store: %v, want ErrNotFound once it was released", err)
 	}
 }
+
+// A child that exits cleanly with its result as the grid is cancelled
+// finished its run: the run is recorded done, and the cancellation is
+// still returned although no run was left queued (issue 48, items 1 and 2).
+func TestRunnerRecordsARunFinishedAsCancelled(t *testing.T) {
+	store := memStore(t)
+	run := smallRuns(t)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := &fakeTrain{}
+	finishing := func(ctx context.Context, args []string, log io.Writer) error {
+		err := fake.launch(ctx, args, log) // result.json written
+		cancel()                           // Ctrl-C arrives as the child exits 0
+		return err
+	}
+	r := &Runner{Launch: finishing, Results: store, Root: t.TempDir()}
+	s, err := r.Run(ctx, []Run{run})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("grid cancelled as its last run finished: %v (summary %+v), want context.Canceled", err, s)
+	}
+	rec, gerr := store.GetRun(context.Background(), run.ID)
+	if gerr != nil || rec.Status != simstore.RunDone || s.Done != 1 {
+		t.Fatalf("run %s exited 0 with its result as the grid was cancelled: record %+v (%v), summary %+v; want it recorded done", run.ID, rec, gerr, s)
+	}
+}
+
+// Cancelled while the last runs train (none queued), the grid returns the
+// cancellation and leaves the runs to resume (issue 48, item 2).
+func TestRunnerCancelledDuringTheLastBatch(t *testing.T) {
+	store := memStore(t)
+	runs := smallRuns(t)[:2]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var started atomic.Int32
+	blocking := func(ctx context.Context, args []string, log io.Writer) error {
+		if started.Add(1) == 2 {
+			cancel() // both runs train: Ctrl-C
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("lcl train: exit status 130")
+		case <-time.After(20 * time.Second):
+			return errors.New("never cancelled")
+		}
+	}
+	r := &Runner{Launch: blocking, Results: store, Root: t.TempDir(), Jobs: 2}
+	s, err := r.Run(ctx, runs)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("grid of 2 runs, --jobs 2, cancelled while both trained: %v (summary %+v), want context.Canceled (exit 130)", err, s)
+	}
+	for _, run := range runs {
+		if rec, err := store.GetRun(context.Background(), run.ID); err != nil || rec.Status != simstore.RunRunning {
+			t.Errorf("%s: %+v %v, want its record left running (resumed next time)", run.ID, rec, err)
+		}
+	}
+}
+
+// A run recorded running whose directory holds a finished run's result (a
+// grid stopped as the child exited, by an older lcl or a kill) is recorded
+// done on the next run of the grid, not relaunched: lcl train refuses to
+// resume a finished run, and the grid could never complete (issue 48, item 1).
+func TestRunnerRecordsAFinishedRunLeftRunning(t *testing.T) {
+	store := memStore(t)
+	run := smallRuns(t)[0]
+	root := t.TempDir()
+	dir := RunDir(root, run.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&fakeTrain{}).launch(context.Background(), []string{"--out", dir}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutRun(context.Background(), simstore.Run{ID: run.ID, Config: run.Config, Status: simstore.RunRunning, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	finished := func(ctx context.Context, args []string, log io.Writer) error {
+		return errors.New("lcl train: exit status 1: the run already finished (2 epochs; a larger --epochs continues it)")
+	}
+	r := &Runner{Launch: finished, Results: store, Root: root}
+	s, err := r.Run(context.Background(), []Run{run})
+	rec, gerr := store.GetRun(context.Background(), run.ID)
+	if err != nil || gerr != nil || rec.Status != simstore.RunDone {
+		t.Fatalf("run %s left running with result.json in %s: %v, record %+v (%v), summary %+v; want it recorded done", run.ID, dir, err, rec, gerr, s)
+	}
+}
+
+// Command's child that exits 0 as it is cancelled (it finished its run as
+// Ctrl-C came) is no error; one that exits 130 is (issue 48, item 1: exec
+// reports the cancellation either way).
+func TestCommandChildFinishingAsCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		ok     bool
+	}{{"0", true}, {"130", false}} {
+		marker := filepath.Join(t.TempDir(), "started")
+		script := `trap 'exit ` + tc.status + `' INT; : > "$1"; while :; do sleep 0.05; done`
+		launch := Command("/bin/sh", []string{"-c", script, "sh"}, 10*time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- launch(ctx, []string{marker}, io.Discard) }()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatalf("exit %s: the child never started", tc.status)
+			}
+		}
+		cancel()
+		err := <-done
+		if (err == nil) != tc.ok {
+			t.Errorf("child exiting %s on SIGINT: launcher returned %v, want an error: %v", tc.status, err, !tc.ok)
+		}
+	}
+}

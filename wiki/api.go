@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultEndpoint is English Wikipedia's Action API.
@@ -42,6 +43,9 @@ type APIClient struct {
 	Backoff     time.Duration // first retry wait without Retry-After (default 1s), doubled each retry
 	MaxBackoff  time.Duration // cap on a backoff wait (default 1m); Retry-After is honoured up to MaxRetryAfter
 	Concurrency int           // requests in flight at once (default 2)
+	// Logf, if set, gets a line before each retry: what failed, and when
+	// the next attempt comes (a fetch shows progress while it retries).
+	Logf func(format string, a ...any)
 	// Sleep waits d or until ctx is done; tests replace it to record waits.
 	Sleep func(ctx context.Context, d time.Duration) error
 
@@ -51,6 +55,29 @@ type APIClient struct {
 
 // MaxRetryAfter bounds how long one Retry-After may make the client wait.
 const MaxRetryAfter = 5 * time.Minute
+
+// CheckEndpoint refuses an endpoint that is not an http:// or https:// URL
+// with a host (and no query or fragment: requests append their own query),
+// before any request is sent.
+func CheckEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL (%v): want the http:// or https:// URL of a MediaWiki api.php, as %s", withoutURL(err), DefaultEndpoint)
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.Opaque != "":
+		return fmt.Errorf("not an http:// or https:// URL with a host: want the URL of a MediaWiki api.php, as %s", DefaultEndpoint)
+	case u.Port() != "" && !validPort(u.Port()):
+		return fmt.Errorf("port %s: want 1 to 65535", u.Port())
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("has a query or fragment: want the URL of a MediaWiki api.php alone, as %s", DefaultEndpoint)
+	}
+	return nil
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
+}
 
 // NewAPIClient returns a client for endpoint ("" = DefaultEndpoint) with the
 // defaults.
@@ -222,19 +249,21 @@ func (r *queryResult) resolve(title string) (string, bool) {
 }
 
 // ErrUnreachable is the API's host not existing for this machine (its
-// name does not resolve, or no route leads to it): retrying cannot help,
-// and Fetch stops at the first.
+// name does not resolve, or no route leads to it) or refusing the
+// connection (nothing listens at the endpoint's port): retrying cannot
+// help, and Fetch stops at the first.
 var ErrUnreachable = errors.New("cannot be reached")
 
 // unreachable reports whether err says the host cannot be reached at all
-// (a name that does not resolve, no route to its network), as opposed to a
-// failure worth retrying (a timeout, a reset connection, a busy server).
+// (a name that does not resolve, no route to its network, a refused
+// connection), as opposed to a failure worth retrying (a timeout, a reset
+// connection, a busy server).
 func unreachable(err error) bool {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
 		return true
 	}
-	return errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH)
+	return errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // httpError is a failed attempt, with what the server asked for.
@@ -270,6 +299,9 @@ func (c *APIClient) do(ctx context.Context, q url.Values) (*apiResponse, error) 
 			var he *httpError
 			if errors.As(last, &he) && he.hasRetry {
 				wait = min(he.retryAfter, MaxRetryAfter)
+			}
+			if c.Logf != nil {
+				c.Logf("api: %s (%s): %v; retry %d of %d in %s", c.Endpoint, clip(what, 80), last, attempt, c.MaxRetries, wait)
 			}
 			if err := c.Sleep(ctx, wait); err != nil {
 				return nil, err
@@ -344,6 +376,17 @@ func (c *APIClient) attempt(ctx context.Context, q url.Values) (*apiResponse, er
 		return nil, &httpError{msg: fmt.Sprintf("API error %s: %s", r.Error.Code, r.Error.Info)}
 	}
 	return &r, nil
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func firstLine(s string) string {

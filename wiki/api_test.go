@@ -250,3 +250,67 @@ func TestAPIUnreachableHostIsNotRetried(t *testing.T) {
 		t.Errorf("%d dials, waits %v; want one attempt and no retry", dials.Load(), rec.waits)
 	}
 }
+
+// A refused connection (nothing listens at the endpoint's port) is not
+// retried: one attempt, no waits, ErrUnreachable; it took six attempts
+// with backoff, ~94 s for ten classes (issue 48, item 5).
+func TestAPIRefusedConnectionIsNotRetried(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // the port now refuses
+	rec := &recorder{}
+	c := wiki.NewAPIClient("http://" + addr + "/w/api.php")
+	c.Sleep, c.MaxRetries = rec.sleep, 5
+	c.HTTP = &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	_, err = c.Pages(context.Background(), []string{"Crane"}, false)
+	if !errors.Is(err, wiki.ErrUnreachable) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("endpoint http://%s/w/api.php refusing: %v; want ErrUnreachable saying the connection was refused", addr, err)
+	}
+	if len(rec.waits) != 0 || time.Since(start) > 5*time.Second {
+		t.Errorf("endpoint http://%s/w/api.php refusing: waits %v over %v; want one attempt, no retry", addr, rec.waits, time.Since(start))
+	}
+}
+
+// Each retry says what failed and when the next attempt comes: a fetch
+// that retries is never silent (issue 48, item 5).
+func TestAPIRetriesAreLogged(t *testing.T) {
+	srv := wikitest.NewAPIServer(apiFixturePages())
+	defer srv.Close()
+	srv.Fail(1, wikitest.Fault{Status: 500})
+	srv.Fail(2, wikitest.Fault{Status: 502})
+	c := newClient(srv, &recorder{})
+	var lines []string
+	c.Logf = func(format string, a ...any) { lines = append(lines, fmt.Sprintf(format, a...)) }
+	if _, err := c.Pages(context.Background(), []string{"Mouse"}, false); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"HTTP 500 Internal Server Error; retry 1 of 3 in 1s", "HTTP 502 Bad Gateway; retry 2 of 3 in 2s"}
+	if len(lines) != len(want) {
+		t.Fatalf("two failed attempts logged %q; want one line per retry", lines)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], srv.Endpoint()) || !strings.Contains(lines[i], "titles=Mouse") || !strings.Contains(lines[i], w) {
+			t.Errorf("retry %d logged %q; want the endpoint, the titles and %q", i+1, lines[i], w)
+		}
+	}
+}
+
+// An endpoint that is not an http(s) URL with a host is refused before any
+// request (issue 48, item 5: "not a url" took ~94 s of retries).
+func TestCheckEndpoint(t *testing.T) {
+	for _, e := range []string{wiki.DefaultEndpoint, "http://127.0.0.1:8080/w/api.php", "https://wiki.example.org/api.php"} {
+		if err := wiki.CheckEndpoint(e); err != nil {
+			t.Errorf("--endpoint %q: %v, want accepted", e, err)
+		}
+	}
+	for _, e := range []string{"not a url", "", "en.wikipedia.org/w/api.php", "ftp://example.org/api.php", "http:///api.php",
+		"http://example.org:0/api.php", "http://example.org:99999/api.php", "http://example.org/api.php?action=query", "mailto:x@example.org", "http://[::1/api.php"} {
+		if err := wiki.CheckEndpoint(e); err == nil {
+			t.Errorf("--endpoint %q accepted, want refused", e)
+		}
+	}
+}

@@ -28,7 +28,8 @@ type SourceOptions struct {
 	// Resolve.Overrides. Overrides name Wikipedia titles: they are refused
 	// for the wordnet and dir sources.
 	OverridesFile string
-	// Logf, if set, is told about slow steps (reading a dump's index).
+	// Logf, if set, is told about slow steps (reading a dump's index, an
+	// API request waiting to be retried).
 	Logf func(format string, a ...any)
 }
 
@@ -68,11 +69,17 @@ func OpenSource(spec string, wn *wordnet.DB, o SourceOptions) (Source, error) {
 		ropts.Overrides = mergeOverrides(ropts.Overrides, more)
 	}
 	if kind == "api" {
+		if o.Endpoint != "" {
+			if err := CheckEndpoint(o.Endpoint); err != nil {
+				return nil, fmt.Errorf("endpoint %q: %w", o.Endpoint, err)
+			}
+		}
 		c := NewAPIClient(o.Endpoint)
 		if o.UserAgent != "" {
 			c.UserAgent = o.UserAgent
 		}
 		c.Concurrency = max(o.Concurrency, 1)
+		c.Logf = o.Logf
 		return &ArticleSource{Pages: c, WordNet: wn, Options: ropts}, nil
 	}
 	if o.Logf != nil {

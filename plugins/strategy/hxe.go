@@ -79,6 +79,10 @@ func (s *HXE) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if g := int64(len(t.Parent) - 1); g*int64(c) > sdk.MaxGroupCells {
 		return nil, fmt.Errorf("%d classes make %d groups, more than the trainer holds (%d groups × classes)", c, g, sdk.MaxGroupCells)
 	}
+	if most := t.HXEMaxAlpha(); alpha > most {
+		return nil, fmt.Errorf("alpha = %g: the weights of the deepest classes (depth %d of this hierarchy) underflow to 0 (the loss would be 0, nothing learnt): want 0 ≤ alpha ≤ %.2f on it (paper: 0.1 to 0.6)",
+			alpha, t.leafDepth(), math.Floor(most*100)/100)
+	}
 	s.groups, s.scale = t.HXEGroups(alpha), float64(len(t.Parent))
 	s.stages = oneStage("train", run.Epochs, 1)
 	return s.stagesRead()
@@ -201,6 +205,48 @@ func LinkageTree(s *sdk.Matrix, c int) (*Tree, error) {
 		}
 	}
 	return t, nil
+}
+
+// minHXEWeight is the least weight λ(C) of a class HXE accepts: the
+// smallest normal float32, the trainer's type for the group weights
+// (smaller ones are flushed to 0 or lose their precision).
+const minHXEWeight = 0x1p-126
+
+// leafDepth is the depth of t's deepest class.
+func (t *Tree) leafDepth() int {
+	c := len(t.Members[len(t.Members)-1])
+	return slices.Max(t.Depth[:c])
+}
+
+// HXEMaxAlpha is the largest decay α whose weights λ(y) = exp(−α·depth(y))
+// / Σ_C exp(−α·depth(C)) of the classes on t all stay at least
+// minHXEWeight: beyond it the deepest classes' weights (and, far beyond,
+// every weight) underflow to 0 as the trainer holds them, and HXE trains
+// on a loss that is 0. log λ(y) falls as α grows for the deepest class
+// (its depth is at least the λ-weighted mean depth), so bisection finds it.
+func (t *Tree) HXEMaxAlpha() float64 {
+	deepest := float64(t.leafDepth())
+	logMin := math.Log(minHXEWeight)
+	ok := func(alpha float64) bool {
+		// Σ_C exp(−α·depth(C)) is the root's 1 plus the rest.
+		rest := 0.0
+		for _, d := range t.Depth {
+			if d > 0 {
+				rest += math.Exp(-alpha * float64(d))
+			}
+		}
+		return -alpha*deepest-math.Log1p(rest) >= logMin
+	}
+	lo, hi := 0.0, -logMin/deepest // at hi, λ ≤ exp(−α·depth) = minHXEWeight
+	for range 100 {
+		mid := (lo + hi) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // HXEGroups are the class groups of HXE's loss on t with decay alpha: one

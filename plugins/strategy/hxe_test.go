@@ -190,3 +190,36 @@ func TestHXERefuses(t *testing.T) {
 		})
 	}
 }
+
+// An alpha whose weights underflow is refused with the usable range: with
+// alpha=1e6 every weight but the root's was 0 and hxe trained on a loss
+// of 0 without a word (issue 48, item 7). The largest alpha accepted keeps
+// every weight a normal float32 (the trainer's type), and is accepted.
+func TestHXERefusesAnAlphaWhoseWeightsUnderflow(t *testing.T) {
+	sim := lcaHeightMatrix(t, mbmLeaves)
+	tree, err := LinkageTree(sim, len(mbmLeaves))
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := tree.HXEMaxAlpha()
+	for alpha, shown := range map[string]string{"1e6": "1e+06", "40": "40"} {
+		_, err := hxeBegin(sim, 6, map[string]string{"alpha": alpha})
+		if err == nil || !strings.Contains(err.Error(), "alpha = "+shown+": the weights of the deepest classes (depth 3 of this hierarchy) underflow to 0") ||
+			!strings.Contains(err.Error(), "want 0 ≤ alpha ≤ "+strconv.FormatFloat(math.Floor(most*100)/100, 'f', 2, 64)) {
+			t.Errorf("--param alpha=%s: %v; want it refused, naming the usable range 0 to %.2f", alpha, err, most)
+		}
+	}
+	for _, alpha := range []float64{0, 0.6, math.Floor(most*100) / 100} {
+		if _, err := hxeBegin(sim, 6, map[string]string{"alpha": strconv.FormatFloat(alpha, 'g', -1, 64)}); err != nil {
+			t.Errorf("--param alpha=%g (usable up to %g): %v", alpha, most, err)
+		}
+		for _, w := range tree.HXEGroups(alpha).Weights {
+			if w.Group == w.Class && float32(w.W) < float32(minHXEWeight) {
+				t.Errorf("alpha %g: class %d's own weight %g underflows float32", alpha, w.Class, w.W)
+			}
+		}
+	}
+	if most < 20 || most > 30 { // depth 3, log(2^126)/3 ≈ 29.1, less the normaliser
+		t.Errorf("HXEMaxAlpha of a 3-deep tree = %g, want about 29", most)
+	}
+}

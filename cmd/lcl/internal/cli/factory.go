@@ -43,7 +43,10 @@ type Factory struct {
 
 // Store opens the store named by --store (once) for reading and writing.
 // A read-only handle opened before (ReadStore) is closed and replaced.
-func (f *Factory) Store() (*simstore.Store, error) {
+func (f *Factory) Store() (*simstore.Store, error) { return f.openStore(f.StoreWait) }
+
+// openStore is Store, waiting up to wait for a store another process uses.
+func (f *Factory) openStore(wait time.Duration) (*simstore.Store, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.store != nil && !f.storeRO {
@@ -55,7 +58,7 @@ func (f *Factory) Store() (*simstore.Store, error) {
 		}
 		f.store = nil
 	}
-	s, err := simstore.Open(f.storeDir(), simstore.WaitLocked(f.StoreWait))
+	s, err := simstore.Open(f.storeDir(), simstore.WaitLocked(wait))
 	if err != nil {
 		return nil, err
 	}

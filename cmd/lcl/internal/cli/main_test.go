@@ -67,7 +67,9 @@ func flagArg(args []string, name string) string {
 // fakeTrain records its arguments in OUT/args.txt and writes metrics and a
 // result whose top-1 is 70.<seed>. With LCL_FAKE_BLOCK_SEED equal to its
 // seed it writes a checkpoint, then waits for SIGINT and exits 130 like an
-// interrupted run.
+// interrupted run. With LCL_FAKE_FINISH_SEED equal to its seed it writes
+// its result, then waits for SIGINT and exits 0: a run that finishes as
+// Ctrl-C arrives.
 func fakeTrain(args []string) int {
 	out, seed := flagArg(args, "--out"), flagArg(args, "--seed")
 	if seed == "" {
@@ -104,6 +106,16 @@ func fakeTrain(args []string) int {
 	if err := os.WriteFile(filepath.Join(out, "result.json"), []byte(res), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if finish := os.Getenv("LCL_FAKE_FINISH_SEED"); finish != "" && finish == seed {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		os.WriteFile(filepath.Join(out, "finished"), nil, 0o644) // after result.json: the test's cue
+		select {
+		case <-sig:
+		case <-time.After(time.Minute):
+			return 1
+		}
 	}
 	return 0
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -109,6 +110,59 @@ func TestSecondSignalKeepsTheCheckpoint(t *testing.T) {
 			}
 			if statErr == nil || time.Since(start) >= slowStop {
 				t.Fatalf("%d SIGINTs: lcl ended after %v with its checkpoint written, want killed at once", tc.signals, time.Since(start))
+			}
+		})
+	}
+}
+
+// Ctrl-C to `lcl experiment run` when no run is left queued: as its last
+// run trains, and as its last run finishes (the child exits 0 with its
+// result). Either way lcl exits 130, and a rerun completes the grid: the
+// interrupted run resumes, the finished one is recorded done (issue 48,
+// items 1 and 2).
+func TestGridCtrlCInItsLastRun(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneRun := strings.Replace(strings.Replace(cliGrid, "seeds: [1, 2]", "seeds: [1]", 1),
+		"  - name: lcl\n    sources: [semantic]\n    params: {epsilon: [0.9]}\n", "", 1)
+	for _, tc := range []struct {
+		name, env, cue, rerun string
+	}{
+		{"as it trains", "LCL_FAKE_BLOCK_SEED=1", "checkpoint.pt", "1 trained now, 0 done before"},
+		{"as it finishes", "LCL_FAKE_FINISH_SEED=1", "finished", "0 trained now, 1 done before"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			grid := writeGrid(t, oneRun)
+			store := filepath.Join(t.TempDir(), "store")
+			runDir := filepath.Join(t.TempDir(), "runs")
+			cmd := exec.Command(self, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+			cmd.Env = append(os.Environ(), "LCL_TEST_CLI=1", "LCL_FAKE_TRAIN=1", tc.env)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if m, _ := filepath.Glob(filepath.Join(runDir, "*", tc.cue)); len(m) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the grid's run never wrote %s:\n%s", tc.cue, stderr.String())
+				}
+			}
+			cmd.Process.Signal(os.Interrupt)
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != ExitCancelled {
+				t.Fatalf("Ctrl-C to a one-run grid %s: %v, want exit %d\nstdout: %s\nstderr: %s", tc.name, err, ExitCancelled, stdout.String(), stderr.String())
+			}
+			t.Setenv("LCL_FAKE_TRAIN", "1")
+			code, out, errs := runLCL(context.Background(), t, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+			if code != 0 || !strings.Contains(out, tc.rerun) {
+				t.Fatalf("rerun of the grid stopped %s: exit %d, want 0 and %q\n%s%s", tc.name, code, tc.rerun, out, errs)
 			}
 		})
 	}

@@ -11,9 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lcl-project/lcl/experiment/trainrun"
+	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/similarity"
+	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/launch"
 	"github.com/lcl-project/lcl/trainer/torch"
@@ -117,23 +119,57 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 		}
 		return err
 	}
+	var recErr error
 	if !spec.Exec.NoStore {
-		recordRun(ctx, f, r)
+		recErr = recordRun(ctx, f, r)
 	}
 	pr.summary(res, out)
-	return nil
+	return recErr
 }
 
-// recordRun records the finished run in the store; a failure is a
-// warning (the run directory holds the run).
-func recordRun(ctx context.Context, f *Factory, r *trainrun.Run) {
-	st, err := f.Store()
+// recordWait is how long a finished run waits for a store another lcl is
+// using to record it (a longer --store-wait wins): two lcl train on one
+// store each hold it for moments, and a run is never to lose its record
+// to the other.
+var recordWait = 5 * time.Minute
+
+// recordRun records the finished run in the store, waiting for a store
+// another lcl is using (a line says so; Ctrl-C ends the wait). Failing
+// that, the error names the run, its folder and the store (exit 1; 130
+// after Ctrl-C): a finished run is never left out of the store silently.
+func recordRun(ctx context.Context, f *Factory, r *trainrun.Run) error {
+	st, err := f.openStore(0)
+	if errors.Is(err, simstore.ErrLocked) {
+		wait := max(f.StoreWait, recordWait)
+		f.Logf("lcl train: the store %s is in use by another lcl: waiting up to %s for it to record the run", bounded.Quote(f.storeDir()), wait)
+		start := time.Now()
+		for errors.Is(err, simstore.ErrLocked) && time.Since(start) < wait && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(100 * time.Millisecond):
+			}
+			st, err = f.openStore(0)
+		}
+		switch {
+		case errors.Is(err, simstore.ErrLocked) && ctx.Err() != nil:
+			err = fmt.Errorf("stopped waiting for it, in use by another lcl: %w", ctx.Err())
+		case errors.Is(err, simstore.ErrLocked):
+			err = fmt.Errorf("in use by another lcl for %s (--store-wait waits longer)", wait)
+		}
+	}
 	if err == nil {
-		err = r.Record(ctx, st)
+		err = r.Record(context.WithoutCancel(ctx), st)
 	}
-	if err != nil {
-		f.Logf("warning: run not recorded in the store: %v", err)
+	if err == nil {
+		return nil
 	}
+	id := "?"
+	if c, cerr := r.Spec.Config(r.UsesSimilarity()); cerr == nil {
+		id = c.ID()
+	}
+	return fmt.Errorf("run %s finished in %s but is not recorded in the store %s: %w; its files are kept: train it again into another --out once the store is free",
+		id, bounded.Quote(r.Config.Out), bounded.Quote(f.storeDir()), err)
 }
 
 // launchTrain runs this command line on nproc workers (launch.Run), each

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/npy"
@@ -608,5 +609,75 @@ func TestTrainHXE(t *testing.T) {
 	// wrong normalisation or a missing all-reduce differs by percents.
 	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
 		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
+	}
+}
+
+// A run that finishes while another lcl holds the store waits for it and
+// records the run; one whose store stays held past the wait exits 1 with
+// one line naming the run, its folder and the store. Never exit 0 with the
+// record lost (issue 48, item 3).
+func TestTrainRecordsItsRunWhenTheStoreIsBusy(t *testing.T) {
+	defer func(w time.Duration) { recordWait = w }(recordWait)
+	for _, tc := range []struct {
+		name    string
+		release bool // the other lcl lets go of the store a moment after the run finished
+	}{{"released", true}, {"held", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store, run := filepath.Join(dir, "store"), filepath.Join(dir, "run")
+			held, err := simstore.Open(store) // the other lcl
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			recordWait = 30 * time.Second
+			if !tc.release {
+				recordWait = 300 * time.Millisecond
+			}
+			type result struct {
+				code     int
+				out, err string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, out, errs := runLCL(context.Background(), t, "--store", store, "train", "--data", synth, "--model", "mlp:hidden=8",
+					"--epochs", "1", "--batch", "16", "--threads", "1", "--out", run)
+				done <- result{code, out, errs}
+			}()
+			var r result
+			if tc.release {
+				for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					if _, err := os.Stat(filepath.Join(run, experiment.ResultFile)); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the run never finished")
+					}
+				}
+				time.Sleep(300 * time.Millisecond)
+				held.Close()
+			}
+			r = <-done
+			held.Close()
+			st, err := simstore.Open(store, simstore.ReadOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, err := st.ListRuns(context.Background())
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.release {
+				if r.code != 0 || len(runs) != 1 || runs[0].Status != simstore.RunDone || !strings.Contains(r.err, "in use by another lcl: waiting up to 30s") {
+					t.Fatalf("lcl train finishing while another lcl held its store for 0.3 s: exit %d, %d records %+v; want exit 0, the run recorded after a line saying it waits\n%s", r.code, len(runs), runs, r.err)
+				}
+				return
+			}
+			last := r.err[strings.LastIndex(strings.TrimSuffix(r.err, "\n"), "\n")+1:]
+			if r.code != ExitFailure || len(runs) != 0 || !strings.Contains(last, "lcl: run r") || !strings.Contains(last, "finished in "+run+" but is not recorded in the store "+store) {
+				t.Fatalf("lcl train finishing while another lcl held its store past the wait: exit %d, %d records; want exit 1 and a last line naming the run, %s and the store\n%s", r.code, len(runs), run, r.err)
+			}
+		})
 	}
 }

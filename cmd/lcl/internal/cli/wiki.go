@@ -36,6 +36,25 @@ func (o *wikiOptions) addSourceFlags(cmd *cobra.Command, sourceDefault string) {
 	cmd.Flags().Float64Var(&o.MinScore, "min-score", 0.05, "least overlap score an article needs to be accepted for a class")
 }
 
+// maxWikiConcurrency bounds --concurrency: each unit is a worker (and, for
+// --source api, a request in flight to a public server); 100000000 of
+// them ran lcl out of memory.
+const maxWikiConcurrency = 64
+
+// check refuses, before anything is opened, flag values that would fail
+// or misbehave only later.
+func (o *wikiOptions) check() error {
+	if o.Concurrency < 1 || o.Concurrency > maxWikiConcurrency {
+		return usagef("--concurrency %d: want 1 to %d (classes resolved at once, and the most API requests in flight)", o.Concurrency, maxWikiConcurrency)
+	}
+	if o.Source == "api" {
+		if err := wiki.CheckEndpoint(o.Endpoint); err != nil {
+			return usagef("--endpoint %q: %v", o.Endpoint, err)
+		}
+	}
+	return nil
+}
+
 func newWikiCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "wiki",
@@ -96,6 +115,9 @@ func openSource(f *Factory, o *wikiOptions, wn *wordnet.DB) (wiki.Source, error)
 }
 
 func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	set, err := f.LabelSet(o.Synsets)
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ every built-in label set is searched.`,
 }
 
 func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	set, err := f.LabelSet(o.Synsets)
 	if err != nil {
 		return err

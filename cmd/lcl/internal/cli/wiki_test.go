@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/wiki/wikitest"
@@ -286,5 +288,44 @@ func TestWikiUsageErrors(t *testing.T) {
 	code, _, errs := runLCL(context.Background(), t, "--store", t.TempDir(), "wiki", "show", "n02012849")
 	if code != ExitFailure || !strings.Contains(errs, "no stored document") {
 		t.Errorf("show of a class never fetched: exit %d, %s", code, errs)
+	}
+}
+
+// --concurrency out of range is refused at once, naming the flag and the
+// range: 100000000 ran lcl out of memory, -5 was clamped to 1 without a
+// word (issue 48, item 4).
+func TestWikiConcurrencyRange(t *testing.T) {
+	for _, cmd := range []string{"fetch", "resolve"} {
+		for _, v := range []string{"100000000", "65", "0", "-5"} {
+			start := time.Now()
+			r := cliRun(t, "--store", t.TempDir(), "wiki", cmd, "--synsets", "imagenet", "--concurrency", v)
+			wantOneLine(t, "wiki "+cmd+" --concurrency "+v, r, ExitUsage, "--concurrency "+v+": want 1 to 64")
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("wiki %s --concurrency %s: refused after %v, want at once", cmd, v, d)
+			}
+		}
+	}
+}
+
+// --source api with an endpoint that is not a URL is refused before
+// anything opens; one whose port refuses stops at the first refusal. Both
+// took ~94 s of silent retries (issue 48, item 5).
+func TestWikiFetchAPIEndpointFailsFast(t *testing.T) {
+	r := cliRun(t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", "imagenet", "--source", "api", "--endpoint", "not a url")
+	wantOneLine(t, `wiki fetch --endpoint "not a url"`, r, ExitUsage, `--endpoint "not a url": not an http:// or https:// URL with a host`)
+
+	_, labelFile := wikiFixture(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String() + "/w/api.php"
+	l.Close() // the port now refuses
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	code, out, errs := runLCL(ctx, t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", endpoint)
+	if code != ExitFailure || !strings.Contains(errs, endpoint+" cannot be reached") || !strings.Contains(errs, "connection refused") || time.Since(start) > 10*time.Second {
+		t.Fatalf("wiki fetch --endpoint %s (refusing): exit %d after %v; want exit 1 within seconds, saying it cannot be reached\nstdout: %s\nstderr: %s", endpoint, code, time.Since(start), out, errs)
 	}
 }
