@@ -13,6 +13,7 @@ func TestShippedGrids(t *testing.T) {
 		"awa2-resnet101.yaml": 176, "cub-resnet.yaml": 352, "nabirds-resnet.yaml": 256, "precision.yaml": 6,
 		"cifar100-densenet.yaml": 128, "awa2-inception-resnet-v2.yaml": 176,
 		"imagenet-resnext.yaml": 128, "imagenet-senet.yaml": 128, "tour.yaml": 2, "methods.yaml": 48,
+		"quickdraw.yaml": 54, "quickdraw-demo.yaml": 24,
 	}
 	files, err := filepath.Glob("../experiments/*.yaml")
 	if err != nil || len(files) != len(want) {
@@ -34,11 +35,13 @@ func TestShippedGrids(t *testing.T) {
 		}
 	}
 	// demo-full and methods contain the demo's runs, so `make demo-full` and
-	// `make demo-methods` after `make demo` reuse them.
-	for _, grid := range []string{"demo-full.yaml", "methods.yaml"} {
-		for id := range ids["demo.yaml"] {
+	// `make demo-methods` after `make demo` reuse them; the Quick, Draw! grid
+	// contains its demo's (make demo-quickdraw-full after make demo-quickdraw).
+	for grid, demo := range map[string]string{"demo-full.yaml": "demo.yaml", "methods.yaml": "demo.yaml",
+		"quickdraw.yaml": "quickdraw-demo.yaml"} {
+		for id := range ids[demo] {
 			if !ids[grid][id] {
-				t.Errorf("demo run %s is not in %s", id, grid)
+				t.Errorf("%s run %s is not in %s", demo, id, grid)
 			}
 		}
 	}
