@@ -77,6 +77,15 @@ func TestRunKeysOfOldStores(t *testing.T) {
 		t.Fatalf("%d recorded keys, %d command lines", len(old), len(now))
 	}
 	for i := range old {
+		if slices.Contains(old[i].Args, "--optim-param") {
+			// The lcl before the settings table left --optim-param out
+			// of the key (its flag had no Given): two runs that differ
+			// only in it shared one key. Now it is part of it.
+			if now[i].Config.Args["optim-param"] == "" {
+				t.Errorf("%q: key %s lacks --optim-param", now[i].Args, mustJSON(now[i].Config))
+			}
+			continue
+		}
 		if old[i].ID != now[i].ID {
 			t.Errorf("%q: key %s (%s), the old store's %s (%s)", now[i].Args, now[i].ID, mustJSON(now[i].Config), old[i].ID, mustJSON(old[i].Config))
 		}

@@ -59,30 +59,6 @@ func (s Schedule) At(e int, f float64, epochs int) float64 {
 // ScheduleKinds are the learning-rate schedules (Schedule.Kind).
 var ScheduleKinds = []string{"constant", "step", "multistep", "cosine"}
 
-// Validate checks the schedule's fields for its kind.
-func (s Schedule) Validate() error {
-	if s.LR <= 0 || math.IsNaN(s.LR) {
-		return fmt.Errorf("schedule: learning rate %v: want > 0", s.LR)
-	}
-	if s.Warmup < 0 {
-		return fmt.Errorf("schedule: warm-up %d: want ≥ 0", s.Warmup)
-	}
-	switch s.Kind {
-	case "constant", "cosine":
-	case "step":
-		if s.StepSize <= 0 || s.Gamma <= 0 {
-			return fmt.Errorf("schedule: step needs a step size > 0 and gamma > 0 (have %d, %v)", s.StepSize, s.Gamma)
-		}
-	case "multistep":
-		if len(s.Milestones) == 0 || s.Gamma <= 0 || !slices.IsSorted(s.Milestones) {
-			return fmt.Errorf("schedule: multistep needs increasing milestones and gamma > 0 (have %v, %v)", s.Milestones, s.Gamma)
-		}
-	default:
-		return fmt.Errorf("schedule: unknown kind %q (want constant, step, multistep or cosine)", s.Kind)
-	}
-	return nil
-}
-
 // ParseMilestones parses "60,120,160".
 func ParseMilestones(s string) ([]int, error) {
 	var out []int
@@ -117,24 +93,6 @@ type Optim struct {
 	// (1−d)·w over parameters and buffers), evaluated every epoch and saved
 	// beside the model.
 	EMADecay float64
-}
-
-// Validate checks the optimizer's fields.
-func (o Optim) Validate() error {
-	k, err := OptimizerByName(o.Optimizer)
-	if err != nil {
-		return err
-	}
-	if err := k.validate(o); err != nil {
-		return err
-	}
-	if !(o.ClipNorm >= 0) {
-		return fmt.Errorf("gradient clipping norm %v: want ≥ 0 (0: none)", o.ClipNorm)
-	}
-	if !(o.EMADecay >= 0 && o.EMADecay < 1) {
-		return fmt.Errorf("EMA decay %v: want 0 ≤ decay < 1 (0: none)", o.EMADecay)
-	}
-	return o.Schedule.Validate()
 }
 
 // Preset is a named protocol of the original papers.
