@@ -334,8 +334,17 @@ func stringRow(name, group, usage string, p func(*Settings) *string, check func(
 	return row(name, group, usage, "string", p, func(v string) (string, error) { return v, nil }, func(v string) string { return v }, check)
 }
 
-func (r Setting) withID(key string, optional bool) Setting {
-	r.id = &ident{key: key, optional: optional}
+func (r Setting) withID(key string) Setting {
+	r.id = &ident{key: key}
+	return r
+}
+
+// optional makes the row's identity field appear only when set, so that
+// the identities written before the row stay as they were.
+func (r Setting) optional() Setting {
+	id := *r.id
+	id.optional = true
+	r.id = &id
 	return r
 }
 func (r Setting) inSchedule(key string, value func(s *Settings) string) Setting {
@@ -392,14 +401,14 @@ func init() { settingsTable = settingRows() }
 
 func settingRows() []Setting {
 	return []Setting{
-		intRow("epochs", groupOptim, "epochs (overrides the preset)", func(s *Settings) *int { return &s.Epochs }, atLeast1).withID("epochs", false),
-		intRow("batch", groupOptim, "batch size (overrides the preset)", func(s *Settings) *int { return &s.Batch }, atLeast1).withID("batch", false),
+		intRow("epochs", groupOptim, "epochs (overrides the preset)", func(s *Settings) *int { return &s.Epochs }, atLeast1).withID("epochs"),
+		intRow("batch", groupOptim, "batch size (overrides the preset)", func(s *Settings) *int { return &s.Batch }, atLeast1).withID("batch"),
 		floatRow("momentum", groupOptim, "SGD momentum (overrides the preset)", func(s *Settings) *float64 { return &s.Momentum },
-			nonNeg("")).withID("momentum", false).needing(optimizerNeed("momentum")),
+			nonNeg("")).withID("momentum").needing(optimizerNeed("momentum")),
 		boolRow("nesterov", groupOptim, "Nesterov momentum (overrides the preset)", func(s *Settings) *bool { return &s.Nesterov }).
-			withID("nesterov", false).needing(optimizerNeed("nesterov")),
+			withID("nesterov").needing(optimizerNeed("nesterov")),
 		floatRow("weight-decay", groupOptim, "L2 weight decay (overrides the preset)", func(s *Settings) *float64 { return &s.WeightDecay },
-			nonNeg("")).withID("wd", false),
+			nonNeg("")).withID("wd"),
 		scheduleRow(),
 		floatRow("lr", groupSchedule, "base learning rate (overrides the preset)", func(s *Settings) *float64 { return &s.Schedule.LR },
 			func(v float64) error { return wantIf(v > 0, "> 0") }).inSchedule("LR", nil),
@@ -419,10 +428,10 @@ func settingRows() []Setting {
 		paramRow("eps", "the optimizer's epsilon (Adam family: 1e-8, rmsprop: 1)"),
 		optimParamRow(),
 		floatRow("clip-grad-norm", groupOptim, "scale each model's gradients to an L2 norm of at most this (0: none)",
-			func(s *Settings) *float64 { return &s.ClipNorm }, nonNeg(" (0: no clipping)")).withID("clip", true),
+			func(s *Settings) *float64 { return &s.ClipNorm }, nonNeg(" (0: no clipping)")).withID("clip").optional(),
 		floatRow("ema-decay", groupOptim, "moving average of the weights e ← d·e + (1−d)·w per step (e.g. 0.9998; 0: none)",
 			func(s *Settings) *float64 { return &s.EMADecay },
-			func(v float64) error { return wantIf(v >= 0 && v < 1, "0 ≤ decay < 1 (0: none; e.g. 0.9998)") }).withID("ema", true),
+			func(v float64) error { return wantIf(v >= 0 && v < 1, "0 ≤ decay < 1 (0: none; e.g. 0.9998)") }).withID("ema").optional(),
 		floatRow("val-fraction", groupSelection, "class-stratified part of the training set held out to pick the best epoch",
 			func(s *Settings) *float64 { return &s.ValFraction },
 			func(v float64) error { return wantIf(v >= 0 && v < 1, "0 ≤ fraction < 1 (0: no validation split)") }),
