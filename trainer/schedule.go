@@ -20,7 +20,10 @@ type Schedule struct {
 	StepSize   int     // step: decay every StepSize epochs
 	Milestones []int   // multistep: decay at these epochs
 	Warmup     int     // epochs of linear warm-up from LR/(steps of warm-up) to LR
-	MinLR      float64 // cosine floor
+	// WarmupStart > 0 is the rate the warm-up starts from instead
+	// (timm's warmup_lr; torchvision's lr_warmup_decay·LR).
+	WarmupStart float64
+	MinLR       float64 // cosine floor
 }
 
 // At is the learning rate at epoch e (0-based) and fraction f ∈ [0,1) of
@@ -30,6 +33,9 @@ type Schedule struct {
 func (s Schedule) At(e int, f float64, epochs int) float64 {
 	t := float64(e) + f
 	if s.Warmup > 0 && t < float64(s.Warmup) {
+		if s.WarmupStart > 0 {
+			return s.WarmupStart + (s.LR-s.WarmupStart)*t/float64(s.Warmup)
+		}
 		return s.LR * math.Max(t/float64(s.Warmup), 1e-3)
 	}
 	switch s.Kind {

@@ -422,6 +422,10 @@ func settingRows() []Setting {
 		milestonesRow(),
 		intRow("warmup", groupSchedule, "epochs of linear learning-rate warm-up", func(s *Settings) *int { return &s.Schedule.Warmup },
 			func(n int) error { return wantIf(n >= 0, "≥ 0 epochs (0: none)") }).inSchedule("Warmup", nil),
+		floatRow("warmup-start-lr", groupSchedule, "with --warmup: the learning rate the warm-up starts from (0: ≈0)",
+			func(s *Settings) *float64 { return &s.Schedule.WarmupStart }, nonNeg(" (0: from LR/1000, ramping per step)")).
+			inSchedule("WarmupStart", nil).optional().needing(need{what: "--warmup N", ok: func(s *Settings) bool { return s.Schedule.Warmup > 0 },
+			have: func(*Settings) string { return "no warm-up" }}),
 		minLRRow(),
 		optimizerRow(),
 		betasRow(),

@@ -63,6 +63,7 @@ func TestPresetApply(t *testing.T) {
 		{[]string{"optimizer", "adam", "betas", "0.9,1"}, "adam beta2 1: want 0 ≤ value < 1"},
 		{[]string{"optimizer", "radam", "optim-param", "momentum_decay=0.1"}, "--optim-param momentum_decay: optimizer radam has no parameter momentum_decay"},
 		{[]string{"optim-param", "weight_decay=0.1"}, "--optim-param weight_decay: set weight_decay with --weight-decay"},
+		{[]string{"warmup-start-lr", "0.001"}, "--warmup-start-lr 0.001 applies to --warmup N, and this run has no warm-up"},
 	} {
 		if _, err := fm.Apply(1, given(t, tt.given...)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want %q", tt.given, err, tt.want)
@@ -73,22 +74,23 @@ func TestPresetApply(t *testing.T) {
 // refused are values each row of the table refuses, with what its one
 // check says.
 var refused = map[string][]struct{ v, want string }{
-	"epochs":         {{"0", "want a whole number ≥ 1"}, {"-1", "want a whole number ≥ 1"}},
-	"batch":          {{"0", "want a whole number ≥ 1"}},
-	"momentum":       {{"-0.1", "want ≥ 0"}},
-	"weight-decay":   {{"-1", "want ≥ 0"}},
-	"schedule":       {{"poly", "want constant, step, multistep, cosine"}, {"cosin", "want constant, step, multistep, cosine; did you mean cosine?"}},
-	"lr":             {{"0", "want > 0"}, {"-1", "want > 0"}, {"NaN", "want > 0"}},
-	"gamma":          {{"0", "want > 0 (the factor"}, {"-1", "want > 0"}},
-	"step-size":      {{"0", "want a whole number ≥ 1"}},
-	"milestones":     {{"5,3", "want increasing epochs (e.g. 60,120,160)"}},
-	"warmup":         {{"-1", "want ≥ 0 epochs (0: none)"}},
-	"optimizer":      {{"adamx", "want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"}, {"lamb", "want sgd, rmsprop"}},
-	"clip-grad-norm": {{"-1", "want ≥ 0 (0: no clipping)"}},
-	"ema-decay":      {{"1", "want 0 ≤ decay < 1 (0: none; e.g. 0.9998)"}, {"-0.1", "want 0 ≤ decay < 1"}},
-	"val-fraction":   {{"1", "want 0 ≤ fraction < 1 (0: no validation split)"}, {"-0.1", "want 0 ≤ fraction < 1"}},
-	"select":         {{"top3", "want top1, top5 or loss; did you mean top1"}},
-	"patience":       {{"-1", "want ≥ 0 (0: no early stopping)"}},
+	"epochs":          {{"0", "want a whole number ≥ 1"}, {"-1", "want a whole number ≥ 1"}},
+	"batch":           {{"0", "want a whole number ≥ 1"}},
+	"momentum":        {{"-0.1", "want ≥ 0"}},
+	"weight-decay":    {{"-1", "want ≥ 0"}},
+	"schedule":        {{"poly", "want constant, step, multistep, cosine"}, {"cosin", "want constant, step, multistep, cosine; did you mean cosine?"}},
+	"lr":              {{"0", "want > 0"}, {"-1", "want > 0"}, {"NaN", "want > 0"}},
+	"gamma":           {{"0", "want > 0 (the factor"}, {"-1", "want > 0"}},
+	"step-size":       {{"0", "want a whole number ≥ 1"}},
+	"milestones":      {{"5,3", "want increasing epochs (e.g. 60,120,160)"}},
+	"warmup":          {{"-1", "want ≥ 0 epochs (0: none)"}},
+	"warmup-start-lr": {{"-0.1", "want ≥ 0 (0: from LR/1000, ramping per step)"}},
+	"optimizer":       {{"adamx", "want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"}, {"lamb", "want sgd, rmsprop"}},
+	"clip-grad-norm":  {{"-1", "want ≥ 0 (0: no clipping)"}},
+	"ema-decay":       {{"1", "want 0 ≤ decay < 1 (0: none; e.g. 0.9998)"}, {"-0.1", "want 0 ≤ decay < 1"}},
+	"val-fraction":    {{"1", "want 0 ≤ fraction < 1 (0: no validation split)"}, {"-0.1", "want 0 ≤ fraction < 1"}},
+	"select":          {{"top3", "want top1, top5 or loss; did you mean top1"}},
+	"patience":        {{"-1", "want ≥ 0 (0: no early stopping)"}},
 }
 
 // TestEveryRefusedValue runs every refused value of every row with a
@@ -115,6 +117,8 @@ func TestEveryRefusedValue(t *testing.T) {
 			switch r.Name {
 			case "milestones":
 				base = []string{"schedule", "multistep"}
+			case "warmup-start-lr":
+				base = []string{"warmup", "1"}
 			case "select", "patience":
 				base = []string{"val-fraction", "0.1"}
 			case "step-size":
@@ -216,6 +220,8 @@ func TestIdentityOfTheRows(t *testing.T) {
 			"epochs=1 batch=8 momentum=0 nesterov=false wd=0 schedule={Kind:multistep LR:0.1 Gamma:0.1 StepSize:0 Milestones:[30 60] Warmup:0 MinLR:0} clip=1 ema=0.99"},
 		{Optim{Epochs: 1, Batch: 8, Optimizer: "adam", Schedule: Schedule{Kind: "constant", LR: 1e-3}, ClipNorm: 2},
 			"epochs=1 batch=8 momentum=0 nesterov=false wd=0 schedule={Kind:constant LR:0.001 Gamma:0 StepSize:0 Milestones:[] Warmup:0 MinLR:0} adam betas=0.9,0.999 eps=1e-08 clip=2"},
+		{Optim{Epochs: 1, Batch: 8, Schedule: Schedule{Kind: "cosine", LR: 0.1, Warmup: 5, WarmupStart: 0.001}},
+			"epochs=1 batch=8 momentum=0 nesterov=false wd=0 schedule={Kind:cosine LR:0.1 Gamma:0 StepSize:0 Milestones:[] Warmup:5 WarmupStart:0.001 MinLR:0}"},
 	} {
 		if got := tc.o.identity(); got != tc.want {
 			t.Errorf("identity\n%s, want\n%s", got, tc.want)
