@@ -146,8 +146,20 @@ func (v setting) String() string {
 	return v.s.Value(v.r.Name)
 }
 
-// repeatedSetting is a repeatable setting (--optim-param NAME=VALUE).
+// repeatedSetting is a repeatable setting (--optim-param NAME=VALUE), a
+// pflag.SliceValue.
 type repeatedSetting struct{ setting }
+
+func (v repeatedSetting) Append(x string) error { return v.Set(x) }
+func (v repeatedSetting) Replace(xs []string) error {
+	v.s.Unset(v.r.Name)
+	for _, x := range xs {
+		if err := v.Set(x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (v repeatedSetting) GetSlice() []string {
 	if !v.Given() {

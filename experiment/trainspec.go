@@ -294,8 +294,14 @@ func BindTrainFlags(fs *pflag.FlagSet, s *TrainSpec) {
 		if f.bind(s).Type() == "bool" {
 			fl.NoOptDefVal = "true"
 		}
+		fl.Annotations = map[string][]string{FlagGroup: {f.group}}
 	}
 }
+
+// FlagGroup is the annotation of lcl train's flags that names the help's
+// group each is listed under (data, model, ..., the trainer's settings'
+// own groups), in the order of the table.
+const FlagGroup = "lcl_group"
 
 // Args is the lcl train command line (after "train") that parses back
 // into s, written from the flag table in its order: a setting that is

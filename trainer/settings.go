@@ -117,10 +117,14 @@ func (s *Settings) Set(name, v string) error {
 	return nil
 }
 
-// Unset forgets the setting name, as if not given.
+// Unset forgets the setting name, as if not given (a repeatable one's
+// values too).
 func (s *Settings) Unset(name string) {
 	if i := settingIndex(name); i >= 0 {
 		s.given &^= 1 << i
+	}
+	if name == "optim-param" {
+		s.OptimParams = nil
 	}
 }
 
@@ -488,7 +492,7 @@ func minLRRow() Setting {
 }
 
 func optimizerRow() Setting {
-	r := stringRow("optimizer", groupOptim, OptimizerNames()+" (overrides the preset; lcl models: their parameters)",
+	r := stringRow("optimizer", groupOptim, OptimizerNames()+" (overrides the preset; see lcl models)",
 		func(s *Settings) *string { return &s.Optimizer },
 		func(name string) error {
 			if _, err := OptimizerByName(name); err != nil {

@@ -98,7 +98,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--patience", "3"}, "--patience 3 applies to --val-fraction F"},
 		{[]string{"train", "--data", synth, "--val-fraction", "1"}, "--val-fraction 1"},
 		{[]string{"train", "--data", synth, "--val-fraction", "0.1", "--select", "auc"}, "--select"},
-		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "--optimizer rmsprop has no --nesterov momentum"},
+		{[]string{"train", "--data", synth, "--optimizer", "rmsprop", "--nesterov"}, "--nesterov true applies to --optimizer sgd, and this run has --optimizer rmsprop"},
 		{[]string{"eval"}, "--checkpoint"},
 		{[]string{"eval", "--checkpoint", "/nonexistent/run"}, "--checkpoint /nonexistent/run: no such file or folder"},
 		{[]string{"eval", "--checkpoint", ".", "--precision", "bf61"}, `--precision "bf61": want fp32, bf16 or fp16; did you mean bf16?`},
