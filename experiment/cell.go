@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -106,8 +107,9 @@ func (r Run) Spec() (TrainSpec, error) {
 		s.Source = c.Source
 	}
 	if c.Epochs > 0 {
-		n := c.Epochs
-		s.Optim.Epochs = &n
+		if err := s.Settings.Set("epochs", strconv.Itoa(c.Epochs)); err != nil {
+			return TrainSpec{}, err
+		}
 	}
 	if c.Preset != "" {
 		p := c.Preset

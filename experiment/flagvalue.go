@@ -121,32 +121,51 @@ func optBool(p **bool) optional[bool] {
 	return optional[bool]{p, parseBool, strconv.FormatBool, "bool", "false"}
 }
 
-// list is a comma-separated list flag parsed whole (nil until given):
-// --milestones 60,120,160 and --betas B1,B2, parsed as the trainer parses
-// them.
-type list[T any] struct {
-	p      *[]T
-	parse  func(string) ([]T, error)
-	format func(T) string
+// setting is a flag bound to a row of the trainer's settings table:
+// the row parses, spells and checks the value; Given is the row's bit.
+type setting struct {
+	s *trainer.Settings
+	r trainer.Setting
 }
 
-func milestones(p *[]int) list[int]    { return list[int]{p, trainer.ParseMilestones, strconv.Itoa} }
-func betas(p *[]float64) list[float64] { return list[float64]{p, trainer.ParseBetas, formatFloat} }
-func (l list[T]) Given() bool          { return *l.p != nil }
-func (l list[T]) Type() string         { return "string" }
-func (l list[T]) String() string {
-	parts := make([]string, len(*l.p))
-	for i, x := range *l.p {
-		parts[i] = l.format(x)
+// bindSetting is row r's flag on s (a repeatable row adds each value).
+func bindSetting(s *trainer.Settings, r trainer.Setting) pflag.Value {
+	if r.Repeat {
+		return repeatedSetting{setting{s, r}}
 	}
-	return strings.Join(parts, ",")
+	return setting{s, r}
 }
-func (l list[T]) Set(s string) error {
-	v, err := l.parse(s)
-	if err == nil {
-		*l.p = v
+
+func (v setting) Given() bool        { return v.s.Given(v.r.Name) }
+func (v setting) Type() string       { return v.r.Type }
+func (v setting) Set(x string) error { return v.s.Set(v.r.Name, x) }
+func (v setting) String() string {
+	if !v.Given() {
+		return v.r.Def
 	}
-	return err
+	return v.s.Value(v.r.Name)
+}
+
+// repeatedSetting is a repeatable setting (--optim-param NAME=VALUE), a
+// pflag.SliceValue.
+type repeatedSetting struct{ setting }
+
+func (v repeatedSetting) Append(x string) error { return v.Set(x) }
+func (v repeatedSetting) Replace(xs []string) error {
+	v.s.Unset(v.r.Name)
+	for _, x := range xs {
+		if err := v.Set(x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v repeatedSetting) GetSlice() []string {
+	if !v.Given() {
+		return nil
+	}
+	return v.s.Values(v.r.Name)
 }
 
 // stringList is a comma-separated, repeatable list (nil until given), as

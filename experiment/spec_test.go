@@ -31,8 +31,8 @@ func TestLoadExpand(t *testing.T) {
 		}
 	}
 	// lcl train's flags that differ from its defaults, in its help's order.
-	want := []string{"train", "--synsets", "fashion-mnist", "--data", "/usr/share/datasets/fashion-mnist", "--strategy", "lcl",
-		"--epsilon", "0.99", "--fraction", "0.1", "--threads", "2", "--out", "runs/x", "--epochs", "2", "--lr", "0.05", "--resume", "--no-store"}
+	want := []string{"train", "--synsets", "fashion-mnist", "--data", "/usr/share/datasets/fashion-mnist", "--fraction", "0.1",
+		"--strategy", "lcl", "--epsilon", "0.99", "--epochs", "2", "--lr", "0.05", "--out", "runs/x", "--resume", "--no-store", "--threads", "2"}
 	var got []string
 	for _, r := range runs {
 		if r.Config.Strategy == "lcl" && r.Config.Params["epsilon"] == "0.99" && r.Config.Fraction == 0.1 && r.Config.Seed == 1 {

@@ -40,20 +40,15 @@ type TrainSpec struct {
 	Source, Matrix, SimilarityKey string
 	Fraction                      float64 // part of the training set, class-stratified
 	Seed                          int64
-	Preset                        *string           // nil: the model's default preset
-	Optim                         trainer.Overrides // nil fields keep the preset's
-	Init                          *string           // weights to start from (safetensors)
-	InitSkip                      []string          // with Init: module prefixes kept at their initialisation
-	Precision                     *string           // fp32 (nil), bf16, fp16 or auto (bf16 where the hardware has bf16 units)
-	// Model selection (docs/trainer.md): a class-stratified validation
-	// split of the training set, the metric that picks the best epoch,
-	// early stopping, and whether the test set is evaluated every epoch
-	// (nil: none, top1, no early stopping, only once). A new setting of
-	// the trainer is a field here and a line in trainFlags.
-	ValFraction    *float64
-	Select         *string
-	Patience       *int
-	TestEveryEpoch *bool
+	Preset                        *string  // nil: the model's default preset
+	Init                          *string  // weights to start from (safetensors)
+	InitSkip                      []string // with Init: module prefixes kept at their initialisation
+	Precision                     *string  // fp32 (nil), bf16, fp16 or auto (bf16 where the hardware has bf16 units)
+	// Settings are the training settings given (--epochs, --lr,
+	// --ema-decay, --val-fraction, ...): the rows of the trainer's
+	// settings table (trainer.SettingsTable), which are flags here. A new
+	// setting of the trainer is a row there and its use.
+	Settings trainer.Settings
 	// Training augmentation on top of the data set's crop and flip
 	// (docs/data.md; nil: none): RandAugment's N,M, TrivialAugmentWide,
 	// random erasing's probability.
@@ -186,26 +181,6 @@ func (s *TrainSpec) checkMixing() error {
 	return s.Mixing().Check()
 }
 
-// Selection is the model selection asked for: the validation fraction (0:
-// none), the metric, the patience (0: none) and whether the test set is
-// evaluated every epoch.
-func (s *TrainSpec) Selection() (valFraction float64, metric string, patience int, testEveryEpoch bool) {
-	metric = "top1"
-	if s.ValFraction != nil {
-		valFraction = *s.ValFraction
-	}
-	if s.Select != nil {
-		metric = *s.Select
-	}
-	if s.Patience != nil {
-		patience = *s.Patience
-	}
-	if s.TestEveryEpoch != nil {
-		testEveryEpoch = *s.TestEveryEpoch
-	}
-	return valFraction, metric, patience, testEveryEpoch
-}
-
 // PresetName is the preset given, "" for the model's default.
 func (s *TrainSpec) PresetName() string {
 	if s.Preset == nil {
@@ -225,8 +200,8 @@ func (s *TrainSpec) Config(similarity bool) (simstore.RunConfig, error) {
 	}
 	c := simstore.RunConfig{Labels: s.Synsets, Data: s.Data, Model: s.Model, Strategy: s.Strategy,
 		Fraction: s.Fraction, Seed: int(s.Seed), Params: params, Preset: s.PresetName()}
-	if s.Optim.Epochs != nil {
-		c.Epochs = *s.Optim.Epochs
+	if s.Settings.Given("epochs") {
+		c.Epochs = s.Settings.Epochs
 	}
 	if similarity && s.Matrix == "" && s.SimilarityKey == "" {
 		c.Source = s.Source
@@ -278,17 +253,6 @@ func (s *TrainSpec) Validate() error {
 			return fmt.Errorf("--%s %d: want ≥ %d%s", c.flag, c.v, c.min, c.note)
 		}
 	}
-	vf, metric, patience, every := s.Selection()
-	switch {
-	case !(vf >= 0 && vf < 1):
-		return fmt.Errorf("--val-fraction %v: want 0 ≤ fraction < 1 (0: no validation split)", vf)
-	case vf == 0 && (s.Select != nil || s.Patience != nil || every):
-		return fmt.Errorf("--select, --patience and --test-every-epoch need --val-fraction")
-	case metric != "top1" && metric != "top5" && metric != "loss":
-		return fmt.Errorf("--select %q: want top1, top5 or loss", metric)
-	case patience < 0:
-		return fmt.Errorf("--patience %d: want ≥ 0 (0: no early stopping)", patience)
-	}
 	if p, names := s.PrecisionName(), []string{"fp32", "bf16", "fp16", "auto"}; !slices.Contains(names, p) {
 		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto%s", p, suggest.DidYouMean(p, names))
 	}
@@ -309,7 +273,7 @@ func (s *TrainSpec) Validate() error {
 	if s.Matrix != "" && s.SimilarityKey != "" {
 		return fmt.Errorf("--matrix %s and --similarity-key %s both name the similarity matrix: give one of them", s.Matrix, s.SimilarityKey)
 	}
-	if err := s.Optim.Check(); err != nil {
+	if err := s.Settings.Check(); err != nil {
 		return err
 	}
 	if _, err := s.StrategyParams(); err != nil {
@@ -330,8 +294,14 @@ func BindTrainFlags(fs *pflag.FlagSet, s *TrainSpec) {
 		if f.bind(s).Type() == "bool" {
 			fl.NoOptDefVal = "true"
 		}
+		fl.Annotations = map[string][]string{FlagGroup: {f.group}}
 	}
 }
+
+// FlagGroup is the annotation of lcl train's flags that names the help's
+// group each is listed under (data, model, ..., the trainer's settings'
+// own groups), in the order of the table.
+const FlagGroup = "lcl_group"
 
 // Args is the lcl train command line (after "train") that parses back
 // into s, written from the flag table in its order: a setting that is
@@ -344,8 +314,8 @@ func (s *TrainSpec) Args() []string {
 	for _, f := range trainFlags {
 		v := f.bind(s)
 		switch l := v.(type) {
-		case paramsValue:
-			for _, p := range l.GetSlice() {
+		case paramsValue, repeatedSetting:
+			for _, p := range l.(interface{ GetSlice() []string }).GetSlice() {
 				args = append(args, "--"+f.name, p)
 			}
 			continue
@@ -421,6 +391,8 @@ func suggestFlag(name string) string {
 // trainFlag is one flag of lcl train, bound to a field of a TrainSpec.
 type trainFlag struct {
 	name, usage string
+	// group is the help's heading the flag is listed under.
+	group string
 	// exec: how or where the run executes, no part of its configuration.
 	exec bool
 	// own: a field of the configuration of its own (synsets, model, ...),
@@ -429,134 +401,124 @@ type trainFlag struct {
 	bind func(s *TrainSpec) pflag.Value
 }
 
-// trainFlags are lcl train's flags in the order its help lists them.
-var trainFlags = []trainFlag{
-	{name: "synsets", own: true, usage: "label set of the data (fashion-mnist, cifar100, ...): the data kind when --data is a directory",
+// The help's groups of lcl train's flags, in its order; the trainer's
+// settings (trainer.SettingsTable) bring their own between preset and run.
+const (
+	groupData     = "data"
+	groupModel    = "model"
+	groupStrategy = "strategy"
+	groupAugment  = "augmentation"
+	groupRun      = "run"
+	groupDevice   = "device"
+)
+
+// trainFlags are lcl train's flags in the order its help lists them: this
+// package's and, after --preset, a flag for each of the trainer's
+// settings.
+var trainFlags = slices.Concat(specFlags, settingFlags(), runFlags)
+
+// settingFlags are the flags of the trainer's settings table, in its order
+// (--epochs is a field of the run's configuration of its own).
+func settingFlags() []trainFlag {
+	var out []trainFlag
+	for _, r := range trainer.SettingsTable() {
+		if r.Flagless {
+			continue
+		}
+		out = append(out, trainFlag{name: r.Name, usage: r.Usage, group: r.Group, own: r.Name == "epochs",
+			bind: func(s *TrainSpec) pflag.Value { return bindSetting(&s.Settings, r) }})
+	}
+	return out
+}
+
+var specFlags = []trainFlag{
+	{name: "synsets", own: true, group: groupData, usage: "label set (fashion-mnist, cifar100, ...): the data's kind when --data is a folder",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Synsets) }},
-	{name: "data", own: true, usage: "data set spec KIND[:DIR][?opts] or a directory (default: the --synsets kind at its default place)",
+	{name: "data", own: true, group: groupData, usage: "data set KIND[:DIR][?opts] or a folder (default: the --synsets kind at its place)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Data) }},
-	{name: "model", own: true, usage: "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Model) }},
-	{name: "trust-model", exec: true, usage: "let a TorchScript model call operators that reach the file system, the network or the terminal",
-		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TrustModel) }},
-	{name: "strategy", own: true, usage: "strategy: " + strings.Join(strategy.Names(), ", ") + ", or a plugin (lcl plugins list)",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
-	{name: "param", own: true, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",
-		bind: func(s *TrainSpec) pflag.Value { return paramsValue{&s.Params} }},
-	{name: "epsilon", own: true, usage: "lcl's decay ε (shorthand for --param epsilon=ε; paper: 0.9, 0.99, 0.999)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Epsilon, "0") }},
-	{name: "source", own: true, usage: "similarity: the store's latest matrix of this kind, else the similarity plugin of this name",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Source) }},
-	{name: "matrix", usage: "similarity matrix from a C×C .npy file (class order), instead of --source",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Matrix) }},
-	{name: "similarity-key", usage: "similarity matrix by its store key (lcl store ls), instead of --source",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.SimilarityKey) }},
-	{name: "plugin-timeout", exec: true, usage: "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)",
-		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.PluginTimeout) }},
-	{name: "fraction", own: true, usage: "part of the training set to use, class-stratified (0 < f ≤ 1)",
+	{name: "fraction", own: true, group: groupData, usage: "part of the training set to use, class-stratified (0 < f ≤ 1)",
 		bind: func(s *TrainSpec) pflag.Value { return float(&s.Fraction) }},
-	{name: "seed", own: true, usage: "seed of the subset, initialisation, order, augmentation and dropout",
+	{name: "seed", own: true, group: groupData, usage: "seed of the subset, initialisation, order, augmentation and dropout",
 		bind: func(s *TrainSpec) pflag.Value { return int64v(&s.Seed) }},
-	{name: "randaugment", usage: "RandAugment N,M: N of torchvision's 14 ops at magnitude bin M of 31 (e.g. 2,9; lcl help recipes)",
+	{name: "model", own: true, group: groupModel, usage: "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Model) }},
+	{name: "trust-model", exec: true, group: groupModel, usage: "let a TorchScript model call operators that reach files, the network or the terminal",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TrustModel) }},
+	{name: "init", group: groupModel, usage: "start from a safetensors file's weights (lcl's, torchvision's or timm's)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Init, "") }},
+	{name: "init-skip", group: groupModel, usage: "with --init: module prefixes kept at their initialisation (e.g. fc)",
+		bind: func(s *TrainSpec) pflag.Value { return stringList{&s.InitSkip} }},
+	{name: "strategy", own: true, group: groupStrategy, usage: "strategy: " + strings.Join(strategy.Names(), ", ") + ", or a plugin",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
+	{name: "param", own: true, group: groupStrategy, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",
+		bind: func(s *TrainSpec) pflag.Value { return paramsValue{&s.Params} }},
+	{name: "epsilon", own: true, group: groupStrategy, usage: "lcl's decay ε (--param epsilon=ε; paper: 0.9, 0.99, 0.999)",
+		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Epsilon, "0") }},
+	{name: "source", own: true, group: groupStrategy, usage: "similarity: the store's latest matrix of this kind, else that similarity plugin",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Source) }},
+	{name: "matrix", group: groupStrategy, usage: "similarity matrix from a C×C .npy file (class order), instead of --source",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Matrix) }},
+	{name: "similarity-key", group: groupStrategy, usage: "similarity matrix by its store key (lcl store ls), instead of --source",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.SimilarityKey) }},
+	{name: "plugin-timeout", exec: true, group: groupStrategy, usage: "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)",
+		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.PluginTimeout) }},
+	{name: "randaugment", group: groupAugment, usage: "RandAugment N,M: N of torchvision's 14 ops at magnitude M of 31 (e.g. 2,9)",
 		bind: func(s *TrainSpec) pflag.Value {
 			return optional[string]{&s.RandAugment, parseRandAugment, func(v string) string { return v }, "N,M", ""}
 		}},
-	{name: "trivialaugment", usage: "TrivialAugmentWide in training: one op, magnitude bin and sign drawn per image (torchvision's)",
+	{name: "trivialaugment", group: groupAugment, usage: "TrivialAugmentWide: one op, magnitude and sign drawn per image (torchvision's)",
 		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.TrivialAugment) }},
-	{name: "random-erasing", usage: "random erasing with probability P: a box of 2–33 % of the image set to the channel mean",
+	{name: "random-erasing", group: groupAugment, usage: "random erasing with probability P: a box of 2–33 % of the image set to the mean",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.RandomErasing, "0") }},
-	{name: "mixup", usage: "mixup α: each batch mixed with its mirror, λ ~ Beta(α, α), targets alike (timm's; e.g. 0.8)",
+	{name: "mixup", group: groupAugment, usage: "mixup α: each batch mixed with its mirror, λ ~ Beta(α, α) (timm's; e.g. 0.8)",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Mixup, "0") }},
-	{name: "cutmix", usage: "CutMix α: a box of 1−λ of the image from the mirrored example (timm's; e.g. 1.0)",
+	{name: "cutmix", group: groupAugment, usage: "CutMix α: a box of 1−λ of the image from the mirrored example (timm's; e.g. 1.0)",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.CutMix, "0") }},
-	{name: "mix-prob", usage: "with --mixup or --cutmix: the probability that a batch is mixed (timm's mix_prob)",
+	{name: "mix-prob", group: groupAugment, usage: "with --mixup or --cutmix: the probability that a batch is mixed",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.MixProb, "1") }},
-	{name: "mix-switch-prob", usage: "with --mixup and --cutmix: the probability that a mixed batch uses CutMix (timm's switch_prob)",
+	{name: "mix-switch-prob", group: groupAugment, usage: "with --mixup and --cutmix: the probability that a mixed batch uses CutMix",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.MixSwitchProb, "0.5") }},
-	{name: "threads", exec: true, usage: "libtorch threads (0 = libtorch's default)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
-	{name: "device", exec: true, usage: "cpu, cuda or cuda:N",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Device) }},
-	{name: "out", exec: true, usage: "run directory (default runs/DATA-MODEL-STRATEGY-sSEED)",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Out) }},
-	{name: "preset", own: true, usage: "optimisation preset (default: the model's; the list: above, and lcl models)",
+	{name: "preset", own: true, group: "optimisation", usage: "optimisation preset (default: the model's; the list: above, and lcl models)",
 		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Preset, "") }},
-	{name: "epochs", own: true, usage: "epochs (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Epochs) }},
-	{name: "batch", usage: "batch size (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Batch) }},
-	{name: "lr", usage: "base learning rate (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.LR, "0") }},
-	{name: "momentum", usage: "SGD momentum (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Momentum, "0") }},
-	{name: "nesterov", usage: "Nesterov momentum (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.Optim.Nesterov) }},
-	{name: "weight-decay", usage: "L2 weight decay (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.WeightDecay, "0") }},
-	{name: "schedule", usage: "learning-rate schedule: constant, cosine, step or multistep (overrides the preset)",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Optim.Schedule, "") }},
-	{name: "milestones", usage: "multistep epochs, e.g. 60,120,160",
-		bind: func(s *TrainSpec) pflag.Value { return milestones(&s.Optim.Milestones) }},
-	{name: "gamma", usage: "step/multistep decay factor",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Gamma, "0") }},
-	{name: "step-size", usage: "step schedule: decay every N epochs",
-		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.StepSize) }},
-	{name: "warmup", usage: "epochs of linear learning-rate warm-up",
-		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Optim.Warmup) }},
-	{name: "optimizer", usage: trainer.OptimizerNames() + " (overrides the preset; lcl models: their parameters)",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Optim.Optimizer, "") }},
-	{name: "betas", usage: "the Adam family's moment decay rates B1,B2 (default 0.9,0.999)",
-		bind: func(s *TrainSpec) pflag.Value { return betas(&s.Optim.Betas) }},
-	{name: "eps", usage: "the optimizer's epsilon (Adam family: 1e-8, rmsprop: 1)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.Eps, "0") }},
-	{name: "optim-param", usage: "an optimizer parameter NAME=VALUE (repeatable), e.g. momentum_decay=0.004 of nadam",
-		bind: func(s *TrainSpec) pflag.Value { return paramsValue{&s.Optim.OptimParams} }},
-	{name: "clip-grad-norm", usage: "scale each model's gradients to an L2 norm of at most this before every update (0: no clipping)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.ClipGradNorm, "0") }},
-	{name: "ema-decay", usage: "moving average of the weights, e ← d·e + (1−d)·w every step (timm's; e.g. 0.9998; 0: none)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Optim.EMADecay, "0") }},
-	{name: "val-fraction", usage: "class-stratified part of the training set held out to pick the best epoch (0: none)",
-		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.ValFraction, "0") }},
-	{name: "select", usage: "with --val-fraction: the metric that picks the best epoch: top1, top5 or loss",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Select, "top1") }},
-	{name: "patience", usage: "with --val-fraction: stop after N epochs without a better metric (0: never)",
-		bind: func(s *TrainSpec) pflag.Value { return optInt(&s.Patience) }},
-	{name: "test-every-epoch", usage: "with --val-fraction: evaluate the test set every epoch too (else only once, on the selected weights)",
-		bind: func(s *TrainSpec) pflag.Value { return optBool(&s.TestEveryEpoch) }},
-	{name: "checkpoint-every", exec: true, usage: "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.CheckpointEvery) }},
-	{name: "resume", exec: true, usage: "continue the run in --out from its checkpoint",
+}
+
+var runFlags = []trainFlag{
+	{name: "out", exec: true, group: groupRun, usage: "run directory (default runs/DATA-MODEL-STRATEGY-sSEED)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Out) }},
+	{name: "resume", exec: true, group: groupRun, usage: "continue the run in --out from its checkpoint",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.Resume) }},
-	{name: "init", usage: "start from a safetensors file's weights (lcl's, torchvision's or timm's; lcl help torchscript)",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Init, "") }},
-	{name: "init-skip", usage: "with --init: module prefixes kept at their initialisation (e.g. fc, for other classes)",
-		bind: func(s *TrainSpec) pflag.Value { return stringList{&s.InitSkip} }},
-	{name: "workers", exec: true, usage: "data decoding goroutines (0 = number of CPUs)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Workers) }},
-	{name: "eval-batch", exec: true, usage: "evaluation batch size",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.EvalBatch) }},
-	{name: "no-store", exec: true, usage: "do not record the run in the store",
+	{name: "checkpoint-every", exec: true, group: groupRun, usage: "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.CheckpointEvery) }},
+	{name: "no-store", exec: true, group: groupRun, usage: "do not record the run in the store",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.NoStore) }},
-	{name: "nproc", exec: true, usage: "data-parallel worker processes on this machine (Gloo over loopback); --batch is the global batch",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.NProc) }},
-	{name: "dist-timeout", exec: true, usage: "data-parallel: how long a rank waits for a stalled peer before failing",
-		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.DistTimeout) }},
-	{name: "dist-backend", exec: true, usage: "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBackend) }},
-	{name: "dist-bind", exec: true, usage: "rank 0's rendezvous address (default MASTER_ADDR; \"any\": every interface; $LCL_DIST_BIND)",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBind) }},
-	{name: "precision", usage: "forward passes: fp32, bf16, fp16 (CUDA) or auto (bf16 where the hardware has it; lcl help recipes)",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Precision, "fp32") }},
-	{name: "channels-last", exec: true, usage: "channels-last (NHWC) memory format for models and inputs (CPU too: the small CNN trains 1.3x faster)",
-		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.ChannelsLast) }},
-	{name: "tf32", exec: true, usage: "allow TF32 in float32 matmuls and convolutions (CUDA)",
-		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TF32) }},
-	{name: "cudnn-benchmark", exec: true, usage: "cuDNN autotuning of convolution algorithms (CUDA)",
-		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.CUDNNBenchmark) }},
-	{name: "metrics-every", exec: true, usage: "read the training loss and accuracy from the device every N steps (0: CPU 1, CUDA 50)",
+	{name: "eval-batch", exec: true, group: groupRun, usage: "evaluation batch size",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.EvalBatch) }},
+	{name: "metrics-every", exec: true, group: groupRun, usage: "read the training loss and accuracy every N steps (0: CPU 1, CUDA 50)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.MetricsEvery) }},
-	{name: "log-every", exec: true, usage: "TensorBoard: the training scalars every N optimiser steps (0: once per epoch)",
+	{name: "log-every", exec: true, group: groupRun, usage: "TensorBoard: the training scalars every N optimiser steps (0: once per epoch)",
 		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.LogEvery) }},
+	{name: "device", exec: true, group: groupDevice, usage: "cpu, cuda or cuda:N",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Device) }},
+	{name: "precision", group: groupDevice, usage: "forward passes: fp32, bf16, fp16 (CUDA) or auto (bf16 where the hardware has it)",
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Precision, "fp32") }},
+	{name: "threads", exec: true, group: groupDevice, usage: "libtorch threads (0 = libtorch's default)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
+	{name: "workers", exec: true, group: groupDevice, usage: "data decoding goroutines (0 = number of CPUs)",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Workers) }},
+	{name: "channels-last", exec: true, group: groupDevice, usage: "channels-last (NHWC) memory format for models and inputs (CPU too)",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.ChannelsLast) }},
+	{name: "tf32", exec: true, group: groupDevice, usage: "allow TF32 in float32 matmuls and convolutions (CUDA)",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.TF32) }},
+	{name: "cudnn-benchmark", exec: true, group: groupDevice, usage: "cuDNN autotuning of convolution algorithms (CUDA)",
+		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.CUDNNBenchmark) }},
+	{name: "nproc", exec: true, group: groupDevice, usage: "data-parallel processes on this machine (Gloo over loopback); --batch is global",
+		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.NProc) }},
+	{name: "dist-timeout", exec: true, group: groupDevice, usage: "data-parallel: how long a rank waits for a stalled peer before failing",
+		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.DistTimeout) }},
+	{name: "dist-backend", exec: true, group: groupDevice, usage: "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBackend) }},
+	{name: "dist-bind", exec: true, group: groupDevice, usage: "rank 0's rendezvous address (default MASTER_ADDR; any: every interface)",
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBind) }},
 }
 
 // ApplyPresetFlags sets the flags a recipe preset bundles (trainer.Preset's

@@ -129,12 +129,12 @@ func TestTrainSpecConfig(t *testing.T) {
 func TestBindTrainFlags(t *testing.T) {
 	s := parseTrain(t, "--epochs", "3", "--lr", "0.5", "--nesterov=false", "--schedule", "cosine", "--dist-timeout", "30s",
 		"--seed", "7", "--init-skip", "fc")
-	o := s.Optim
-	if *o.Epochs != 3 || *o.LR != 0.5 || *o.Nesterov || *o.Schedule != "cosine" || o.Batch != nil || o.Momentum != nil ||
+	o := s.Settings
+	if o.Epochs != 3 || o.Schedule.LR != 0.5 || o.Nesterov || !o.Given("nesterov") || o.Schedule.Kind != "cosine" || o.Given("batch") || o.Given("momentum") ||
 		s.Exec.DistTimeout != 30*time.Second || s.Seed != 7 || !reflect.DeepEqual(s.InitSkip, []string{"fc"}) {
 		t.Errorf("spec %+v, optim %+v", s, o)
 	}
-	want := []string{"--seed", "7", "--epochs", "3", "--lr", "0.5", "--nesterov=false", "--schedule", "cosine", "--init-skip", "fc",
+	want := []string{"--seed", "7", "--init-skip", "fc", "--epochs", "3", "--nesterov=false", "--schedule", "cosine", "--lr", "0.5",
 		"--dist-timeout", "30s"}
 	if got := s.Args(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Args() = %q, want %q (the flags given, in the table's order)", got, want)
@@ -170,8 +170,8 @@ func TestBindTrainFlags(t *testing.T) {
 		{[]string{"--nproc", "0"}, "--nproc 0: want ≥ 1"},
 		{[]string{"--log-every", "-1"}, "--log-every -1"},
 		{[]string{"--val-fraction", "1"}, "--val-fraction 1: want 0 ≤ fraction < 1"},
-		{[]string{"--patience", "3"}, "--select, --patience and --test-every-epoch need --val-fraction"},
-		{[]string{"--val-fraction", "0.1", "--select", "top3"}, `--select "top3": want top1, top5 or loss`},
+		{[]string{"--patience", "3"}, "--patience 3 applies to --val-fraction F, and this run has no validation split"},
+		{[]string{"--val-fraction", "0.1", "--select", "top3"}, `--select top3: want top1, top5 or loss; did you mean top1 or top5?`},
 	} {
 		s := parseTrain(t, tc.args...)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -213,7 +213,7 @@ channels-last: true
 		t.Fatal(err)
 	}
 	if s.Synsets != "fashion-mnist" || s.Model != "cnn:channels=16x32" || s.Fraction != 0.1 || s.Seed != 0 || *s.Epsilon != 0.99 ||
-		s.Params["per-step"] != "false" || *s.Optim.Epochs != 2 || *s.Optim.LR != 0.05 || s.PrecisionName() != "bf16" ||
+		s.Params["per-step"] != "false" || s.Settings.Epochs != 2 || s.Settings.Schedule.LR != 0.05 || s.PrecisionName() != "bf16" ||
 		s.Exec.Threads != 2 || !s.Exec.ChannelsLast || s.Exec.Device != "cpu" || s.Exec.EvalBatch != 256 {
 		t.Errorf("spec %+v", s)
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -446,48 +447,57 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// optimFlags names the flags behind the fields of a run's "optim" identity
-// (runner.identity; Schedule's fields as %+v prints them).
-var optimFlags = map[string]string{
-	"epochs": "--epochs", "batch": "--batch", "momentum": "--momentum", "nesterov": "--nesterov",
-	"wd": "--weight-decay", "Kind": "--schedule", "LR": "--lr", "Gamma": "--gamma", "StepSize": "--step-size",
-	"Milestones": "--milestones", "Warmup": "--warmup", "MinLR": "the preset's final learning rate", "clip": "--clip-grad-norm",
-	"ema": "--ema-decay",
-}
-
 // optimDiff is "--lr 0.05, this run has --lr 0.1" for two optim identities
-// that differ field by field, "" when they cannot be compared so (another
-// optimizer: other fields).
+// that differ in settings of the table's rows (identityFlags), "" when
+// they cannot be compared so (another optimizer: other fields).
 func optimDiff(have, want string) string {
-	fields := func(s string) []string {
-		s = strings.NewReplacer("schedule={", "", "}", "").Replace(s)
-		return strings.Fields(s)
-	}
-	a, b := fields(have), fields(want)
-	if len(a) != len(b) {
+	a, b := identityFields(have), identityFields(want)
+	if a == nil || b == nil || len(a) != len(b) {
 		return ""
 	}
+	flags := identityFlags()
 	var was, is []string
 	for i := range a {
 		if a[i] == b[i] {
 			continue
 		}
-		ka, va, ok1 := strings.Cut(a[i], "=")
-		if !ok1 {
-			ka, va, ok1 = strings.Cut(a[i], ":")
-		}
-		kb, vb, ok2 := strings.Cut(b[i], "=")
-		if !ok2 {
-			kb, vb, ok2 = strings.Cut(b[i], ":")
-		}
-		flag, known := optimFlags[ka]
-		if !ok1 || !ok2 || ka != kb || !known {
+		flag, known := flags[a[i][0]]
+		if a[i][0] != b[i][0] || !known {
 			return ""
 		}
-		was, is = append(was, flag+" "+va), append(is, flag+" "+vb)
+		was, is = append(was, flag+" "+a[i][1]), append(is, flag+" "+b[i][1])
 	}
 	if len(was) == 0 {
 		return ""
 	}
 	return strings.Join(was, ", ") + ", this run has " + strings.Join(is, ", ")
+}
+
+// identityField is one key=value (or Key:value) of an "optim" identity;
+// the keys are the rows' and the optimizers' parameters, values may hold
+// spaces (Milestones:[30 60]).
+var identityField = regexp.MustCompile(`(?:^|[ {])([A-Za-z_][A-Za-z0-9_]*)[=:]`)
+
+// identityFields splits an "optim" identity into its [key, value] pairs;
+// the optimizer's name, a bare word, is one keyed optimizerKey.
+func identityFields(id string) [][2]string {
+	id = strings.NewReplacer("schedule={", "{", "}", "").Replace(id)
+	loc := identityField.FindAllStringSubmatchIndex(id, -1)
+	var out [][2]string
+	for i, m := range loc {
+		end := len(id)
+		if i+1 < len(loc) {
+			end = loc[i+1][0]
+		}
+		v := strings.TrimSpace(id[m[1]:end])
+		words := []string{v}
+		if !strings.HasPrefix(v, "[") {
+			words = strings.Fields(v)
+		}
+		out = append(out, [2]string{id[m[2]:m[3]], words[0]})
+		for _, w := range words[1:] { // an optimizer's name
+			out = append(out, [2]string{optimizerKey, w})
+		}
+	}
+	return out
 }

@@ -84,17 +84,9 @@ type Config struct {
 	// Sink, when set, receives the figures the run logs (TensorBoard
 	// event files, a CSV: trainer/runlog) on the process that writes Out.
 	Sink MetricsSink
-	// ValFraction > 0 holds out a class-stratified, seeded part of the
-	// training set (TrainIndices) as a validation split: every peer (and
-	// moving average) is evaluated on it every epoch, and in the last stage
-	// the weights with the best SelectMetric are kept (model-best.safetensors)
-	// and evaluated on the test set once, at the end; the test set is
-	// evaluated every epoch too only with TestEveryEpoch. Patience > 0 stops
-	// the last stage after that many epochs without a better value.
-	ValFraction    float64
-	SelectMetric   string // top1 (default), top5 or loss, on the validation split
-	Patience       int
-	TestEveryEpoch bool
+	// ModelSelection is the run's validation split and early stopping
+	// (zero: none).
+	ModelSelection
 	// Group, when set, makes the run data-parallel over its ranks (one
 	// process each): every rank runs Run with the same Config, the models
 	// start from rank 0's weights, each rank loads and steps on its slice
@@ -184,9 +176,6 @@ func (cfg *Config) validate() error {
 	if cfg.Precision < torch.FP32 || cfg.Precision > torch.FP16 {
 		return fmt.Errorf("trainer: unknown precision %v", cfg.Precision)
 	}
-	if cfg.Optim.Epochs <= 0 || cfg.Optim.Batch <= 0 {
-		return fmt.Errorf("trainer: epochs %d and batch %d: want both > 0", cfg.Optim.Epochs, cfg.Optim.Batch)
-	}
 	if err := cfg.Optim.Validate(); err != nil {
 		return fmt.Errorf("trainer: %w", err)
 	}
@@ -224,24 +213,16 @@ func (cfg *Config) splitValidation() (val []int, err error) {
 	if err := cfg.Mix.Check(); err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	if cfg.ValFraction != 0 {
-		if !(cfg.ValFraction > 0 && cfg.ValFraction < 1) {
-			return nil, fmt.Errorf("trainer: validation fraction %v: want 0 < fraction < 1", cfg.ValFraction)
-		}
+	if err := cfg.ModelSelection.Check(); err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	if cfg.ValFraction > 0 {
 		if cfg.SelectMetric == "" {
 			cfg.SelectMetric = "top1"
-		}
-		if _, ok := selectMetrics[cfg.SelectMetric]; !ok {
-			return nil, fmt.Errorf("trainer: selection metric %q: want top1, top5 or loss", cfg.SelectMetric)
 		}
 		if cfg.TrainIndices, val, err = splitVal(cfg.Train, cfg.TrainIndices, cfg.ValFraction, cfg.Seed); err != nil {
 			return nil, err
 		}
-	} else if cfg.SelectMetric != "" || cfg.Patience != 0 || cfg.TestEveryEpoch {
-		return nil, errors.New("trainer: model selection and early stopping need a validation split")
-	}
-	if cfg.Patience < 0 {
-		return nil, fmt.Errorf("trainer: patience %d: want ≥ 0 (0: no early stopping)", cfg.Patience)
 	}
 	return val, nil
 }
@@ -310,19 +291,7 @@ func (r *runner) identity() map[string]string {
 		"seed":     fmt.Sprint(r.cfg.Seed),
 		"input":    fmt.Sprintf("%dx%dx%d/%d", c, h, w, r.cfg.Train.NumClasses()),
 		"train":    fmt.Sprintf("%d of %d", len(r.cfg.TrainIndices), r.cfg.Train.Len()),
-		"optim": fmt.Sprintf("epochs=%d batch=%d momentum=%g nesterov=%t wd=%g schedule=%+v",
-			o.Epochs, o.Batch, o.Momentum, o.Nesterov, o.WeightDecay, o.Schedule),
-	}
-	if k, err := OptimizerByName(o.Optimizer); err == nil { // (validated)
-		// What an optimizer adds is appended: the runs of SGD keep the
-		// identity of checkpoints written before the other optimizers.
-		id["optim"] += k.identityOf(o)
-	}
-	if o.ClipNorm > 0 {
-		id["optim"] += fmt.Sprintf(" clip=%g", o.ClipNorm)
-	}
-	if o.EMADecay > 0 {
-		id["optim"] += fmt.Sprintf(" ema=%g", o.EMADecay)
+		"optim":    o.identity(), // the settings table's rows
 	}
 	if r.val != nil {
 		id["val"] = fmt.Sprintf("fraction=%g n=%d select=%s", r.cfg.ValFraction, len(r.val.indices), r.cfg.SelectMetric)

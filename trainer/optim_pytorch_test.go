@@ -97,7 +97,7 @@ func TestOptimizersMatchPyTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		valid := tc.opt
-		valid.Schedule = Schedule{Kind: "constant", LR: 1}
+		valid.Epochs, valid.Batch, valid.Schedule = 1, 1, Schedule{Kind: "constant", LR: 1}
 		if err := valid.Validate(); err != nil {
 			t.Fatal(err)
 		}

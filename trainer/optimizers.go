@@ -184,18 +184,14 @@ func (k Optimizer) values(o Optim) map[string]float64 {
 func (k Optimizer) validate(o Optim) error {
 	for _, name := range slices.Sorted(maps.Keys(o.Params)) {
 		if ownParam(name) {
-			return fmt.Errorf("optimizer parameter %s: set it with --%s", name, strings.ReplaceAll(name, "_", "-"))
+			return fmt.Errorf("--optim-param %s: set %s with --%s", name, name, strings.ReplaceAll(name, "_", "-"))
 		}
 		if !k.Has(name) {
-			return fmt.Errorf("optimizer %s has no parameter %s (its parameters: %s)", k.Name, name, strings.Join(k.ParamNames(), ", "))
+			return fmt.Errorf("--optim-param %s: optimizer %s has no parameter %s (its parameters: %s)", name, k.Name, name, strings.Join(k.ParamNames(), ", "))
 		}
 	}
-	if !k.Has("momentum") && o.Momentum != 0 {
-		return fmt.Errorf("%s has no momentum (its parameters: %s)", k.Name, strings.Join(k.ParamNames(), ", "))
-	}
-	if !k.Has("nesterov") && o.Nesterov {
-		return fmt.Errorf("%s has no Nesterov momentum", k.Name)
-	}
+	// (Momentum and Nesterov of an optimizer without them: their rows
+	// of the settings table.)
 	v := k.values(o)
 	for _, p := range k.Params {
 		if !p.ok(v[p.Name]) {

@@ -33,7 +33,7 @@ func TestOptimizerRegistry(t *testing.T) {
 		if k.Rule != int32(i) {
 			t.Errorf("%s: rule %d in row %d", k.Name, k.Rule, i)
 		}
-		o := Optim{Optimizer: k.Name, Momentum: 0.9, Schedule: Schedule{Kind: "constant", LR: 0.1}}
+		o := Optim{Epochs: 1, Batch: 1, Optimizer: k.Name, Momentum: 0.9, Schedule: Schedule{Kind: "constant", LR: 0.1}}
 		if !k.Has("momentum") {
 			o.Momentum = 0
 		}
@@ -78,15 +78,15 @@ func TestOptimizerValidate(t *testing.T) {
 		{Optim{Optimizer: "nadam", Params: map[string]float64{"momentum_decay": -1}}, "nadam momentum_decay -1: want ≥ 0"},
 		{Optim{Optimizer: "radam", Params: map[string]float64{"beta2": 1}}, "radam beta2 1: want 0 ≤ value < 1"},
 		{Optim{Optimizer: "rmsprop", Params: map[string]float64{"eps": 0}}, "rmsprop eps 0: want > 0"},
-		{Optim{Optimizer: "sgd", Params: map[string]float64{"beta1": 0.9}}, "optimizer sgd has no parameter beta1 (its parameters: momentum, weight_decay, nesterov)"},
-		{Optim{Optimizer: "adam", Params: map[string]float64{"momentum": 0.9}}, "optimizer parameter momentum: set it with --momentum"},
-		{Optim{Optimizer: "radam", Momentum: 0.9}, "radam has no momentum"},
-		{Optim{Optimizer: "rmsprop", Momentum: 0.9, Nesterov: true}, "rmsprop has no Nesterov momentum"},
+		{Optim{Optimizer: "sgd", Params: map[string]float64{"beta1": 0.9}}, "--optim-param beta1: optimizer sgd has no parameter beta1 (its parameters: momentum, weight_decay, nesterov)"},
+		{Optim{Optimizer: "adam", Params: map[string]float64{"momentum": 0.9}}, "--optim-param momentum: set momentum with --momentum"},
+		{Optim{Optimizer: "radam", Momentum: 0.9}, "--momentum 0.9 applies to --optimizer sgd or rmsprop, and this run has --optimizer radam"},
+		{Optim{Optimizer: "rmsprop", Momentum: 0.9, Nesterov: true}, "--nesterov true applies to --optimizer sgd, and this run has --optimizer rmsprop"},
 		{Optim{Nesterov: true}, "nesterov needs a momentum > 0"},
-		{Optim{WeightDecay: -1}, "sgd weight_decay -1: want ≥ 0"},
-		{Optim{Optimizer: "lamb"}, `optimizer "lamb": want sgd,`},
+		{Optim{WeightDecay: -1}, "--weight-decay -1: want ≥ 0"},
+		{Optim{Optimizer: "lamb"}, `--optimizer lamb: want sgd,`},
 	} {
-		tc.o.Schedule = Schedule{Kind: "constant", LR: 0.1}
+		tc.o.Epochs, tc.o.Batch, tc.o.Schedule = 1, 1, Schedule{Kind: "constant", LR: 0.1}
 		if err := tc.o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}

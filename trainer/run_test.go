@@ -420,6 +420,10 @@ func TestScheduleAt(t *testing.T) {
 		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2}, 1, 0, 10, 0.05},
 		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2}, 6, 0, 10, 0.05},
 		{Schedule{Kind: "step", LR: 0.1, Gamma: 0.5, StepSize: 1, Warmup: 1}, 0, 0.5, 10, 0.05},
+		// --warmup-start-lr: linear from it to LR.
+		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2, WarmupStart: 0.01}, 0, 0, 10, 0.01},
+		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2, WarmupStart: 0.01}, 1, 0, 10, 0.055},
+		{Schedule{Kind: "cosine", LR: 0.1, Warmup: 2, WarmupStart: 0.01}, 2, 0, 10, 0.1},
 	}
 	for _, tc := range cases {
 		if got := tc.s.At(tc.e, tc.f, tc.epochs); math.Abs(got-tc.want) > 1e-12 {

@@ -20,7 +20,10 @@ type Schedule struct {
 	StepSize   int     // step: decay every StepSize epochs
 	Milestones []int   // multistep: decay at these epochs
 	Warmup     int     // epochs of linear warm-up from LR/(steps of warm-up) to LR
-	MinLR      float64 // cosine floor
+	// WarmupStart > 0 is the rate the warm-up starts from instead
+	// (timm's warmup_lr; torchvision's lr_warmup_decay·LR).
+	WarmupStart float64
+	MinLR       float64 // cosine floor
 }
 
 // At is the learning rate at epoch e (0-based) and fraction f ∈ [0,1) of
@@ -30,6 +33,9 @@ type Schedule struct {
 func (s Schedule) At(e int, f float64, epochs int) float64 {
 	t := float64(e) + f
 	if s.Warmup > 0 && t < float64(s.Warmup) {
+		if s.WarmupStart > 0 {
+			return s.WarmupStart + (s.LR-s.WarmupStart)*t/float64(s.Warmup)
+		}
 		return s.LR * math.Max(t/float64(s.Warmup), 1e-3)
 	}
 	switch s.Kind {
@@ -58,30 +64,6 @@ func (s Schedule) At(e int, f float64, epochs int) float64 {
 
 // ScheduleKinds are the learning-rate schedules (Schedule.Kind).
 var ScheduleKinds = []string{"constant", "step", "multistep", "cosine"}
-
-// Validate checks the schedule's fields for its kind.
-func (s Schedule) Validate() error {
-	if s.LR <= 0 || math.IsNaN(s.LR) {
-		return fmt.Errorf("schedule: learning rate %v: want > 0", s.LR)
-	}
-	if s.Warmup < 0 {
-		return fmt.Errorf("schedule: warm-up %d: want ≥ 0", s.Warmup)
-	}
-	switch s.Kind {
-	case "constant", "cosine":
-	case "step":
-		if s.StepSize <= 0 || s.Gamma <= 0 {
-			return fmt.Errorf("schedule: step needs a step size > 0 and gamma > 0 (have %d, %v)", s.StepSize, s.Gamma)
-		}
-	case "multistep":
-		if len(s.Milestones) == 0 || s.Gamma <= 0 || !slices.IsSorted(s.Milestones) {
-			return fmt.Errorf("schedule: multistep needs increasing milestones and gamma > 0 (have %v, %v)", s.Milestones, s.Gamma)
-		}
-	default:
-		return fmt.Errorf("schedule: unknown kind %q (want constant, step, multistep or cosine)", s.Kind)
-	}
-	return nil
-}
 
 // ParseMilestones parses "60,120,160".
 func ParseMilestones(s string) ([]int, error) {
@@ -117,24 +99,6 @@ type Optim struct {
 	// (1−d)·w over parameters and buffers), evaluated every epoch and saved
 	// beside the model.
 	EMADecay float64
-}
-
-// Validate checks the optimizer's fields.
-func (o Optim) Validate() error {
-	k, err := OptimizerByName(o.Optimizer)
-	if err != nil {
-		return err
-	}
-	if err := k.validate(o); err != nil {
-		return err
-	}
-	if !(o.ClipNorm >= 0) {
-		return fmt.Errorf("gradient clipping norm %v: want ≥ 0 (0: none)", o.ClipNorm)
-	}
-	if !(o.EMADecay >= 0 && o.EMADecay < 1) {
-		return fmt.Errorf("EMA decay %v: want 0 ≤ decay < 1 (0: none)", o.EMADecay)
-	}
-	return o.Schedule.Validate()
 }
 
 // Preset is a named protocol of the original papers.

@@ -132,7 +132,7 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	if _, ok := d.Train.(data.U8Decoder); aug.Enabled() && !ok {
 		return nil, usagef("--data %s: the %s data set has no pixels to augment (%s)", ds, data.Kind(ds), aug)
 	}
-	op, err := p.Apply(world, spec.Optim)
+	op, err := p.Apply(world, spec.Settings)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -158,8 +158,8 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 		cfg.Models = models.Builtin()
 		cfg.Models.TrustScripts = true
 	}
-	if vf, metric, patience, every := spec.Selection(); vf != 0 {
-		cfg.ValFraction, cfg.SelectMetric, cfg.Patience, cfg.TestEveryEpoch = vf, metric, patience, every
+	if spec.Settings.ValFraction > 0 {
+		cfg.ModelSelection = spec.Settings.ModelSelection
 	}
 	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, PrecisionNote: note, Config: cfg}, nil
 }

@@ -274,8 +274,8 @@ func TestLogFinalOfASelection(t *testing.T) {
 	dir := t.TempDir()
 	res, err := trainer.Run(context.Background(), trainer.Config{Out: dir, Model: "mlp", Train: train, Test: test,
 		BatchSource: data.BatchSource(data.LoaderConfig{Workers: 1}), Planner: sl{}, Strategy: "sl", Seed: 1, Threads: 1,
-		Optim:       trainer.Optim{Epochs: 3, Batch: 8, Momentum: 0.9, Schedule: trainer.Schedule{Kind: "constant", LR: 0.05}},
-		ValFraction: 0.25, Sink: &Log{Dir: dir}})
+		Optim:          trainer.Optim{Epochs: 3, Batch: 8, Momentum: 0.9, Schedule: trainer.Schedule{Kind: "constant", LR: 0.05}},
+		ModelSelection: trainer.ModelSelection{ValFraction: 0.25}, Sink: &Log{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

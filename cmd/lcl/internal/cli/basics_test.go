@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -133,8 +134,9 @@ func TestExitCodesAndVersion(t *testing.T) {
 }
 
 // lcl train --help: at most 40 lines before the usage, every preset
-// listed, no flag's usage over 100 characters, and every help topic it
-// names answers `lcl help TOPIC`.
+// listed, no flag's usage over 90 characters, the flags under their
+// groups' headings in the tables' order, and every help topic it names
+// answers `lcl help TOPIC`.
 func TestTrainHelpIsShort(t *testing.T) {
 	r := cliRun(t, "train", "--help")
 	prose, _, ok := strings.Cut(r.out, "\nUsage:")
@@ -150,10 +152,21 @@ func TestTrainHelpIsShort(t *testing.T) {
 		}
 	}
 	newTrainCmd(&Factory{}).Flags().VisitAll(func(f *pflag.Flag) {
-		if n := utf8.RuneCountInString(f.Usage); n > 100 {
-			t.Errorf("--%s's usage is %d characters, want ≤ 100: %s", f.Name, n, f.Usage)
+		if n := utf8.RuneCountInString(f.Usage); n > 90 {
+			t.Errorf("--%s's usage is %d characters, want ≤ 90: %s", f.Name, n, f.Usage)
 		}
 	})
+	var at []int
+	for _, h := range []string{"Data flags:", "Model flags:", "Strategy flags:", "Augmentation flags:", "Optimisation flags:",
+		"Learning rate flags:", "Model selection flags:", "Run flags:", "Device flags:", "Global Flags:"} {
+		at = append(at, strings.Index(r.out, "\n"+h+"\n"))
+	}
+	if !slices.IsSorted(at) || at[0] < 0 {
+		t.Errorf("flag groups at %v, want each once in order:\n%s", at, r.out)
+	}
+	if _, flags, _ := strings.Cut(r.out, "\nData flags:"); longestLine(flags) > 100 {
+		t.Errorf("lcl train --help: a flag's line of %d characters", longestLine(flags))
+	}
 	_, more, _ := strings.Cut(prose, "More: lcl help ")
 	more, _, _ = strings.Cut(more, ",")
 	topics := strings.Split(more, " | ")

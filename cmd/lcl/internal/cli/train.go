@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
@@ -44,9 +45,50 @@ func newTrainCmd(f *Factory) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
+	fl.SortFlags = false // the table's order, in its groups
 	experiment.BindTrainFlags(fl, &o.spec)
-	fl.StringVar(&o.config, "config", "", "read the run from a YAML file with a grid cell's keys; flags given too override it")
+	fl.StringVar(&o.config, "config", "", "read the run from a YAML file with a grid cell's keys; flags given override it")
+	_ = fl.SetAnnotation("config", experiment.FlagGroup, []string{"run"})
+	cmd.SetUsageFunc(groupedUsage)
 	return cmd
+}
+
+// groupedUsage is lcl train's usage: its flags under the headings of the
+// groups of its flag table and the trainer's settings table (the
+// experiment.FlagGroup annotation), in the tables' order; then the global
+// flags.
+func groupedUsage(c *cobra.Command) error {
+	w := c.OutOrStderr()
+	fmt.Fprintf(w, "Usage:\n  %s", c.UseLine())
+	if c.HasExample() {
+		fmt.Fprintf(w, "\n\nExamples:\n%s", c.Example)
+	}
+	var groups []string
+	byGroup := map[string]*pflag.FlagSet{}
+	local := c.LocalFlags() // (adds --help to c.Flags(), which also holds the global ones)
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if local.Lookup(f.Name) == nil {
+			return
+		}
+		g := "other"
+		if a := f.Annotations[experiment.FlagGroup]; len(a) == 1 {
+			g = a[0]
+		}
+		if byGroup[g] == nil {
+			byGroup[g] = pflag.NewFlagSet(g, pflag.ContinueOnError)
+			byGroup[g].SortFlags = false
+			groups = append(groups, g)
+		}
+		byGroup[g].AddFlag(f)
+	})
+	for _, g := range groups {
+		fmt.Fprintf(w, "\n\n%s%s flags:\n%s", strings.ToUpper(g[:1]), g[1:], strings.TrimRight(byGroup[g].FlagUsagesWrapped(100), " \n"))
+	}
+	if c.HasAvailableInheritedFlags() {
+		fmt.Fprintf(w, "\n\nGlobal Flags:\n%s", strings.TrimRight(c.InheritedFlags().FlagUsagesWrapped(100), " \n"))
+	}
+	fmt.Fprintln(w)
+	return nil
 }
 
 // resolve is the spec to run: the flags, or --config FILE with the flags

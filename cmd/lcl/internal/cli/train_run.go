@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/experiment/trainrun"
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/labels"
@@ -95,6 +96,15 @@ func runTrain(ctx context.Context, f *Factory, cmd *cobra.Command, o *trainOptio
 	if spec.Exec.Resume && !hasCheckpoint {
 		f.Logf("lcl train: %s has no checkpoint: starting from scratch", out)
 	}
+	return trainPlanned(ctx, f, spec, r, dist, group, hasCheckpoint)
+}
+
+// trainPlanned starts the run's strategy, trains, prints and records the
+// run: runTrain's second half, once the run is assembled and the ranks
+// (with dist) have joined their group.
+func trainPlanned(ctx context.Context, f *Factory, spec experiment.TrainSpec, r *trainrun.Run, dist *launch.Env,
+	group *torch.Group, hasCheckpoint bool) error {
+	out := r.Config.Out
 	if err := r.Plan(ctx, f.runEnv("lcl train")); err != nil {
 		return fromRun(err)
 	}
