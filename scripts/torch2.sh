@@ -31,6 +31,9 @@ src=$PWD
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/lcl
 root=${LCL_TORCH2_ROOT:-$cache/debian13}
+# Where scripts/deps.sh puts the Quick, Draw! drawings (data.DefaultQuickDrawDir):
+# bind-mounted into the root at the same path.
+quickdraw=/usr/share/datasets/quickdraw
 mirror=${LCL_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=trixie
 components="main contrib"
@@ -66,10 +69,14 @@ inside() {
 	local goroot gomod
 	goroot=$(go env GOROOT)
 	gomod=$(go env GOMODCACHE)
-	mkdir -p "$root/usr/local/go" "$root/gomodcache" "$root/src/lcl" "$root/root/.cache/go-build"
+	mkdir -p "$root/usr/local/go" "$root/gomodcache" "$root/src/lcl" "$root/root/.cache/go-build" "$root$quickdraw"
 	cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 	unshare --mount --propagation private -- /bin/sh -euc '
-		root=$1 src=$2 goroot=$3 gomod=$4; shift 4
+		root=$1 src=$2 goroot=$3 gomod=$4 quickdraw=$5; shift 5
+		# The Quick, Draw! drawings are no Debian package: the host's, read-only.
+		if [ -d "$quickdraw" ]; then
+			mount --bind "$quickdraw" "$root$quickdraw" && mount -o remount,bind,ro "$root$quickdraw"
+		fi
 		mount -t proc proc "$root/proc"
 		mount --rbind /dev "$root/dev"
 		mount --rbind /sys "$root/sys"
@@ -84,7 +91,7 @@ inside() {
 			GOPROXY=off GOSUMDB=off GOFLAGS=-buildvcs=false GOTOOLCHAIN=local \
 			LCL_TORCH2=1 DEBIAN_FRONTEND=noninteractive \
 			/bin/sh -c "cd /src/lcl && exec \"\$@\"" sh "$@"
-	' sh "$root" "$src" "$goroot" "$gomod" "$@"
+	' sh "$root" "$src" "$goroot" "$gomod" "$quickdraw" "$@"
 }
 
 make_root() {
@@ -199,8 +206,10 @@ root)
 	echo "$root"
 	;;
 test)
-	# Every module the tests build is in the host's cache (the root has no proxy).
+	# Every module the tests build is in the host's cache (the root has no proxy);
+	# the drawings the tests read are the host's (scripts/deps.sh quickdraw).
 	go mod download
+	scripts/deps.sh quickdraw
 	start=$(date +%s)
 	inside sh -c 'python3 -c "import torch; print(\"torch2: PyTorch\", torch.__version__, \"(Debian 13)\")" >&2 && go vet ./... && OMP_WAIT_POLICY=PASSIVE go test -count=1 -timeout 30m ./...'
 	say "tests against PyTorch 2.6 passed in $(($(date +%s) - start)) s"
