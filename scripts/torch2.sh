@@ -73,7 +73,7 @@ inside() {
 	cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 	unshare --mount --propagation private -- /bin/sh -euc '
 		root=$1 src=$2 goroot=$3 gomod=$4 quickdraw=$5; shift 5
-		# The Quick, Draw! drawings are no Debian package: the host's, read-only.
+		# The Quick, Draw! drawings are no Debian package: those of the host, read-only.
 		if [ -d "$quickdraw" ]; then
 			mount --bind "$quickdraw" "$root$quickdraw" && mount -o remount,bind,ro "$root$quickdraw"
 		fi
