@@ -26,14 +26,24 @@ run() { # label, epochs, mode flags...
 	# gensim first, then Go, back to back, so both see the same machine load.
 	$PY bench/embed_gensim.py --corpus "$DIR/corpus.txt" --epochs "$epochs" --workers "$WORKERS" \
 		--vectors "$DIR/gensim-$label.txt" --label "$label" "$@" >> "$DIR/results.jsonl"
+	gorun "$label" "$epochs" "$@" -shared-negatives=false # gensim's training step
+}
+gorun() { # label, epochs, mode flags... (lcl only)
+	label=$1 epochs=$2; shift 2
 	"$DIR/embedbench" train -corpus "$DIR/corpus.txt" -epochs "$epochs" -workers "$WORKERS" \
 		-vectors "$DIR/go-$label.txt" -label "$label" "$@" >> "$DIR/results.jsonl"
 }
+# PV-DBOW + words as gensim trains it (noise words drawn per context word),
+# then as lcl trains it by default (--shared-negatives: drawn once per
+# centre word), which gensim does not offer: its row is set against
+# gensim's PV-DBOW + words of the same epochs.
 run dbow "$EPOCHS" --mode dbow
 run dbow+words "$EPOCHS" --mode dbow --words
+gorun dbow+words+shared "$EPOCHS" --mode dbow --words -shared-negatives
 run dm "$EPOCHS" --mode dm
 if [ "$QUALITY_EPOCHS" != "$EPOCHS" ]; then
 	run "dbow+words-e$QUALITY_EPOCHS" "$QUALITY_EPOCHS" --mode dbow --words
+	gorun "dbow+words+shared-e$QUALITY_EPOCHS" "$QUALITY_EPOCHS" --mode dbow --words -shared-negatives
 fi
 (cd "$DIR" && ./embedbench quality -tfidf corpus.txt go-*.txt gensim-*.txt) > "$DIR/quality.json"
 $PY - "$DIR" <<'PY'
@@ -48,7 +58,8 @@ print('%-16s %10s %10s %6s  %8s %8s %6s  %7s %7s %6s  %6s %6s' % (
     'setting', 'go w/s', 'gs w/s', 'ratio', 'go MB', 'gs MB', 'ratio',
     'go µs', 'gs µs', 'ratio', 'go ρ', 'gs ρ'))
 for l in labels:
-    g, s = by[('go', l)], by[('gensim', l)]
+    gl = l.replace('+shared', '')  # gensim has no shared negatives: its plain run
+    g, s = by[('go', l)], by[('gensim', gl)]
     # gensim counts one extra "word" per document (the tag) in its effective
     # words; the throughput ratio is therefore taken on training time for
     # the same corpus and epochs (= ratio of raw words/s).
@@ -57,7 +68,7 @@ for l in labels:
         g['peak_rss_mb'], s['peak_rss_mb'], s['peak_rss_mb'] / g['peak_rss_mb'],
         g['infer_us_per_doc_epoch'], s['infer_us_per_doc_epoch'],
         s['infer_us_per_doc_epoch'] / g['infer_us_per_doc_epoch'],
-        q['go-%s.txt' % l], q['gensim-%s.txt' % l]))
+        q['go-%s.txt' % l], q['gensim-%s.txt' % gl]))
 print('TF-IDF baseline ρ = %.3f' % q['tfidf'])
 print('ratios: speed = gensim time / go time, memory = gensim peak RSS / go peak RSS,')
 print('inference = gensim µs / go µs (all ≥ 1 means go is at least as good)')

@@ -31,15 +31,21 @@ type Options struct {
 	Mode Mode `json:"mode"`
 	// DBOWWords also trains word vectors by skip-gram in DBOW mode,
 	// interleaved with the document training (gensim dbow_words=1).
-	DBOWWords bool    `json:"dbow_words"`
-	Dim       int     `json:"dim"`       // vector size
-	Window    int     `json:"window"`    // maximum distance between centre and context word
-	Negative  int     `json:"negative"`  // negative samples per positive one
-	MinCount  int     `json:"min_count"` // words rarer than this are dropped
-	Sample    float64 `json:"sample"`    // frequent-word down-sampling threshold; 0 disables
-	Epochs    int     `json:"epochs"`
-	Alpha     float64 `json:"alpha"`     // initial learning rate, decaying linearly ...
-	MinAlpha  float64 `json:"min_alpha"` // ... to this value at the end of the last epoch
+	DBOWWords bool `json:"dbow_words"`
+	// SharedNegatives, with DBOWWords, trains each centre word's context
+	// words and the document vector as one batch that shares one draw of
+	// noise words (Ji et al. 2016, "Parallelizing Word2Vec in Shared and
+	// Distributed Memory"): every output row is read once per centre word
+	// instead of once per context word. Plain PV-DBOW and PV-DM ignore it.
+	SharedNegatives bool    `json:"shared_negatives,omitempty"`
+	Dim             int     `json:"dim"`       // vector size
+	Window          int     `json:"window"`    // maximum distance between centre and context word
+	Negative        int     `json:"negative"`  // negative samples per positive one
+	MinCount        int     `json:"min_count"` // words rarer than this are dropped
+	Sample          float64 `json:"sample"`    // frequent-word down-sampling threshold; 0 disables
+	Epochs          int     `json:"epochs"`
+	Alpha           float64 `json:"alpha"`     // initial learning rate, decaying linearly ...
+	MinAlpha        float64 `json:"min_alpha"` // ... to this value at the end of the last epoch
 	// Workers is the number of training goroutines, which update the shared
 	// weights without locks (Hogwild). 0 means runtime.GOMAXPROCS(0).
 	Workers int `json:"workers"`
@@ -56,20 +62,23 @@ type Options struct {
 // noun-synset corpus (Spearman against Wu-Palmer on ImageNet-1k, see
 // docs/embed.md): PV-DBOW with skip-gram word training, d=100, window 5,
 // 5 negatives, min_count 2, sample 1e-3, 15 epochs, alpha 0.025 → 0.0001.
+// The word training shares each centre word's noise words (scored as well
+// as drawing them per context word, and trains faster: docs/embed.md).
 func DefaultOptions() Options {
 	return Options{
-		Mode:      DBOW,
-		DBOWWords: true,
-		Dim:       100,
-		Window:    5,
-		Negative:  5,
-		MinCount:  2,
-		Sample:    1e-3,
-		Epochs:    15,
-		Alpha:     0.025,
-		MinAlpha:  0.0001,
-		Workers:   0,
-		Seed:      1,
+		Mode:            DBOW,
+		DBOWWords:       true,
+		SharedNegatives: true,
+		Dim:             100,
+		Window:          5,
+		Negative:        5,
+		MinCount:        2,
+		Sample:          1e-3,
+		Epochs:          15,
+		Alpha:           0.025,
+		MinAlpha:        0.0001,
+		Workers:         0,
+		Seed:            1,
 	}
 }
 

@@ -75,6 +75,72 @@ func TestPairGradient(t *testing.T) {
 	}
 }
 
+// One shared-negatives batch against a float64 hand computation: two input
+// rows (a context word and the document) predict word 0 against noise
+// words 1 and 2. Per output row all scores come first, from the row as it
+// stands; then the inputs' steps move it in order, each input's gradient
+// taking the row as the steps before left it; the inputs move at the end.
+func TestSharedBatchGradient(t *testing.T) {
+	m := &Model{Options: Options{Dim: 3, Negative: 2, Mode: DBOW}, sig: newSigmoidTable()}
+	m.OutVecs = []float32{
+		0.1, -0.2, 0.3, // word 0 (target)
+		-0.4, 0.5, 0.6, // word 1 (noise)
+		0.7, 0.8, -0.9, // word 2 (noise)
+	}
+	in := [][]float32{{0.3, 0.2, -0.1}, {0.5, -1, 2}}
+	const alpha = 0.1
+	sigma := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	out := make([]float64, 9)
+	for i := range out {
+		out[i] = float64(m.OutVecs[i])
+	}
+	work := [2][3]float64{}
+	for _, tc := range []struct {
+		word  int
+		label float64
+	}{{0, 1}, {1, 0}, {2, 0}} {
+		row := out[tc.word*3:][:3]
+		var g [2]float64
+		for a := range in {
+			var f float64
+			for i := range 3 {
+				f += float64(in[a][i]) * row[i]
+			}
+			g[a] = (tc.label - sigma(f)) * alpha
+		}
+		for a := range in {
+			for i := range 3 {
+				work[a][i] += g[a] * row[i]
+				row[i] += g[a] * float64(in[a][i])
+			}
+		}
+	}
+	want := [2][3]float64{}
+	for a := range in {
+		for i := range 3 {
+			want[a][i] = float64(in[a][i]) + work[a][i]
+		}
+	}
+	tr := m.newTrainer()
+	tr.alpha = alpha
+	tr.rows = in
+	tr.batch(0, []int32{1, 2})
+	// The sigmoid table has step 12/2048; |σ'| ≤ 1/4.
+	const tol = alpha * 0.25 * 12 / 2048 * 3 * 2
+	for a := range in {
+		for i := range 3 {
+			if math.Abs(float64(in[a][i])-want[a][i]) > tol {
+				t.Errorf("input %d [%d] = %g, want %g", a, i, in[a][i], want[a][i])
+			}
+		}
+	}
+	for i := range 9 {
+		if math.Abs(float64(m.OutVecs[i])-out[i]) > tol {
+			t.Errorf("out[%d] = %g, want %g", i, m.OutVecs[i], out[i])
+		}
+	}
+}
+
 // topicCorpus has two topics with disjoint vocabularies mixed with words
 // shared by both (so that in PV-DM the context alone does not give the
 // topic away and the document vector has to carry it): documents of the
@@ -114,12 +180,13 @@ func cos(a, b []float32) float64 {
 
 func TestTrainSeparatesTopics(t *testing.T) {
 	for _, tc := range []struct {
-		mode  Mode
-		words bool
-	}{{DBOW, false}, {DBOW, true}, {DM, false}} {
-		t.Run(fmt.Sprintf("%s-words=%v", tc.mode, tc.words), func(t *testing.T) {
+		mode          Mode
+		words, shared bool
+	}{{DBOW, false, false}, {DBOW, true, false}, {DBOW, true, true}, {DM, false, false}} {
+		t.Run(fmt.Sprintf("%s-words=%v-shared=%v", tc.mode, tc.words, tc.shared), func(t *testing.T) {
 			o := DefaultOptions()
 			o.Mode, o.DBOWWords, o.Dim, o.Epochs, o.MinCount, o.Workers, o.Sample = tc.mode, tc.words, 16, 100, 1, 1, 0
+			o.SharedNegatives = tc.shared
 			m, st, err := Train(context.Background(), topicCorpus(), o)
 			if err != nil {
 				t.Fatal(err)
@@ -182,9 +249,16 @@ func TestTrainSeparatesTopics(t *testing.T) {
 }
 
 func TestDeterministicSingleWorker(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		testDeterministicSingleWorker(t, shared)
+	}
+}
+
+func testDeterministicSingleWorker(t *testing.T, shared bool) {
 	for _, mode := range []Mode{DBOW, DM} {
 		o := DefaultOptions()
 		o.Mode, o.Dim, o.Epochs, o.MinCount, o.Workers = mode, 8, 3, 1, 1
+		o.SharedNegatives = shared
 		train := func(seed uint64) *Model {
 			o.Seed = seed
 			m, _, err := Train(context.Background(), topicCorpus(), o)

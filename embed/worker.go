@@ -6,14 +6,17 @@ type trainer struct {
 	dim      int
 	alpha    float32
 	rng      rng
-	buf      []int32   // the document after down-sampling
-	inputs   []int32   // per training pair: input word row, -1 for the document
-	targets  []int32   // per training pair: the word to predict
-	negs     []int32   // per training pair: Negative noise words
-	work     []float32 // accumulated gradient for the input vector
-	neu1     []float32 // PV-DM input: mean of document and context vectors
-	learnOut bool      // update output weights (false during inference)
-	learnIn  bool      // update word vectors (false during inference)
+	buf      []int32     // the document after down-sampling
+	inputs   []int32     // per training pair: input word row, -1 for the document
+	targets  []int32     // per training pair: the word to predict
+	negs     []int32     // per training pair: Negative noise words
+	work     []float32   // accumulated gradient for the input vector
+	neu1     []float32   // PV-DM input: mean of document and context vectors
+	rows     [][]float32 // shared negatives: the batch's input rows
+	works    []float32   // shared negatives: one gradient per input row
+	g        []float32   // shared negatives: one output row's step per input
+	learnOut bool        // update output weights (false during inference)
+	learnIn  bool        // update word vectors (false during inference)
 }
 
 func (m *Model) newTrainer() *trainer {
@@ -38,8 +41,10 @@ func (t *trainer) document(ids []int32, dv []float32, trainDoc bool) int {
 	}
 	if t.m.Options.Mode == DM {
 		t.dm(dv)
+	} else if words := t.m.Options.DBOWWords && t.learnIn; words && t.m.Options.SharedNegatives {
+		t.dbowShared(dv)
 	} else {
-		t.dbow(dv, t.m.Options.DBOWWords && t.learnIn)
+		t.dbow(dv, words)
 	}
 	return len(t.buf)
 }
@@ -82,6 +87,91 @@ func (t *trainer) dbow(dv []float32, words bool) {
 			l1 = wv[int(in)*d:][:d]
 		}
 		t.pair(l1, w, t.negs[p*neg:(p+1)*neg], out)
+	}
+}
+
+// dbowShared is dbow with words where each centre word is one batch: its
+// context words' vectors and the document vector predict it against one
+// shared draw of noise words. Every score of the batch is computed before
+// the output row moves, each output row is read once per centre word (it
+// stays in cache for the whole batch), and the input rows move at the end
+// of the batch. A reduced window is drawn per centre word, as in dbow.
+func (t *trainer) dbowShared(dv []float32) {
+	d, win, neg := t.dim, t.m.Options.Window, t.m.Options.Negative
+	wv := t.m.WordVecs
+	t.inputs = t.inputs[:0] // reduced window per position
+	for range t.buf {
+		t.inputs = append(t.inputs, int32(t.rng.intn(win)))
+	}
+	t.drawNegatives(len(t.buf) * neg)
+	for i, w := range t.buf {
+		if q := i + ahead; q < len(t.buf) {
+			t.prefetchOut(t.buf[q], t.negs[q*neg:(q+1)*neg])
+		}
+		b := int(t.inputs[i])
+		lo, hi := max(i-win+b, 0), min(i+win+1-b, len(t.buf))
+		t.rows = t.rows[:0]
+		for j := lo; j < hi; j++ {
+			if j != i {
+				t.rows = append(t.rows, wv[int(t.buf[j])*d:][:d])
+			}
+		}
+		t.rows = append(t.rows, dv)
+		t.batch(w, t.negs[i*neg:(i+1)*neg])
+	}
+}
+
+// batch does one shared-negatives step: the input rows t.rows predict
+// target against the noise words negs. For each output row, the scores of
+// all inputs are taken before the row moves; then the inputs' steps move
+// the row one after another (each input's gradient takes the row as the
+// steps before left it: the fused kernel reads and writes it in one pass).
+// Each input's gradient is accumulated apart and added once every output
+// row is done. The skips
+// are gradient's: a noise word equal to the target, a score saturated on
+// the wrong side. The kernels are the fused ones (fastDot, fastUpdate):
+// this mode has no earlier vectors to keep bit for bit.
+func (t *trainer) batch(target int32, negs []int32) {
+	d, sig, out := t.dim, t.m.sig, t.m.OutVecs
+	n := len(t.rows)
+	if cap(t.works) < n*d {
+		t.works = make([]float32, n*d)
+	}
+	works := t.works[:n*d]
+	clear(works)
+	if cap(t.g) < n {
+		t.g = make([]float32, n)
+	}
+	g := t.g[:n]
+	for k := -1; k < len(negs); k++ {
+		word, label := target, float32(1)
+		if k >= 0 {
+			if word, label = negs[k], 0; word == target {
+				continue
+			}
+		}
+		row := out[int(word)*d:][:d]
+		for a, l1 := range t.rows {
+			f := fastDot(l1, row)
+			switch {
+			case label == 1 && f <= -maxExp, label == 0 && f >= maxExp:
+				g[a] = 0
+			default:
+				g[a] = (label - sig.at(f)) * t.alpha
+			}
+		}
+		for a, l1 := range t.rows {
+			switch {
+			case g[a] == 0:
+			case t.learnOut:
+				fastUpdate(g[a], l1, row, works[a*d:][:d])
+			default:
+				axpy(g[a], row, works[a*d:][:d])
+			}
+		}
+	}
+	for a, l1 := range t.rows {
+		axpy(1, works[a*d:][:d], l1)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -126,12 +127,14 @@ func cmdTrain(args []string) error {
 	corpusPath := fs.String("corpus", "corpus.txt", "corpus file")
 	mode := fs.String("mode", "dbow", "dbow or dm")
 	words := fs.Bool("words", false, "dbow_words")
+	shared := fs.Bool("shared-negatives", embed.DefaultOptions().SharedNegatives, "with -words: context words share one draw of noise words per centre word")
 	epochs := fs.Int("epochs", 10, "epochs")
 	workers := fs.Int("workers", 2, "workers")
 	seed := fs.Uint64("seed", 1, "seed")
 	out := fs.String("vectors", "", "write ImageNet class vectors here")
 	inferN := fs.Int("infer", 1000, "documents to infer for the timing")
 	label := fs.String("label", "", "label for the JSON line")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the training here")
 	fs.Parse(args)
 	docs, err := readCorpus(*corpusPath)
 	if err != nil {
@@ -139,7 +142,19 @@ func cmdTrain(args []string) error {
 	}
 	o := embed.DefaultOptions()
 	o.Mode, o.DBOWWords, o.Epochs, o.Workers, o.Seed = embed.Mode(*mode), *words, *epochs, *workers, *seed
+	o.SharedNegatives = *shared
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	m, st, err := embed.Train(context.Background(), docs, o)
+	pprof.StopCPUProfile()
 	if err != nil {
 		return err
 	}

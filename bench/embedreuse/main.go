@@ -2,19 +2,22 @@
 // in quality (docs/embed.md, "Quality of article vectors"): the CIFAR-100
 // superclass precision at 4 of class vectors that are trained (WordNet
 // glosses, in the corpus), inferred against the corpus model (glosses and
-// articles as new documents, 15/50/100 inference epochs), and, with the
-// argument "together", articles trained together with the corpus (the way
-// lcl embed worked before the corpus model was kept; a second training).
-// The articles are what lcl wiki fetch --source wordnet stores. Usage:
+// articles as new documents, 15/50/100 inference epochs), and, with
+// -together, articles trained together with the corpus (the way lcl embed
+// worked before the corpus model was kept; a second training). The articles
+// are what lcl wiki fetch --source wordnet stores. -shared-negatives,
+// -workers and -seed set the corpus model's training. Usage:
 //
-//	go run ./bench/embedreuse [together]
+//	go run ./bench/embedreuse [-together] [-shared-negatives] [-workers N] [-seed S] [-infer-epochs 15,50,100]
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lcl-project/lcl/embed"
@@ -62,6 +65,12 @@ func p4(set *labels.Set, data [][]float32) float64 {
 }
 
 func main() {
+	shared := flag.Bool("shared-negatives", false, "train the corpus model with shared negatives (embed.Options.SharedNegatives)")
+	workers := flag.Int("workers", 0, "training goroutines (0: GOMAXPROCS; 1: bit-identical)")
+	seed := flag.Uint64("seed", 1, "training seed")
+	inferEpochs := flag.String("infer-epochs", "15,50,100", "inference epochs to score, comma-separated")
+	together := flag.Bool("together", false, "also train the articles together with the corpus")
+	flag.Parse()
 	ctx := context.Background()
 	wn, err := wordnet.Open("")
 	if err != nil {
@@ -77,6 +86,7 @@ func main() {
 	}
 	corpus := classvec.WordNetCorpus(wn)
 	o := embed.DefaultOptions()
+	o.SharedNegatives, o.Workers, o.Seed = *shared, *workers, *seed
 	t0 := time.Now()
 	cm, err := classvec.LoadOrTrainCorpusModel(ctx, st, corpus, o)
 	if err != nil {
@@ -98,13 +108,17 @@ func main() {
 		gdocs[i] = d
 		gdocs[i].Tag = "class:" + d.Class.ID
 	}
-	for _, e := range []int{15, 50, 100} {
+	for _, f := range strings.Split(*inferEpochs, ",") {
+		e, err := strconv.Atoi(f)
+		if err != nil {
+			panic(err)
+		}
 		v, _ := cm.Vectors(gdocs, embed.InferOptions{Seed: 1, Epochs: e})
 		fmt.Printf("glosses inferred e%d: P@4 %.4f\n", e, p4(set, v.Data))
 		v, _ = cm.Vectors(adocs, embed.InferOptions{Seed: 1, Epochs: e})
 		fmt.Printf("articles inferred e%d: P@4 %.4f\n", e, p4(set, v.Data))
 	}
-	if len(os.Args) > 1 && os.Args[1] == "together" {
+	if *together {
 		t0 = time.Now()
 		tv, err := classvec.Train(ctx, corpus, adocs, o, "")
 		if err != nil {

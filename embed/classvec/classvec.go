@@ -210,6 +210,9 @@ func ModelID(o embed.Options) string {
 	mode := string(o.Mode)
 	if o.Mode == embed.DBOW && o.DBOWWords {
 		mode += "+words"
+		if o.SharedNegatives {
+			mode += "+shared" // another training step: other vectors
+		}
 	}
 	return fmt.Sprintf("doc2vec-%s-d%d-w%d-n%d-mc%d-s%g-a%g-%g-e%d-seed%d",
 		mode, o.Dim, o.Window, o.Negative, o.MinCount, o.Sample, o.Alpha, o.MinAlpha, o.Epochs, o.Seed)

@@ -199,6 +199,11 @@ func TestCorpusModelIsTrainedOnceAndReused(t *testing.T) {
 		t.Error("another seed gave the same corpus model id")
 	}
 	o.Seed = 1
+	o.Mode, o.DBOWWords, o.SharedNegatives = embed.DBOW, true, !o.SharedNegatives
+	if id := CorpusModelID(corpus, o); id == first.ID || !strings.Contains(id+first.ID, "dbow+words+shared-") {
+		t.Errorf("shared negatives on and off: ids %s and %s, want them apart, one naming dbow+words+shared", id, first.ID)
+	}
+	o.SharedNegatives = !o.SharedNegatives
 	corpus.Docs = corpus.Docs[:2]
 	if CorpusModelID(corpus, o) == first.ID {
 		t.Error("another document set gave the same corpus model id")

@@ -21,7 +21,7 @@ type embedFlags struct {
 	corpus, model, vectors    string
 	saveModel, export         string
 	mode                      string
-	words                     bool
+	words, shared             bool
 	dim, window, negative     int
 	minCount, epochs, workers int
 	sample, alpha, minAlpha   float64
@@ -32,7 +32,7 @@ type embedFlags struct {
 // defaultEmbedFlags are lcl embed's flags as given no value.
 func defaultEmbedFlags(synsets string) *embedFlags {
 	d := embed.DefaultOptions()
-	return &embedFlags{synsets: synsets, source: "auto", mode: string(d.Mode), words: d.DBOWWords,
+	return &embedFlags{synsets: synsets, source: "auto", mode: string(d.Mode), words: d.DBOWWords, shared: d.SharedNegatives,
 		dim: d.Dim, window: d.Window, negative: d.Negative, minCount: d.MinCount, epochs: d.Epochs,
 		workers: runtime.GOMAXPROCS(0), sample: d.Sample, alpha: d.Alpha, minAlpha: d.MinAlpha, seed: d.Seed}
 }
@@ -95,6 +95,7 @@ training cleanly; nothing is stored then.`,
 	p.StringVar(&fl.export, "export", "", "also write the class vectors to this word2vec file (binary if it ends in .bin, else text)")
 	p.StringVar(&fl.mode, "mode", d.mode, "doc2vec architecture: dbow or dm")
 	p.BoolVar(&fl.words, "dbow-words", d.words, "in dbow mode, train word vectors by skip-gram too")
+	p.BoolVar(&fl.shared, "shared-negatives", d.shared, "with --dbow-words: a centre word's context words share one draw of noise words")
 	p.IntVar(&fl.dim, "dim", d.dim, "vector size")
 	p.IntVar(&fl.window, "window", d.window, "context window")
 	p.IntVar(&fl.negative, "negative", d.negative, "negative samples per word")
@@ -198,7 +199,7 @@ func embedSet(ctx context.Context, f *Factory, set *labels.Set, fl *embedFlags) 
 
 func (fl *embedFlags) options() (embed.Options, error) {
 	o := embed.DefaultOptions()
-	o.Mode, o.DBOWWords = embed.Mode(fl.mode), fl.words
+	o.Mode, o.DBOWWords, o.SharedNegatives = embed.Mode(fl.mode), fl.words, fl.shared
 	o.Dim, o.Window, o.Negative, o.MinCount = fl.dim, fl.window, fl.negative, fl.minCount
 	o.Sample, o.Epochs, o.Alpha, o.MinAlpha = fl.sample, fl.epochs, fl.alpha, fl.minAlpha
 	o.Workers, o.Seed = fl.workers, fl.seed

@@ -71,7 +71,7 @@ func TestEmbedCorpus(t *testing.T) {
 		"--dim", "16", "--epochs", "5", "--workers", "1", "--seed", "3", "--save-model", model)
 	out := embedJSON(t, r)
 	id := out["model"].(string)
-	if !strings.Contains(id, "dbow+words-d16-") || !strings.Contains(id, "-e5-seed3-corpus-") || !strings.HasSuffix(id, "-src-wordnet") {
+	if !strings.Contains(id, "dbow+words+shared-d16-") || !strings.Contains(id, "-e5-seed3-corpus-") || !strings.HasSuffix(id, "-src-wordnet") {
 		t.Errorf("model id %q does not encode the settings", id)
 	}
 	v := storedVectors(t, store, out["label_set"].(string), id)
