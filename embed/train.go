@@ -265,21 +265,7 @@ func (m *Model) train(ctx context.Context, c *corpus) (Stats, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan job)
-	go func() {
-		defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
-		defer close(jobs)
-		for e := 0; e < o.Epochs; e++ {
-			epoch.Store(int64(e + 1))
-			for j := 0; j+1 < len(c.jobs); j++ {
-				select {
-				case jobs <- job{e, j}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
+	jobs := feedJobs(ctx, o.Epochs, len(c.jobs)-1, &epoch)
 
 	report := func() {
 		if opts := m.progressFn(); opts != nil {
@@ -287,28 +273,9 @@ func (m *Model) train(ctx context.Context, c *corpus) (Stats, error) {
 				EffectiveWords: effective.Load(), Elapsed: time.Since(start)})
 		}
 	}
-	stopTicker := make(chan struct{})
-	var tickerDone sync.WaitGroup
+	stopTicker := func() {}
 	if m.progressFn() != nil {
-		every := o.ProgressEvery
-		if every <= 0 {
-			every = 200 * time.Millisecond
-		}
-		tickerDone.Add(1)
-		go func() {
-			defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
-			defer tickerDone.Done()
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					report()
-				case <-stopTicker:
-					return
-				}
-			}
-		}()
+		stopTicker = tick(o.ProgressEvery, report)
 	}
 
 	var wg sync.WaitGroup
@@ -340,14 +307,58 @@ func (m *Model) train(ctx context.Context, c *corpus) (Stats, error) {
 		}()
 	}
 	wg.Wait()
-	close(stopTicker)
-	tickerDone.Wait()
+	stopTicker()
 	st := Stats{Words: words.Load(), EffectiveWords: effective.Load(), Elapsed: time.Since(start)}
 	report()
 	if err := ctx.Err(); err != nil {
 		return st, fmt.Errorf("embed: training stopped after %d of %d words: %w", st.Words, total, context.Cause(ctx))
 	}
 	return st, nil
+}
+
+// feedJobs sends every epoch's work units in order until ctx is done,
+// setting epoch (1-based) as each epoch starts, then closes the channel.
+func feedJobs(ctx context.Context, epochs, units int, epoch *atomic.Int64) <-chan job {
+	jobs := make(chan job)
+	go func() {
+		defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
+		defer close(jobs)
+		for e := 0; e < epochs; e++ {
+			epoch.Store(int64(e + 1))
+			for j := 0; j < units; j++ {
+				select {
+				case jobs <- job{e, j}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return jobs
+}
+
+// tick calls report every `every` (200 ms when ≤ 0) from its own goroutine
+// until the returned stop is called; stop returns once it has stopped.
+func tick(every time.Duration, report func()) (stop func()) {
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer crash.Handle() // a panic here is a bug: one line, a report, exit 70
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				report()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // progressFn is the callback, kept outside Options so that a stored or

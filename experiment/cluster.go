@@ -47,8 +47,11 @@ type Emitted struct {
 // array script (lcl-<name>.sbatch), for "kubernetes" an indexed Job manifest
 // (lcl-<name>.yaml); for both runs.json listing index → id and configuration.
 func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emitted, error) {
-	if len(runs) == 0 {
+	switch {
+	case len(runs) == 0:
 		return Emitted{}, fmt.Errorf("emit: the grid has no runs")
+	case target != "slurm" && target != "kubernetes": // refused before out is made
+		return Emitted{}, fmt.Errorf("emit: unknown target %q (expected slurm or kubernetes)", target)
 	}
 	if opt.Name == "" {
 		opt.Name = "lcl-" + g.Name
@@ -121,6 +124,16 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 	if err := os.Chmod(path, mode); err != nil {
 		return Emitted{}, err
 	}
+	mpath, err := writeRunList(out, runs)
+	if err != nil {
+		return Emitted{}, err
+	}
+	return Emitted{Files: []string{path, mpath}, Runs: len(runs)}, nil
+}
+
+// writeRunList writes out/runs.json: each run's index, id and
+// configuration, and returns its path.
+func writeRunList(out string, runs []Run) (string, error) {
 	type entry struct {
 		Index  int                `json:"index"`
 		ID     string             `json:"id"`
@@ -131,11 +144,8 @@ func Emit(target string, g *Grid, runs []Run, out string, opt EmitOptions) (Emit
 		list[i] = entry{i, r.ID, r.Config}
 	}
 	manifest, _ := json.MarshalIndent(list, "", "  ")
-	mpath := filepath.Join(out, "runs.json")
-	if err := writeFileAtomic(mpath, append(manifest, '\n')); err != nil {
-		return Emitted{}, err
-	}
-	return Emitted{Files: []string{path, mpath}, Runs: len(runs)}, nil
+	path := filepath.Join(out, "runs.json")
+	return path, writeFileAtomic(path, append(manifest, '\n'))
 }
 
 // taskScript is the POSIX shell body shared by both targets: it picks the

@@ -301,3 +301,18 @@ func TestCollectRefusesAccuraciesOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// A target Emit does not know is refused before the output folder is made.
+func TestEmitUnknownTargetWritesNothing(t *testing.T) {
+	g, err := Load("testdata/small.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "jobs")
+	if _, err := Emit("pbs", g, g.Expand()[:1], out, EmitOptions{}); err == nil || !strings.Contains(err.Error(), `unknown target "pbs"`) {
+		t.Fatalf("Emit(pbs) = %v, want the unknown target named", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("refused Emit left %s behind (stat: %v)", out, err)
+	}
+}

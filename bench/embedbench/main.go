@@ -231,6 +231,28 @@ func readVectors(path string) (map[string][]float32, error) {
 	return vecs, nil
 }
 
+// maxDiffFromFile is the largest |x − ref[k]| over the values of path, one
+// per line (nltk's wup_similarity for the same pairs).
+func maxDiffFromFile(path string, ref []float64) (float64, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	lines := strings.Fields(string(raw))
+	if len(lines) != len(ref) {
+		return 0, fmt.Errorf("%s: %d values, want %d", path, len(lines), len(ref))
+	}
+	maxDiff := 0.0
+	for k, l := range lines {
+		x, err := strconv.ParseFloat(l, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s:%d: %w", path, k+1, err)
+		}
+		maxDiff = math.Max(maxDiff, math.Abs(x-ref[k]))
+	}
+	return maxDiff, nil
+}
+
 func cmdQuality(args []string) error {
 	fs := flag.NewFlagSet("quality", flag.ExitOnError)
 	corpusPath := fs.String("tfidf", "", "corpus file for the TF-IDF baseline")
@@ -273,23 +295,9 @@ func cmdQuality(args []string) error {
 		res["wup_max_abs_diff_vs_wiki"] = maxDiff
 	}
 	if *nltkPath != "" {
-		raw, err := os.ReadFile(*nltkPath)
-		if err != nil {
+		if res["wup_max_abs_diff_vs_nltk"], err = maxDiffFromFile(*nltkPath, ref); err != nil {
 			return err
 		}
-		lines := strings.Fields(string(raw))
-		if len(lines) != len(ref) {
-			return fmt.Errorf("%s: %d values, want %d", *nltkPath, len(lines), len(ref))
-		}
-		maxDiff := 0.0
-		for k, l := range lines {
-			x, err := strconv.ParseFloat(l, 64)
-			if err != nil {
-				return fmt.Errorf("%s:%d: %w", *nltkPath, k+1, err)
-			}
-			maxDiff = math.Max(maxDiff, math.Abs(x-ref[k]))
-		}
-		res["wup_max_abs_diff_vs_nltk"] = maxDiff
 	}
 	if *corpusPath != "" {
 		docs, err := readCorpus(*corpusPath)

@@ -9,6 +9,7 @@ import (
 	_ "image/png"  // registers PNG for image.Decode
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -269,29 +270,7 @@ func openBirds(sp Spec) (train, test Dataset, err error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
-	// Class ids in use, numerically sorted.
-	used := map[int]bool{}
-	for _, v := range labelOf {
-		id, err := strconv.Atoi(v)
-		if err == nil && (names == nil || names[v] != "") {
-			used[id] = true
-		}
-	}
-	ids := make([]int, 0, len(used))
-	for id := range used {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	classes := make([]string, len(ids))
-	label := make(map[string]int32, len(ids))
-	for k, id := range ids {
-		key := strconv.Itoa(id)
-		label[key] = int32(k)
-		classes[k] = key
-		if n := names[key]; n != "" {
-			classes[k] = n
-		}
-	}
+	classes, label := birdClasses(labelOf, names)
 	if len(classes) == 0 {
 		return fail(fmt.Errorf("%s: no usable class labels", labelList))
 	}
@@ -336,6 +315,31 @@ func openBirds(sp Spec) (train, test Dataset, err error) {
 		return fail(fmt.Errorf("%s: %d training and %d test images: want both", splitList, tr.Len(), te.Len()))
 	}
 	return tr, te, nil
+}
+
+// birdClasses numbers the class ids that label images (and, when classes.txt
+// was read, have a name there), sorted numerically, 0..K-1: the names (the
+// id where classes.txt gives none) and each id's label.
+func birdClasses(labelOf, names map[string]string) (classes []string, label map[string]int32) {
+	used := map[int]bool{}
+	for _, v := range labelOf {
+		id, err := strconv.Atoi(v)
+		if err == nil && (names == nil || names[v] != "") {
+			used[id] = true
+		}
+	}
+	ids := slices.Sorted(maps.Keys(used))
+	classes = make([]string, len(ids))
+	label = make(map[string]int32, len(ids))
+	for k, id := range ids {
+		key := strconv.Itoa(id)
+		label[key] = int32(k)
+		classes[k] = key
+		if n := names[key]; n != "" {
+			classes[k] = n
+		}
+	}
+	return classes, label
 }
 
 // readPairs reads "<key> <value>" lines (the value may contain spaces) into a
