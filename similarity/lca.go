@@ -152,44 +152,9 @@ func newLCAEngine(g *Graph, classes []int, kind lcaKind, wn *wordnet.DB) (*lcaEn
 	n := len(g.Nodes)
 	e := &lcaEngine{kind: kind, classes: classes}
 	e.minD, e.maxD = depths(g)
-	order := make([]int, n)
-	for v := range order {
-		order[v] = v
-	}
-	switch kind {
-	case lcaNLTK:
-		name := make([]string, n)
-		for v, id := range g.Nodes {
-			nm, err := wn.NLTKName(id)
-			if err != nil {
-				return nil, err
-			}
-			name[v] = nm
-		}
-		sort.SliceStable(order, func(a, b int) bool {
-			va, vb := order[a], order[b]
-			if e.minD[va] != e.minD[vb] {
-				return e.minD[va] > e.minD[vb]
-			}
-			return name[va] < name[vb]
-		})
-	case lcaGraphWuPalmer:
-		sort.SliceStable(order, func(a, b int) bool {
-			va, vb := order[a], order[b]
-			if e.minD[va] != e.minD[vb] {
-				return e.minD[va] > e.minD[vb]
-			}
-			return va < vb
-		})
-	case lcaHeight:
-		e.height, e.top = heights(g)
-		sort.SliceStable(order, func(a, b int) bool {
-			va, vb := order[a], order[b]
-			if e.height[va] != e.height[vb] {
-				return e.height[va] < e.height[vb]
-			}
-			return va < vb
-		})
+	order, err := e.order(g, wn)
+	if err != nil {
+		return nil, err
 	}
 	rank := make([]int32, n)
 	for r, v := range order {
@@ -242,6 +207,54 @@ func newLCAEngine(g *Graph, classes []int, kind lcaKind, wn *wordnet.DB) (*lcaEn
 		e.self[k] = rank[v]
 	}
 	return e, nil
+}
+
+// order returns the nodes in the order the engine ranks ancestors by, the
+// first shared one being the answer: the deepest first (nltk: by name
+// among equals; the graph form: by node), or the lowest first for heights
+// (which it computes into e.height and e.top).
+func (e *lcaEngine) order(g *Graph, wn *wordnet.DB) ([]int, error) {
+	n, kind := len(g.Nodes), e.kind
+	order := make([]int, n)
+	for v := range order {
+		order[v] = v
+	}
+	switch kind {
+	case lcaNLTK:
+		name := make([]string, n)
+		for v, id := range g.Nodes {
+			nm, err := wn.NLTKName(id)
+			if err != nil {
+				return nil, err
+			}
+			name[v] = nm
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			va, vb := order[a], order[b]
+			if e.minD[va] != e.minD[vb] {
+				return e.minD[va] > e.minD[vb]
+			}
+			return name[va] < name[vb]
+		})
+	case lcaGraphWuPalmer:
+		sort.SliceStable(order, func(a, b int) bool {
+			va, vb := order[a], order[b]
+			if e.minD[va] != e.minD[vb] {
+				return e.minD[va] > e.minD[vb]
+			}
+			return va < vb
+		})
+	case lcaHeight:
+		e.height, e.top = heights(g)
+		sort.SliceStable(order, func(a, b int) bool {
+			va, vb := order[a], order[b]
+			if e.height[va] != e.height[vb] {
+				return e.height[va] < e.height[vb]
+			}
+			return va < vb
+		})
+	}
+	return order, nil
 }
 
 // heights returns every node's longest path down to a leaf and the

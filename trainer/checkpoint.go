@@ -214,24 +214,8 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 	if ck.State.Format != checkpointFormat {
 		return nil, bad("format %d, this lcl reads %d", ck.State.Format, checkpointFormat)
 	}
-	keys := make([]string, 0, len(r.id))
-	for k := range r.id {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		have, want := ck.State.Identity[k], r.id[k]
-		if k == "optim" { // --epochs may grow: resumePosition
-			have, want = withoutEpochs(have), withoutEpochs(want)
-		}
-		if have != want {
-			if k == "optim" {
-				if d := optimDiff(have, want); d != "" {
-					return nil, bad("written with %s: resume with the checkpoint's settings, or choose another --out", d)
-				}
-			}
-			return nil, bad("written for %s %q, this run has %q: resume with the checkpoint's settings, or choose another --out", k, ck.State.Identity[k], r.id[k])
-		}
+	if msg := r.identityMismatch(ck.State.Identity); msg != "" {
+		return nil, bad("%s", msg)
 	}
 	if err := r.resumePosition(ck); err != nil {
 		return nil, bad("%v", err)
@@ -279,6 +263,29 @@ func (r *runner) loadCheckpoint() (*checkpoint, error) {
 		r.finished[name] = m
 	}
 	return ck, nil
+}
+
+// identityMismatch says how a checkpoint's identity differs from the run's
+// ("written with/for …: resume with the checkpoint's settings, or choose
+// another --out"), or "" when it is the run's; the keys are compared in
+// sorted order, and --epochs may grow (resumePosition).
+func (r *runner) identityMismatch(have map[string]string) string {
+	for _, k := range slices.Sorted(maps.Keys(r.id)) {
+		h, w := have[k], r.id[k]
+		if k == "optim" {
+			h, w = withoutEpochs(h), withoutEpochs(w)
+		}
+		if h == w {
+			continue
+		}
+		if k == "optim" {
+			if d := optimDiff(h, w); d != "" {
+				return fmt.Sprintf("written with %s: resume with the checkpoint's settings, or choose another --out", d)
+			}
+		}
+		return fmt.Sprintf("written for %s %q, this run has %q: resume with the checkpoint's settings, or choose another --out", k, have[k], r.id[k])
+	}
+	return ""
 }
 
 // check validates a position read from a checkpoint against the epoch it
