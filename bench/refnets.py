@@ -110,18 +110,38 @@ def resnet(name, classes=10, cifar=True, in_ch=3):
     return ResNet(block, layers, classes, cifar, in_ch)
 
 
+class MLP(nn.Module):
+    """lcl's `mlp[:hidden=AxB]`: flatten, Linear+ReLU layers fc1.., fc."""
+
+    def __init__(self, classes=10, inputs=784, hidden=(256, 128)):
+        super().__init__()
+        dims = (inputs,) + tuple(hidden)
+        self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+        self.fc = nn.Linear(dims[-1], classes)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        for layer in self.hidden:
+            x = F.relu(layer(x))
+        return self.fc(x)
+
+
 def build(spec, classes, shape):
     """The module for an lcl model spec NAME[:key=value,...] on inputs of
-    shape (C, H, W): cnn[:channels=AxB,fc=N,bn=0|1], resnet18/34/50[:stem=cifar|imagenet]."""
+    shape (C, H, W): cnn[:channels=AxB,fc=N,bn=0|1], mlp[:hidden=AxB],
+    resnet18/34/50[:stem=cifar|imagenet]."""
     name, _, opts = spec.partition(":")
     kv = dict(o.split("=", 1) for o in opts.split(",") if o)
     c, h, _ = shape
     if name == "cnn":
         ch = tuple(int(v) for v in kv.get("channels", "32x64").split("x"))
         return CNN(classes, c, h, ch, int(kv.get("fc", 128)), kv.get("bn", "1") == "1")
+    if name == "mlp":
+        hidden = tuple(int(v) for v in kv.get("hidden", "256x128").split("x"))
+        return MLP(classes, c * h * shape[2], hidden)
     if name in RESNETS:
         return resnet(name, classes, kv.get("stem", "cifar") == "cifar", c)
-    raise SystemExit("refnets: unknown model %s (cnn, %s)" % (spec, ", ".join(RESNETS)))
+    raise SystemExit("refnets: unknown model %s (cnn, mlp, %s)" % (spec, ", ".join(RESNETS)))
 
 
 def forward_macs(m, shape):

@@ -10,7 +10,9 @@
 # batches index_select'ed from it, evaluation under inference_mode). Modes:
 # fp32, channels-last, bf16 autocast, bf16 + channels-last; PyTorch 2.6 also
 # under torch.compile (inductor) in each mode, its compile time included
-# (and printed apart). The small CNN is the demo's (cnn:channels=16x32).
+# (and printed apart). The nets are the ones users run: the default cnn
+# (32×64, batch norm), cnn:bn=0, the demo's cnn:channels=16x32, mlp and
+# ResNet-18 with the CIFAR stem (bench/refnets.py has PyTorch's copies).
 #
 # Every side runs at its best: PyTorch's setting is picked per libtorch,
 # model and mode from glibc's defaults, the malloc tunables lcl applies
@@ -21,10 +23,13 @@
 # whose CPUID hides the cache sizes, lcl's guard would turn libtorch 2.x's
 # oneDNN off for correctness — docs/trainer.md — while PyTorch keeps it, so
 # the sides would time different kernels; elsewhere it changes nothing).
-# Then the sides alternate for ROUNDS rounds and each keeps its
-# best run (a burst of load from elsewhere must not decide a ratio). Prints
-# seconds per run, the ratios, PyTorch's settings and the load average; a
-# whole run takes about an hour on 2 cores (BENCH_COMPILE=0: 40 minutes).
+# Then the sides alternate for ROUNDS rounds (default 5): each round runs
+# lcl and then PyTorch back to back, and the claim is the median of the
+# rounds' paired speed ratios with their range (columns "pairs"); the best
+# run of each side is printed too. Prints seconds per run, the ratios,
+# PyTorch's settings, the CPU and the load average. All five nets in four
+# modes take about three hours on 2 cores (BENCH_COMPILE=0 and fewer
+# rounds, BENCH_MODES or MODELS narrow it: bench/torch2.sh 5 5 cnn).
 # BENCH_BASE=REV also builds lcl at commit REV (git archive; its own shim
 # sources) and times it in the same rounds, for a before/after of lcl on one
 # machine in one run (columns base-1.13, base-2.6 and now/base: > 1 means
@@ -35,8 +40,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 epochs=${1:-5}
-rounds=${2:-2}
-models=${3:-"cnn:channels=16x32 resnet18:stem=cifar"}
+rounds=${2:-5}
+models=${3:-"cnn cnn:bn=0 cnn:channels=16x32 mlp resnet18:stem=cifar"}
 threads=2
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 tmp=$(mktemp -d "$PWD/bin/torch2bench.XXXXXX" 2>/dev/null || { mkdir -p bin && mktemp -d "$PWD/bin/torch2bench.XXXXXX"; })
@@ -149,8 +154,12 @@ pick() { # WHERE MODEL MODE: "SECONDS SETTING", PyTorch's fastest setting for th
 min() { awk -v a="$1" -v b="$2" 'BEGIN{print (b == "" || a + 0 < b + 0) ? a : b}'; }
 basehead=""
 [ -z "$base" ] || basehead=$(printf '%9s %9s %8s %8s  ' base-1.13 base-2.6 "now/base" "now/base")
-printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s%s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
-	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113" "$basehead" "torch settings (1.13, 2.6)"
+# paired RATIO...: the median of the pairs' speed ratios and their range.
+paired() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
+	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "%.3f (%.3f-%.3f)", m, v[1], v[NR] }'; }
+printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %-19s %-19s %s%s\n' model mode lcl-1.13 torch-1.13 lcl-2.6 torch-2.6 \
+	compile-2.6 compile_s "l26/t26" "l26/c26" "l26/l113" "l113/t113" "pairs t113/l113" "pairs t26/l26" "$basehead" "torch settings (1.13, 2.6)"
 for m in $models; do
 	for mode in ${BENCH_MODES:-fp32 cl bf16 bf16-cl}; do
 		a="" c="" e="" ba="" bc=""
@@ -161,16 +170,18 @@ for m in $models; do
 		# The pick chooses PyTorch's setting; its figure, like lcl's, is the
 		# best of the rounds alone (the best of seven runs against one leaned
 		# every one-round row towards PyTorch).
-		b="" d="" set113=${p113#* } set26=${p26#* }
+		b="" d="" set113=${p113#* } set26=${p26#* } q113="" q26=""
 		for _ in $(seq "$rounds"); do
-			a=$(min "$(lclrun here "$tmp/113/lcl" "$m" "$mode")" "$a")
+			x=$(lclrun here "$tmp/113/lcl" "$m" "$mode")
 			check
-			b=$(min "$(torchrun_ here "$(envof "$set113")" "$m" "$mode")" "$b")
+			y=$(torchrun_ here "$(envof "$set113")" "$m" "$mode")
 			check
-			c=$(min "$(lclrun root "$rel/26/lcl" "$m" "$mode")" "$c")
+			a=$(min "$x" "$a") b=$(min "$y" "$b") q113="$q113 $(awk -v a="$x" -v b="$y" 'BEGIN{printf "%.4f", b / a}')"
+			x=$(lclrun root "$rel/26/lcl" "$m" "$mode")
 			check
-			d=$(min "$(torchrun_ root "$(envof "$set26")" "$m" "$mode")" "$d")
+			y=$(torchrun_ root "$(envof "$set26")" "$m" "$mode")
 			check
+			c=$(min "$x" "$c") d=$(min "$y" "$d") q26="$q26 $(awk -v a="$x" -v b="$y" 'BEGIN{printf "%.4f", b / a}')"
 			if [ -n "$base" ]; then
 				ba=$(min "$(lclrun here "$tmp/base/113/lcl" "$m" "$mode")" "$ba")
 				check
@@ -187,11 +198,12 @@ for m in $models; do
 		# Ratios are speed ratios (time of the other / time of lcl): > 1 means lcl is faster.
 		basecols=""
 		[ -z "$base" ] || basecols=$(printf '%9s %9s %8s %8s  ' "$ba" "$bc" "$(r "$a" "$ba")" "$(r "$c" "$bc")")
-		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %s%s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
-			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")" "$basecols" "$set113, $set26"
+		printf '%-22s %-9s %9s %9s %9s %9s %9s %9s   %7s %7s %7s %7s  %-19s %-19s %s%s\n' "$m" "$mode" "$a" "$b" "$c" "$d" "${e:-n/a}" "${cs:-n/a}" \
+			"$(r "$c" "$d")" "$(r "$c" "${e:-0}")" "$(r "$c" "$a")" "$(r "$a" "$b")" "$(paired $q113)" "$(paired $q26)" "$basecols" "$set113, $set26"
 	done
 done
 echo "seconds per whole run (best of $rounds), $epochs epochs, $threads threads; ratios are speed ratios (> 1: lcl faster)"
+echo "pairs: each round runs lcl then PyTorch back to back; the median of the $rounds pairs' ratios (their range): the claim"
 echo "lcl ran with LCL_ONEDNN=on: oneDNN in use on both sides, whatever lcl's guard would choose on this CPU"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); bf16 units: $(grep -o -m1 -w 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
