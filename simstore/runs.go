@@ -60,6 +60,12 @@ type RunConfig struct {
 	// Args are the other `lcl train` flags that change the result (--batch,
 	// --lr, --matrix, ...), by flag name without dashes.
 	Args map[string]string `json:"args,omitempty"`
+	// Targets is the SHA-256 of the --matrix file of a strategy that trains
+	// on that matrix as its targets (soft): the file's content, not only its
+	// path in Args, keys the run, so a file edited in place is another run.
+	// Empty (and absent from the digest) for every other run, whose keys
+	// stay those of older stores.
+	Targets string `json:"targets,omitempty"`
 }
 
 // ID is the run's key: "r" and the first 16 hex digits of the SHA-256 of the
