@@ -476,7 +476,7 @@ var specFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Epsilon, "0") }},
 	{name: "source", own: true, group: groupStrategy, usage: "similarity: the store's latest matrix of this kind, else that similarity plugin",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Source) }},
-	{name: "matrix", group: groupStrategy, usage: "similarity matrix from a C×C file (.npy, CSV or text; class order), instead of --source; soft's target matrix",
+	{name: "matrix", group: groupStrategy, usage: "C×C similarity (soft: target) matrix file, .npy, CSV or text in class order; not --source",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Matrix) }},
 	{name: "similarity-key", group: groupStrategy, usage: "similarity matrix by its store key (lcl store ls), instead of --source",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.SimilarityKey) }},

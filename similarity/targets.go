@@ -196,7 +196,7 @@ func (t *targetTable) read(r io.Reader) error {
 
 // line takes one non-blank line: the header, or a row of values.
 func (t *targetTable) line(fields []string, line int) error {
-	if t.c == 0 && !t.header && !numeric(fields[len(fields)-1]) {
+	if t.c == 0 && !t.header && isHeader(fields) {
 		return t.readHeader(fields)
 	}
 	if t.c == 0 {
@@ -244,14 +244,27 @@ func (t *targetTable) line(fields []string, line int) error {
 	return nil
 }
 
+// isHeader says whether the first line is a header: a cell past the first
+// is a word, or the first is a corner cell ("class", as lcl store
+// export writes, or empty) over numbered classes. A first cell alone that
+// is no number is else the row's class.
+func isHeader(fields []string) bool {
+	for _, f := range fields[1:] {
+		if strings.TrimSpace(f) != "" && !numeric(f) { // an empty cell is a missing value
+			return true
+		}
+	}
+	corner := strings.TrimSpace(fields[0])
+	return len(fields) > 1 && (corner == "" || strings.EqualFold(corner, "class"))
+}
+
 // readHeader takes the header: the C classes' names or ids, after an
 // optional corner cell (lcl store export writes "class").
 func (t *targetTable) readHeader(fields []string) error {
 	t.header = true
 	names := fields
-	if t.o.Set != nil && len(fields) == t.o.Set.Len()+1 {
-		names = fields[1:]
-	} else if t.o.Set == nil && len(fields) > 1 && strings.EqualFold(strings.TrimSpace(fields[0]), "class") {
+	corner := strings.TrimSpace(fields[0])
+	if t.o.Set != nil && len(fields) == t.o.Set.Len()+1 || corner == "" || strings.EqualFold(corner, "class") {
 		names = fields[1:]
 	}
 	if why := sizeProblem(len(names), t.o); why != "" {

@@ -95,7 +95,8 @@ func TestReadTargetsRefusals(t *testing.T) {
 		{"header out of order", "cat,fox,dog\n0.8,0.1,0.1\n0.2,0.7,0.1\n0.3,0.3,0.4\n", false,
 			`F:1: header column 1 is "fox", but class 1 of pets is dog, n02`},
 		{"header of another set", "a,b,c,d,e\n", false, "F:1: the header names 5 classes but label set pets has 3 classes"},
-		{"header of other classes", "class,a,b\n", false, `F:1: header column 0 is "class", but class 0 of pets is cat, n01`},
+		{"header of other classes", "class,cat,dog,wolf\n", false, `F:1: header column 2 is "wolf", but class 2 of pets is fox, n03`},
+		{"a corner over too few", "class,a,b\n", false, "F:1: the header names 2 classes but label set pets has 3 classes"},
 		{"row label out of order", "cat,0.8,0.1,0.1\nfox,0.2,0.7,0.1\ndog,0.3,0.3,0.4\n", false, `F:2: row 1 is labelled "fox", but class 1 is dog, n02`},
 		{"empty", "# nothing\n", false, "F: no rows"},
 	} {
