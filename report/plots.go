@@ -72,6 +72,13 @@ func (r *Report) AddPlots() error {
 					r.Plots = append(r.Plots, p)
 				}
 			}
+			p, ok, err := severityPlot(k.ds, k.model, f, sub, r.Severity)
+			if err != nil {
+				return err
+			}
+			if ok {
+				r.Plots = append(r.Plots, p)
+			}
 			for _, m := range []Metric{Severity, HDist5} {
 				p, ok, err := tradeoff(k.ds, k.model, f, sub, m)
 				if err != nil {

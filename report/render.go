@@ -94,6 +94,7 @@ func (r *Report) markdown(w io.Writer) error {
 			}
 		}
 	}
+	r.markdownSeverity(p)
 	p.printf("\n## Average ranks (top-1)\n\n")
 	if r.Ranks == nil {
 		p.printf("Not computed: %s.\n", r.RankErr)

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/lcl-project/lcl/trainer"
+)
+
+// heightLine counts the mistakes at every height that has one, the last
+// element as "and more".
+func TestHeightLine(t *testing.T) {
+	capped := make([]int64, trainer.HierHeights)
+	capped[2], capped[trainer.HierHeights-1] = 1, 4
+	for _, tc := range []struct {
+		name string
+		h    trainer.HierMetrics
+		want string
+	}{
+		{"none", trainer.HierMetrics{}, ""},
+		{"some", trainer.HierMetrics{Mistakes: 47, MistakesByHeight: []int64{0, 12, 30, 0, 5}}, "mistakes by LCA height  1: 12  2: 30  4: 5  (47 mistakes)"},
+		{"capped", trainer.HierMetrics{Mistakes: 5, MistakesByHeight: capped}, "mistakes by LCA height  2: 1  31+: 4  (5 mistakes)"},
+	} {
+		if got := heightLine(tc.h); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
