@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/trainer"
 )
 
@@ -22,6 +26,27 @@ func TestHeightLine(t *testing.T) {
 	} {
 		if got := heightLine(tc.h); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Every built-in strategy has its loss in `lcl help methods` and in
+// docs/methods.md, the page README and the help topic point to.
+func TestMethodsDocumentEveryStrategy(t *testing.T) {
+	r := cliRun(t, "help", "methods")
+	if r.code != ExitOK || !strings.Contains(r.out, "docs/methods.md") {
+		t.Fatalf("lcl help methods: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "methods.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range strategy.Names() {
+		if !strings.Contains(r.out, "\n  "+name+" ") {
+			t.Errorf("lcl help methods has no line of %s", name)
+		}
+		if !strings.Contains(string(page), "## "+name+" ") && !strings.Contains(string(page), "## "+name+"\n") {
+			t.Errorf("docs/methods.md has no section on %s", name)
 		}
 	}
 }
