@@ -303,27 +303,7 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 			return err
 		}
 		for e, y := range b.Y {
-			z := ev.Logits[e*4 : (e+1)*4]
-			var p [4]float64
-			var s float64
-			for i := range 4 {
-				p[i] = math.Exp(float64(z[i]))
-				s += p[i]
-			}
-			risk := make([]float64, 4)
-			for j := range 4 {
-				for i := range 4 {
-					risk[j] += p[i] / s * cost.d[i*4+j]
-				}
-			}
-			order := []int{0, 1, 2, 3}
-			sort.SliceStable(order, func(a, b int) bool { return risk[order[a]] < risk[order[b]] })
-			argmax := 0
-			for j := range 4 {
-				if z[j] > z[argmax] {
-					argmax = j
-				}
-			}
+			order, argmax := crmOrder(ev.Logits[e*4:(e+1)*4], cost)
 			if order[0] != argmax {
 				differs++
 			}
@@ -332,12 +312,8 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 				hits++
 			} else {
 				mistakes++
-				d := cost.Distance(t, order[0])
-				sev[0] += d
-				for len(byHeight) <= int(d) {
-					byHeight = append(byHeight, 0)
-				}
-				byHeight[int(d)]++
+				sev[0] += cost.Distance(t, order[0])
+				byHeight = countAt(byHeight, int(cost.Distance(t, order[0])))
 			}
 			for ki, k := range []int{1, 4, 4} { // @1, @5 and @20 over 4 classes
 				var c float64
@@ -362,4 +338,38 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 		t.Errorf("CRM chose the argmax on every example: the test cannot tell them apart")
 	}
 	t.Logf("CRM top-1 %.3f (argmax %.3f), differs on %d of %v examples", want.Top1, got.TestTop1, differs, n)
+}
+
+// countAt adds one to counts[h], growing counts as needed.
+func countAt(counts []int64, h int) []int64 {
+	for len(counts) <= h {
+		counts = append(counts, 0)
+	}
+	counts[h]++
+	return counts
+}
+
+// crmOrder ranks the classes of logits z by their expected cost under
+// softmax(z), least first, as CRM does (ties in class order), and returns
+// the argmax of z too.
+func crmOrder(z []float32, cost matrixCost) (order []int, argmax int) {
+	c := len(z)
+	p := make([]float64, c)
+	var s float64
+	for i := range c {
+		p[i] = math.Exp(float64(z[i]))
+		s += p[i]
+	}
+	risk := make([]float64, c)
+	for j := range c {
+		for i := range c {
+			risk[j] += p[i] / s * cost.d[i*c+j]
+		}
+		if z[j] > z[argmax] {
+			argmax = j
+		}
+		order = append(order, j)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return risk[order[a]] < risk[order[b]] })
+	return order, argmax
 }
