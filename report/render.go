@@ -247,6 +247,7 @@ func (r *Report) latex(w io.Writer) error {
 			p.printf("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
 		}
 	}
+	r.latexSeverity(p)
 	if k := r.Ranks; k != nil {
 		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{Average ranks (top-1) over %d blocks (%s). %s}\n", k.N, tex(blocksText(k.Blocks)), k.latexSummary())
 		p.printf("\\begin{tabular}{lr}\n\\toprule\nMethod & Average rank \\\\\n\\midrule\n")

@@ -233,3 +233,24 @@ func severityPlot(ds, model string, frac float64, es []Entry, tables []SeverityT
 	png, err := figure.Bars(c)
 	return Plot{Name: fileName("severity", ds, model, experiment.Percent(frac)), Title: c.Title, PNG: png}, true, err
 }
+
+// latexSeverity writes the severity tables for the LaTeX format.
+func (r *Report) latexSeverity(p *errWriter) {
+	for _, t := range r.Severity {
+		hs := t.Heights()
+		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{%s: mistakes by LCA height, means over seeds. %s}\n", tex(t.Title()), tex(severityNote))
+		p.printf("\\begin{tabular}{lrrrr%s}\n\\toprule\nMethod & seeds & top-1 (\\%%) & mistakes & mean severity", strings.Repeat("r", len(hs)))
+		for _, h := range hs {
+			p.printf(" & $h = %d$", h)
+		}
+		p.printf(" \\\\\n\\midrule\n")
+		for _, row := range t.Rows {
+			p.printf("%s & %d & %s & %s & %.3f", tex(row.Method), row.N, num(row.Top1), count(row.Mistakes), row.Severity)
+			for _, h := range hs {
+				p.printf(" & %s", count(row.At(h)))
+			}
+			p.printf(" \\\\\n")
+		}
+		p.printf("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+	}
+}

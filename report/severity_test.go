@@ -89,6 +89,16 @@ func TestSeverityTables(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", line, md.String())
 		}
 	}
+	var tex bytes.Buffer
+	if err := r.Write(&tex, "latex"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"Method & seeds & top-1 (\\%) & mistakes & mean severity & $h = 1$ & $h = 2$ & $h = 3$ \\\\",
+		"LS & 2 & 83.50 & 16.5 & 1.757 & 8 & 4.5 & 4 \\\\"} {
+		if !strings.Contains(tex.String(), line) {
+			t.Errorf("LaTeX lacks %q:\n%s", line, tex.String())
+		}
+	}
 	var csv bytes.Buffer
 	if err := r.WriteSeverityCSV(&csv); err != nil {
 		t.Fatal(err)
