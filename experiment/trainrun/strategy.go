@@ -207,6 +207,9 @@ func Similarity(ctx context.Context, env Env, host *plugins.Host, sel Selection,
 	switch {
 	case sel.File != "" && strategy.MatrixIsTargets(sel.Strategy):
 		return targetFile(sel, set, classes)
+	case sel.Key == "" && strategy.MatrixIsTargets(sel.Strategy):
+		// Not the latest --source matrix: a similarity is no target matrix.
+		return nil, "", usagef("--strategy %s trains on a C×C target matrix: give it as --matrix FILE (CSV, text or .npy), or --similarity-key KEY", sel.Strategy)
 	case sel.File != "":
 		ref.Key, ref.Source = "", ""
 	case sel.Key == "" && sel.Source == "matrix":

@@ -114,18 +114,23 @@ func TestTrainSoftRefusesBadMatrices(t *testing.T) {
 		{"3 rows", "0.7,0.1,0.1,0.1\n0.1,0.7,0.1,0.1\n0.1,0.1,0.7,0.1\n", "", "F:3: 3 rows of 4 values: want 4 rows, one per class (row y is the target of class y)"},
 		{"a zero row", "0.7,0.1,0.1,0.1\n0,0,0,0\n0.1,0.1,0.7,0.1\n0.25,0.25,0.25,0.25\n", "normalize=true",
 			"F:2: row 1 sums to 0: no target distribution"},
+		{"no --matrix", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".csv")
 			os.WriteFile(file, []byte(tc.text), 0o644)
 			store, out := filepath.Join(t.TempDir(), "store"), filepath.Join(t.TempDir(), "run")
 			args := []string{"--store", store, "train", "--data", synth, "--model", "mlp:hidden=8", "--strategy", "soft",
-				"--matrix", file, "--epochs", "1", "--threads", "1", "--out", out}
+				"--epochs", "1", "--threads", "1", "--out", out}
+			want := "lcl: --strategy soft trains on a C×C target matrix: give it as --matrix FILE (CSV, text or .npy), or --similarity-key KEY"
+			if tc.text != "" {
+				args = append(args, "--matrix", file)
+				want = "lcl: --matrix: " + strings.ReplaceAll(tc.want, "F", file)
+			}
 			if tc.param != "" {
 				args = append(args, "--param", tc.param)
 			}
 			code, _, errs := runLCL(context.Background(), t, args...)
-			want := "lcl: --matrix: " + strings.ReplaceAll(tc.want, "F", file)
 			if code != 2 || strings.TrimSuffix(errs, "\n") != want {
 				t.Errorf("exit %d, %q\nwant exit 2 and the one line %q", code, errs, want)
 			}
