@@ -214,8 +214,8 @@ func severityPlot(ds, model string, frac float64, es []Entry, tables []SeverityT
 	if t == nil || t.High < 0 {
 		return Plot{}, false, nil
 	}
-	c := figure.BarChart{Title: fmt.Sprintf("%s, %s, DR %s: mistakes by LCA height (mean over seeds)", ds, model, experiment.Percent(frac)),
-		XLabel: "height of the lowest common ancestor of the true and the predicted class", YLabel: "test mistakes"}
+	c := figure.BarChart{Title: fmt.Sprintf("%s, %s, DR %s: mistakes by LCA height", ds, model, experiment.Percent(frac)),
+		XLabel: "height of the lowest common ancestor of the true and the predicted class", YLabel: "test mistakes (mean over seeds)"}
 	for _, h := range t.Heights() {
 		c.Categories = append(c.Categories, strconv.Itoa(h))
 	}

@@ -25,7 +25,7 @@ type BarChart struct {
 }
 
 // Bars draws a grouped bar chart, 7×4.5 in at 96 dpi, with a legend at the
-// top right.
+// top right, above the bars.
 func Bars(c BarChart) ([]byte, error) {
 	if len(c.Series) == 0 || len(c.Categories) == 0 {
 		return nil, fmt.Errorf("figure: a bar chart of %d series over %d categories", len(c.Series), len(c.Categories))
@@ -50,6 +50,13 @@ func Bars(c BarChart) ([]byte, error) {
 		p.Legend.Add(s.Name, b)
 	}
 	p.NominalX(c.Categories...)
-	p.Y.Min = 0
+	// Room above the tallest bar for the legend, a line per series.
+	top := 0.0
+	for _, s := range c.Series {
+		for _, v := range s.Values {
+			top = max(top, v)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, max(top, 1)*(1+0.1*float64(len(c.Series)+1))
 	return render(p, 7*vg.Inch, 4.5*vg.Inch)
 }
