@@ -36,7 +36,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 	"sig":          func(p float64) bool { return p < Alpha },
 	"blocks":       blocksText,
-	"count":        count,
+	"count":        meanCount,
 	"severityNote": func() string { return severityNote },
 	"summary": func(k *RankTest) template.HTML {
 		s := template.HTMLEscapeString(k.Summary())

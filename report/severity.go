@@ -135,9 +135,9 @@ func (t SeverityTable) Title() string {
 	return fmt.Sprintf("%s, %s, DR = %s", t.Dataset, t.Model, experiment.Percent(t.Fraction))
 }
 
-// count spells a mean count: whole where it is whole (a single seed, or
+// meanCount spells a mean count: whole where it is whole (a single seed, or
 // seeds that agree), else to one decimal.
-func count(v float64) string {
+func meanCount(v float64) string {
 	if v == math.Trunc(v) {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
@@ -161,9 +161,9 @@ func (r *Report) markdownSeverity(p *errWriter) {
 		}
 		p.printf("\n|---|--:|--:|--:|--:|%s\n", strings.Repeat("--:|", len(hs)))
 		for _, row := range t.Rows {
-			p.printf("| %s | %d | %s | %s | %.3f |", row.Method, row.N, num(row.Top1), count(row.Mistakes), row.Severity)
+			p.printf("| %s | %d | %s | %s | %.3f |", row.Method, row.N, num(row.Top1), meanCount(row.Mistakes), row.Severity)
 			for _, h := range hs {
-				p.printf(" %s |", count(row.At(h)))
+				p.printf(" %s |", meanCount(row.At(h)))
 			}
 			p.printf("\n")
 		}
@@ -224,7 +224,7 @@ func severityPlot(ds, model string, frac float64, es []Entry, tables []SeverityT
 		style[m] = i
 	}
 	for _, row := range t.Rows {
-		s := figure.BarSeries{Name: fmt.Sprintf("%s (%s mistakes)", row.Method, count(row.Mistakes)), Style: style[row.Method]}
+		s := figure.BarSeries{Name: fmt.Sprintf("%s (%s mistakes)", row.Method, meanCount(row.Mistakes)), Style: style[row.Method]}
 		for _, h := range t.Heights() {
 			s.Values = append(s.Values, row.At(h))
 		}
@@ -245,9 +245,9 @@ func (r *Report) latexSeverity(p *errWriter) {
 		}
 		p.printf(" \\\\\n\\midrule\n")
 		for _, row := range t.Rows {
-			p.printf("%s & %d & %s & %s & %.3f", tex(row.Method), row.N, num(row.Top1), count(row.Mistakes), row.Severity)
+			p.printf("%s & %d & %s & %s & %.3f", tex(row.Method), row.N, num(row.Top1), meanCount(row.Mistakes), row.Severity)
 			for _, h := range hs {
-				p.printf(" & %s", count(row.At(h)))
+				p.printf(" & %s", meanCount(row.At(h)))
 			}
 			p.printf(" \\\\\n")
 		}
