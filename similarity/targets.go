@@ -178,7 +178,7 @@ func (t *targetTable) read(r io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v", t.path, last, err)
 		}
-		if err := t.line(fields, last); err != nil {
+		if err := t.line(fields); err != nil {
 			return fmt.Errorf("%s:%d: %w", t.path, last, err)
 		}
 	}
@@ -195,7 +195,7 @@ func (t *targetTable) read(r io.Reader) error {
 }
 
 // line takes one non-blank line: the header, or a row of values.
-func (t *targetTable) line(fields []string, line int) error {
+func (t *targetTable) line(fields []string) error {
 	if t.c == 0 && !t.header && isHeader(fields) {
 		return t.readHeader(fields)
 	}
@@ -244,18 +244,22 @@ func (t *targetTable) line(fields []string, line int) error {
 	return nil
 }
 
-// isHeader says whether the first line is a header: a cell past the first
-// is a word, or the first is a corner cell ("class", as lcl store
-// export writes, or empty) over numbered classes. A first cell alone that
-// is no number is else the row's class.
+// isHeader says whether the first line is a header: a corner cell
+// ("class", as lcl store export writes, or empty) before the names, or
+// words only past the first cell (which may be a corner of any name). A
+// line with a number past its first cell is a row, its words mistakes to
+// name (a leading word alone is the row's class).
 func isHeader(fields []string) bool {
+	corner := strings.TrimSpace(fields[0])
+	if len(fields) > 1 && (corner == "" || strings.EqualFold(corner, "class")) {
+		return true
+	}
 	for _, f := range fields[1:] {
-		if strings.TrimSpace(f) != "" && !numeric(f) { // an empty cell is a missing value
-			return true
+		if strings.TrimSpace(f) == "" || numeric(f) {
+			return false
 		}
 	}
-	corner := strings.TrimSpace(fields[0])
-	return len(fields) > 1 && (corner == "" || strings.EqualFold(corner, "class"))
+	return len(fields) > 1 || !numeric(fields[0])
 }
 
 // readHeader takes the header: the C classes' names or ids, after an

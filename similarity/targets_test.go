@@ -87,6 +87,8 @@ func TestReadTargetsRefusals(t *testing.T) {
 		{"infinite", "0.8,0.1,0.1\n0.2,0.7,0.1\n1e999,0,0\n", true, "F:3: row 2 (fox, n03), column 0: +Inf is not finite"},
 		{"an empty cell", "0.8,,0.1\n0.2,0.7,0.1\n0.3,0.3,0.4\n", false, `F:1: row 0, column 1: "" is not a number`},
 		{"a word", "0.8,0.1,0.1\n0.2,0.7,x\n0.3,0.3,0.4\n", false, `F:2: row 1, column 2: "x" is not a number`},
+		{"a word in the first row", "0.8,x,0.1\n0.2,0.7,0.1\n0.3,0.3,0.4\n", false, `F:1: row 0, column 1: "x" is not a number`},
+		{"a labelled row with a word", "cat,0.8,x,0.1\ndog,0.2,0.7,0.1\nfox,0.3,0.3,0.4\n", false, `F:1: row 0, column 1: "x" is not a number`},
 		{"a zero row", "0.8,0.1,0.1\n0,0,0\n0.3,0.3,0.4\n", true, "F:2: row 1 (dog, n02) sums to 0: no target distribution"},
 		{"too few columns", "0.8,0.2\n0.2,0.8\n", false, "F:1: the first row has 2 values but label set pets has 3 classes"},
 		{"a ragged row", "0.8,0.1,0.1\n0.2,0.8\n0.3,0.3,0.4\n", false, "F:2: 2 cells, want 3 like the first row"},
