@@ -55,6 +55,7 @@ func (c Cell) Run() Run {
 	if c.Seed != nil {
 		rc.Seed = *c.Seed
 	}
+	rc.Targets, _ = TargetsDigest(rc.Strategy, matrixOf(c.Params, c.Args)) // a file that does not read: Spec says so
 	return Run{ID: rc.ID(), Config: rc, Exec: Exec{Device: c.Device, Threads: c.Threads, NProc: c.NProc, ChannelsLast: c.ChannelsLast}}
 }
 
@@ -132,6 +133,9 @@ func (r Run) Spec() (TrainSpec, error) {
 			return TrainSpec{}, fmt.Errorf("args.%s: %w", k, err)
 		}
 	}
+	if err := checkTargets(s, c.Targets); err != nil {
+		return TrainSpec{}, err
+	}
 	e := r.Exec
 	if e.Device != "" {
 		s.Exec.Device = e.Device
@@ -144,4 +148,19 @@ func (r Run) Spec() (TrainSpec, error) {
 	}
 	s.Exec.ChannelsLast = e.ChannelsLast
 	return s, s.Validate()
+}
+
+// checkTargets checks that the run's --matrix, for a strategy that trains
+// on it as its targets, still has the content its key was made with
+// (RunConfig.Targets): a grid that runs for days must not record a
+// changed file's run under the old file's key.
+func checkTargets(s TrainSpec, want string) error {
+	d, err := TargetsDigest(s.Strategy, s.Matrix)
+	switch {
+	case err != nil:
+		return err
+	case d != want:
+		return fmt.Errorf("--matrix %s: the file changed since the grid was read (its key was made with SHA-256 %.12s…, the file now has %.12s…): read the grid again", s.Matrix, want, d)
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ type Exec struct {
 func (g *Grid) Expand() []Run {
 	var runs []Run
 	exec := Exec{Device: g.Device, Threads: g.Threads, NProc: g.NProc, ChannelsLast: g.ChannelsLast}
+	targets := targetsDigests{}
 	for _, model := range g.Models {
 		for _, frac := range g.Fractions {
 			for _, preset := range g.presetAxis() {
@@ -48,6 +49,7 @@ func (g *Grid) Expand() []Run {
 									Strategy: s.Name, Source: src, Params: params, Seed: seed,
 									Epochs: g.Epochs, Preset: preset, Args: copyMap(g.Args),
 								}
+								c.Targets = targets.of(s.Name, matrixOf(params, g.Args))
 								runs = append(runs, Run{ID: c.ID(), Config: c, Exec: exec})
 							}
 						}
@@ -57,6 +59,30 @@ func (g *Grid) Expand() []Run {
 		}
 	}
 	return runs
+}
+
+// targetsDigests remembers the TargetsDigest of each file while a grid
+// expands: its runs share a few files.
+type targetsDigests map[string]string
+
+// of is TargetsDigest(strategy, file), "" for a file that does not read
+// (Run.Spec refuses that run, naming the error).
+func (t targetsDigests) of(strategy, file string) string {
+	key := strategy + "\x00" + file
+	d, ok := t[key]
+	if !ok {
+		d, _ = TargetsDigest(strategy, file)
+		t[key] = d
+	}
+	return d
+}
+
+// matrixOf is the --matrix a run's params or args give.
+func matrixOf(params, args map[string]string) string {
+	if m, ok := params["matrix"]; ok {
+		return m
+	}
+	return args["matrix"]
 }
 
 // paramProduct returns the cross product of the parameter lists, keys in

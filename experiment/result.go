@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/lcl-project/lcl/internal/atomicfile"
 	"github.com/lcl-project/lcl/internal/bounded"
@@ -62,12 +64,14 @@ func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 		return simstore.Run{}, err
 	}
 	var res struct {
-		Top1            perModel `json:"top1"`
-		Top5            perModel `json:"top5"`
-		MistakeSeverity perModel `json:"mistake_severity"`
-		HDist1          perModel `json:"hdist1"`
-		HDist5          perModel `json:"hdist5"`
-		HDist20         perModel `json:"hdist20"`
+		Top1             perModel    `json:"top1"`
+		Top5             perModel    `json:"top5"`
+		MistakeSeverity  perModel    `json:"mistake_severity"`
+		HDist1           perModel    `json:"hdist1"`
+		HDist5           perModel    `json:"hdist5"`
+		HDist20          perModel    `json:"hdist20"`
+		Mistakes         perModel    `json:"mistakes"`
+		MistakesByHeight [][]float64 `json:"mistakes_by_height"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return simstore.Run{}, fmt.Errorf("%s: %w", path, err)
@@ -98,9 +102,70 @@ func ReadResult(c simstore.RunConfig, dir string) (simstore.Run, error) {
 		}
 		hier[h.name] = h.v
 	}
+	if hier, err = heightCounts(hier, res.Mistakes, res.MistakesByHeight, len(res.Top1)); err != nil {
+		return simstore.Run{}, fmt.Errorf("%s: %w", bounded.Quote(path), err)
+	}
 	return simstore.Run{ID: c.ID(), Config: c, Status: simstore.RunDone, Top1: res.Top1, Top5: res.Top5,
 		Hier: hier, Epochs: epochs, Dir: dir}, nil
 }
+
+// heightCounts adds result.json's mistakes and their distribution over LCA
+// heights to a run's Hier (HierMistakes, HierHeight(h) for every height up
+// to the greatest any model has, one count per model), checked: whole
+// counts ≥ 0, one list per model, summing to its mistakes.
+func heightCounts(hier map[string][]float64, mistakes perModel, byHeight [][]float64, models int) (map[string][]float64, error) {
+	if len(mistakes) == 0 && len(byHeight) == 0 {
+		return hier, nil
+	}
+	if len(mistakes) != models || len(byHeight) != models {
+		return nil, fmt.Errorf("%d mistakes and %d mistakes_by_height values for %d top1 values: want one of each per model", len(mistakes), len(byHeight), models)
+	}
+	if hier == nil {
+		hier = map[string][]float64{}
+	}
+	hier[HierMistakes] = mistakes
+	heights := 0
+	for i, counts := range byHeight {
+		sum := 0.0
+		for h, n := range counts {
+			if n < 0 || n != math.Trunc(n) {
+				return nil, fmt.Errorf("mistakes_by_height[%d][%d] = %g: want a count", i, h, n)
+			}
+			sum += n
+		}
+		if sum != mistakes[i] {
+			return nil, fmt.Errorf("mistakes_by_height[%d] sums to %g, mistakes[%d] is %g", i, sum, i, mistakes[i])
+		}
+		heights = max(heights, len(counts))
+	}
+	for h := range heights {
+		col := make([]float64, models)
+		for i, counts := range byHeight {
+			if h < len(counts) {
+				col[i] = counts[h]
+			}
+		}
+		hier[HierHeight(h)] = col
+	}
+	return hier, nil
+}
+
+// HierHeight names the count of a model's top-1 mistakes at LCA height h
+// in a stored run's Hier.
+func HierHeight(h int) string { return fmt.Sprintf("%s%d", hierHeightPrefix, h) }
+
+// ParseHierHeight is HierHeight's inverse: the height a Hier name counts
+// the mistakes of, and false for any other name.
+func ParseHierHeight(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, hierHeightPrefix)
+	if !ok {
+		return 0, false
+	}
+	h, err := strconv.Atoi(rest)
+	return h, err == nil && h >= 0 && strconv.Itoa(h) == rest
+}
+
+const hierHeightPrefix = "mistakes_h"
 
 // The names of the hierarchical metrics in result.json and in a stored
 // run's Hier.
@@ -109,6 +174,9 @@ const (
 	HierDist1    = "hdist1"
 	HierDist5    = "hdist5"
 	HierDist20   = "hdist20"
+	// HierMistakes is the number of top-1 mistakes (HierHeight(h) their
+	// count at LCA height h).
+	HierMistakes = "mistakes"
 )
 
 // maxResultBytes bounds result.json (a few numbers per model).

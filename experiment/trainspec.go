@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/simstore"
@@ -218,7 +219,26 @@ func (s *TrainSpec) Config(similarity bool) (simstore.RunConfig, error) {
 			c.Args = setArg(c.Args, f.name, f.bind(s).String())
 		}
 	}
+	if similarity {
+		if c.Targets, err = TargetsDigest(s.Strategy, s.Matrix); err != nil {
+			return simstore.RunConfig{}, err
+		}
+	}
 	return c, nil
+}
+
+// TargetsDigest is RunConfig.Targets for a run of strategy with --matrix
+// file: the file's SHA-256 when the strategy trains on the matrix as its
+// targets (soft), else "".
+func TargetsDigest(strategyName, file string) (string, error) {
+	if file == "" || !strategy.MatrixIsTargets(strategyName) {
+		return "", nil
+	}
+	d, err := digest.File(file)
+	if err != nil {
+		return "", fmt.Errorf("--matrix: %w", err)
+	}
+	return d, nil
 }
 
 func setArg(args map[string]string, k, v string) map[string]string {
@@ -456,7 +476,7 @@ var specFlags = []trainFlag{
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.Epsilon, "0") }},
 	{name: "source", own: true, group: groupStrategy, usage: "similarity: the store's latest matrix of this kind, else that similarity plugin",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Source) }},
-	{name: "matrix", group: groupStrategy, usage: "similarity matrix from a C×C .npy file (class order), instead of --source",
+	{name: "matrix", group: groupStrategy, usage: "C×C similarity (soft: target) matrix file, .npy, CSV or text in class order; not --source",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Matrix) }},
 	{name: "similarity-key", group: groupStrategy, usage: "similarity matrix by its store key (lcl store ls), instead of --source",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.SimilarityKey) }},

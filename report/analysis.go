@@ -134,6 +134,9 @@ type Report struct {
 	Ranks   *RankTest // nil when fewer than two complete blocks or methods
 	RankErr string    // why Ranks is nil
 	Paired  []PairedRow
+	// Severity holds, per setting whose runs counted them, the methods'
+	// mistakes by LCA height.
+	Severity []SeverityTable
 	// Selected lists the entries whose figures are of weights model
 	// selection kept, with the epoch (nil when no run selected).
 	Selected []Entry
@@ -178,6 +181,7 @@ func Build(title string, entries []Entry) (*Report, error) {
 		}
 	}
 	r.Ranks, r.RankErr = rankTest(entries)
+	r.Severity = severityTables(entries)
 	for _, m := range metrics {
 		if m != Top5 {
 			r.Paired = append(r.Paired, pairedRows(entries, m)...)

@@ -34,8 +34,10 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"png": func(b []byte) template.URL {
 		return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
 	},
-	"sig":    func(p float64) bool { return p < Alpha },
-	"blocks": blocksText,
+	"sig":          func(p float64) bool { return p < Alpha },
+	"blocks":       blocksText,
+	"count":        meanCount,
+	"severityNote": func() string { return severityNote },
 	"summary": func(k *RankTest) template.HTML {
 		s := template.HTMLEscapeString(k.Summary())
 		return template.HTML(subscript.ReplaceAllString(s, "$1<sub>$2</sub>"))
@@ -74,6 +76,16 @@ figcaption { color: #444; font-size: .9em; }
 {{range .Rows}}{{$row := .}}<tr><td>{{.Model}}</td>{{range $j, $c := .Cells}}{{if $c}}<td class="n{{if index $row.Best $j}} best{{end}}">{{num $c.Mean}} <span class="sd">± {{num $c.SD}}</span></td>{{else}}<td class="n">–</td>{{end}}{{end}}</tr>
 {{end}}{{end}}</table>
 {{end}}
+{{if .R.Severity}}
+<h2>Mistakes by LCA height</h2>
+<p class="note">{{severityNote}}</p>
+{{range .R.Severity}}{{$t := .}}
+<h3>{{.Title}}</h3>
+<table>
+<tr><th>Method</th><th>seeds</th><th>top-1 (%)</th><th>mistakes</th><th>mean severity</th>{{range .Heights}}<th>h = {{.}}</th>{{end}}</tr>
+{{range .Rows}}{{$row := .}}<tr><td>{{.Method}}</td><td class="n">{{.N}}</td><td class="n">{{num .Top1}}</td><td class="n">{{count .Mistakes}}</td><td class="n">{{f3 .Severity}}</td>{{range $t.Heights}}<td class="n">{{$row.At . | count}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{end}}
 <h2>Average ranks (top-1)</h2>
 {{with .R.Ranks}}
 <p class="note">Ranked over {{.N}} blocks ({{blocks .Blocks}}); rank 1 is best.</p>

@@ -72,6 +72,13 @@ func (r *Report) AddPlots() error {
 					r.Plots = append(r.Plots, p)
 				}
 			}
+			p, ok, err := severityPlot(k.ds, k.model, f, sub, r.Severity)
+			if err != nil {
+				return err
+			}
+			if ok {
+				r.Plots = append(r.Plots, p)
+			}
 			for _, m := range []Metric{Severity, HDist5} {
 				p, ok, err := tradeoff(k.ds, k.model, f, sub, m)
 				if err != nil {
@@ -87,7 +94,7 @@ func (r *Report) AddPlots() error {
 		k := r.Ranks
 		png, err := figure.CDDiagram(figure.CD{Methods: k.Methods, AvgRanks: k.AvgRanks, K: k.K, CD: k.CD, Cliques: Cliques,
 			Note: fmt.Sprintf("Average ranks over %d blocks (%s); Iman–Davenport %s; thick bars join methods not significantly different (Nemenyi, α = %g).",
-				k.N, k.Blocks, pIs(k.FFP), k.Alpha)})
+				k.N, k.Blocks, k.ffNote(), k.Alpha)})
 		if err != nil {
 			return err
 		}

@@ -94,6 +94,7 @@ func (r *Report) markdown(w io.Writer) error {
 			}
 		}
 	}
+	r.markdownSeverity(p)
 	p.printf("\n## Average ranks (top-1)\n\n")
 	if r.Ranks == nil {
 		p.printf("Not computed: %s.\n", r.RankErr)
@@ -150,30 +151,62 @@ func pIs(p float64) string {
 	}
 }
 
-// Summary states the test results in one paragraph.
+// Summary states the test results in one paragraph. With too few blocks
+// for the tests it says so, and names no verdict; with every block ranking
+// the methods alike F_F is unbounded and its p is that event's exact
+// probability (Friedman.Unanimous).
 func (k *RankTest) Summary() string {
+	chi := fmt.Sprintf("Friedman χ²_F = %.3f (df %g, %s)", k.ChiSq, k.DF1, pIs(k.ChiSqP))
+	nemenyi := fmt.Sprintf("Nemenyi critical difference CD = %.3f (q_%g = %.3f, k = %d, N = %d): two methods whose average ranks differ by more than CD differ significantly.",
+		k.CD, k.Alpha, k.Q, k.K, k.N)
+	if k.TooFewBlocks() {
+		return fmt.Sprintf("%s; %s. %s", chi, k.tooFew("α"), nemenyi)
+	}
 	verdict := "the methods' performances differ significantly"
 	if !k.Significant() {
 		verdict = "no significant difference between the methods"
 	}
-	return fmt.Sprintf("Friedman χ²_F = %.3f (df %g, %s); Iman–Davenport F_F = %.3f (df %g, %g; %s; critical value %.3f at α = %g): %s. "+
-		"Nemenyi critical difference CD = %.3f (q_%g = %.3f, k = %d, N = %d): two methods whose average ranks differ by more than CD differ significantly.",
-		k.ChiSq, k.DF1, pIs(k.ChiSqP), k.FF, k.DF1, k.DF2, pIs(k.FFP), k.FCrit, k.Alpha, verdict, k.CD, k.Alpha, k.Q, k.K, k.N)
+	ff := fmt.Sprintf("Iman–Davenport F_F = %.3f (df %g, %g; %s; critical value %.3f at α = %g)", k.FF, k.DF1, k.DF2, pIs(k.FFP), k.FCrit, k.Alpha)
+	if k.Unanimous {
+		ff = fmt.Sprintf("Iman–Davenport F_F unbounded: all %d blocks rank the methods alike, whose exact probability under equal performance is %s (1/%d! for each block after the first)", k.N, pIs(k.FFP), k.K)
+	}
+	return fmt.Sprintf("%s; %s: %s. %s", chi, ff, verdict, nemenyi)
+}
+
+// tooFew is the clause that replaces the Iman–Davenport test's when the
+// blocks are too few for any verdict (Friedman.TooFewBlocks).
+// alpha spells α (LaTeX: $\alpha$).
+func (k *RankTest) tooFew(alpha string) string {
+	return fmt.Sprintf("N = %d blocks are too few to test %d methods at %s = %g: even the same ranking in every block has exact probability %.3f under equal performance (1/%d! for each block after the first), so no test of them can be significant (no Iman–Davenport F_F, no verdict)",
+		k.N, k.K, alpha, k.Alpha, k.MinP, k.K)
+}
+
+// ffNote is the Iman–Davenport test's result in a few words (the CD
+// diagram's note).
+func (k *RankTest) ffNote() string {
+	if k.TooFewBlocks() {
+		return fmt.Sprintf("too few blocks for the test (exact p ≥ %.3f)", k.MinP)
+	}
+	return pIs(k.FFP)
 }
 
 // latexSummary is Summary in LaTeX math.
 func (k *RankTest) latexSummary() string {
+	chi := fmt.Sprintf("Friedman $\\chi^2_F = %.3f$ (%s)", k.ChiSq, tex(pIs(k.ChiSqP)))
+	nemenyi := fmt.Sprintf("Nemenyi $\\mathit{CD} = %.3f$ ($q_{%g} = %.3f$, $k = %d$, $N = %d$).", k.CD, k.Alpha, k.Q, k.K, k.N)
+	if k.TooFewBlocks() {
+		return fmt.Sprintf("%s; %s. %s", chi, strings.Replace(tex(k.tooFew("α")), "α", `$\alpha$`, 1), nemenyi)
+	}
 	verdict := "the methods differ significantly"
 	if !k.Significant() {
 		verdict = "no significant difference"
 	}
 	ff := strconv.FormatFloat(k.FF, 'f', 3, 64)
-	if math.IsInf(k.FF, 1) {
-		ff = `\infty`
+	if k.Unanimous {
+		ff = `\infty` // every block ranks alike; FFP is the exact probability
 	}
-	return fmt.Sprintf("Friedman $\\chi^2_F = %.3f$ (%s); Iman--Davenport $F_F = %s$ with (%g, %g) degrees of freedom (%s; critical value %.3f at $\\alpha = %g$): %s. "+
-		"Nemenyi $\\mathit{CD} = %.3f$ ($q_{%g} = %.3f$, $k = %d$, $N = %d$).",
-		k.ChiSq, tex(pIs(k.ChiSqP)), ff, k.DF1, k.DF2, tex(pIs(k.FFP)), k.FCrit, k.Alpha, verdict, k.CD, k.Alpha, k.Q, k.K, k.N)
+	return fmt.Sprintf("%s; Iman--Davenport $F_F = %s$ with (%g, %g) degrees of freedom (%s; critical value %.3f at $\\alpha = %g$): %s. %s",
+		chi, ff, k.DF1, k.DF2, tex(pIs(k.FFP)), k.FCrit, k.Alpha, verdict, nemenyi)
 }
 
 var latexReplacer = strings.NewReplacer(
@@ -214,6 +247,7 @@ func (r *Report) latex(w io.Writer) error {
 			p.printf("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
 		}
 	}
+	r.latexSeverity(p)
 	if k := r.Ranks; k != nil {
 		p.printf("\n\\begin{table}[t]\n\\centering\n\\caption{Average ranks (top-1) over %d blocks (%s). %s}\n", k.N, tex(blocksText(k.Blocks)), k.latexSummary())
 		p.printf("\\begin{tabular}{lr}\n\\toprule\nMethod & Average rank \\\\\n\\midrule\n")

@@ -85,12 +85,13 @@ func (r *Report) WriteDir(dir string) error {
 		return err
 	}
 	files := map[string]func(io.Writer) error{
-		"tables.md":   func(w io.Writer) error { return r.Write(w, "md") },
-		"tables.tex":  func(w io.Writer) error { return r.Write(w, "latex") },
-		"tables.csv":  func(w io.Writer) error { return r.Write(w, "csv") },
-		"ranks.csv":   r.WriteRanksCSV,
-		"paired.csv":  r.WritePairedCSV,
-		"report.html": r.WriteHTML,
+		"tables.md":    func(w io.Writer) error { return r.Write(w, "md") },
+		"tables.tex":   func(w io.Writer) error { return r.Write(w, "latex") },
+		"tables.csv":   func(w io.Writer) error { return r.Write(w, "csv") },
+		"ranks.csv":    r.WriteRanksCSV,
+		"paired.csv":   r.WritePairedCSV,
+		"severity.csv": r.WriteSeverityCSV,
+		"report.html":  r.WriteHTML,
 	}
 	for name, write := range files {
 		var buf bytes.Buffer

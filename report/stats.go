@@ -55,10 +55,26 @@ type Friedman struct {
 	// means and infinite degrees of freedom, divided by √2) and CD the
 	// critical difference of average ranks, q_α·√(k(k+1)/(6N)).
 	Q, CD float64
+	// MinP is (k!)^(1−N), the exact probability under equal performance
+	// that all N blocks rank the methods alike: the smallest p-value any
+	// rank test of these N blocks can reach (Friedman's χ²_F is largest
+	// exactly then).
+	MinP float64
+	// Unanimous says every block ranks the methods alike (no ties): F_F's
+	// denominator is 0, so FF is +Inf, and FFP is MinP, that event's exact
+	// probability, instead of the F distribution's 0.
+	Unanimous bool
 }
 
-// Significant reports whether the Iman–Davenport test rejects equal performance at Alpha.
-func (f Friedman) Significant() bool { return f.FFP < f.Alpha }
+// TooFewBlocks reports whether N blocks cannot show a difference between
+// the K methods at Alpha at all: even identical rankings in every block
+// are at least that likely (MinP ≥ Alpha), so a "significant" F_F or
+// χ²_F there would be the asymptotic distributions' artefact.
+func (f Friedman) TooFewBlocks() bool { return f.MinP >= f.Alpha }
+
+// Significant reports whether the Iman–Davenport test rejects equal
+// performance at Alpha; never with too few blocks.
+func (f Friedman) Significant() bool { return !f.TooFewBlocks() && f.FFP < f.Alpha }
 
 // FriedmanTest runs the test on scores[block][method] (higher is better).
 func FriedmanTest(scores [][]float64, alpha float64) (Friedman, error) {
@@ -100,8 +116,9 @@ func FriedmanFromRanks(avg []float64, n int, alpha float64) (Friedman, error) {
 	if chi < 0 { // rounding when every method has the same average rank
 		chi = 0
 	}
+	lg, _ := math.Lgamma(K + 1)
 	f := Friedman{N: n, K: k, AvgRanks: avg, ChiSq: chi, Alpha: alpha,
-		DF1: K - 1, DF2: (K - 1) * (N - 1)}
+		DF1: K - 1, DF2: (K - 1) * (N - 1), MinP: math.Exp(-(N - 1) * lg)}
 	f.ChiSqP = distuv.ChiSquared{K: K - 1}.Survival(chi)
 	fDist := distuv.F{D1: f.DF1, D2: f.DF2}
 	f.FCrit = fDist.Quantile(1 - alpha)
@@ -109,8 +126,10 @@ func FriedmanFromRanks(avg []float64, n int, alpha float64) (Friedman, error) {
 		f.FF = (N - 1) * chi / denom
 		f.FFP = fDist.Survival(f.FF)
 	} else {
-		// Every block ranks the methods identically: the statistic is unbounded.
-		f.FF, f.FFP = math.Inf(1), 0
+		// Every block ranks the methods identically: the statistic is
+		// unbounded, and the F distribution's p = 0 says nothing; the
+		// event's exact probability is its p-value.
+		f.FF, f.FFP, f.Unanimous = math.Inf(1), f.MinP, true
 	}
 	q, err := NemenyiQ(k, alpha)
 	if err != nil {

@@ -202,3 +202,119 @@ for a, b in json.loads(sys.argv[1]):
 		t.Errorf("one pair: %v", err)
 	}
 }
+
+// exactFriedmanP is the exact p-value of Friedman's χ²_F by enumeration:
+// the share of the (k!)^N equally likely rankings of N blocks under equal
+// performance whose χ²_F is at least chi (the independent reference of
+// Friedman.MinP and of FFP for unanimous blocks).
+func exactFriedmanP(n, k int, chi float64) float64 {
+	var perms [][]float64
+	var gen func(p []float64, used []bool)
+	gen = func(p []float64, used []bool) {
+		if len(p) == k {
+			perms = append(perms, append([]float64(nil), p...))
+			return
+		}
+		for r := 1; r <= k; r++ {
+			if !used[r-1] {
+				used[r-1] = true
+				gen(append(p, float64(r)), used)
+				used[r-1] = false
+			}
+		}
+	}
+	gen(nil, make([]bool, k))
+	var hits, total float64
+	var walk func(block int, sums []float64)
+	walk = func(block int, sums []float64) {
+		if block == n {
+			// χ²_F = 12/(Nk(k+1)) Σ R_j² − 3N(k+1), R_j the rank sums.
+			var sq float64
+			for _, s := range sums {
+				sq += s * s
+			}
+			x := 12/float64(n*k*(k+1))*sq - 3*float64(n*(k+1))
+			total++
+			if x >= chi-1e-9 {
+				hits++
+			}
+			return
+		}
+		for _, p := range perms {
+			next := make([]float64, k)
+			for j := range next {
+				next[j] = sums[j] + p[j]
+			}
+			walk(block+1, next)
+		}
+	}
+	walk(0, make([]float64, k))
+	return hits / total
+}
+
+// TestFriedmanFewBlocks: with blocks too few for any verdict (identical
+// rankings in every block are at least α likely) the summary says so and
+// names neither an unbounded F_F nor a verdict; with identical rankings
+// that are rare enough, F_F is unbounded and its p is the exact
+// probability, both checked against enumerating every ranking.
+func TestFriedmanFewBlocks(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		scores            [][]float64
+		tooFew, unanimous bool
+		significant       bool
+		says              []string
+	}{
+		{"2 blocks, 3 methods, alike", [][]float64{{1, 2, 3}, {4, 5, 6}}, true, true, false,
+			[]string{"N = 2 blocks are too few to test 3 methods at α = 0.05", "exact probability 0.167", "no verdict"}},
+		{"2 blocks, 4 methods, alike", [][]float64{{1, 2, 3, 4}, {5, 6, 7, 8}}, false, true, true,
+			[]string{"F_F unbounded: all 2 blocks rank the methods alike", "p = 0.042", "differ significantly"}},
+		{"3 blocks, 2 methods, alike", [][]float64{{1, 2}, {1, 3}, {0, 5}}, true, true, false,
+			[]string{"N = 3 blocks are too few to test 2 methods", "exact probability 0.250"}},
+		{"2 blocks, 4 methods, differing", [][]float64{{1, 2, 3, 4}, {6, 5, 7, 8}}, false, false, false,
+			[]string{"Iman–Davenport F_F = ", "no significant difference"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := FriedmanTest(c.scores, 0.05)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, k := len(c.scores), len(c.scores[0])
+			alike := []float64{}
+			for j := range k {
+				alike = append(alike, float64(j+1))
+			}
+			maxChi, err := FriedmanFromRanks(alike, n, 0.05)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := exactFriedmanP(n, k, maxChi.ChiSq); math.Abs(f.MinP-want) > 1e-12 {
+				t.Errorf("MinP = %g, enumeration %g", f.MinP, want)
+			}
+			if f.Unanimous {
+				if want := exactFriedmanP(n, k, f.ChiSq); math.Abs(f.FFP-want) > 1e-12 {
+					t.Errorf("FFP of unanimous blocks = %g, enumeration %g", f.FFP, want)
+				}
+			}
+			if f.TooFewBlocks() != c.tooFew || f.Unanimous != c.unanimous || f.Significant() != c.significant {
+				t.Errorf("too few %v, unanimous %v, significant %v; want %v, %v, %v",
+					f.TooFewBlocks(), f.Unanimous, f.Significant(), c.tooFew, c.unanimous, c.significant)
+			}
+			rt := &RankTest{Methods: make([]string, k), Blocks: "seeds", Friedman: f}
+			for _, s := range []string{rt.Summary(), rt.latexSummary()} {
+				if strings.Contains(s, "Inf") {
+					t.Errorf("summary prints an infinite value: %s", s)
+				}
+			}
+			sum := rt.Summary()
+			for _, w := range c.says {
+				if !strings.Contains(sum, w) {
+					t.Errorf("summary lacks %q: %s", w, sum)
+				}
+			}
+			if c.tooFew && strings.Contains(sum, "significantly.") && strings.Contains(sum, "performances differ") {
+				t.Errorf("summary names a verdict with too few blocks: %s", sum)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,12 @@ type RunConfig struct {
 	// Args are the other `lcl train` flags that change the result (--batch,
 	// --lr, --matrix, ...), by flag name without dashes.
 	Args map[string]string `json:"args,omitempty"`
+	// Targets is the SHA-256 of the --matrix file of a strategy that trains
+	// on that matrix as its targets (soft): the file's content, not only its
+	// path in Args, keys the run, so a file edited in place is another run.
+	// Empty (and absent from the digest) for every other run, whose keys
+	// stay those of older stores.
+	Targets string `json:"targets,omitempty"`
 }
 
 // ID is the run's key: "r" and the first 16 hex digits of the SHA-256 of the
@@ -74,7 +81,9 @@ func (c RunConfig) ID() string {
 }
 
 // Method names the column a run belongs to in a report: the strategy in
-// capitals, then its parameters and similarity source, e.g. "LCL(ε=0.99, semantic)".
+// capitals, then its parameters and similarity source, e.g. "LCL(ε=0.99,
+// semantic)", and the file name of a target matrix (Targets), e.g.
+// "SOFT(anneal=0.9, targets.csv)".
 func (c RunConfig) Method() string {
 	name := strings.ToUpper(c.Strategy)
 	keys := make([]string, 0, len(c.Params))
@@ -92,6 +101,10 @@ func (c RunConfig) Method() string {
 	}
 	if c.Source != "" {
 		parts = append(parts, c.Source)
+	}
+	if _, named := c.Params["matrix"]; c.Targets != "" && !named && c.Args["matrix"] != "" {
+		// A target matrix is what a soft run is: two files, two columns.
+		parts = append(parts, filepath.Base(c.Args["matrix"]))
 	}
 	if len(parts) == 0 {
 		return name

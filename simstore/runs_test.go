@@ -101,4 +101,12 @@ func TestRunConfigIDAndMethod(t *testing.T) {
 	if got := (RunConfig{Strategy: "sl"}).Method(); got != "SL" {
 		t.Errorf("Method = %q", got)
 	}
+	soft := RunConfig{Strategy: "soft", Params: map[string]string{"anneal": "0.9"}, Args: map[string]string{"matrix": "data/targets.csv"}, Targets: "ab12"}
+	if got := soft.Method(); got != "SOFT(anneal=0.9, targets.csv)" {
+		t.Errorf("Method = %q", got)
+	}
+	soft.Params = map[string]string{"matrix": "a.csv"}
+	if got := soft.Method(); got != "SOFT(matrix=a.csv)" {
+		t.Errorf("Method of a matrix axis = %q", got)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -80,7 +81,8 @@ func TestHierMetricsByHand(t *testing.T) {
 	// five best cost 0+1+2+3+3, 2+0+1+3+3, 1+2+0+3+3 and 3+3+3+0+2, each
 	// over 5. @20 is @6 (six classes): every class, the rows of cat, dog
 	// and sailboat sum to 12, car's to 13, each over 6.
-	want := HierMetrics{MistakeSeverity: 2, Mistakes: 3, HDist1: 6.0 / 4, HDist5: (9.0/5*3 + 11.0/5) / 4,
+	// By height: one mistake each at 1, 2 and 3, none at 0.
+	want := HierMetrics{MistakeSeverity: 2, Mistakes: 3, MistakesByHeight: []int64{0, 1, 1, 1}, HDist1: 6.0 / 4, HDist5: (9.0/5*3 + 11.0/5) / 4,
 		HDist20: (3*12.0/6 + 13.0/6) / 4}
 	if !closeHier(*got, want, 1e-12) {
 		t.Errorf("metrics %+v, want %+v", *got, want)
@@ -126,7 +128,8 @@ y, top = d["y"], d["top"]
 n = len(y)
 rows = [top[i*C:(i+1)*C] for i in range(n)]
 mis = [dist(y[i], rows[i][0]) for i in range(n) if rows[i][0] != y[i]]
-res = {"mistake_severity": sum(mis) / len(mis), "mistakes": len(mis)}
+res = {"mistake_severity": sum(mis) / len(mis), "mistakes": len(mis),
+       "mistakes_by_height": [mis.count(v) for v in range(max(mis) + 1)]}
 for k in (1, 5, 20):
     kk = min(k, C)
     res["hdist%d" % k] = sum(sum(dist(y[i], c) for c in rows[i][:kk]) / kk for i in range(n)) / n
@@ -142,7 +145,7 @@ print(json.dumps(res))
 }
 
 func closeHier(a, b HierMetrics, tol float64) bool {
-	return a.Mistakes == b.Mistakes && math.Abs(a.MistakeSeverity-b.MistakeSeverity) <= tol &&
+	return a.Mistakes == b.Mistakes && slices.Equal(a.MistakesByHeight, b.MistakesByHeight) && math.Abs(a.MistakeSeverity-b.MistakeSeverity) <= tol &&
 		math.Abs(a.HDist1-b.HDist1) <= tol && math.Abs(a.HDist5-b.HDist5) <= tol && math.Abs(a.HDist20-b.HDist20) <= tol
 }
 
@@ -154,12 +157,42 @@ func TestHierSumsCapK(t *testing.T) {
 	var s hierSums
 	s.add(h, []int64{2}, []int32{1, 2, 0}, 3)
 	m := s.metrics(1)
-	want := HierMetrics{MistakeSeverity: 2, Mistakes: 1, HDist1: 2, HDist5: 2, HDist20: 2}
+	want := HierMetrics{MistakeSeverity: 2, Mistakes: 1, MistakesByHeight: []int64{0, 0, 1}, HDist1: 2, HDist5: 2, HDist20: 2}
 	if !closeHier(*m, want, 1e-12) {
 		t.Errorf("metrics %+v, want %+v", *m, want)
 	}
 	if got := fmt.Sprint(hierTopK(3), hierTopK(1000)); got != "3 20" {
 		t.Errorf("hierTopK(3), hierTopK(1000) = %s, want 3 20", got)
+	}
+}
+
+// TestHierSumsHeightBins: mistakes count at their cost rounded to a whole
+// height, those of HierHeights−1 and more in the last element, which ends
+// at the greatest height with a mistake; without mistakes it is empty.
+func TestHierSumsHeightBins(t *testing.T) {
+	far := float64(HierHeights + 7)
+	h := matrixCost{c: 3, d: []float64{0, 1.4, far, 1.4, 0, 2.6, far, 2.6, 0}}
+	for _, tc := range []struct {
+		name string
+		y    []int64
+		top  []int32 // the best class of each example
+		want []int64
+	}{
+		{"right", []int64{0, 1}, []int32{0, 1}, nil},
+		{"rounded", []int64{0, 1, 2}, []int32{1, 0, 1}, []int64{0, 2, 0, 1}},
+		{"capped", []int64{0, 2, 1}, []int32{2, 0, 2}, func() []int64 {
+			w := make([]int64, HierHeights)
+			w[3], w[HierHeights-1] = 1, 2 // 2.6 and twice HierHeights+7
+			return w
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s hierSums
+			s.add(h, tc.y, tc.top, 1)
+			if got := s.metrics(float64(len(tc.y))).MistakesByHeight; !slices.Equal(got, tc.want) {
+				t.Errorf("by height %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -259,6 +292,7 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 	defer eng.Close()
 	var hits, mistakes int
 	var sev, hd [3]float64
+	var byHeight []int64
 	differs := 0
 	err = eachBatch(ctx, memLoader, test, Pass{Batch: 16}, func(b *MiniBatch) error {
 		if err := eng.Put(torch.Input{N: b.N, C: 1, H: 6, W: 6, X: b.X, Y: b.Y}); err != nil {
@@ -269,27 +303,7 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 			return err
 		}
 		for e, y := range b.Y {
-			z := ev.Logits[e*4 : (e+1)*4]
-			var p [4]float64
-			var s float64
-			for i := range 4 {
-				p[i] = math.Exp(float64(z[i]))
-				s += p[i]
-			}
-			risk := make([]float64, 4)
-			for j := range 4 {
-				for i := range 4 {
-					risk[j] += p[i] / s * cost.d[i*4+j]
-				}
-			}
-			order := []int{0, 1, 2, 3}
-			sort.SliceStable(order, func(a, b int) bool { return risk[order[a]] < risk[order[b]] })
-			argmax := 0
-			for j := range 4 {
-				if z[j] > z[argmax] {
-					argmax = j
-				}
-			}
+			order, argmax := crmOrder(ev.Logits[e*4:(e+1)*4], cost)
 			if order[0] != argmax {
 				differs++
 			}
@@ -299,6 +313,7 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 			} else {
 				mistakes++
 				sev[0] += cost.Distance(t, order[0])
+				byHeight = countAt(byHeight, int(cost.Distance(t, order[0])))
 			}
 			for ki, k := range []int{1, 4, 4} { // @1, @5 and @20 over 4 classes
 				var c float64
@@ -315,7 +330,7 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 	}
 	n := float64(test.Len())
 	want := CRMMetrics{Top1: float64(hits) / n, HierMetrics: HierMetrics{MistakeSeverity: sev[0] / float64(mistakes),
-		Mistakes: int64(mistakes), HDist1: hd[0] / n, HDist5: hd[1] / n, HDist20: hd[2] / n}}
+		Mistakes: int64(mistakes), MistakesByHeight: byHeight, HDist1: hd[0] / n, HDist5: hd[1] / n, HDist20: hd[2] / n}}
 	if c := got.TestCRM; c == nil || math.Abs(c.Top1-want.Top1) > 1e-12 || !closeHier(c.HierMetrics, want.HierMetrics, 1e-9) {
 		t.Errorf("CRM %+v, brute force %+v", c, want)
 	}
@@ -323,4 +338,38 @@ func TestEvaluateCRMEqualsBruteForce(t *testing.T) {
 		t.Errorf("CRM chose the argmax on every example: the test cannot tell them apart")
 	}
 	t.Logf("CRM top-1 %.3f (argmax %.3f), differs on %d of %v examples", want.Top1, got.TestTop1, differs, n)
+}
+
+// countAt adds one to counts[h], growing counts as needed.
+func countAt(counts []int64, h int) []int64 {
+	for len(counts) <= h {
+		counts = append(counts, 0)
+	}
+	counts[h]++
+	return counts
+}
+
+// crmOrder ranks the classes of logits z by their expected cost under
+// softmax(z), least first, as CRM does (ties in class order), and returns
+// the argmax of z too.
+func crmOrder(z []float32, cost matrixCost) (order []int, argmax int) {
+	c := len(z)
+	p := make([]float64, c)
+	var s float64
+	for i := range c {
+		p[i] = math.Exp(float64(z[i]))
+		s += p[i]
+	}
+	risk := make([]float64, c)
+	for j := range c {
+		for i := range c {
+			risk[j] += p[i] / s * cost.d[i*c+j]
+		}
+		if z[j] > z[argmax] {
+			argmax = j
+		}
+		order = append(order, j)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return risk[order[a]] < risk[order[b]] })
+	return order, argmax
 }

@@ -148,13 +148,17 @@ type Result struct {
 	Top1  []float64     `json:"top1"`  // Final's test top-1, one per peer (lcl experiment reads these)
 	Top5  []float64     `json:"top5"`
 	// MistakeSeverity, HDist1, HDist5 and HDist20 repeat Final's
-	// hierarchical metrics, one per peer, when the run has a hierarchy.
-	MistakeSeverity []float64      `json:"mistake_severity,omitempty"`
-	HDist1          []float64      `json:"hdist1,omitempty"`
-	HDist5          []float64      `json:"hdist5,omitempty"`
-	HDist20         []float64      `json:"hdist20,omitempty"`
-	Epochs          []EpochMetrics `json:"epochs"`
-	Seconds         float64        `json:"seconds"`
+	// hierarchical metrics, one per peer, when the run has a hierarchy;
+	// Mistakes and MistakesByHeight the number of top-1 mistakes and their
+	// distribution over LCA heights (HierMetrics.MistakesByHeight).
+	MistakeSeverity  []float64      `json:"mistake_severity,omitempty"`
+	Mistakes         []int64        `json:"mistakes,omitempty"`
+	MistakesByHeight [][]int64      `json:"mistakes_by_height,omitempty"`
+	HDist1           []float64      `json:"hdist1,omitempty"`
+	HDist5           []float64      `json:"hdist5,omitempty"`
+	HDist20          []float64      `json:"hdist20,omitempty"`
+	Epochs           []EpochMetrics `json:"epochs"`
+	Seconds          float64        `json:"seconds"`
 	// UserSeconds and SystemSeconds are the CPU time of this process (every
 	// thread) during the run, in user mode and in the kernel. A system share
 	// above a few percent means time lost to page faults or spinning threads

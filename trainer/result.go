@@ -46,6 +46,11 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		if h := pm.TestHier; h != nil {
 			res.MistakeSeverity, res.HDist1 = append(res.MistakeSeverity, h.MistakeSeverity), append(res.HDist1, h.HDist1)
 			res.HDist5, res.HDist20 = append(res.HDist5, h.HDist5), append(res.HDist20, h.HDist20)
+			byHeight := h.MistakesByHeight
+			if byHeight == nil {
+				byHeight = []int64{} // no mistakes: [], not null
+			}
+			res.Mistakes, res.MistakesByHeight = append(res.Mistakes, h.Mistakes), append(res.MistakesByHeight, byHeight)
 		}
 	}
 	if r.cfg.Out == "" || !r.writer() {

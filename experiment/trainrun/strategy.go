@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/similarity"
 	"github.com/lcl-project/lcl/simstore"
 )
@@ -203,6 +205,11 @@ func Similarity(ctx context.Context, env Env, host *plugins.Host, sel Selection,
 	ref := similarity.Ref{File: sel.File, Key: sel.Key, Source: sel.Source, Set: set}
 	var st similarity.MatrixStore
 	switch {
+	case sel.File != "" && strategy.MatrixIsTargets(sel.Strategy):
+		return targetFile(sel, set, classes)
+	case sel.Key == "" && strategy.MatrixIsTargets(sel.Strategy):
+		// Not the latest --source matrix: a similarity is no target matrix.
+		return nil, "", usagef("--strategy %s trains on a C×C target matrix: give it as --matrix FILE (CSV, text or .npy), or --similarity-key KEY", sel.Strategy)
 	case sel.File != "":
 		ref.Key, ref.Source = "", ""
 	case sel.Key == "" && sel.Source == "matrix":
@@ -238,6 +245,20 @@ func Similarity(ctx context.Context, env Env, host *plugins.Host, sel Selection,
 		return nil, "", fmt.Errorf("%s is %d×%d, the run has %d classes", m.Label, m.N(), m.N(), classes)
 	}
 	return &sdk.Matrix{Rows: m.N(), Cols: m.N(), Data: m.Data}, m.From, nil
+}
+
+// targetFile reads and checks the target matrix file of a strategy that
+// trains on its matrix as the targets (soft): its shape for the run, its
+// values and its row sums, each error naming the file's line.
+func targetFile(sel Selection, set *labels.Set, classes int) (*sdk.Matrix, string, error) {
+	// ParseParams accepted the value already (OpenStrategy).
+	normalize, _ := strconv.ParseBool(sel.Params["normalize"])
+	data, c, err := similarity.ReadTargets(sel.File, similarity.TargetOptions{Set: set, Classes: classes,
+		Tolerance: strategy.TargetSumTolerance, Normalize: normalize})
+	if err != nil {
+		return nil, "", usagef("--matrix: %v", err)
+	}
+	return &sdk.Matrix{Rows: c, Cols: c, Data: data}, sel.File, nil
 }
 
 // pluginSimilarity computes the matrix with the similarity plugin source.

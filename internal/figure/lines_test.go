@@ -71,3 +71,28 @@ func TestStackAndCDDiagram(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Bars draws each series in its Style's colour, and refuses a series of
+// another length than the categories.
+func TestBarsDrawsEachSeriesInItsStyle(t *testing.T) {
+	c := BarChart{Title: "t", XLabel: "height", YLabel: "mistakes", Categories: []string{"1", "2", "3"}, Series: []BarSeries{
+		{Name: "SL", Style: 0, Values: []float64{2, 4, 4}},
+		{Name: "LS", Style: 2, Values: []float64{8, 4, 4}},
+	}}
+	b, err := Bars(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, style := range []int{0, 2} {
+		if !hasColour(t, b, plotutil.Color(style)) {
+			t.Errorf("no pixel in the colour of style %d", style)
+		}
+	}
+	if hasColour(t, b, plotutil.Color(1)) {
+		t.Error("a colour of a style no series has")
+	}
+	c.Series[1].Values = c.Series[1].Values[:2]
+	if _, err := Bars(c); err == nil || err.Error() != `figure: series "LS" has 2 values for 3 categories` {
+		t.Errorf("a short series: %v", err)
+	}
+}

@@ -23,6 +23,7 @@ func builtins() map[string]func() sdk.Strategy {
 		"mbm-soft": func() sdk.Strategy { return &MBMSoft{} },
 		"ols":      func() sdk.Strategy { return &OLS{} },
 		"hxe":      func() sdk.Strategy { return &HXE{} },
+		"soft":     func() sdk.Strategy { return &Soft{} },
 	}
 }
 

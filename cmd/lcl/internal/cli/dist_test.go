@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -100,7 +101,10 @@ func nprocEqualsSingleProcess(t *testing.T, model string) {
 	// through the all-reduce: the sums of per-example means may differ in
 	// their last bits only.
 	h1, h2 := hierOf(t, m1["test_hier"]), hierOf(t, m2["test_hier"])
-	for _, k := range []string{"mistake_severity", "mistakes", "hdist1", "hdist5", "hdist20"} {
+	if len(h1) != len(h2) || h1["mistakes_by_height[1]"] == 0 {
+		t.Errorf("test_hier: --nproc 2 %v, single process %v: want the same figures, mistakes by height among them", h2, h1)
+	}
+	for k := range h1 {
 		if math.Abs(h1[k]-h2[k]) > 1e-12*max(1, math.Abs(h1[k])) {
 			t.Errorf("test_hier.%s: --nproc 2 %v, single process %v", k, h2[k], h1[k])
 		}
@@ -139,6 +143,17 @@ func hierOf(t *testing.T, v any) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for k, x := range obj {
+		if list, ok := x.([]any); ok && k == "mistakes_by_height" {
+			// The counts by height, one key each: they add over the ranks too.
+			for i, c := range list {
+				f, ok := c.(float64)
+				if !ok {
+					t.Fatalf("%s[%d] = %v: want a number", k, i, c)
+				}
+				out[fmt.Sprintf("%s[%d]", k, i)] = f
+			}
+			continue
+		}
 		f, ok := x.(float64)
 		if !ok {
 			t.Fatalf("%s = %v: want a number", k, x)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -262,10 +264,36 @@ func printEval(f *Factory, pm trainer.PeerMetrics, eo trainer.EvalOptions, res m
 		res["model"], res["data"], res["images"], 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, res["checkpoint"])
 	if h := pm.TestHier; h != nil {
 		fmt.Fprintf(f.IO.Out, "  argmax: %s\n", hierLine(pm.TestTop1, *h))
+		if l := heightLine(*h); l != "" {
+			fmt.Fprintf(f.IO.Out, "          %s\n", l)
+		}
 	}
 	if c := pm.TestCRM; c != nil {
 		fmt.Fprintf(f.IO.Out, "  CRM:    %s\n", hierLine(c.Top1, c.HierMetrics))
+		if l := heightLine(c.HierMetrics); l != "" {
+			fmt.Fprintf(f.IO.Out, "          %s\n", l)
+		}
 	}
+}
+
+// heightLine is the distribution of an evaluation's top-1 mistakes over
+// LCA heights, as counts ("" without mistakes): with top-1 and the mean it
+// shows whether a lower mean severity came from more mistakes of low height.
+func heightLine(h trainer.HierMetrics) string {
+	if h.Mistakes == 0 {
+		return ""
+	}
+	var parts []string
+	for height, n := range h.MistakesByHeight {
+		if n > 0 {
+			label := strconv.Itoa(height)
+			if height == trainer.HierHeights-1 {
+				label += "+"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %d", label, n))
+		}
+	}
+	return fmt.Sprintf("mistakes by LCA height  %s  (%d mistakes)", strings.Join(parts, "  "), h.Mistakes)
 }
 
 // hierLine is one line of an evaluation's hierarchical figures.

@@ -11,6 +11,7 @@ import (
 	"github.com/lcl-project/lcl/experiment/trainrun"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins/sdk"
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/similarity"
 )
 
@@ -42,13 +43,15 @@ identity) and summarises it:
   OUT/classes.txt            index, id and name of each row/column
 
 The similarity matrix (for strategies that need one, such as lcl) is --matrix
-FILE.npy, or else the latest matrix of kind --source for the label set in the
+FILE (.npy, CSV or text), or else the latest matrix of kind --source for the label set in the
 store, or else what the similarity plugin named --source computes. A stage
 that needs features of a trained model (cn's curriculum) cannot be planned
-without training; plan stops before it and says so.`,
+without training; plan stops before it and says so. For soft, --matrix FILE
+is the target matrix itself (docs/methods.md), checked as lcl train checks it.`,
 		Example: `  lcl plan --strategy lcl --epsilon 0.99 --synsets cifar100 --source semantic --epochs 30 --out plan/
   lcl plan --strategy lcl --epsilon 0.9 --matrix sim.npy --epochs 10 --out plan/
-  lcl plan --strategy ls --param alpha=0.2 --synsets fashion-mnist --epochs 5 --out plan-ls/`,
+  lcl plan --strategy ls --param alpha=0.2 --synsets fashion-mnist --epochs 5 --out plan-ls/
+  lcl plan --strategy soft --param anneal=0.9 --matrix targets.csv --synsets fashion-mnist --epochs 5 --out plan-soft/`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Out == "" {
@@ -81,7 +84,7 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 		if o.Matrix == "" {
 			return usagef("give --synsets, or --matrix FILE.npy")
 		}
-		_, r, err := similarity.ReadMatrixFile(o.Matrix)
+		r, err := matrixSize(o.Matrix, o.Strategy)
 		if err != nil {
 			return err
 		}
@@ -142,4 +145,19 @@ func runPlan(cmd *cobra.Command, f *Factory, o *planOptions) error {
 		}
 	}
 	return nil
+}
+
+// matrixSize is the class count of a matrix file, for a plan without a
+// label set: a target file of soft may have a header and row labels.
+func matrixSize(path, strategyName string) (int, error) {
+	if strategy.MatrixIsTargets(strategyName) {
+		// Only its size here: OpenStrategy checks it whole.
+		_, c, err := similarity.ReadTargets(path, similarity.TargetOptions{Normalize: true})
+		if err != nil {
+			return 0, usagef("--matrix: %v", err)
+		}
+		return c, nil
+	}
+	_, c, err := similarity.ReadMatrixFile(path)
+	return c, err
 }

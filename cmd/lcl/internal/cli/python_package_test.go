@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -834,7 +835,8 @@ def metrics(d):
             "hdist20": lcl.hierarchical_distance_at_k(z, y, wn, 20, crm=crm)}
         hist = lcl.severity_histogram(z, y, wn, crm=crm).double()
         out[key + " histogram"] = {"mistakes": int(hist.sum()),
-            "mistake_severity": float((hist * torch.arange(len(hist))).sum() / hist.sum())}
+            "mistake_severity": float((hist * torch.arange(len(hist))).sum() / hist.sum()),
+            "by_height": [int(v) for v in hist.long()]}
     out["crm differs"] = int((lcl.crm_rank(z, wn, 1)[:, 0] != z.argmax(1)).sum())
     return out
 `
@@ -896,6 +898,7 @@ func checkMetrics(t *testing.T, raw json.RawMessage, pm trainer.PeerMetrics, n i
 		HDist1          *float64 `json:"hdist1"`
 		HDist5          *float64 `json:"hdist5"`
 		HDist20         *float64 `json:"hdist20"`
+		ByHeight        []int64  `json:"by_height"`
 	}
 	var got map[string]json.RawMessage
 	decode(t, raw, &got)
@@ -938,6 +941,14 @@ func checkMetrics(t *testing.T, raw json.RawMessage, pm trainer.PeerMetrics, n i
 			check("hier. dist@20", fg.HDist20, w.h.HDist20)
 			if fg.Mistakes != nil && *fg.Mistakes != w.h.Mistakes {
 				t.Errorf("%s: %d mistakes, lcl eval's %d", variant, *fg.Mistakes, w.h.Mistakes)
+			}
+			// The package's histogram runs to the matrix's greatest
+			// height, the engine's to the greatest with a mistake.
+			for len(fg.ByHeight) > 0 && fg.ByHeight[len(fg.ByHeight)-1] == 0 {
+				fg.ByHeight = fg.ByHeight[:len(fg.ByHeight)-1]
+			}
+			if strings.HasSuffix(variant, "histogram") && !slices.Equal(fg.ByHeight, w.h.MistakesByHeight) {
+				t.Errorf("%s: mistakes by height %v, lcl eval's %v", variant, fg.ByHeight, w.h.MistakesByHeight)
 			}
 		}
 		t.Logf("%s: top-1 %.4f, severity %.4f over %d mistakes, hier. dist@1/5/20 %.4f %.4f %.4f", key, w.top1,

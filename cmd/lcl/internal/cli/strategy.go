@@ -33,7 +33,7 @@ func (o *strategyOptions) addParamFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Params, "param", nil, "strategy parameter NAME=VALUE (repeatable); see lcl plugins list")
 	fs.Float64Var(&o.Epsilon, "epsilon", 0, "lcl's decay ε (shorthand for --param epsilon=ε; paper: 0.9, 0.99, 0.999)")
 	fs.StringVar(&o.Source, "source", "semantic", "similarity matrix: the latest matrix of this kind in the store, else a similarity plugin of this name")
-	fs.StringVar(&o.Matrix, "matrix", "", "similarity matrix from a C×C .npy file (class order), instead of --source")
+	fs.StringVar(&o.Matrix, "matrix", "", "C×C similarity (soft: target) matrix file, .npy, CSV or text in class order; not --source")
 	fs.StringVar(&o.Key, "similarity-key", "", "similarity matrix by its store key (lcl store ls), instead of --source")
 	fs.DurationVar(&o.Timeout, "plugin-timeout", 0, "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)")
 }

@@ -21,8 +21,38 @@ func helpTopics() []*cobra.Command {
 		topic("recipes", "Presets, optimizers, precision, augmentation, mixing and model selection", recipesHelp()),
 		topic("run-dir", "What lcl train writes, --resume and --config", runDirHelp),
 		topic("distributed", "Data-parallel training: --nproc, torchrun, srun, Kubernetes", distributedHelp),
+		topic("methods", "The strategies' losses and parameters: --strategy, --param", methodsHelp),
 	}
 }
+
+// methodsHelp is docs/methods.md's table in short: keep the two in step.
+const methodsHelp = `Each strategy's loss per example (p = softmax(z), y the label, C classes;
+--param NAME=VALUE, defaults in brackets). docs/methods.md has the details
+and the reasons for each convention.
+
+  sl        CE(onehot(y), p)
+  ls        CE((1−α)·onehot(y) + α/C, p): α spread over all C classes, the
+            true one included (as PyTorch's label_smoothing), not α/(C−1)
+            [alpha 0.1]
+  lcl       CE(v_t[y], p), v_0 = s(c,·)/Σ s(c,·), then per epoch
+            v_c ← 1/(1+ε·Σ_{k≠c} v_k), v_j ← ε·v_j/(1+ε·Σ_{k≠c} v_k)
+            [epsilon 0.99, per-step false, clip-negative false]
+  kd        teacher by sl, then a fresh student on
+            (1−α)·CE(onehot(y), p) + α·T²·KL(softmax(z_T/T) ‖ softmax(z/T))
+            [alpha 0.9, temperature 4, teacher-model, teacher-epochs]
+  dml       K peers, each CE + mutual·mean KL(p_peer ‖ p_self) [peers 2, mutual 1]
+  cn        CurriculumNet: sl, then a fresh model on clean → +noisy → all
+            [pretrain-epochs, shares 1,1,1, weight 0.5, density-percentile 0.6]
+  mbm-soft  CE(y_c, p), y_c[j] ∝ exp(−β·d(c,j)/max d), d = 1 − s [beta 10]
+  hxe       −N·Σ_l λ(C_l)·log p(C_l | C_{l+1}) along y's path, λ ∝ exp(−α·depth)
+            [alpha 0.1]
+  ols       α·CE(onehot(y), p) + (1−α)·CE(S[y], p), S[y] the mean softmax of
+            the training examples of class y the model got right in the epoch
+            before (the training step's own outputs); epoch 0: smoothing/(C−1)
+            [alpha 0.5, smoothing 0.1]
+  soft      CE(M[y], p), M your C×C target matrix (--matrix FILE: CSV, TSV,
+            text or .npy; rows summing to 1 within 0.001), as given or
+            annealed by lcl's rule [anneal 0 (static) or ε, normalize false]`
 
 const exitCodesHelp = `lcl exits with
   0    success

@@ -144,6 +144,9 @@ func (p *trainPrinter) summary(res *trainer.Result, out string) {
 		fmt.Fprintf(f.IO.Out, "%s: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f%s\n", name, 100*pm.TestTop1, 100*pm.TestTop5, pm.TestLoss, of)
 		if h := pm.TestHier; h != nil {
 			fmt.Fprintf(f.IO.Out, "%s: %s\n", name, hierLine(pm.TestTop1, *h))
+			if l := heightLine(*h); l != "" {
+				fmt.Fprintf(f.IO.Out, "%s: %s\n", name, l)
+			}
 		}
 		if k < len(res.EMA) {
 			fmt.Fprintf(f.IO.Out, "%s, moving average of the weights: test top-1 %.2f%%  top-5 %.2f%%  loss %.4f\n", name,
