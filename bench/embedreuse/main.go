@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,6 +71,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "training seed")
 	inferEpochs := flag.String("infer-epochs", "15,50,100", "inference epochs to score, comma-separated")
 	together := flag.Bool("together", false, "also train the articles together with the corpus")
+	shuffle := flag.Int64("shuffle", 0, "train on the corpus's documents in a random order drawn from this seed (0: WordNet's order)")
 	flag.Parse()
 	ctx := context.Background()
 	wn, err := wordnet.Open("")
@@ -85,6 +87,12 @@ func main() {
 		panic(err)
 	}
 	corpus := classvec.WordNetCorpus(wn)
+	if *shuffle != 0 {
+		rand.New(rand.NewPCG(uint64(*shuffle), 0)).Shuffle(len(corpus.Docs), func(i, j int) {
+			corpus.Docs[i], corpus.Docs[j] = corpus.Docs[j], corpus.Docs[i]
+		})
+		corpus.Name += fmt.Sprintf("-shuffled%d", *shuffle)
+	}
 	o := embed.DefaultOptions()
 	o.SharedNegatives, o.Workers, o.Seed = *shared, *workers, *seed
 	t0 := time.Now()
