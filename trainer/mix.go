@@ -68,9 +68,13 @@ func (m Mixing) Check() error {
 		if !(f.v >= 0 && f.v <= 1) {
 			return fmt.Errorf("%s %v: want a probability 0 < P ≤ 1", f.name, f.v)
 		}
-		if f.v != 0 && !m.On() {
-			return fmt.Errorf("%s without --mixup or --cutmix: nothing to mix", f.name)
-		}
+	}
+	if m.Prob != 0 && !m.On() {
+		return fmt.Errorf("--mix-prob without --mixup or --cutmix: nothing to mix")
+	}
+	// The switch chooses between the two: with one of them it does nothing.
+	if m.Switch != 0 && !(m.Mixup > 0 && m.CutMix > 0) {
+		return fmt.Errorf("--mix-switch-prob without both --mixup and --cutmix: it picks CutMix or mixup for a mixed batch, so give both, or drop --mix-switch-prob")
 	}
 	return nil
 }

@@ -235,6 +235,15 @@ func TestMixingDraws(t *testing.T) {
 			t.Errorf("%+v: no error", m)
 		}
 	}
+	// The switch picks between mixup and CutMix: with one of them (or
+	// none) it would do nothing, and is refused as --mix-prob is without
+	// either.
+	for _, m := range []Mixing{{Mixup: 1, Switch: 0.3}, {CutMix: 1, Switch: 0.3}, {Switch: 0.3}} {
+		want := "--mix-switch-prob without both --mixup and --cutmix"
+		if err := m.Check(); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", m, err, want)
+		}
+	}
 	for _, c := range []struct {
 		m    Mixing
 		want string
