@@ -14,6 +14,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,10 @@ type Grid struct {
 	// (lcl train --channels-last): how runs compute, not what, so like
 	// Device it is no part of a run's identity.
 	ChannelsLast bool `yaml:"channels-last"`
+
+	// lines are the file's lines of its keys and values, by path
+	// ("preset", "strategies[0].params.beta[1]"), for errors.
+	lines map[string]int
 }
 
 // Strategy is one entry of a grid's strategies list.
@@ -196,8 +201,13 @@ func Parse(raw []byte) (*Grid, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fmt.Errorf("line %d: a grid file holds one YAML document", extra.Line)
 	}
+	var root yaml.Node
+	if yaml.Unmarshal(raw, &root) == nil {
+		g.lines = map[string]int{}
+		keyLines(&root, "", g.lines)
+	}
 	if err := g.validate(); err != nil {
-		return nil, err
+		return nil, g.withLine(err)
 	}
 	if err := g.checkSize(); err != nil {
 		return nil, err
@@ -206,10 +216,119 @@ func Parse(raw []byte) (*Grid, error) {
 	// grid now, not each of its runs later.
 	for i, r := range g.Expand() {
 		if _, err := r.Spec(); err != nil {
+			if at := g.keyOf(r, err); at != "" {
+				if inner := errors.Unwrap(err); inner != nil && !strings.HasPrefix(err.Error(), "--") {
+					err = inner // "args.K: " or "params.K: ", which at names
+				}
+				return nil, fmt.Errorf("%s: %w", g.At(at), err)
+			}
 			return nil, fmt.Errorf("runs[%d]: %w (%s)", i, err, r.Describe())
 		}
 	}
 	return &g, nil
+}
+
+// keyLines records the line of every key and sequence item under n, by
+// path (a document's keys at the top: "labels", "strategies[0].name").
+func keyLines(n *yaml.Node, path string, lines map[string]int) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			keyLines(c, path, lines)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			lines[p] = n.Content[i].Line
+			keyLines(n.Content[i+1], p, lines)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			lines[p] = c.Line
+			keyLines(c, p, lines)
+		}
+	}
+}
+
+// At is path with its line in the grid file ("line 7: preset"), or path
+// alone when the grid was not read from a file's text.
+func (g *Grid) At(path string) string {
+	if n, ok := g.lines[path]; ok {
+		return fmt.Sprintf("line %d: %s", n, path)
+	}
+	return path
+}
+
+// withLine adds the line of the key an error of validate starts with
+// ("fractions[0]: …" → "line 5: fractions[0]: …").
+func (g *Grid) withLine(err error) error {
+	path, _, ok := strings.Cut(err.Error(), ": ")
+	if _, known := g.lines[path]; !ok || !known {
+		return err
+	}
+	return fmt.Errorf("line %d: %w", g.lines[path], err)
+}
+
+// keyOf is the path of the key that gives the value run's spec refuses
+// with err ("--NAME …", "args.NAME: …", "params.NAME: …"), "" when none
+// is known.
+func (g *Grid) keyOf(r Run, err error) string {
+	msg := err.Error()
+	var name string
+	switch {
+	case strings.HasPrefix(msg, "args."):
+		name, _, _ = strings.Cut(strings.TrimPrefix(msg, "args."), ":")
+		return "args." + name
+	case strings.HasPrefix(msg, "params."):
+		name, _, _ = strings.Cut(strings.TrimPrefix(msg, "params."), ":")
+	case strings.HasPrefix(msg, "--"):
+		name, _, _ = strings.Cut(strings.TrimPrefix(msg, "--"), " ")
+	default:
+		return ""
+	}
+	c := r.Config
+	switch name {
+	case "preset":
+		if i := slices.Index(g.Presets, c.Preset); i >= 0 {
+			return fmt.Sprintf("presets[%d]", i)
+		}
+		return "preset"
+	case "fraction":
+		return fmt.Sprintf("fractions[%d]", slices.Index(g.Fractions, c.Fraction))
+	case "epochs", "threads", "nproc", "device":
+		return name
+	}
+	if _, ok := g.Args[name]; ok {
+		return "args." + name
+	}
+	if i := g.entryOf(r); i >= 0 {
+		if j := slices.Index(g.Strategies[i].Params[name], c.Params[name]); j >= 0 {
+			return fmt.Sprintf("strategies[%d].params.%s[%d]", i, name, j)
+		}
+	}
+	return ""
+}
+
+// entryOf is the index of the strategies entry run came from (-1: none).
+func (g *Grid) entryOf(r Run) int {
+	c := r.Config
+	for i, s := range g.Strategies {
+		if s.Name != c.Strategy || (len(s.Sources) > 0 && !slices.Contains(s.Sources, c.Source)) || len(s.Params) != len(c.Params) {
+			continue
+		}
+		ok := true
+		for k, v := range c.Params {
+			ok = ok && slices.Contains(s.Params[k], v)
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
 }
 
 // MaxRuns bounds the runs one grid may expand to; Parse refuses larger

@@ -249,46 +249,21 @@ func setArg(args map[string]string, k, v string) map[string]string {
 	return args
 }
 
-// Validate checks what needs no file: ranges and the names of the
-// precision and optimisation settings (the data, model, strategy and
-// similarity are checked when the run is assembled). It names the flag.
+// Validate checks what needs no file: each flag's range and names (the
+// check of its row of trainFlags, and the trainer's settings table), then
+// what flags say together (the data, model, strategy and similarity are
+// checked when the run is assembled). It names the flag.
 func (s *TrainSpec) Validate() error {
-	if !(s.Fraction > 0 && s.Fraction <= 1) {
-		return fmt.Errorf("--fraction %v: want 0 < fraction ≤ 1", s.Fraction)
-	}
-	for _, c := range []struct {
-		flag   string
-		v, min int
-		note   string
-	}{
-		{"nproc", s.Exec.NProc, 1, ""},
-		{"threads", s.Exec.Threads, 0, ""},
-		{"workers", s.Exec.Workers, 0, ""},
-		{"log-every", s.Exec.LogEvery, 0, ""},
-		{"eval-batch", s.Exec.EvalBatch, 1, ""},
-		{"checkpoint-every", s.Exec.CheckpointEvery, 0, " (0: only at the end and on Ctrl-C)"},
-		{"metrics-every", s.Exec.MetricsEvery, 0, " (0: CPU 1, CUDA 50)"},
-	} {
-		if c.v < c.min {
-			return fmt.Errorf("--%s %d: want ≥ %d%s", c.flag, c.v, c.min, c.note)
+	for _, f := range trainFlags {
+		if f.check != nil {
+			if err := f.check(s); err != nil {
+				return err
+			}
 		}
-	}
-	if p, names := s.PrecisionName(), []string{"fp32", "bf16", "fp16", "auto"}; !slices.Contains(names, p) {
-		return fmt.Errorf("--precision %q: want fp32, bf16, fp16 or auto%s", p, suggest.DidYouMean(p, names))
-	}
-	if err := trainer.CheckDevice(s.Exec.Device); err != nil {
-		return err
-	}
-	if b, names := s.Exec.DistBackend, []string{"gloo", "nccl"}; !slices.Contains(names, b) {
-		return fmt.Errorf("--dist-backend %q: want gloo (CPU) or nccl (CUDA)%s", b, suggest.DidYouMean(b, names))
 	}
 	if s.PrecisionName() == "fp16" && s.Exec.Device == "cpu" {
 		// Refused here, not by the engine: by then the run directory exists.
 		return fmt.Errorf("--precision fp16 needs a CUDA device (--device cuda); on the CPU use --precision bf16 (or auto, or fp32)")
-	}
-	if len(s.InitSkip) > 0 && s.InitFile() == "" {
-		return fmt.Errorf("--init-skip %s keeps those modules of --init's weights at their initialisation: give --init FILE.safetensors too, or drop --init-skip",
-			strings.Join(s.InitSkip, ","))
 	}
 	if s.Matrix != "" && s.SimilarityKey != "" {
 		return fmt.Errorf("--matrix %s and --similarity-key %s both name the similarity matrix: give one of them", s.Matrix, s.SimilarityKey)
@@ -303,6 +278,77 @@ func (s *TrainSpec) Validate() error {
 		return err
 	}
 	return s.checkMixing()
+}
+
+// MaxProcs bounds the processes, threads and goroutines one flag asks for
+// (--nproc, --threads, --workers): more is a typo, and each costs memory.
+const MaxProcs = 1024
+
+// The checks of trainFlags' rows, worded "--NAME VALUE: want …" as the
+// trainer's settings table words its own.
+func wholeIn(name string, lo, hi int, note string, p func(s *TrainSpec) int) func(s *TrainSpec) error {
+	return func(s *TrainSpec) error {
+		if v := p(s); v < lo || v > hi {
+			return fmt.Errorf("--%s %d: want a whole number from %d to %d%s", name, v, lo, hi, note)
+		}
+		return nil
+	}
+}
+
+func wholeFrom(name string, lo int, note string, p func(s *TrainSpec) int) func(s *TrainSpec) error {
+	return func(s *TrainSpec) error {
+		if v := p(s); v < lo {
+			return fmt.Errorf("--%s %d: want a whole number ≥ %d%s", name, v, lo, note)
+		}
+		return nil
+	}
+}
+
+func durationFrom(name string, positive bool, note string, p func(s *TrainSpec) time.Duration) func(s *TrainSpec) error {
+	return func(s *TrainSpec) error {
+		if v := p(s); v < 0 || (positive && v == 0) {
+			want := "≥ 0"
+			if positive {
+				want = "> 0"
+			}
+			return fmt.Errorf("--%s %s: want a duration %s%s", name, v, want, note)
+		}
+		return nil
+	}
+}
+
+// nameIn accepts one of names (the value is quoted: it may be anything).
+func nameIn(name, want string, names []string, p func(s *TrainSpec) string) func(s *TrainSpec) error {
+	return func(s *TrainSpec) error {
+		if v := p(s); !slices.Contains(names, v) {
+			return fmt.Errorf("--%s %q: want %s%s", name, v, want, suggest.DidYouMean(v, names))
+		}
+		return nil
+	}
+}
+
+func checkFraction(s *TrainSpec) error {
+	if !(s.Fraction > 0 && s.Fraction <= 1) {
+		return fmt.Errorf("--fraction %v: want 0 < fraction ≤ 1", s.Fraction)
+	}
+	return nil
+}
+
+func checkInitSkip(s *TrainSpec) error {
+	if len(s.InitSkip) > 0 && s.InitFile() == "" {
+		return fmt.Errorf("--init-skip %s keeps those modules of --init's weights at their initialisation: give --init FILE.safetensors too, or drop --init-skip",
+			strings.Join(s.InitSkip, ","))
+	}
+	return nil
+}
+
+func checkPreset(s *TrainSpec) error {
+	if p := s.PresetName(); p != "" {
+		if _, err := trainer.PresetByName(p); err != nil {
+			return fmt.Errorf("--preset %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // BindTrainFlags adds lcl train's flags to fs, bound to the fields of s:
@@ -419,6 +465,10 @@ type trainFlag struct {
 	// not an entry of its Args.
 	own  bool
 	bind func(s *TrainSpec) pflag.Value
+	// check is the flag's one check of its value (nil: none, or another
+	// table's: the trainer's settings, the augmentation's, the mixing's,
+	// the strategy's parameters).
+	check func(s *TrainSpec) error
 }
 
 // The help's groups of lcl train's flags, in its order; the trainer's
@@ -457,7 +507,7 @@ var specFlags = []trainFlag{
 	{name: "data", own: true, group: groupData, usage: "data set KIND[:DIR][?opts] or a folder (default: the --synsets kind at its place)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Data) }},
 	{name: "fraction", own: true, group: groupData, usage: "part of the training set to use, class-stratified (0 < f ≤ 1)",
-		bind: func(s *TrainSpec) pflag.Value { return float(&s.Fraction) }},
+		bind: func(s *TrainSpec) pflag.Value { return float(&s.Fraction) }, check: checkFraction},
 	{name: "seed", own: true, group: groupData, usage: "seed of the subset, initialisation, order, augmentation and dropout",
 		bind: func(s *TrainSpec) pflag.Value { return int64v(&s.Seed) }},
 	{name: "model", own: true, group: groupModel, usage: "architecture NAME[:key=value,...] (lcl models), or torchscript:FILE.pt[@sha256:HEX]",
@@ -467,7 +517,7 @@ var specFlags = []trainFlag{
 	{name: "init", group: groupModel, usage: "start from a safetensors file's weights (lcl's, torchvision's or timm's)",
 		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Init, "") }},
 	{name: "init-skip", group: groupModel, usage: "with --init: module prefixes kept at their initialisation (e.g. fc)",
-		bind: func(s *TrainSpec) pflag.Value { return stringList{&s.InitSkip} }},
+		bind: func(s *TrainSpec) pflag.Value { return stringList{&s.InitSkip} }, check: checkInitSkip},
 	{name: "strategy", own: true, group: groupStrategy, usage: "strategy: " + strings.Join(strategy.Names(), ", ") + ", or a plugin",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Strategy) }},
 	{name: "param", own: true, group: groupStrategy, usage: "strategy parameter NAME=VALUE (repeatable); see lcl plugins list",
@@ -481,7 +531,8 @@ var specFlags = []trainFlag{
 	{name: "similarity-key", group: groupStrategy, usage: "similarity matrix by its store key (lcl store ls), instead of --source",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.SimilarityKey) }},
 	{name: "plugin-timeout", exec: true, group: groupStrategy, usage: "longest wait for one plugin call (default $LCL_PLUGIN_TIMEOUT, else 1m)",
-		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.PluginTimeout) }},
+		bind:  func(s *TrainSpec) pflag.Value { return duration(&s.Exec.PluginTimeout) },
+		check: durationFrom("plugin-timeout", false, " (0: $LCL_PLUGIN_TIMEOUT, else 1m)", func(s *TrainSpec) time.Duration { return s.Exec.PluginTimeout })},
 	{name: "randaugment", group: groupAugment, usage: "RandAugment N,M: N of torchvision's 14 ops at magnitude M of 31 (e.g. 2,9)",
 		bind: func(s *TrainSpec) pflag.Value {
 			return optional[string]{&s.RandAugment, parseRandAugment, func(v string) string { return v }, "N,M", ""}
@@ -499,7 +550,7 @@ var specFlags = []trainFlag{
 	{name: "mix-switch-prob", group: groupAugment, usage: "with --mixup and --cutmix: the probability that a mixed batch uses CutMix",
 		bind: func(s *TrainSpec) pflag.Value { return optFloat(&s.MixSwitchProb, "0.5") }},
 	{name: "preset", own: true, group: "optimisation", usage: "optimisation preset (default: the model's; the list: above, and lcl models)",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Preset, "") }},
+		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Preset, "") }, check: checkPreset},
 }
 
 var runFlags = []trainFlag{
@@ -508,23 +559,30 @@ var runFlags = []trainFlag{
 	{name: "resume", exec: true, group: groupRun, usage: "continue the run in --out from its checkpoint",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.Resume) }},
 	{name: "checkpoint-every", exec: true, group: groupRun, usage: "write a checkpoint every N epochs (0: only at the end and on Ctrl-C)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.CheckpointEvery) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.CheckpointEvery) },
+		check: wholeFrom("checkpoint-every", 0, " (0: only at the end and on Ctrl-C)", func(s *TrainSpec) int { return s.Exec.CheckpointEvery })},
 	{name: "no-store", exec: true, group: groupRun, usage: "do not record the run in the store",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.NoStore) }},
 	{name: "eval-batch", exec: true, group: groupRun, usage: "evaluation batch size",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.EvalBatch) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.EvalBatch) },
+		check: wholeIn("eval-batch", 1, trainer.MaxBatch, "", func(s *TrainSpec) int { return s.Exec.EvalBatch })},
 	{name: "metrics-every", exec: true, group: groupRun, usage: "read the training loss and accuracy every N steps (0: CPU 1, CUDA 50)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.MetricsEvery) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.MetricsEvery) },
+		check: wholeFrom("metrics-every", 0, " (0: CPU 1, CUDA 50)", func(s *TrainSpec) int { return s.Exec.MetricsEvery })},
 	{name: "log-every", exec: true, group: groupRun, usage: "TensorBoard: the training scalars every N optimiser steps (0: once per epoch)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.LogEvery) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.LogEvery) },
+		check: wholeFrom("log-every", 0, " (0: once per epoch)", func(s *TrainSpec) int { return s.Exec.LogEvery })},
 	{name: "device", exec: true, group: groupDevice, usage: "cpu, cuda or cuda:N",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Device) }},
+		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.Device) }, check: func(s *TrainSpec) error { return trainer.CheckDevice(s.Exec.Device) }},
 	{name: "precision", group: groupDevice, usage: "forward passes: fp32, bf16, fp16 (CUDA) or auto (bf16 where the hardware has it)",
-		bind: func(s *TrainSpec) pflag.Value { return optString(&s.Precision, "fp32") }},
+		bind:  func(s *TrainSpec) pflag.Value { return optString(&s.Precision, "fp32") },
+		check: nameIn("precision", "fp32, bf16, fp16 or auto", []string{"fp32", "bf16", "fp16", "auto"}, (*TrainSpec).PrecisionName)},
 	{name: "threads", exec: true, group: groupDevice, usage: "libtorch threads (0 = libtorch's default)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Threads) },
+		check: wholeIn("threads", 0, MaxProcs, " (0: libtorch's default)", func(s *TrainSpec) int { return s.Exec.Threads })},
 	{name: "workers", exec: true, group: groupDevice, usage: "data decoding goroutines (0 = number of CPUs)",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Workers) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.Workers) },
+		check: wholeIn("workers", 0, MaxProcs, " (0: the number of CPUs)", func(s *TrainSpec) int { return s.Exec.Workers })},
 	{name: "channels-last", exec: true, group: groupDevice, usage: "channels-last (NHWC) memory format for models and inputs (CPU too)",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.ChannelsLast) }},
 	{name: "tf32", exec: true, group: groupDevice, usage: "allow TF32 in float32 matmuls and convolutions (CUDA)",
@@ -532,11 +590,14 @@ var runFlags = []trainFlag{
 	{name: "cudnn-benchmark", exec: true, group: groupDevice, usage: "cuDNN autotuning of convolution algorithms (CUDA)",
 		bind: func(s *TrainSpec) pflag.Value { return boolv(&s.Exec.CUDNNBenchmark) }},
 	{name: "nproc", exec: true, group: groupDevice, usage: "data-parallel processes on this machine (Gloo over loopback); --batch is global",
-		bind: func(s *TrainSpec) pflag.Value { return intv(&s.Exec.NProc) }},
+		bind:  func(s *TrainSpec) pflag.Value { return intv(&s.Exec.NProc) },
+		check: wholeIn("nproc", 1, MaxProcs, "", func(s *TrainSpec) int { return s.Exec.NProc })},
 	{name: "dist-timeout", exec: true, group: groupDevice, usage: "data-parallel: how long a rank waits for a stalled peer before failing",
-		bind: func(s *TrainSpec) pflag.Value { return duration(&s.Exec.DistTimeout) }},
+		bind:  func(s *TrainSpec) pflag.Value { return duration(&s.Exec.DistTimeout) },
+		check: durationFrom("dist-timeout", true, "", func(s *TrainSpec) time.Duration { return s.Exec.DistTimeout })},
 	{name: "dist-backend", exec: true, group: groupDevice, usage: "data-parallel collectives: gloo (CPU) or nccl (CUDA builds)",
-		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBackend) }},
+		bind:  func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBackend) },
+		check: nameIn("dist-backend", "gloo (CPU) or nccl (CUDA)", []string{"gloo", "nccl"}, func(s *TrainSpec) string { return s.Exec.DistBackend })},
 	{name: "dist-bind", exec: true, group: groupDevice, usage: "rank 0's rendezvous address (default MASTER_ADDR; any: every interface)",
 		bind: func(s *TrainSpec) pflag.Value { return str(&s.Exec.DistBind) }},
 }

@@ -60,6 +60,8 @@ type Config struct {
 	// start from their initialisation): loaded strictly, except the
 	// tensors under the module prefixes of InitSkip (e.g. "fc"), which
 	// keep the seeded initialisation — a classifier for other classes.
+	// InitSkip applies with Init only (lcl train refuses --init-skip
+	// without --init: TrainSpec.Validate).
 	Init     string
 	InitSkip []string
 	// Identity holds further settings a resumed run must share with the
@@ -141,9 +143,6 @@ func newRunner(cfg Config) (*runner, error) {
 		r.sel = &selector{metric: cfg.SelectMetric, ema: cfg.Optim.EMADecay > 0, patience: cfg.Patience}
 	}
 	r.user0, r.sys0 = processCPU()
-	if len(cfg.InitSkip) > 0 && cfg.Init == "" {
-		return nil, errors.New("trainer: --init-skip without --init")
-	}
 	if cfg.Init != "" {
 		if r.init, err = readInit(cfg.Init, cfg.InitSkip); err != nil {
 			return nil, err

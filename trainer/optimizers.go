@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -49,10 +50,10 @@ func unitParam(name string, def float64, doc string) OptimParam {
 	return OptimParam{name, def, doc, "0 ≤ value < 1", func(v float64) bool { return v >= 0 && v < 1 }}
 }
 func nonNegParam(name string, def float64, doc string) OptimParam {
-	return OptimParam{name, def, doc, "≥ 0", func(v float64) bool { return v >= 0 }}
+	return OptimParam{name, def, doc, "a finite value ≥ 0", func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }}
 }
 func positiveParam(name string, def float64, doc string) OptimParam {
-	return OptimParam{name, def, doc, "> 0", func(v float64) bool { return v > 0 }}
+	return OptimParam{name, def, doc, "a finite value > 0", func(v float64) bool { return v > 0 && !math.IsInf(v, 1) }}
 }
 
 // ownParam says whether Optim has a field for the parameter: every

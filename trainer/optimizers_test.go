@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,15 +76,17 @@ func TestOptimizerValidate(t *testing.T) {
 		o    Optim
 		want string
 	}{
-		{Optim{Optimizer: "nadam", Params: map[string]float64{"momentum_decay": -1}}, "nadam momentum_decay -1: want ≥ 0"},
+		{Optim{Optimizer: "nadam", Params: map[string]float64{"momentum_decay": -1}}, "nadam momentum_decay -1: want a finite value ≥ 0"},
+		{Optim{Optimizer: "nadam", Params: map[string]float64{"momentum_decay": math.Inf(1)}}, "nadam momentum_decay +Inf: want a finite value ≥ 0"},
+		{Optim{Optimizer: "rmsprop", Params: map[string]float64{"eps": math.Inf(1)}}, "--eps +Inf: want a finite number"},
 		{Optim{Optimizer: "radam", Params: map[string]float64{"beta2": 1}}, "radam beta2 1: want 0 ≤ value < 1"},
-		{Optim{Optimizer: "rmsprop", Params: map[string]float64{"eps": 0}}, "rmsprop eps 0: want > 0"},
+		{Optim{Optimizer: "rmsprop", Params: map[string]float64{"eps": 0}}, "rmsprop eps 0: want a finite value > 0"},
 		{Optim{Optimizer: "sgd", Params: map[string]float64{"beta1": 0.9}}, "--optim-param beta1: optimizer sgd has no parameter beta1 (its parameters: momentum, weight_decay, nesterov)"},
 		{Optim{Optimizer: "adam", Params: map[string]float64{"momentum": 0.9}}, "--optim-param momentum: set momentum with --momentum"},
 		{Optim{Optimizer: "radam", Momentum: 0.9}, "--momentum 0.9 applies to --optimizer sgd or rmsprop, and this run has --optimizer radam"},
 		{Optim{Optimizer: "rmsprop", Momentum: 0.9, Nesterov: true}, "--nesterov true applies to --optimizer sgd, and this run has --optimizer rmsprop"},
 		{Optim{Nesterov: true}, "nesterov needs a momentum > 0"},
-		{Optim{WeightDecay: -1}, "--weight-decay -1: want ≥ 0"},
+		{Optim{WeightDecay: -1}, "--weight-decay -1: want a finite value ≥ 0"},
 		{Optim{Optimizer: "lamb"}, `--optimizer lamb: want sgd,`},
 	} {
 		tc.o.Epochs, tc.o.Batch, tc.o.Schedule = 1, 1, Schedule{Kind: "constant", LR: 0.1}

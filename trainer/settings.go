@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -357,16 +358,38 @@ func (r Setting) inSchedule(key string, value func(s *Settings) string) Setting 
 }
 func (r Setting) needing(n need) Setting { r.needs = &n; return r }
 
+// The bounds of the whole-number settings: a run of more epochs, or a
+// batch larger, is a typo, and their products (steps, elements) must not
+// overflow.
+const (
+	MaxEpochs = 1_000_000
+	MaxBatch  = 1 << 20
+)
+
 // The checks, one wording each.
-func atLeast1(n int) error { return wantIf(n >= 1, "a whole number ≥ 1") }
 func wantIf(ok bool, want string) error {
 	if ok {
 		return nil
 	}
 	return errors.New("want " + want)
 }
+
+// count accepts a whole number from lo to hi.
+func count(lo, hi int, what string) func(int) error {
+	return func(n int) error {
+		return wantIf(n >= lo && n <= hi, fmt.Sprintf("a whole number from %d to %d%s", lo, hi, what))
+	}
+}
+
+// nonNeg accepts a finite value ≥ 0.
 func nonNeg(what string) func(float64) error {
-	return func(v float64) error { return wantIf(v >= 0, "≥ 0"+what) }
+	return func(v float64) error { return wantIf(v >= 0 && !math.IsInf(v, 1), "a finite value ≥ 0"+what) }
+}
+
+// finite accepts any finite value (the range is the optimizer's: it
+// checks its parameters once it is known).
+func finite(v float64) error {
+	return wantIf(!math.IsNaN(v) && !math.IsInf(v, 0), "a finite number")
 }
 
 // scheduleNeed: a setting of the schedules kinds.
@@ -405,8 +428,8 @@ func init() { settingsTable = settingRows() }
 
 func settingRows() []Setting {
 	return []Setting{
-		intRow("epochs", groupOptim, "epochs (overrides the preset)", func(s *Settings) *int { return &s.Epochs }, atLeast1).withID("epochs"),
-		intRow("batch", groupOptim, "batch size (overrides the preset)", func(s *Settings) *int { return &s.Batch }, atLeast1).withID("batch"),
+		intRow("epochs", groupOptim, "epochs (overrides the preset)", func(s *Settings) *int { return &s.Epochs }, count(1, MaxEpochs, "")).withID("epochs"),
+		intRow("batch", groupOptim, "batch size (overrides the preset)", func(s *Settings) *int { return &s.Batch }, count(1, MaxBatch, "")).withID("batch"),
 		floatRow("momentum", groupOptim, "SGD momentum (overrides the preset)", func(s *Settings) *float64 { return &s.Momentum },
 			nonNeg("")).withID("momentum").needing(optimizerNeed("momentum")),
 		boolRow("nesterov", groupOptim, "Nesterov momentum (overrides the preset)", func(s *Settings) *bool { return &s.Nesterov }).
@@ -415,17 +438,17 @@ func settingRows() []Setting {
 			nonNeg("")).withID("wd"),
 		scheduleRow(),
 		floatRow("lr", groupSchedule, "base learning rate (overrides the preset)", func(s *Settings) *float64 { return &s.Schedule.LR },
-			func(v float64) error { return wantIf(v > 0, "> 0") }).inSchedule("LR", nil),
+			func(v float64) error { return wantIf(v > 0 && !math.IsInf(v, 1), "a finite value > 0") }).inSchedule("LR", nil),
 		floatRow("gamma", groupSchedule, "step/multistep decay factor", func(s *Settings) *float64 { return &s.Schedule.Gamma },
 			func(v float64) error {
-				return wantIf(v > 0, "> 0 (the factor the learning rate is multiplied by at each step)")
+				return wantIf(v > 0 && !math.IsInf(v, 1), "a finite value > 0 (the factor the learning rate is multiplied by at each step)")
 			}).
 			inSchedule("Gamma", nil).needing(scheduleNeed("step", "multistep")),
-		intRow("step-size", groupSchedule, "step schedule: decay every N epochs", func(s *Settings) *int { return &s.Schedule.StepSize }, atLeast1).
+		intRow("step-size", groupSchedule, "step schedule: decay every N epochs", func(s *Settings) *int { return &s.Schedule.StepSize }, count(1, MaxEpochs, " epochs")).
 			inSchedule("StepSize", nil).needing(scheduleNeed("step")),
 		milestonesRow(),
 		intRow("warmup", groupSchedule, "epochs of linear learning-rate warm-up", func(s *Settings) *int { return &s.Schedule.Warmup },
-			func(n int) error { return wantIf(n >= 0, "≥ 0 epochs (0: none)") }).inSchedule("Warmup", nil),
+			count(0, MaxEpochs, " epochs (0: none)")).inSchedule("Warmup", nil),
 		floatRow("warmup-start-lr", groupSchedule, "with --warmup: the learning rate the warm-up starts from (0: ≈0)",
 			func(s *Settings) *float64 { return &s.Schedule.WarmupStart }, nonNeg(" (0: from LR/1000, ramping per step)")).
 			inSchedule("WarmupStart", nil).optional().needing(need{what: "--warmup N", ok: func(s *Settings) bool { return s.Schedule.Warmup > 0 },
@@ -446,7 +469,7 @@ func settingRows() []Setting {
 		selectRow(),
 		intRow("patience", groupSelection, "with --val-fraction: stop after N epochs without a better metric (0: never)",
 			func(s *Settings) *int { return &s.Patience },
-			func(n int) error { return wantIf(n >= 0, "≥ 0 (0: no early stopping)") }).needing(selectionNeed),
+			count(0, MaxEpochs, " epochs (0: no early stopping)")).needing(selectionNeed),
 		boolRow("test-every-epoch", groupSelection, "with --val-fraction: evaluate the test set every epoch too",
 			func(s *Settings) *bool { return &s.TestEveryEpoch }).needing(selectionNeed),
 	}
@@ -472,7 +495,8 @@ func milestonesRow() Setting {
 	r := row("milestones", groupSchedule, "multistep epochs, e.g. 60,120,160", "string",
 		func(s *Settings) *[]int { return &s.Schedule.Milestones }, ParseMilestones, joinInts,
 		func(m []int) error {
-			return wantIf(len(m) > 0 && slices.IsSorted(m), "increasing epochs (e.g. 60,120,160)")
+			return wantIf(len(m) > 0 && slices.IsSorted(m) && m[len(m)-1] <= MaxEpochs,
+				fmt.Sprintf("increasing epochs up to %d (e.g. 60,120,160)", MaxEpochs))
 		})
 	r.zero = func(s *Settings) bool { return len(s.Schedule.Milestones) == 0 }
 	r.apply = func(run, given *Settings) error {
@@ -575,6 +599,7 @@ func paramRow(name, usage string) Setting {
 			return err
 		},
 		format: func(s *Settings) string { return formatFloat(s.Params[name]) },
+		check:  func(s *Settings) error { return finite(s.Params[name]) },
 		zero:   func(s *Settings) bool { _, ok := s.Params[name]; return !ok },
 		apply:  func(run, given *Settings) error { return setParam(run, "--"+name, name, given.Params[name]) }}
 }
@@ -597,6 +622,12 @@ func betasRow() Setting {
 				return ""
 			}
 			return formatFloat(s.Params["beta1"]) + "," + formatFloat(s.Params["beta2"])
+		},
+		check: func(s *Settings) error {
+			if err := finite(s.Params["beta1"]); err != nil {
+				return err
+			}
+			return finite(s.Params["beta2"])
 		},
 		zero: func(s *Settings) bool { _, ok := s.Params["beta1"]; return !ok },
 		apply: func(run, given *Settings) error {
@@ -625,6 +656,14 @@ func optimParamRow() Setting {
 				return ""
 			}
 			return "[" + strings.Join(s.optimParams(), ",") + "]"
+		},
+		check: func(s *Settings) error {
+			for _, v := range s.OptimParams {
+				if err := finite(v); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		zero: func(s *Settings) bool { return len(s.OptimParams) == 0 },
 		apply: func(run, given *Settings) error {

@@ -72,90 +72,134 @@ func TestPresetApply(t *testing.T) {
 }
 
 // refused are values each row of the table refuses, with what its one
-// check says.
+// check says: every number row refuses NaN and ±Inf (floats) or a huge
+// value (whole numbers), and what its range leaves out.
 var refused = map[string][]struct{ v, want string }{
-	"epochs":          {{"0", "want a whole number ≥ 1"}, {"-1", "want a whole number ≥ 1"}},
-	"batch":           {{"0", "want a whole number ≥ 1"}},
-	"momentum":        {{"-0.1", "want ≥ 0"}},
-	"weight-decay":    {{"-1", "want ≥ 0"}},
-	"schedule":        {{"poly", "want constant, step, multistep, cosine"}, {"cosin", "want constant, step, multistep, cosine; did you mean cosine?"}},
-	"lr":              {{"0", "want > 0"}, {"-1", "want > 0"}, {"NaN", "want > 0"}},
-	"gamma":           {{"0", "want > 0 (the factor"}, {"-1", "want > 0"}},
-	"step-size":       {{"0", "want a whole number ≥ 1"}},
-	"milestones":      {{"5,3", "want increasing epochs (e.g. 60,120,160)"}},
-	"warmup":          {{"-1", "want ≥ 0 epochs (0: none)"}},
-	"warmup-start-lr": {{"-0.1", "want ≥ 0 (0: from LR/1000, ramping per step)"}},
-	"optimizer":       {{"adamx", "want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"}, {"lamb", "want sgd, rmsprop"}},
-	"clip-grad-norm":  {{"-1", "want ≥ 0 (0: no clipping)"}},
-	"ema-decay":       {{"1", "want 0 ≤ decay < 1 (0: none; e.g. 0.9998)"}, {"-0.1", "want 0 ≤ decay < 1"}},
-	"val-fraction":    {{"1", "want 0 ≤ fraction < 1 (0: no validation split)"}, {"-0.1", "want 0 ≤ fraction < 1"}},
-	"select":          {{"top3", "want top1, top5 or loss; did you mean top1"}},
-	"patience":        {{"-1", "want ≥ 0 (0: no early stopping)"}},
+	"epochs": {{"0", "want a whole number from 1 to 1000000"}, {"-1", "want a whole number from 1 to 1000000"},
+		{"1000001", "want a whole number from 1 to 1000000"}, {"9223372036854775807", "want a whole number from 1 to 1000000"}},
+	"batch":        {{"0", "want a whole number from 1 to 1048576"}, {"1048577", "want a whole number from 1 to 1048576"}},
+	"momentum":     {{"-0.1", "want a finite value ≥ 0"}, {"NaN", "want a finite value ≥ 0"}, {"+Inf", "want a finite value ≥ 0"}, {"-Inf", "want a finite value ≥ 0"}},
+	"weight-decay": {{"-1", "want a finite value ≥ 0"}, {"NaN", "want a finite value ≥ 0"}, {"+Inf", "want a finite value ≥ 0"}, {"-Inf", "want a finite value ≥ 0"}},
+	"schedule":     {{"poly", "want constant, step, multistep, cosine"}, {"cosin", "want constant, step, multistep, cosine; did you mean cosine?"}},
+	"lr": {{"0", "want a finite value > 0"}, {"-1", "want a finite value > 0"}, {"NaN", "want a finite value > 0"},
+		{"+Inf", "want a finite value > 0"}, {"-Inf", "want a finite value > 0"}},
+	"gamma": {{"0", "want a finite value > 0 (the factor"}, {"-1", "want a finite value > 0"}, {"NaN", "want a finite value > 0"},
+		{"+Inf", "want a finite value > 0"}, {"-Inf", "want a finite value > 0"}},
+	"step-size":  {{"0", "want a whole number from 1 to 1000000 epochs"}, {"2000000", "want a whole number from 1 to 1000000 epochs"}},
+	"milestones": {{"5,3", "want increasing epochs up to 1000000 (e.g. 60,120,160)"}, {"3,1000001", "want increasing epochs up to 1000000"}},
+	"warmup":     {{"-1", "want a whole number from 0 to 1000000 epochs (0: none)"}, {"1000001", "want a whole number from 0 to 1000000 epochs"}},
+	"warmup-start-lr": {{"-0.1", "want a finite value ≥ 0 (0: from LR/1000, ramping per step)"}, {"NaN", "want a finite value ≥ 0"},
+		{"+Inf", "want a finite value ≥ 0"}, {"-Inf", "want a finite value ≥ 0"}},
+	"optimizer":   {{"adamx", "want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"}, {"lamb", "want sgd, rmsprop"}},
+	"betas":       {{"NaN,0.999", "want a finite number"}, {"0.9,+Inf", "want a finite number"}, {"-Inf,0.9", "want a finite number"}},
+	"eps":         {{"NaN", "want a finite number"}, {"+Inf", "want a finite number"}, {"-Inf", "want a finite number"}},
+	"optim-param": {{"momentum_decay=NaN", "want a finite number"}, {"momentum_decay=+Inf", "want a finite number"}, {"momentum_decay=-Inf", "want a finite number"}},
+	"clip-grad-norm": {{"-1", "want a finite value ≥ 0 (0: no clipping)"}, {"NaN", "want a finite value ≥ 0"},
+		{"+Inf", "want a finite value ≥ 0"}, {"-Inf", "want a finite value ≥ 0"}},
+	"ema-decay": {{"1", "want 0 ≤ decay < 1 (0: none; e.g. 0.9998)"}, {"-0.1", "want 0 ≤ decay < 1"}, {"NaN", "want 0 ≤ decay < 1"},
+		{"+Inf", "want 0 ≤ decay < 1"}, {"-Inf", "want 0 ≤ decay < 1"}},
+	"val-fraction": {{"1", "want 0 ≤ fraction < 1 (0: no validation split)"}, {"-0.1", "want 0 ≤ fraction < 1"}, {"NaN", "want 0 ≤ fraction < 1"},
+		{"+Inf", "want 0 ≤ fraction < 1"}, {"-Inf", "want 0 ≤ fraction < 1"}},
+	"select":   {{"top3", "want top1, top5 or loss; did you mean top1"}},
+	"patience": {{"-1", "want a whole number from 0 to 1000000 epochs (0: no early stopping)"}, {"1000001", "want a whole number from 0 to 1000000"}},
 }
 
-// TestEveryRefusedValue runs every refused value of every row with a
-// check: refused with one wording, "--NAME VALUE: want …", whether lcl
-// train checks the flag (Settings.Check), a preset takes it (Apply) or
-// the trainer checks a run's Optim or ModelSelection.
+// refusedBase is what row name needs to apply: a schedule of its own, a
+// validation split, an optimizer with the parameter.
+func refusedBase(name string) []string {
+	switch name {
+	case "milestones":
+		return []string{"schedule", "multistep"}
+	case "warmup-start-lr":
+		return []string{"warmup", "1"}
+	case "select", "patience":
+		return []string{"val-fraction", "0.1"}
+	case "step-size":
+		return []string{"schedule", "step"}
+	case "schedule":
+		return nil
+	case "betas", "eps":
+		return []string{"optimizer", "adam"}
+	case "optim-param":
+		return []string{"optimizer", "nadam"}
+	}
+	return []string{"schedule", "step", "step-size", "2"}
+}
+
+// TestEveryRefusedValue runs every refused value of every row: refused
+// with one wording, "--NAME VALUE: want …", whether lcl train checks the
+// flag (Settings.Check), a preset takes it (Apply) or the trainer checks a
+// run's Optim or ModelSelection. Every row with a flag and a value other
+// than true/false has refused values here, and every number row refuses
+// NaN and ±Inf (floats) or a value above its range (whole numbers).
 func TestEveryRefusedValue(t *testing.T) {
 	fm, err := PresetByName("fmnist-cnn")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range SettingsTable() {
-		if r.check == nil {
+		if r.Flagless || r.Type == "bool" {
 			continue
 		}
 		cases, ok := refused[r.Name]
-		if !ok {
-			t.Errorf("--%s has a check and no refused value here", r.Name)
+		if !ok || r.check == nil {
+			t.Errorf("--%s: no check or no refused value here", r.Name)
+		}
+		var values []string
+		for _, c := range cases {
+			values = append(values, c.v)
+		}
+		numbers := map[string][]string{"float": {"NaN", "+Inf", "-Inf"}}[r.Type]
+		for _, v := range numbers {
+			if !slices.Contains(values, v) {
+				t.Errorf("--%s: %s is not among its refused values %q", r.Name, v, values)
+			}
+		}
+		if r.Type == "int" && !slices.ContainsFunc(values, func(v string) bool { return len(v) >= 7 }) {
+			t.Errorf("--%s: no value above its range among %q", r.Name, values)
 		}
 		for _, c := range cases {
-			// What the row needs to apply: a schedule of its own,
-			// a validation split.
-			base := []string{"schedule", "step", "step-size", "2"}
-			switch r.Name {
-			case "milestones":
-				base = []string{"schedule", "multistep"}
-			case "warmup-start-lr":
-				base = []string{"warmup", "1"}
-			case "select", "patience":
-				base = []string{"val-fraction", "0.1"}
-			case "step-size":
-				base = []string{"schedule", "step"}
-			case "schedule":
-				base = nil
-			}
-			s := given(t, base...)
-			if err := s.Set(r.Name, c.v); err != nil {
-				t.Fatalf("--%s %s does not parse: %v", r.Name, c.v, err)
-			}
-			want := "--" + r.Name + " " + c.v + ": " + c.want
-			errs := map[string]error{"Check": s.Check()}
-			if r.Group == groupSelection {
-				errs["ModelSelection.Check"] = s.ModelSelection.Check()
-			} else {
-				_, errs["Apply"] = fm.Apply(1, s)
-				run := Settings{Optim: fm.Optim}
-				for i, x := range settingsTable {
-					if s.given&(1<<i) != 0 {
-						if err := x.apply(&run, &s); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				errs["Optim.Validate"] = run.Optim.Validate()
-			}
-			for by, err := range errs {
-				if err == nil || !strings.HasPrefix(err.Error(), want) {
-					t.Errorf("%s of --%s %s: %v, want %q", by, r.Name, c.v, err, want)
-				}
-			}
+			checkRefused(t, fm, r, c.v, c.want)
 		}
 	}
 	for name := range refused {
 		if settingIndex(name) < 0 {
 			t.Errorf("refused values of %s, no such row", name)
+		}
+	}
+}
+
+// checkRefused sets row r to v over what it needs and asserts each check
+// refuses it with "--NAME VALUE: want".
+func checkRefused(t *testing.T, fm Preset, r Setting, v, wantIs string) {
+	t.Helper()
+	s := given(t, refusedBase(r.Name)...)
+	if err := s.Set(r.Name, v); err != nil {
+		t.Fatalf("--%s %s does not parse: %v", r.Name, v, err)
+	}
+	want := "--" + r.Name + " " + s.Value(r.Name) + ": " + wantIs
+	errs := map[string]error{"Check": s.Check()}
+	if r.Group == groupSelection {
+		errs["ModelSelection.Check"] = s.ModelSelection.Check()
+	} else {
+		_, errs["Apply"] = fm.Apply(1, s)
+		run := Settings{Optim: fm.Optim}
+		for i, x := range settingsTable {
+			if s.given&(1<<i) != 0 {
+				if err := x.apply(&run, &s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// (--optim-param's values are the optimizer's parameters in a
+		// run: its check names them, as optimizers_test shows.)
+		if r.Name != "optim-param" {
+			errs["Optim.Validate"] = run.Optim.Validate()
+		}
+	}
+	for by, err := range errs {
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s of --%s %s: %v, want one line %q", by, r.Name, v, err, want)
 		}
 	}
 }

@@ -44,8 +44,8 @@ type Run struct {
 
 // Check validates spec without reading data or starting plugins (what a
 // launcher checks before it starts workers): ranges, names, the data
-// spec and its folders, the preset and the settings given over it. It
-// returns the data set spec.
+// spec and its folders, the preset and the settings given over it
+// (TrainSpec.Validate). It returns the data set spec.
 func Check(spec *experiment.TrainSpec) (string, error) {
 	if err := spec.Validate(); err != nil {
 		return "", &UsageError{err}
@@ -74,11 +74,6 @@ func Check(spec *experiment.TrainSpec) (string, error) {
 	}
 	if err := models.Builtin().Check(spec.Model); err != nil {
 		return "", usagef("--model: %v", err)
-	}
-	if p := spec.PresetName(); p != "" {
-		if _, err := trainer.PresetByName(p); err != nil {
-			return "", usagef("--preset: %v", err)
-		}
 	}
 	return ds, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/npy"
 	"github.com/lcl-project/lcl/labels"
@@ -159,5 +160,41 @@ func TestOpenPrecisionAuto(t *testing.T) {
 			t.Errorf("%s: the spec says %s", tc.given, r.Spec.PrecisionName())
 		}
 		r.Close()
+	}
+}
+
+// CheckStrategy refuses what a run of the strategy would refuse before it
+// starts, with the same words: an unknown parameter with the nearest
+// name, a value that is not finite, a value out of the strategy's range —
+// for strategies with a similarity and without one alike.
+func TestCheckStrategy(t *testing.T) {
+	ctx := context.Background()
+	classes := curriculum.Classes(labelsOf(t))
+	host := &plugins.Host{}
+	defer host.Close()
+	for _, tc := range []struct {
+		sel  Selection
+		want string
+	}{
+		{Selection{Strategy: "mbm-soft", Params: map[string]string{"beta": "-1"}}, "strategy mbm-soft refuses its parameters (beta=-1): " +
+			`strategy plugin "mbm-soft" (built-in): Begin: beta = -1, want a finite value > 0`},
+		{Selection{Strategy: "hxe", Params: map[string]string{"alpha": ".nan"}}, `--param alpha=.nan: strategy hxe: parameter "alpha": ".nan" is not a valid float`},
+		{Selection{Strategy: "hxe", Params: map[string]string{"alpha": "nan"}}, `--param alpha=nan: strategy hxe: parameter "alpha": "nan" is not a finite number`},
+		{Selection{Strategy: "lcl", Params: map[string]string{"epsilon": "Inf"}, EpsilonFlag: true}, `--epsilon Inf: strategy lcl: parameter "epsilon": "Inf" is not a finite number`},
+		{Selection{Strategy: "ols", Params: map[string]string{"smoothng": "0.1"}}, "--param smoothng=0.1: strategy ols takes alpha, smoothing; did you mean smoothing?"},
+		{Selection{Strategy: "ols", Params: map[string]string{"smoothing": "2"}}, "strategy ols refuses its parameters (smoothing=2): " +
+			`strategy plugin "ols" (built-in): Begin: smoothing = 2, want a value in [0,1)`},
+		{Selection{Strategy: "kd", Params: map[string]string{"alpha": "0.5", "temperature": "-1"}}, "strategy kd refuses its parameters (alpha=0.5, temperature=-1)"},
+	} {
+		err := CheckStrategy(ctx, host, tc.sel, classes, 2)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v, want a one-line usage error %q", tc.sel, err, tc.want)
+		}
+	}
+	for _, sel := range []Selection{{Strategy: "ols", Params: map[string]string{"smoothing": "0.2"}}, {Strategy: "lcl", Params: map[string]string{"epsilon": "0.9"}}, {Strategy: "sl"}} {
+		if err := CheckStrategy(ctx, host, sel, classes, 2); err != nil {
+			t.Errorf("%+v: %v", sel, err)
+		}
 	}
 }

@@ -100,11 +100,9 @@ func (s *Strategy) Run(classes []sdk.Class, labels, train []int, epochs, steps i
 }
 
 // OpenStrategy starts the strategy sel names on host and finds its
-// similarity matrix when it needs one. Its parameters are checked first:
-// their names and types against what the strategy declares, and, when
-// the strategy needs a similarity, by a trial Begin on the identity
-// matrix, so that a bad value (ε = 1.5) is a usage error before any
-// matrix is looked for or computed. The caller closes the host.
+// similarity matrix when it needs one. Its parameters are checked first
+// (checkParams), so that a bad value is a usage error before any matrix
+// is looked for or computed. The caller closes the host.
 func OpenStrategy(ctx context.Context, env Env, host *plugins.Host, sel Selection, set *labels.Set, classes []sdk.Class, epochs int) (*Strategy, error) {
 	if _, err := host.Resolve(plugins.KindStrategy, sel.Strategy); err != nil {
 		return nil, usagef("--strategy: %v", err)
@@ -118,29 +116,72 @@ func OpenStrategy(ctx context.Context, env Env, host *plugins.Host, sel Selectio
 		st.Close()
 		return nil, err
 	}
-	if _, err := sdk.ParseParams(info.Params, sel.Params); err != nil {
+	if err := checkParams(ctx, host, sel, info, classes, epochs); err != nil {
 		st.Close()
-		var ue *sdk.UnknownParamError
-		if errors.As(err, &ue) {
-			return nil, unknownParam(sel, info.Name, ue)
-		}
-		return nil, usagef("strategy %s: %v", info.Name, err)
+		return nil, err
 	}
 	out := &Strategy{Strategy: st, Info: info, Params: sel.Params}
 	if !info.NeedsSimilarity {
 		return out, nil
-	}
-	if len(sel.Params) > 0 {
-		if err := trialBegin(ctx, host, sel, info, classes, epochs); err != nil {
-			st.Close()
-			return nil, err
-		}
 	}
 	if out.Sim, out.From, err = Similarity(ctx, env, host, sel, set, len(classes)); err != nil {
 		st.Close()
 		return nil, err
 	}
 	return out, nil
+}
+
+// CheckStrategy starts the strategy sel names on host, checks its
+// parameters as a run does before it starts (checkParams) and stops it:
+// what lcl experiment run checks for every run of a grid before the first
+// starts. classes are the run's classes, epochs its epochs.
+func CheckStrategy(ctx context.Context, host *plugins.Host, sel Selection, classes []sdk.Class, epochs int) error {
+	if _, err := host.Resolve(plugins.KindStrategy, sel.Strategy); err != nil {
+		return usagef("--strategy: %v", err)
+	}
+	st, err := host.Strategy(sel.Strategy)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	info, err := st.Describe(ctx)
+	if err != nil {
+		return err
+	}
+	return checkParams(ctx, host, sel, info, classes, epochs)
+}
+
+// checkParams checks the parameters given against what the strategy
+// declares (info: their names and types, a number finite), then, when
+// any is given, their values by a trial Begin (trialBegin), so that a bad
+// value (ε = 1.5, ols's smoothing = 2) is a usage error before any matrix
+// is looked for or anything is written.
+func checkParams(ctx context.Context, host *plugins.Host, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
+	if _, err := sdk.ParseParams(info.Params, sel.Params); err != nil {
+		var ue *sdk.UnknownParamError
+		if errors.As(err, &ue) {
+			return unknownParam(sel, info.Name, ue)
+		}
+		return usagef("%sstrategy %s: %v", paramFlag(sel, info.Params), info.Name, err)
+	}
+	if len(sel.Params) == 0 {
+		return nil
+	}
+	return trialBegin(ctx, host, sel, info, classes, epochs)
+}
+
+// paramFlag is "--param NAME=VALUE: " (or "--epsilon VALUE: ") for the
+// first parameter given whose value does not parse, "" for none.
+func paramFlag(sel Selection, specs []sdk.Param) string {
+	for _, k := range slices.Sorted(maps.Keys(sel.Params)) {
+		if _, err := sdk.ParseParams(specs, map[string]string{k: sel.Params[k]}); err != nil {
+			if k == "epsilon" && sel.EpsilonFlag {
+				return "--epsilon " + sel.Params[k] + ": "
+			}
+			return "--param " + k + "=" + sel.Params[k] + ": "
+		}
+	}
+	return ""
 }
 
 // unknownParam is the usage error of a parameter the strategy does not
@@ -165,9 +206,9 @@ func unknownParam(sel Selection, strategy string, e *sdk.UnknownParamError) erro
 	return usagef("%s", flag)
 }
 
-// trialBegin begins a second instance of the strategy on the identity
-// similarity (one example per class) and stops it: what the strategy
-// refuses then, it refuses because of its parameters.
+// trialBegin begins a second instance of the strategy (on the identity
+// similarity when it needs one; one example per class) and stops it: what
+// the strategy refuses then, it refuses because of its parameters.
 func trialBegin(ctx context.Context, host *plugins.Host, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
 	probe, err := host.Strategy(sel.Strategy)
 	if err != nil {
@@ -175,11 +216,14 @@ func trialBegin(ctx context.Context, host *plugins.Host, sel Selection, info sdk
 	}
 	defer probe.Close()
 	c := len(classes)
-	// Rows made as they are sent: 21,843 classes' identity is 1.9 GB.
-	id := sdk.NewRowMatrix(c, c, func(i int, row []float32) {
-		clear(row)
-		row[i] = 1
-	})
+	var id *sdk.Matrix
+	if info.NeedsSimilarity {
+		// Rows made as they are sent: 21,843 classes' identity is 1.9 GB.
+		id = sdk.NewRowMatrix(c, c, func(i int, row []float32) {
+			clear(row)
+			row[i] = 1
+		})
+	}
 	nominal := make([]int, c)
 	for i := range c {
 		nominal[i] = i

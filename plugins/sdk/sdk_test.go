@@ -32,6 +32,12 @@ func TestParseParams(t *testing.T) {
 		{map[string]string{"alpha": "1"}, `unknown parameter "alpha" (known: epsilon, n, on, shares)`},
 		{map[string]string{"n": "2.5"}, `parameter "n": "2.5" is not a valid int`},
 		{map[string]string{"shares": "1,x"}, `parameter "shares": "1,x" is not a valid floats`},
+		// A number parameter is finite: no strategy's range holds NaN or ±Inf.
+		{map[string]string{"epsilon": "NaN"}, `parameter "epsilon": "NaN" is not a finite number`},
+		{map[string]string{"epsilon": "inf"}, `parameter "epsilon": "inf" is not a finite number`},
+		{map[string]string{"epsilon": "-Inf"}, `parameter "epsilon": "-Inf" is not a finite number`},
+		{map[string]string{"epsilon": "1e999"}, `parameter "epsilon": "1e999" is not a valid float`},
+		{map[string]string{"shares": "1,nan,1"}, `parameter "shares": "1,nan,1" is not a finite number`},
 	}
 	for _, tt := range tests {
 		if _, err := sdk.ParseParams(specs, tt.raw); err == nil || err.Error() != tt.want {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,23 +81,34 @@ func paramNames(specs []Param) []string {
 	return out
 }
 
+// checkType checks s as a value of p's type; a float (or each of floats)
+// must be finite: no strategy's range holds NaN or ±Inf, and a range
+// check written v < 0 lets NaN through.
 func checkType(p Param, s string) error {
 	var err error
+	var xs []float64
 	switch p.Type {
 	case ParamFloat:
-		_, err = strconv.ParseFloat(s, 64)
+		var x float64
+		x, err = strconv.ParseFloat(s, 64)
+		xs = []float64{x}
 	case ParamInt:
 		_, err = strconv.Atoi(s)
 	case ParamBool:
 		_, err = strconv.ParseBool(s)
 	case ParamFloats:
-		_, err = parseFloats(s)
+		xs, err = parseFloats(s)
 	case ParamString, "":
 	default:
 		return fmt.Errorf("parameter %q: unknown type %q", p.Name, p.Type)
 	}
 	if err != nil {
 		return fmt.Errorf("parameter %q: %q is not a valid %s", p.Name, s, p.Type)
+	}
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("parameter %q: %q is not a finite number", p.Name, s)
+		}
 	}
 	return nil
 }

@@ -119,7 +119,8 @@ func TestTrainUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", synth, "--random-erasing", "2"}, "--random-erasing 2: want a probability"},
 		{[]string{"train", "--data", synth, "--mixup=-1"}, "--mixup -1: want α ≥ 0"},
 		{[]string{"train", "--data", synth, "--mixup", "1", "--mix-prob", "0"}, "--mix-prob 0: want a probability"},
-		{[]string{"train", "--data", synth, "--mix-switch-prob", "0.3"}, "--mix-switch-prob without --mixup or --cutmix"},
+		{[]string{"train", "--data", synth, "--mix-switch-prob", "0.3"}, "--mix-switch-prob without both --mixup and --cutmix"},
+		{[]string{"train", "--data", synth, "--mixup", "1", "--mix-switch-prob", "0.3"}, "--mix-switch-prob without both --mixup and --cutmix"},
 		{[]string{"train", "--data", synth, "--trivialaugment"}, "no pixels to augment"},
 	}
 	for _, tc := range cases {
@@ -167,8 +168,16 @@ func TestTrainRefusalsWriteNothing(t *testing.T) {
 			"--param epsilom=0.9: strategy lcl takes epsilon, per-step, clip-negative; did you mean epsilon?"},
 		{"adam's momentum", []string{"--optimizer", "adam", "--momentum", "0.9"}, 2,
 			"--momentum 0.9 applies to --optimizer sgd or rmsprop, and this run has --optimizer adam: give --optimizer sgd or rmsprop, or drop --momentum"},
-		{"negative epochs", []string{"--epochs", "-1"}, 2, "--epochs -1: want a whole number ≥ 1"},
-		{"no batch", []string{"--batch", "0"}, 2, "--batch 0: want a whole number ≥ 1"},
+		{"negative epochs", []string{"--epochs", "-1"}, 2, "--epochs -1: want a whole number from 1 to 1000000"},
+		{"no batch", []string{"--batch", "0"}, 2, "--batch 0: want a whole number from 1 to 1048576"},
+		// Every number is finite and in range (issue 48, item 8).
+		{"an infinite learning rate", []string{"--lr", "Inf"}, 2, "--lr +Inf: want a finite value > 0"},
+		{"a huge number of threads", []string{"--threads", "100000000"}, 2, "--threads 100000000: want a whole number from 0 to 1024"},
+		{"a NaN epsilon", []string{"--strategy", "lcl", "--epsilon", "NaN"}, 2, `--epsilon NaN: strategy lcl: parameter "epsilon": "NaN" is not a finite number`},
+		{"an infinite parameter", []string{"--strategy", "kd", "--param", "temperature=inf"}, 2, `--param temperature=inf: strategy kd: parameter "temperature": "inf" is not a finite number`},
+		// A strategy without a similarity checks its values before the run too.
+		{"ols's smoothing", []string{"--strategy", "ols", "--param", "smoothing=2"}, 2, "strategy ols refuses its parameters (smoothing=2)"},
+		{"mix-switch-prob without cutmix", []string{"--mixup", "1", "--mix-switch-prob", "0.3"}, 2, "--mix-switch-prob without both --mixup and --cutmix"},
 		{"a misspelt optimizer", []string{"--optimizer", "adamx"}, 2,
 			"--optimizer adamx: want sgd, rmsprop, adam, adamw, radam or nadam; did you mean adam"},
 		{"a misspelt strategy", []string{"--strategy", "lcll"}, 2, `--strategy: unknown strategy plugin "lcll"; did you mean lcl?`},
