@@ -178,7 +178,12 @@ func (r *Runner) launch(ctx context.Context, run Run, t *tally) {
 		return
 	}
 	if err != nil {
-		r.logf("FAILED %s %s: %v", run.ID, run.Describe(), err)
+		// One log line each: the error's lines hold the end of the run's log.
+		lines := strings.Split(err.Error(), "\n")
+		r.logf("FAILED %s %s: %s", run.ID, run.Describe(), lines[0])
+		for _, l := range lines[1:] {
+			r.logf("%s", l)
+		}
 	} else {
 		r.logf("done %s %s (%s)", run.ID, run.Describe(), time.Since(start).Round(time.Second))
 	}
@@ -241,8 +246,19 @@ func (e *FailedError) Error() string { return strings.Join(e.Lines(), "\n") }
 
 // Lines are the message's lines, each printed as one line (a printer
 // escapes what else a line holds: lines of a run's log may hold anything).
+// The first says what failed: the count and the first failed run with
+// the first line of its error.
 func (e *FailedError) Lines() []string {
-	lines := []string{fmt.Sprintf("%d of %d runs failed:", e.Failed, e.Total)}
+	first := fmt.Sprintf("%d of %d runs failed", e.Failed, e.Total)
+	if len(e.Failures) > 0 {
+		what, _, _ := strings.Cut(e.Failures[0], "\n")
+		if len(e.Failures) == 1 {
+			first += ": " + what
+		} else {
+			first += "; the first, " + what
+		}
+	}
+	lines := []string{first + "; each with the end of its log:"}
 	for _, f := range e.Failures {
 		for l := range strings.SplitSeq(f, "\n") {
 			lines = append(lines, "  "+l)
@@ -302,7 +318,7 @@ func (r *Runner) one(ctx context.Context, run Run, dir string) error {
 		if err := r.Results.PutRun(context.WithoutCancel(ctx), rec); err != nil {
 			return fmt.Errorf("%v (and recording the failure: %w)", runErr, err)
 		}
-		return fmt.Errorf("%w%s", runErr, tail(logPath))
+		return fmt.Errorf("%w%s%s", runErr, lastLine(logPath), tail(logPath))
 	}
 	done, err := ReadResult(run.Config, dir)
 	if err != nil {
@@ -332,6 +348,20 @@ func hasWork(dir string) bool {
 		}
 	}
 	return false
+}
+
+// lastLine is ": " and the last line of a log (a failed lcl train's
+// error), "" for an empty log.
+func lastLine(path string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" && !strings.HasPrefix(l, "# ") {
+		return ": " + l
+	}
+	return ""
 }
 
 // tail returns the last lines of a log for an error message.

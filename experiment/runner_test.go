@@ -186,13 +186,42 @@ func TestRunnerRecordsFailuresAndGoesOn(t *testing.T) {
 		}
 		return nil
 	}}
-	r := &Runner{Launch: fake.launch, Results: store, Root: t.TempDir()}
+	var mu sync.Mutex
+	var logged []string
+	r := &Runner{Launch: fake.launch, Results: store, Root: t.TempDir(), Logf: func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, a...))
+	}}
 	s, err := r.Run(context.Background(), runs)
 	if err == nil || s.Failed != 2 || s.Done != 2 || !strings.Contains(err.Error(), "2 of 4 runs failed") {
 		t.Fatalf("summary %+v, err %v", s, err)
 	}
 	if !strings.Contains(err.Error(), "fake train") {
 		t.Errorf("error does not quote the run's log: %v", err)
+	}
+	// The first line says what failed: the first run, its error.
+	var fe *FailedError
+	if !errors.As(err, &fe) {
+		t.Fatalf("%T, want a *FailedError", err)
+	}
+	first := fe.Lines()[0]
+	if !strings.HasPrefix(first, "2 of 4 runs failed; the first, ") || !strings.Contains(first, "seed=2): exit status 1") {
+		t.Errorf("first line %q: want the count, the first failed run and its error", first)
+	}
+	// Every log line is one line: the failure's log tail comes as lines
+	// of their own, not one line with newlines in it.
+	failed := 0
+	for _, l := range logged {
+		if strings.Contains(l, "\n") {
+			t.Errorf("log line with a newline: %q", l)
+		}
+		if strings.HasPrefix(l, "FAILED ") {
+			failed++
+		}
+	}
+	if failed != 2 || !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "fake train") }) {
+		t.Errorf("log: %d FAILED lines and no line of the run's log:\n%s", failed, strings.Join(logged, "\n"))
 	}
 	for _, run := range runs {
 		rec, _ := store.GetRun(context.Background(), run.ID)

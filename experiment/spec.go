@@ -302,15 +302,28 @@ func (g *Grid) keyOf(r Run, err error) string {
 	case "epochs", "threads", "nproc", "device":
 		return name
 	}
-	if _, ok := g.Args[name]; ok {
-		return "args." + name
-	}
-	if i := g.entryOf(r); i >= 0 {
-		if j := slices.Index(g.Strategies[i].Params[name], c.Params[name]); j >= 0 {
-			return fmt.Sprintf("strategies[%d].params.%s[%d]", i, name, j)
-		}
+	if at := g.ParamKey(r, name); at != "" && strings.Contains(at, ".") {
+		return at
 	}
 	return ""
+}
+
+// ParamKey is the path of the key that gives run r its parameter name:
+// "args.NAME" or "strategies[I].params.NAME[J]"; "strategies[I]" (the
+// run's entry) for one neither gives, or for name "", and "" for a run
+// that is no run of g.
+func (g *Grid) ParamKey(r Run, name string) string {
+	if _, ok := g.Args[name]; ok && name != "" {
+		return "args." + name
+	}
+	i := g.entryOf(r)
+	if i < 0 {
+		return ""
+	}
+	if j := slices.Index(g.Strategies[i].Params[name], r.Config.Params[name]); j >= 0 && name != "" {
+		return fmt.Sprintf("strategies[%d].params.%s[%d]", i, name, j)
+	}
+	return fmt.Sprintf("strategies[%d]", i)
 }
 
 // entryOf is the index of the strategies entry run came from (-1: none).

@@ -3,14 +3,19 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/experiment"
+	"github.com/lcl-project/lcl/experiment/trainrun"
+	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/plugins"
 	"github.com/lcl-project/lcl/trainer"
 )
@@ -114,6 +119,9 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	if err := checkStrategies(f, g); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if err := checkGridParams(ctx, f, g, runs); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("experiment: cannot find the lcl binary to launch runs: %w", err)
@@ -212,6 +220,51 @@ func checkStrategies(f *Factory, g *experiment.Grid) error {
 	for _, s := range g.Strategies {
 		if _, err := host.Resolve(plugins.KindStrategy, s.Name); err != nil {
 			return fmt.Errorf("strategies: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkGridParams checks the strategy parameters of every run of the grid
+// as its lcl train would before it starts (trainrun.CheckStrategy: names,
+// types, finite numbers, the strategy's ranges), each set once, so that a
+// value every run of it would fail on is refused before any run starts:
+// the error names the line and key of the value (the first the strategy
+// refuses alone), else the run's strategies entry.
+func checkGridParams(ctx context.Context, f *Factory, g *experiment.Grid, runs []experiment.Run) error {
+	set, err := labels.Load(g.Labels)
+	if err != nil {
+		return fmt.Errorf("labels: %w", err)
+	}
+	classes := curriculum.Classes(set)
+	host := newHost(f, 0)
+	defer host.Close()
+	checked := map[string]bool{}
+	for _, r := range runs {
+		spec, err := r.Spec()
+		if err != nil {
+			return err // (Load refused such a grid)
+		}
+		params, err := spec.StrategyParams()
+		if err != nil || len(params) == 0 {
+			continue
+		}
+		key := spec.Strategy + " " + fmt.Sprint(params)
+		if checked[key] {
+			continue
+		}
+		checked[key] = true
+		sel := trainrun.Selection{Strategy: spec.Strategy, Params: params}
+		if err := trainrun.CheckStrategy(ctx, host, sel, classes, spec.Settings.Epochs); err != nil {
+			at := g.ParamKey(r, "")
+			for _, k := range slices.Sorted(maps.Keys(params)) {
+				one := trainrun.Selection{Strategy: spec.Strategy, Params: map[string]string{k: params[k]}}
+				if trainrun.CheckStrategy(ctx, host, one, classes, spec.Settings.Epochs) != nil {
+					at = g.ParamKey(r, k)
+					break
+				}
+			}
+			return fmt.Errorf("%s: %w", g.At(at), err)
 		}
 	}
 	return nil

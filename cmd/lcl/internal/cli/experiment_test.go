@@ -111,6 +111,46 @@ func TestExperimentErrors(t *testing.T) {
 	}
 }
 
+// A grid's strategy parameters and preset are checked for every run
+// before any starts, with lcl train's checks: one line naming the grid
+// file, the line and key of the value and, for a misspelt name, the
+// nearest one; no run directory, no store record (issue 48, item 6).
+func TestExperimentRefusesParamsBeforeAnyRun(t *testing.T) {
+	const head = "name: p\nlabels: fashion-mnist\ndata: .\nmodels: [cnn]\nfractions: [1]\nseeds: [1]\nepochs: 1\nstrategies:\n  - name: sl\n"
+	for _, tc := range []struct{ name, grid, want string }{
+		{"mbm-soft's beta", head + "  - name: mbm-soft\n    sources: [lca]\n    params: {beta: [10, -1]}\n",
+			"line 12: strategies[1].params.beta[1]: strategy mbm-soft refuses its parameters (beta=-1): strategy plugin \"mbm-soft\" (built-in): Begin: beta = -1, want a finite value > 0"},
+		{"hxe's alpha .nan", head + "  - name: hxe\n    sources: [lca]\n    params:\n      alpha: [.nan]\n",
+			`line 13: strategies[1].params.alpha[0]: --param alpha=.nan: strategy hxe: parameter "alpha": ".nan" is not a valid float`},
+		{"hxe's alpha nan", head + "  - name: hxe\n    sources: [lca]\n    params:\n      alpha: [0.1, nan]\n",
+			`line 13: strategies[1].params.alpha[1]: --param alpha=nan: strategy hxe: parameter "alpha": "nan" is not a finite number`},
+		{"ols's misspelt key", head + "  - name: ols\n    params:\n      smoothng: [0.1]\n",
+			"line 12: strategies[1].params.smoothng[0]: --param smoothng=0.1: strategy ols takes alpha, smoothing; did you mean smoothing?"},
+		{"ols's smoothing", head + "  - name: ols\n    params:\n      alpha: [0.5]\n      smoothing: [0.1, 2]\n",
+			"line 13: strategies[1].params.smoothing[1]: strategy ols refuses its parameters (alpha=0.5, smoothing=2)"},
+		{"a misspelt preset", head + "preset: cifar-modrn\n",
+			`line 10: preset: --preset cifar-modrn: unknown preset "cifar-modrn"; did you mean cifar-modern?`},
+		{"an infinite learning rate", head + "args: {lr: inf}\n", "line 10: args.lr: --lr +Inf: want a finite value > 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("LCL_FAKE_TRAIN", "1") // a run that started would succeed
+			grid := writeGrid(t, tc.grid)
+			dir := t.TempDir()
+			store, runs := filepath.Join(dir, "store"), filepath.Join(dir, "runs")
+			r := cliRun(t, "--store", store, "experiment", "run", grid, "--run-dir", runs)
+			oneLineError(t, tc.name, r, grid, tc.want)
+			if n := strings.Count(strings.TrimSpace(r.err), "\n"); n > 0 || !strings.Contains(r.err, grid+": "+tc.want) {
+				t.Errorf("stderr %q: want one line %q", r.err, grid+": "+tc.want)
+			}
+			for _, p := range []string{store, runs} {
+				if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the refused grid left %s (%v)", p, err)
+				}
+			}
+		})
+	}
+}
+
 func TestExperimentEmitCollect(t *testing.T) {
 	grid := writeGrid(t, cliGrid)
 	out := t.TempDir()
