@@ -121,6 +121,10 @@ func TestExitCodesAndVersion(t *testing.T) {
 		{[]string{"synsets", "a", "b"}, ExitUsage, "", ""},
 		{[]string{"synsets", "no-such-set-or-file"}, ExitFailure, "", "no-such-set-or-file"},
 		{[]string{"exit-codes", "--help"}, ExitOK, "130", ""},
+		// A negative wait is refused before the command runs (issue 48, item 9).
+		{[]string{"--store-wait=-1s", "store", "ls"}, ExitUsage, "", `invalid argument "-1s" for "--store-wait" flag: want a duration ≥ 0 (0: fail at once)` + "\n"},
+		{[]string{"--store-wait", "-5m", "experiment", "run", "nosuch.yaml"}, ExitUsage, "", `invalid argument "-5m" for "--store-wait" flag: want a duration ≥ 0`},
+		{[]string{"--store-wait", "soon", "store", "ls"}, ExitUsage, "", `invalid argument "soon" for "--store-wait" flag: time: invalid duration "soon"`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -175,7 +175,7 @@ strategy (lcl train) → tables and plots (lcl report).`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&f.StoreDir, "store", "", "store folder (default $LCL_STORE, else $XDG_DATA_HOME/lcl/store, else ~/.local/share/lcl/store)")
-	root.PersistentFlags().DurationVar(&f.StoreWait, "store-wait", 0, "wait up to this long for a store another lcl is using (default: fail at once)")
+	root.PersistentFlags().Var(waitValue{&f.StoreWait}, "store-wait", "wait up to this long for a store another lcl is using (default: fail at once)")
 	root.PersistentFlags().StringVar(&f.WordNetDir, "wordnet", "", "WordNet 3.0 dict folder (default $WNHOME, else /usr/share/wordnet)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "machine-readable output: one JSON object per line with a message_type field")
 	root.PersistentFlags().BoolVarP(&f.Quiet, "quiet", "q", false, "print only results: no progress bars or notes")
@@ -278,4 +278,27 @@ func withNearestFlag(cmd *cobra.Command, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w%s", err, hint)
+}
+
+// waitValue is --store-wait: a duration ≥ 0, refused when the command
+// line is parsed (a negative one waited not at all, silently).
+type waitValue struct{ p *time.Duration }
+
+func (v waitValue) Type() string { return "duration" }
+func (v waitValue) String() string {
+	if *v.p == 0 {
+		return "0" // the help shows no default then
+	}
+	return v.p.String()
+}
+func (v waitValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return err
+	case d < 0:
+		return fmt.Errorf("want a duration ≥ 0 (0: fail at once)")
+	}
+	*v.p = d
+	return nil
 }
