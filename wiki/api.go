@@ -248,6 +248,53 @@ func (r *queryResult) resolve(title string) (string, bool) {
 	return title, redirected
 }
 
+// ProbeTimeout is how long Probe waits for the endpoint's first answer: a
+// MediaWiki answers in well under a second, and a fetch's own retries give
+// a slow moment time later.
+const ProbeTimeout = 5 * time.Second
+
+// Probe sends one small request (siteinfo) and waits up to timeout for
+// any HTTP answer, whatever its status, so that an endpoint that accepts
+// connections and never answers stops a fetch at once, naming it, rather
+// than after every class's retries (~6 minutes); one that cannot be
+// reached is ErrUnreachable. Other failures are left to the requests'
+// retries.
+func (c *APIClient) Probe(ctx context.Context, timeout time.Duration) error {
+	c.init()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	q := url.Values{"action": {"query"}, "meta": {"siteinfo"}, "format": {"json"}, "maxlag": {strconv.Itoa(c.MaxLag)}}
+	req, err := http.NewRequestWithContext(pctx, http.MethodGet, c.Endpoint+"?"+q.Encode(), nil)
+	if err != nil {
+		return fmt.Errorf("api: %s: %v", c.Endpoint, err)
+	}
+	req.Header.Set("User-Agent", c.UserAgent)
+	resp, err := c.HTTP.Do(req)
+	switch {
+	case err == nil:
+		resp.Body.Close()
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case unreachable(err):
+		return fmt.Errorf("api: %s %w (%v)", c.Endpoint, ErrUnreachable, withoutURL(err))
+	case pctx.Err() != nil:
+		return fmt.Errorf("api: %s did not answer within %s (it accepts connections but sends nothing back): check --endpoint", c.Endpoint, timeout)
+	}
+	return nil
+}
+
+// Probe checks that src answers (APIClient.Probe with ProbeTimeout) when
+// its pages come from the API; any other source needs no check.
+func Probe(ctx context.Context, src Source) error {
+	if a, ok := src.(*ArticleSource); ok {
+		if c, ok := a.Pages.(*APIClient); ok {
+			return c.Probe(ctx, ProbeTimeout)
+		}
+	}
+	return nil
+}
+
 // ErrUnreachable is the API's host not existing for this machine (its
 // name does not resolve, or no route leads to it) or refusing the
 // connection (nothing listens at the endpoint's port): retrying cannot

@@ -314,3 +314,59 @@ func TestCheckEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// Probe: any HTTP answer, whatever its status, is an endpoint that
+// answers; one that accepts and never answers is named within the
+// timeout; one that refuses cannot be reached.
+func TestAPIProbe(t *testing.T) {
+	ctx := context.Background()
+	busy := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})}
+	answering, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go busy.Serve(answering)
+	defer busy.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	refusing, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + refusing.Addr().String() + "/w/api.php"
+	refusing.Close()
+	quiet := "http://" + silent.Addr().String() + "/w/api.php"
+	for _, tc := range []struct {
+		endpoint, want string
+		unreachable    bool
+	}{
+		{"http://" + answering.Addr().String() + "/w/api.php", "", false},
+		{quiet, "api: " + quiet + " did not answer within 300ms (it accepts connections but sends nothing back): check --endpoint", false},
+		{refused, "api: " + refused + " cannot be reached", true},
+	} {
+		start := time.Now()
+		err := wiki.NewAPIClient(tc.endpoint).Probe(ctx, 300*time.Millisecond)
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want))) ||
+			errors.Is(err, wiki.ErrUnreachable) != tc.unreachable || time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %v after %v, want %q", tc.endpoint, err, time.Since(start), tc.want)
+		}
+	}
+}

@@ -103,15 +103,23 @@ failed, and the failed classes with their errors (exit status 1 if any).`,
 	return cmd
 }
 
-// openSource opens the --source; the caller closes it.
-func openSource(f *Factory, o *wikiOptions, wn *wordnet.DB) (wiki.Source, error) {
+// openSource opens the --source and, for the API, checks that its
+// endpoint answers (wiki.Probe) before anything is stored; the caller
+// closes it.
+func openSource(ctx context.Context, f *Factory, o *wikiOptions, wn *wordnet.DB) (wiki.Source, error) {
 	src, err := wiki.OpenSource(o.Source, wn, wiki.SourceOptions{Endpoint: o.Endpoint, UserAgent: o.UserAgent,
 		Concurrency: o.Concurrency, Resolve: wiki.ResolveOptions{MinScore: o.MinScore}, OverridesFile: o.Overrides, Logf: f.Logf})
 	var se *wiki.SpecError
 	if errors.As(err, &se) {
 		return nil, usagef("--source %s: %v", o.Source, err)
+	} else if err != nil {
+		return nil, err
 	}
-	return src, err
+	if err := wiki.Probe(ctx, src); err != nil {
+		src.Close()
+		return nil, err
+	}
+	return src, nil
 }
 
 func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
@@ -126,7 +134,7 @@ func runWikiFetch(ctx context.Context, f *Factory, o *wikiOptions) error {
 	if err != nil {
 		return err
 	}
-	src, err := openSource(f, o, wn)
+	src, err := openSource(ctx, f, o, wn)
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func runWikiResolve(ctx context.Context, f *Factory, o *wikiOptions) error {
 	if err != nil {
 		return err
 	}
-	src, err := openSource(f, o, wn)
+	src, err := openSource(ctx, f, o, wn)
 	if err != nil {
 		return err
 	}

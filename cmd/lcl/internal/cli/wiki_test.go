@@ -329,3 +329,50 @@ func TestWikiFetchAPIEndpointFailsFast(t *testing.T) {
 		t.Fatalf("wiki fetch --endpoint %s (refusing): exit %d after %v; want exit 1 within seconds, saying it cannot be reached\nstdout: %s\nstderr: %s", endpoint, code, time.Since(start), out, errs)
 	}
 }
+
+// An endpoint that accepts connections and never answers is found by a
+// first request with a short timeout: one line naming it, in seconds, and
+// nothing stored (each class's retries took ~6 minutes; issue 48, item 5).
+func TestWikiFetchAPISilentEndpoint(t *testing.T) {
+	_, labelFile := wikiFixture(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var held []net.Conn // accepted and kept open, never answered
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	defer func() {
+		l.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	endpoint := "http://" + l.Addr().String() + "/w/api.php"
+	store := filepath.Join(t.TempDir(), "store")
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	for _, cmd := range []string{"fetch", "resolve"} {
+		start := time.Now()
+		code, out, errs := runLCL(ctx, t, "--store", store, "wiki", cmd, "--synsets", labelFile, "--source", "api", "--endpoint", endpoint)
+		want := "lcl: api: " + endpoint + " did not answer within 5s (it accepts connections but sends nothing back): check --endpoint\n"
+		if code != ExitFailure || errs != want || time.Since(start) > 12*time.Second {
+			t.Errorf("wiki %s --endpoint %s (silent): exit %d after %v, stderr %q; want exit 1 within seconds and %q\nstdout: %s",
+				cmd, endpoint, code, time.Since(start), errs, want, out)
+		}
+	}
+	if _, err := os.Stat(store); !os.IsNotExist(err) {
+		t.Errorf("the refused fetch left the store %s (%v)", store, err)
+	}
+}
