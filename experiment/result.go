@@ -29,6 +29,9 @@ const (
 	// ConfigFile is written by the runner and the emitted cluster jobs next
 	// to the run so that a run directory explains itself.
 	ConfigFile = "lcl-run.json"
+	// ClaimFile is the lock a runner holds on a run directory while it
+	// trains the run (a dot-file: no work of the run's).
+	ClaimFile = ".lcl-claim"
 )
 
 // ErrNoResult means a run directory holds no result file yet.

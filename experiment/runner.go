@@ -111,17 +111,45 @@ type Summary struct {
 // Run executes every run that is not done yet, Jobs at a time. A run whose
 // directory holds work from an earlier attempt is relaunched with --resume.
 // A failed run is recorded and the grid goes on; the error returned lists
-// the failures. On cancellation it stops after signalling the running
-// children and returns the context's error, whether or not runs were still
-// queued; runs finished so far are kept, a child that exited cleanly with
-// its result as the cancellation came among them.
+// the failures. A run another runner is training (its claim, ClaimFile, is
+// held) is left for after the others, then waited for, and counted done
+// before when that runner finished it. On cancellation it stops after
+// signalling the running children and returns the context's error,
+// whether or not runs were still queued; runs finished so far are kept, a
+// child that exited cleanly with its result as the cancellation came
+// among them.
 func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 	jobs := max(r.Jobs, 1)
 	t := &tally{s: Summary{Total: len(runs)}, jobs: jobs, progress: r.Progress}
+	later, stop := r.pass(ctx, runs, t, jobs, false)
+	if stop == nil && len(later) > 0 {
+		_, stop = r.pass(ctx, later, t, jobs, true)
+	}
+	s := t.s // the passes' goroutines are done
+	if stop == nil {
+		// Cancelled during the last batch: no run was left to launch,
+		// but the runs stopped are not finished.
+		stop = ctx.Err()
+	}
+	if stop != nil {
+		return s, stop
+	}
+	if s.Failed > 0 {
+		return s, &FailedError{Failed: s.Failed, Total: s.Total, Failures: s.Failures}
+	}
+	return s, nil
+}
+
+// pass launches the runs not done, jobs at a time, each under its claim.
+// It returns, in their order, the runs another runner holds the claim of
+// (wait: it waits for each claim instead), and a store error or the
+// cancellation that stopped it.
+func (r *Runner) pass(ctx context.Context, runs []Run, t *tally, jobs int, wait bool) (later []Run, stop error) {
 	slots := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
-	var stop error // a store error: no run is launched after it
-	for _, run := range runs {
+	var mu sync.Mutex
+	held := make([]bool, len(runs))
+	for i, run := range runs {
 		if stop = ctx.Err(); stop != nil {
 			break
 		}
@@ -149,23 +177,78 @@ func (r *Runner) Run(ctx context.Context, runs []Run) (Summary, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			r.launch(ctx, run, t)
+			if !r.claimed(ctx, run, t, wait) {
+				mu.Lock()
+				held[i] = true
+				mu.Unlock()
+			}
 		}()
 	}
-	wg.Wait() // the tally is this goroutine's alone from here
-	s := t.s
-	if stop == nil {
-		// Cancelled during the last batch: no run was left to launch,
-		// but the runs stopped are not finished.
-		stop = ctx.Err()
+	wg.Wait()
+	for i, run := range runs {
+		if held[i] {
+			later = append(later, run)
+		}
 	}
-	if stop != nil {
-		return s, stop
+	return later, stop
+}
+
+// claimed trains run under its claim and reports true, or, when another
+// runner holds the claim and wait is false, leaves it and reports false.
+// Waiting, it polls the claim until it is free (a dead holder's is free at
+// once); the run is then skipped if the other runner finished it.
+func (r *Runner) claimed(ctx context.Context, run Run, t *tally, wait bool) bool {
+	dir := RunDir(r.Root, run.ID)
+	f, held, holder, err := tryClaim(dir)
+	if held && !wait {
+		r.logf("later %s %s: another lcl experiment run is training it (%s); back to it after the others", run.ID, run.Describe(), holder)
+		return false
 	}
-	if s.Failed > 0 {
-		return s, &FailedError{Failed: s.Failed, Total: s.Total, Failures: s.Failures}
+	if held {
+		r.logf("waiting for %s %s: another lcl experiment run is training it (%s)", run.ID, run.Describe(), holder)
 	}
-	return s, nil
+	for held && err == nil {
+		select {
+		case <-ctx.Done():
+			return true // stopped before it started: the next run of the grid has it
+		case <-time.After(claimPoll):
+		}
+		f, held, _, err = tryClaim(dir)
+	}
+	if err != nil {
+		r.logf("FAILED %s %s: %v", run.ID, run.Describe(), err)
+		t.finished(run, 0, err)
+		return true
+	}
+	if f != nil {
+		defer f.Close()
+	}
+	// Another runner may have finished it since this one looked.
+	if prev, err := r.Results.GetRun(ctx, run.ID); err == nil && prev.Status == simstore.RunDone {
+		r.logf("skip %s %s: done (by another lcl experiment run)", run.ID, run.Describe())
+		t.skipped()
+		return true
+	}
+	r.launch(withHeld(ctx, f), run, t)
+	return true
+}
+
+// claimPoll is how often a runner waiting for another's run checks its
+// claim.
+const claimPoll = 200 * time.Millisecond
+
+// heldKey is the context key of the file a launched child holds for its
+// life (the run's claim).
+type heldKey struct{}
+
+// withHeld is ctx carrying f (nil: none) for Command, which passes it to
+// the child: the claim then lasts as long as the child, even if the
+// runner dies first.
+func withHeld(ctx context.Context, f *os.File) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, heldKey{}, f)
 }
 
 // launch trains one run and counts its outcome in t.
@@ -389,7 +472,8 @@ func mustJSON(v any) []byte {
 // lcl, os.Executable()) with extra leading args (global flags such as
 // --store). On cancellation the child gets SIGINT, so that it can write a
 // checkpoint, and is killed if it has not exited after grace. A child that
-// exits 0 all the same finished its run: that is no error.
+// exits 0 all the same finished its run: that is no error. The child
+// holds the run's claim (ClaimFile) with the runner.
 func Command(path string, leading []string, grace time.Duration) Launcher {
 	return func(ctx context.Context, args []string, log io.Writer) error {
 		cmd := exec.CommandContext(ctx, path, append(append([]string{}, leading...), args...)...)
@@ -397,6 +481,9 @@ func Command(path string, leading []string, grace time.Duration) Launcher {
 		cmd.Stderr = log
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 		cmd.WaitDelay = grace
+		if f, ok := ctx.Value(heldKey{}).(*os.File); ok {
+			cmd.ExtraFiles = []*os.File{f} // the run's claim, for the child's life
+		}
 		if err := cmd.Run(); err != nil {
 			if cmd.ProcessState != nil && cmd.ProcessState.Success() && ctx.Err() != nil {
 				// Cancelled as it finished: Run reports the cancellation,

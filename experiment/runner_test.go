@@ -471,3 +471,108 @@ func TestCommandChildFinishingAsCancelled(t *testing.T) {
 		}
 	}
 }
+
+// Two runners of one grid on one store and run directory: each run is
+// trained once, never by both at once (the second finds the first's
+// claim, leaves the run for after the others, then waits for it), and
+// both finish with every run done (found last session: both trained the
+// same run into one folder and corrupted it).
+func TestTwoRunnersClaimRuns(t *testing.T) {
+	store := memStore(t)
+	runs := smallRuns(t)[:4]
+	root := t.TempDir()
+	var mu sync.Mutex
+	training, trained := map[string]bool{}, map[string]int{}
+	firstStarted, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	letGo := func() { released.Do(func() { close(release) }) }
+	// Without claims the second runner never waits: let go after a while,
+	// and the checks below fail instead of the test hanging.
+	time.AfterFunc(10*time.Second, letGo)
+	launch := func(ctx context.Context, args []string, log io.Writer) error {
+		id := filepath.Base(flagValue(args, "--out"))
+		mu.Lock()
+		if training[id] {
+			t.Errorf("run %s launched while another runner trains it", id)
+		}
+		training[id] = true
+		trained[id]++
+		mu.Unlock()
+		if id == runs[0].ID {
+			once.Do(func() { close(firstStarted) })
+			<-release // the first runner holds run 0 until the second waits for it
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+		err := (&fakeTrain{}).launch(ctx, args, log)
+		mu.Lock()
+		training[id] = false
+		mu.Unlock()
+		return err
+	}
+	var lines []string
+	second := &Runner{Launch: launch, Results: store, Root: root, Logf: func(format string, a ...any) {
+		l := fmt.Sprintf(format, a...)
+		mu.Lock()
+		lines = append(lines, l)
+		mu.Unlock()
+		if strings.HasPrefix(l, "waiting for "+runs[0].ID) {
+			letGo() // the second has left run 0, trained the others and waits
+		}
+	}}
+	first := &Runner{Launch: launch, Results: store, Root: root}
+	type outcome struct {
+		s   Summary
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		s, err := first.Run(context.Background(), runs)
+		done <- outcome{s, err}
+	}()
+	<-firstStarted
+	s2, err2 := second.Run(context.Background(), runs)
+	o1 := <-done
+	if o1.err != nil || err2 != nil {
+		t.Fatalf("first: %+v %v; second: %+v %v", o1.s, o1.err, s2, err2)
+	}
+	if o1.s.Done+s2.Done != 4 || o1.s.Done+o1.s.Skipped != 4 || s2.Done+s2.Skipped != 4 {
+		t.Errorf("first %+v, second %+v: want 4 runs trained once between them, each runner's 4 accounted for", o1.s, s2)
+	}
+	for _, run := range runs {
+		if trained[run.ID] != 1 {
+			t.Errorf("run %s trained %d times", run.ID, trained[run.ID])
+		}
+		if rec, err := store.GetRun(context.Background(), run.ID); err != nil || rec.Status != simstore.RunDone {
+			t.Errorf("run %s: %+v %v, want done", run.ID, rec, err)
+		}
+	}
+	want := []string{"later " + runs[0].ID, "waiting for " + runs[0].ID, "skip " + runs[0].ID}
+	for _, w := range want {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, w) }) {
+			t.Errorf("the second runner's log has no line %q:\n%s", w, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// A claim whose holder is gone (its file left behind, no lock on it)
+// never blocks a run.
+func TestStaleClaimDoesNotBlock(t *testing.T) {
+	store := memStore(t)
+	run := smallRuns(t)[0]
+	root := t.TempDir()
+	dir := RunDir(root, run.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ClaimFile), []byte("pid 999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeTrain{}
+	r := &Runner{Launch: fake.launch, Results: store, Root: root}
+	start := time.Now()
+	s, err := r.Run(context.Background(), []Run{run})
+	if err != nil || s.Done != 1 || time.Since(start) > 5*time.Second || len(fake.calls) != 1 || slices.Contains(fake.calls[0], "--resume") {
+		t.Fatalf("summary %+v, err %v after %v, calls %q: want the run trained at once, fresh", s, err, time.Since(start), fake.calls)
+	}
+}
