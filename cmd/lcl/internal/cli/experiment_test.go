@@ -222,3 +222,61 @@ func TestExperimentInterruptedGridResumes(t *testing.T) {
 		t.Errorf("interrupted run's launches:\n%s", args)
 	}
 }
+
+// Two lcl experiment run processes of one grid on one store and run
+// directory: each run is trained once (never twice at once into one
+// folder), one runner leaves the run the other trains for later and
+// waits for it, and both end with every run done.
+func TestTwoGridRunnersShareTheWork(t *testing.T) {
+	grid := writeGrid(t, cliGrid)
+	dir := t.TempDir()
+	store, runDir := filepath.Join(dir, "store"), filepath.Join(dir, "runs")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	var logs []*bytes.Buffer
+	for range 2 {
+		cmd := exec.Command(self, "--store", store, "experiment", "run", grid, "--run-dir", runDir)
+		cmd.Env = append(os.Environ(), "LCL_TEST_CLI=1", "LCL_FAKE_TRAIN=1", "LCL_FAKE_TRAIN_TIME=1s")
+		var stderr bytes.Buffer
+		cmd.Stderr, cmd.Stdout = &stderr, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, logs = append(cmds, cmd), append(logs, &stderr)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("runner %d: %v\n%s", i, err, logs[i])
+		}
+	}
+	both := logs[0].String() + logs[1].String()
+	if !strings.Contains(both, "another lcl experiment run is training it") {
+		t.Errorf("neither runner met the other's run:\n%s", both)
+	}
+	launches, _ := filepath.Glob(filepath.Join(runDir, "*", "args.txt"))
+	if len(launches) != 4 {
+		t.Fatalf("%d runs launched, want 4:\n%s", len(launches), both)
+	}
+	for _, p := range launches {
+		if raw, _ := os.ReadFile(p); strings.Count(string(raw), "\n") != 1 {
+			t.Errorf("%s: launched %d times:\n%s", filepath.Dir(p), strings.Count(string(raw), "\n"), raw)
+		}
+	}
+	st, err := simstore.Open(store, simstore.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background())
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("%d stored runs, %v", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.Status != simstore.RunDone {
+			t.Errorf("run %s: %s, want done", r.ID, r.Status)
+		}
+	}
+}

@@ -65,7 +65,9 @@ func flagArg(args []string, name string) string {
 }
 
 // fakeTrain records its arguments in OUT/args.txt and writes metrics and a
-// result whose top-1 is 70.<seed>. With LCL_FAKE_BLOCK_SEED equal to its
+// result whose top-1 is 70.<seed>; with LCL_FAKE_TRAIN_TIME=D training
+// takes D, and another training of the same folder meanwhile fails. With
+// LCL_FAKE_BLOCK_SEED equal to its
 // seed it writes a checkpoint, then waits for SIGINT and exits 130 like an
 // interrupted run. With LCL_FAKE_FINISH_SEED equal to its seed it writes
 // its result, then waits for SIGINT and exits 0: a run that finishes as
@@ -86,6 +88,19 @@ func fakeTrain(args []string) int {
 	}
 	fmt.Fprintln(f, strings.Join(args, " "))
 	f.Close()
+	if d, err := time.ParseDuration(os.Getenv("LCL_FAKE_TRAIN_TIME")); err == nil {
+		// Training takes d; a second training of the folder meanwhile
+		// fails both (two runners corrupting one run).
+		mark := filepath.Join(out, "training-now")
+		m, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake train: another training of", out, "is under way")
+			return 3
+		}
+		m.Close()
+		time.Sleep(d)
+		os.Remove(mark)
+	}
 	if block := os.Getenv("LCL_FAKE_BLOCK_SEED"); block != "" && block == seed {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
