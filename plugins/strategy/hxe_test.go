@@ -177,7 +177,7 @@ func TestHXERefuses(t *testing.T) {
 		want   string
 	}{
 		{"negative alpha", sim, 6, map[string]string{"alpha": "-0.1"}, "alpha = -0.1"},
-		{"infinite alpha", sim, 6, map[string]string{"alpha": "+Inf"}, "alpha = +Inf"},
+		{"infinite alpha", sim, 6, map[string]string{"alpha": "+Inf"}, `parameter "alpha": "+Inf" is not a finite number`}, // sdk.ParseParams, before Begin
 		{"no similarity", nil, 6, nil, "needs a similarity matrix"},
 		{"one class", &sdk.Matrix{Rows: 1, Cols: 1, Data: []float32{1}}, 1, nil, "at least 2 classes"},
 		{"NaN similarity", &sdk.Matrix{Rows: 2, Cols: 2, Data: []float32{1, float32(math.NaN()), 0, 1}}, 2, nil, "want a finite value"},

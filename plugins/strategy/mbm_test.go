@@ -244,8 +244,8 @@ func TestMBMSoftRefuses(t *testing.T) {
 	}{
 		{"β = 0", ok, map[string]string{"beta": "0"}, "beta = 0, want a finite value > 0"},
 		{"β < 0", ok, map[string]string{"beta": "-1"}, "beta = -1, want a finite value > 0"},
-		{"β = Inf", ok, map[string]string{"beta": "Inf"}, "beta = +Inf, want a finite value > 0"},
-		{"β = NaN", ok, map[string]string{"beta": "NaN"}, "beta = NaN, want a finite value > 0"},
+		{"β = Inf", ok, map[string]string{"beta": "Inf"}, `parameter "beta": "Inf" is not a finite number`}, // sdk.ParseParams, before Begin
+		{"β = NaN", ok, map[string]string{"beta": "NaN"}, `parameter "beta": "NaN" is not a finite number`},
 		{"misspelt", ok, map[string]string{"bta": "1"}, `unknown parameter "bta"`},
 		{"no similarity", nil, nil, "mbm-soft needs a similarity matrix"},
 		{"above 1", simMatrix([][]float64{{1, 1.5}, {0.5, 1}}), nil, "s[0][1] = 1.5 is above 1"},
