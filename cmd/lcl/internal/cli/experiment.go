@@ -86,8 +86,8 @@ func loadGrid(path string) (*experiment.Grid, []experiment.Run, error) {
 
 func experimentRun(ctx context.Context, f *Factory, path string, opts experimentRunOptions) error {
 	switch {
-	case opts.Jobs < 1:
-		return usagef("--jobs %d: want 1 or more runs at once", opts.Jobs)
+	case opts.Jobs < 1 || opts.Jobs > experiment.MaxProcs:
+		return usagef("--jobs %d: want 1 or more runs at once, at most %d", opts.Jobs, experiment.MaxProcs)
 	case opts.Threads < 0:
 		return usagef("--threads %d: want ≥ 0 (0: the grid's, else NumCPU/jobs)", opts.Threads)
 	}
@@ -100,13 +100,8 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	if err != nil {
 		return err
 	}
-	for i := range runs {
-		if opts.Device != "" {
-			runs[i].Exec.Device = opts.Device
-		}
-		if opts.Threads > 0 {
-			runs[i].Exec.Threads = opts.Threads
-		}
+	if err := overrideExec(runs, opts); err != nil {
+		return err
 	}
 	results := experiment.StoreAt{Dir: f.storeDir(), Wait: gridStoreWait}
 	if opts.DryRun {
@@ -163,6 +158,25 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 		fmt.Fprintf(f.IO.Out, "grid %s: %d runs: %d trained now, %d done before, %d failed\n", g.Name, s.Total, s.Done, s.Skipped, s.Failed)
 	}
 	return err
+}
+
+// overrideExec gives every run the --device and --threads given, checked
+// by lcl train's checks of those flags.
+func overrideExec(runs []experiment.Run, opts experimentRunOptions) error {
+	for i := range runs {
+		if opts.Device != "" {
+			runs[i].Exec.Device = opts.Device
+		}
+		if opts.Threads > 0 {
+			runs[i].Exec.Threads = opts.Threads
+		}
+	}
+	if len(runs) > 0 && opts.Threads > 0 {
+		if _, err := runs[0].Spec(); err != nil {
+			return &usageError{err}
+		}
+	}
+	return nil
 }
 
 func experimentList(ctx context.Context, f *Factory, g *experiment.Grid, runs []experiment.Run, results experiment.StoreAt, root string) error {

@@ -96,6 +96,8 @@ func TestExperimentErrors(t *testing.T) {
 		{"bad target", []string{"experiment", "emit", "--to", "pbs", "--out", t.TempDir(), bad}, 2, "--to must be slurm or kubernetes"},
 		{"jobs 0", []string{"experiment", "run", bad, "--jobs", "0"}, 2, "--jobs 0: want 1 or more"},
 		{"threads -1", []string{"experiment", "run", bad, "--threads", "-1"}, 2, "--threads -1: want ≥ 0"},
+		{"jobs huge", []string{"experiment", "run", bad, "--jobs", "100000000"}, 2, "--jobs 100000000: want 1 or more runs at once, at most 1024"},
+		{"threads huge", []string{"experiment", "run", writeGrid(t, cliGrid), "--threads", "100000000"}, 2, "--threads 100000000: want a whole number from 0 to 1024"},
 		{"device typo", []string{"experiment", "run", bad, "--device", "cdua"}, 2, `--device "cdua": want cpu, cuda or cuda:N (N: the device's index); did you mean cuda?`},
 		{"misspelt target", []string{"experiment", "emit", "--to", "slurn", "--out", t.TempDir(), bad}, 2, `got "slurn"; did you mean slurm?`},
 		{"collect nothing there", []string{"experiment", "collect", "/nonexistent/runs"}, 1, "collect: /nonexistent/runs: no such folder"},
