@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lcl-project/lcl/embed"
 	"github.com/lcl-project/lcl/embed/classvec"
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
@@ -219,15 +221,16 @@ func (fl *embedFlags) options() (embed.Options, error) {
 		return o, usagef("--negative %d: want ≥ 1 (only negative sampling is implemented)", o.Negative)
 	case o.MinCount < 0:
 		return o, usagef("--min-count %d: want ≥ 0", o.MinCount)
-	case !(o.Sample >= 0):
-		return o, usagef("--sample %g: want ≥ 0 (0: no down-sampling)", o.Sample)
-	case !(o.Alpha > 0):
-		return o, usagef("--alpha %g: want > 0", o.Alpha)
+	case !(o.Sample >= 0) || math.IsInf(o.Sample, 1):
+		return o, usagef("--sample %g: want a finite value ≥ 0 (0: no down-sampling)", o.Sample)
+	case !(o.Alpha > 0) || math.IsInf(o.Alpha, 1):
+		return o, usagef("--alpha %g: want a finite value > 0", o.Alpha)
 	case !(o.MinAlpha >= 0 && o.MinAlpha <= o.Alpha):
 		return o, usagef("--min-alpha %g: want 0 ≤ min alpha ≤ --alpha (%g)", o.MinAlpha, o.Alpha)
 	}
-	if o.Workers < 1 {
-		return o, usagef("--workers %d: want ≥ 1", fl.workers)
+	if o.Workers < 1 || o.Workers > experiment.MaxProcs {
+		// (one goroutine each: lcl train's bound on its --workers)
+		return o, usagef("--workers %d: want 1 to %d", fl.workers, experiment.MaxProcs)
 	}
 	n := 0
 	for _, s := range []string{fl.corpus, fl.model, fl.vectors} {

@@ -154,6 +154,13 @@ func TestEmbedErrors(t *testing.T) {
 		{[]string{"embed", "--synsets", set, "--dim", "0"}, 2, "--dim 0: want 1 to 65536"},
 		{[]string{"embed", "--synsets", set, "--min-alpha", "1"}, 2, "--min-alpha 1: want 0 ≤ min alpha ≤ --alpha (0.025)"},
 		{[]string{"embed", "--synsets", set, "--mode", "dbw"}, 2, `--mode "dbw": want dbow or dm; did you mean dbow?`},
+		// Numbers are finite, and the workers (goroutines) bounded.
+		{[]string{"embed", "--synsets", set, "--alpha", "Inf"}, 2, "--alpha +Inf: want a finite value > 0"},
+		{[]string{"embed", "--synsets", set, "--alpha", "NaN"}, 2, "--alpha NaN: want a finite value > 0"},
+		{[]string{"embed", "--synsets", set, "--sample", "Inf"}, 2, "--sample +Inf: want a finite value ≥ 0"},
+		{[]string{"embed", "--synsets", set, "--sample", "NaN"}, 2, "--sample NaN: want a finite value ≥ 0"},
+		{[]string{"embed", "--synsets", set, "--min-alpha", "NaN"}, 2, "--min-alpha NaN: want 0 ≤ min alpha ≤ --alpha"},
+		{[]string{"embed", "--synsets", set, "--workers", "100000000"}, 2, "--workers 100000000: want 1 to 1024"},
 		{[]string{"embed", "--synsets", set, "--source", "wordnt"}, 2, "did you mean wordnet?"},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/experiment/trainrun"
 	"github.com/lcl-project/lcl/internal/bounded"
 	"github.com/lcl-project/lcl/internal/suggest"
@@ -131,12 +132,12 @@ func (o *evalOptions) check() error {
 		return &usageError{err}
 	}
 	switch {
-	case o.Batch < 1:
-		return usagef("--batch %d: want ≥ 1", o.Batch)
-	case o.Threads < 0:
-		return usagef("--threads %d: want ≥ 0 (0: libtorch's default)", o.Threads)
-	case o.Workers < 0:
-		return usagef("--workers %d: want ≥ 0 (0: the number of CPUs)", o.Workers)
+	case o.Batch < 1 || o.Batch > trainer.MaxBatch:
+		return usagef("--batch %d: want ≥ 1, at most %d", o.Batch, trainer.MaxBatch)
+	case o.Threads < 0 || o.Threads > experiment.MaxProcs:
+		return usagef("--threads %d: want ≥ 0 (0: libtorch's default), at most %d", o.Threads, experiment.MaxProcs)
+	case o.Workers < 0 || o.Workers > experiment.MaxProcs:
+		return usagef("--workers %d: want ≥ 0 (0: the number of CPUs), at most %d", o.Workers, experiment.MaxProcs)
 	}
 	return nil
 }

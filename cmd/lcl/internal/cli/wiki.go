@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/schollz/progressbar/v3"
@@ -46,6 +47,9 @@ const maxWikiConcurrency = 64
 func (o *wikiOptions) check() error {
 	if o.Concurrency < 1 || o.Concurrency > maxWikiConcurrency {
 		return usagef("--concurrency %d: want 1 to %d (classes resolved at once, and the most API requests in flight)", o.Concurrency, maxWikiConcurrency)
+	}
+	if !(o.MinScore >= 0) || math.IsInf(o.MinScore, 1) {
+		return usagef("--min-score %g: want a finite value ≥ 0 (0: the default, 0.05)", o.MinScore)
 	}
 	if o.Source == "api" {
 		if err := wiki.CheckEndpoint(o.Endpoint); err != nil {

@@ -307,6 +307,15 @@ func TestWikiConcurrencyRange(t *testing.T) {
 	}
 }
 
+// --min-score is a finite score ≥ 0 (NaN accepted no article at all).
+func TestWikiMinScoreRange(t *testing.T) {
+	for _, v := range []string{"NaN", "Inf", "-0.5"} {
+		r := cliRun(t, "--store", t.TempDir(), "wiki", "fetch", "--synsets", "imagenet", "--source", "api", "--min-score", v)
+		want := "--min-score " + map[string]string{"NaN": "NaN", "Inf": "+Inf", "-0.5": "-0.5"}[v] + ": want a finite value ≥ 0"
+		wantOneLine(t, "wiki fetch --min-score "+v, r, ExitUsage, want)
+	}
+}
+
 // --source api with an endpoint that is not a URL is refused before
 // anything opens; one whose port refuses stops at the first refusal. Both
 // took ~94 s of silent retries (issue 48, item 5).
