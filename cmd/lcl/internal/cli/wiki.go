@@ -108,8 +108,8 @@ failed, and the failed classes with their errors (exit status 1 if any).`,
 }
 
 // openSource opens the --source and, for the API, checks that its
-// endpoint answers (wiki.Probe) before anything is stored; the caller
-// closes it.
+// endpoint answers at all (wiki.Probe) before anything is stored; the
+// caller closes it.
 func openSource(ctx context.Context, f *Factory, o *wikiOptions, wn *wordnet.DB) (wiki.Source, error) {
 	src, err := wiki.OpenSource(o.Source, wn, wiki.SourceOptions{Endpoint: o.Endpoint, UserAgent: o.UserAgent,
 		Concurrency: o.Concurrency, Resolve: wiki.ResolveOptions{MinScore: o.MinScore}, OverridesFile: o.Overrides, Logf: f.Logf})
@@ -119,7 +119,9 @@ func openSource(ctx context.Context, f *Factory, o *wikiOptions, wn *wordnet.DB)
 	} else if err != nil {
 		return nil, err
 	}
-	if err := wiki.Probe(ctx, src); err != nil {
+	// A host that cannot be reached is left to the requests, which stop at
+	// its first answer: a fetch whose classes are all stored needs none.
+	if err := wiki.Probe(ctx, src); err != nil && !errors.Is(err, wiki.ErrUnreachable) {
 		src.Close()
 		return nil, err
 	}

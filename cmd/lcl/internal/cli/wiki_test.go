@@ -385,3 +385,27 @@ func TestWikiFetchAPISilentEndpoint(t *testing.T) {
 		t.Errorf("the refused fetch left the store %s (%v)", store, err)
 	}
 }
+
+// The endpoint's probe does not stop a fetch that needs no request: with
+// every class stored, a rerun against a host that cannot be reached (an
+// offline machine) still reports them cached.
+func TestWikiFetchAPICachedOffline(t *testing.T) {
+	pages, labelFile := wikiFixture(t)
+	srv := wikitest.NewAPIServer(pages)
+	store := t.TempDir()
+	code, out, errs := runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", srv.Endpoint())
+	srv.Close()
+	if code != 0 {
+		t.Fatalf("first fetch: exit %d\n%s%s", code, out, errs)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String() + "/w/api.php"
+	l.Close() // the port now refuses
+	code, out, errs = runLCL(context.Background(), t, "--store", store, "wiki", "fetch", "--synsets", labelFile, "--source", "api", "--endpoint", endpoint)
+	if code != 0 || !strings.Contains(out, "fetched 0 (fallback 0), cached 7, failed 0") {
+		t.Errorf("rerun offline: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}
