@@ -3,6 +3,7 @@ package curriculum
 import (
 	"context"
 
+	"github.com/lcl-project/lcl/internal/coefs"
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
 
@@ -76,13 +77,10 @@ type GroupWeight struct {
 //	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log Σ_{c∈g} p_c)
 //	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
-// with τ = KDTemperature (trainer/torch.Coefs, which the trainer converts it
-// to field for field, documents the terms). sdk.Coefs has the same
-// fields in float64 (a plugin's plan; the Bridge converts it).
-type Coefs struct {
-	SoftCE, HardCE, KD, KDTemperature, Mutual float32
-	Group                                     float32 // of Plan.Groups
-}
+// with τ = KDTemperature: the one Go form (internal/coefs, which documents
+// the terms), the same type as a plugin's sdk.Coefs and the engine's
+// trainer/torch.Coefs, so a plan's coefficients pass unconverted.
+type Coefs = coefs.Coefs
 
 // PlanContext tells the planner where the run stands.
 type PlanContext struct {

@@ -120,11 +120,19 @@ func writeClasses(path string, classes []sdk.Class) error {
 func writePreviewCSV(path string, rows []PreviewEpoch) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	w.Write([]string{"stage", "stage_name", "epoch", "mean_entropy", "mean_true_mass", "soft_ce", "hard_ce", "kd", "temperature", "mutual", "group"})
+	// The coefficients' columns are their wire names, in field order.
+	head := []string{"stage", "stage_name", "epoch", "mean_entropy", "mean_true_mass"}
+	for _, t := range (sdk.Coefs{}).Terms() {
+		head = append(head, t.Proto)
+	}
+	w.Write(head)
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 	for _, r := range rows {
-		w.Write([]string{strconv.Itoa(r.Stage), r.StageName, strconv.Itoa(r.Epoch), g(r.Entropy), g(r.TrueMass),
-			g(r.Coefs.SoftCE), g(r.Coefs.HardCE), g(r.Coefs.KD), g(r.Coefs.KDTemperature), g(r.Coefs.Mutual), g(r.Coefs.Group)})
+		rec := []string{strconv.Itoa(r.Stage), r.StageName, strconv.Itoa(r.Epoch), g(r.Entropy), g(r.TrueMass)}
+		for _, t := range r.Coefs.Terms() {
+			rec = append(rec, g(t.Value))
+		}
+		w.Write(rec)
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

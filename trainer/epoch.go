@@ -198,7 +198,7 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 		return err
 	}
 	ep.close()
-	ep.step.Teacher, ep.step.Targets, ep.step.Coefs, ep.step.Groups = teacher, targets, torch.Coefs(plan.Coefs), groups
+	ep.step.Teacher, ep.step.Targets, ep.step.Coefs, ep.step.Groups = teacher, targets, plan.Coefs, groups
 	ep.weights = plan.Weights
 	if ep.weights != nil && ep.wbuf == nil {
 		ep.wbuf = make([]float32, r.cfg.Optim.Batch)

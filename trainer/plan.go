@@ -13,8 +13,8 @@ type (
 	Stage = curriculum.Stage
 	// Plan is what a Planner decides for one epoch (curriculum.Plan).
 	Plan = curriculum.Plan
-	// Coefs weighs the loss terms of a Plan; the step passes it to the
-	// binding as torch.Coefs, which has the same fields.
+	// Coefs weighs the loss terms of a Plan (internal/coefs; torch.Coefs
+	// is the same type).
 	Coefs = curriculum.Coefs
 	// PlanContext tells the planner where the run stands (curriculum.PlanContext).
 	PlanContext = curriculum.PlanContext

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"github.com/lcl-project/lcl/internal/coefs"
 )
 
 // Strategy decides, stage by stage and epoch by epoch, what each training
@@ -232,13 +234,11 @@ type PlanAt struct {
 //	+ Group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)       (Plan.Groups)
 //
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
-// On the wire Coefs is the message Coefficients and KDTemperature its field
-// `temperature` (unrenamed, so plugins in other languages keep their code). The trainer's own
-// (curriculum.Coefs, trainer/torch.Coefs) have the same fields in float32.
-type Coefs struct {
-	SoftCE, HardCE, KD, KDTemperature, Mutual float64
-	Group                                     float64 // of Plan.Groups
-}
+// Coefs is the one Go form of the coefficients (internal/coefs), which the
+// trainer uses too; on the wire it is the message Coefficients (its fields'
+// `proto` tags name them; KDTemperature is `temperature`, unrenamed, so
+// plugins in other languages keep their code).
+type Coefs = coefs.Coefs
 
 // Plan is what to train on for one epoch (or step) of a stage.
 type Plan struct {

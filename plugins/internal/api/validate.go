@@ -85,16 +85,16 @@ func ValidatePlan(p *Plan, c, n, peers int) error {
 		}
 	}
 	co := p.Coefs
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.KDTemperature}, {"mutual", co.Mutual},
-		{"group", co.Group}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", f.name, f.v)
+	weights := 0.0 // the sum of the terms' weights (τ is not one)
+	for _, t := range co.Terms() {
+		if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) || t.Value < 0 {
+			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", t.Proto, t.Value)
+		}
+		if t.Proto != "temperature" {
+			weights += t.Value
 		}
 	}
-	if co.SoftCE+co.HardCE+co.KD+co.Mutual+co.Group == 0 {
+	if weights == 0 {
 		return fmt.Errorf("all loss coefficients are 0")
 	}
 	if co.Group > 0 && p.Groups == nil {
