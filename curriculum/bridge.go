@@ -159,6 +159,9 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	if sp.Groups != nil {
 		out.Groups = toGroups(sp.Groups)
 	}
+	if v := sp.Classifier; v != nil {
+		out.Classifier, out.ClassifierDim = v.Dense().Data, v.Cols
+	}
 	b.bigPlans = false
 	if sp.Targets != nil {
 		out.Targets = sp.Targets.Dense().Data // the plugin's answer itself: not copied

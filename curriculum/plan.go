@@ -45,6 +45,11 @@ type Plan struct {
 	Subset []int
 	// Coefs weighs the loss terms; the zero value means SoftCE = 1.
 	Coefs Coefs
+	// Classifier, when not nil, is a fixed classifier: C×ClassifierDim
+	// class vectors, row-major (sdk.Plan.Classifier), which the trainer maps
+	// into the feature space and fixes the model's head to.
+	Classifier    []float32
+	ClassifierDim int
 	// Groups are the class groups of the group term (Coefs.Group); nil
 	// when the term is off. The trainer puts them on the device with each
 	// plan (dense: at most MaxGroupCells groups × classes).

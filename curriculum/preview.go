@@ -42,8 +42,10 @@ type Preview struct {
 // target of an example of class y; one-hot plans as the identity) as
 // epoch-NNN.npy (in dir/STAGE/ when the strategy has several stages),
 // curriculum.csv (one row per epoch: statistics and loss coefficients),
-// curriculum.png (mean entropy and true-class mass over the epochs) and
-// classes.txt (index, id and name of each row). It stops before a stage
+// curriculum.png (mean entropy and true-class mass over the epochs),
+// classes.txt (index, id and name of each row) and, for a plan with a
+// fixed classifier, its C×k class vectors as classifier.npy (beside the
+// stage's epochs). It stops before a stage
 // that needs the features of a model trained in an earlier stage. Progress,
 // when set, is called after each epoch with the epochs done and their total.
 func WritePreview(ctx context.Context, b *Bridge, dir string, progress func(done, total int)) (*Preview, error) {
@@ -93,6 +95,14 @@ stages:
 				return nil, err
 			}
 			p.Files++
+			// A fixed classifier (haframe) is the same in every epoch's
+			// plan: its class vectors once per stage.
+			if v := plan.Classifier; v != nil && e == 0 {
+				v = v.Dense()
+				if err := npy.WriteFileFloat32(filepath.Join(out, "classifier.npy"), v.Rows, v.Cols, v.Data); err != nil {
+					return nil, err
+				}
+			}
 			h, m := strategy.TargetStats(t)
 			p.Epochs = append(p.Epochs, PreviewEpoch{s, stage.Name, e, h, m, plan.Coefs})
 			if progress != nil {

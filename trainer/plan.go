@@ -42,6 +42,13 @@ func validatePlan(p *Plan, numClasses, numExamples int) error {
 			return fmt.Errorf("plan: class groups: %w", err)
 		}
 	}
+	if p.Classifier != nil && (p.ClassifierDim < 1 || len(p.Classifier) != numClasses*p.ClassifierDim) {
+		return fmt.Errorf("plan: fixed classifier has %d values, want %d rows of %d", len(p.Classifier), numClasses,
+			p.ClassifierDim)
+	}
+	if p.Coefs.Cosine != 0 && p.Classifier == nil {
+		return fmt.Errorf("plan: cosine coefficient %g without a fixed classifier", p.Coefs.Cosine)
+	}
 	if p.Coefs.Group != 0 && p.Groups == nil {
 		return fmt.Errorf("plan: group coefficient %g without class groups", p.Coefs.Group)
 	}

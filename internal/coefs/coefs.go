@@ -24,11 +24,13 @@ import (
 //
 //	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log (p·Mᵀ)_g)
 //	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
+//	+ Cosine·Σ_c (cos(f, V_c) − cos(V_y, V_c))²
 //
 // with T the target matrix row of the label, M and W the class groups'
 // membership and weights, q_τ and p_τ the teacher's and the model's softmax
 // at temperature τ = KDTemperature (≤ 0 means 1), each peer's prediction
-// treated as a constant. Every term is summed over classes; the
+// treated as a constant, f the example's penultimate features and V the
+// plan's fixed classifier (C×d, the model's head). Every term is summed over classes; the
 // batch loss is the mean over examples, or Σ w_i l_i / Σ w_i with
 // per-example weights.
 type Coefs struct {
@@ -41,6 +43,10 @@ type Coefs struct {
 	Mutual        float64 `proto:"mutual" c:"mutual"`
 	// Group weighs the group term of the plan's class groups.
 	Group float64 `proto:"group" c:"group"`
+	// Cosine weighs the cosine term of the plan's fixed classifier V:
+	// Σ_c (cos(f, V_c) − cos(V_y, V_c))², f the example's features
+	// (HAFrame's loss).
+	Cosine float64 `proto:"cosine" c:"cosine"`
 }
 
 // Term is one coefficient: its names on the wire and in the C struct, and

@@ -254,6 +254,13 @@ type Plan struct {
 	// Groups are the class groups of the group term (Coefs.Group), nil
 	// when it is 0. On the wire: the message ClassGroups.
 	Groups *Groups
+	// Classifier, when not nil, is a fixed classifier: C×k class vectors
+	// (row c: class c's), k at most the model's feature width. The trainer
+	// maps them into the feature space by a fixed random orthonormal map
+	// (their norms and cosines kept), sets the model's head (one linear
+	// layer) to them with a zero bias and does not train it. The cosine
+	// term (Coefs.Cosine) needs it.
+	Classifier *Matrix
 }
 
 // Groups are class groups and the weights of their log-probabilities: the

@@ -107,12 +107,17 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	classifier, err := encodeMatrix(p.Classifier, sh)
+	if err != nil {
+		return nil, fmt.Errorf("fixed classifier: %w", err)
+	}
 	out := &pb.Plan{
 		OneHot:       p.Targets == nil,
 		Targets:      targets,
 		Weights:      p.Weights,
 		Coefficients: co,
 		Groups:       toGroups(p.Groups),
+		Classifier:   classifier,
 	}
 	if p.Subset != nil {
 		out.HasSubset = true
@@ -157,6 +162,12 @@ func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 		var err error
 		if out.Groups, err = fromGroups(g); err != nil {
 			return nil, fmt.Errorf("class groups: %w", err)
+		}
+	}
+	if v := p.GetClassifier(); v != nil {
+		var err error
+		if out.Classifier, err = decodeMatrixInto(v, dir, true, nil); err != nil {
+			return nil, fmt.Errorf("fixed classifier: %w", err)
 		}
 	}
 	return out, nil
