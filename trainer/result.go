@@ -14,6 +14,19 @@ import (
 // without a Group, only rank 0 with one.
 func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
 
+// weightsID is the identity the final weights files record: the run's,
+// with the last stage's own architecture when it has one (haframe's
+// frame-model), which lcl.model must name for lcl eval to rebuild it.
+func (r *runner) weightsID() map[string]string {
+	m := r.stages[len(r.stages)-1].Model
+	if m == "" || m == r.cfg.Model {
+		return r.id
+	}
+	id := maps.Clone(r.id)
+	id["model"] = m
+	return id
+}
+
 // finish gathers the run's Result and, on the process that writes Out,
 // writes the final weights and result.json.
 func (r *runner) finish(peers *peerSet) (*Result, error) {
@@ -56,6 +69,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
+	runID := r.weightsID()
 	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
 	// further peers).
 	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
@@ -67,7 +81,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		return path, writeWeights(path, s, id)
 	}
 	for k, m := range peers.models {
-		path, err := weights("", k, m.State(), r.id)
+		path, err := weights("", k, m.State(), runID)
 		if err != nil {
 			return nil, err
 		}
@@ -76,13 +90,13 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 	}
 	for k, m := range peers.emas {
-		if _, err := weights("-ema", k, m.State(), r.id); err != nil {
+		if _, err := weights("-ema", k, m.State(), runID); err != nil {
 			return nil, err
 		}
 	}
 	if r.final != nil {
 		for k, b := range r.sel.best {
-			id := maps.Clone(r.id)
+			id := maps.Clone(runID)
 			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
 			path, err := weights("-best", k, namedState(b.state), id)
 			if err != nil {

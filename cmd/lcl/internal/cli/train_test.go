@@ -691,6 +691,32 @@ func TestTrainHAFrame(t *testing.T) {
 	}
 }
 
+// haframe's frame-model trains another architecture than the run's: the
+// weights record it as their lcl.model, so lcl eval rebuilds them (the
+// run's mlp:hidden=2 could not hold 4 class vectors at all).
+func TestTrainHAFrameFrameModel(t *testing.T) {
+	dir := t.TempDir()
+	sim := filepath.Join(dir, "sim.npy")
+	if err := npy.WriteFile(sim, 4, 4, []float64{1, .5, 0, 0, .5, 1, 0, 0, 0, 0, 1, .5, 0, 0, .5, 1}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if code, out, errs := runLCL(context.Background(), t, "train", "--data", synth, "--model", "mlp:hidden=2", "--epochs", "1",
+		"--batch", "16", "--threads", "1", "--no-store", "--strategy", "haframe", "--matrix", sim,
+		"--param", "frame-model=mlp:hidden=8", "--out", run); code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
+	}
+	weights := filepath.Join(run, "model.safetensors")
+	meta, err := safetensors.ReadMeta(weights)
+	if err != nil || meta["lcl.model"] != "mlp:hidden=8" {
+		t.Fatalf("lcl.model %q (%v), want the stage's mlp:hidden=8", meta["lcl.model"], err)
+	}
+	if code, out, errs := runLCL(context.Background(), t, "eval", "--checkpoint", weights, "--threads", "1"); code != 0 ||
+		!strings.Contains(out, "top-1") {
+		t.Errorf("eval: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
 // checkHAFrameHeads: the heads TestTrainHAFrame trained (the moving
 // average's too) are HAFrame's: a zero bias and class vectors whose cosines
 // are the published S of the distances 1 − s (γ 2).
