@@ -31,9 +31,14 @@ import (
 // With α ≤ 1, β = 1 − α; with α > 1, β = 1 (their mixing_ratio_scheduler's
 // constant schedule).
 //
-// The distance is d = 1 − s of the similarity matrix: on the lca source's
-// height form, s = 1 − height(LCA)/H, d/max d is the LCA height over the
-// highest one's, the distance their code reads (MBM's). lcl's cosine
+// The distance is the single-linkage (cophenetic) distance of d = 1 − s,
+// the hierarchy hxe walks too: on the lca source's height form of a tree,
+// s = 1 − height(LCA)/H, that is d itself, and d/max d the LCA height over
+// the highest one's, the distance their code reads (MBM's). On a DAG's
+// heights (WordNet's, for Quick, Draw!'s classes) d is no ultrametric, and
+// for no s_min is S positive semi-definite (their solver returns +Inf
+// there); its subdominant ultrametric, the tree's heights, always has one.
+// lcl's cosine
 // targets are the cosines of V's rows, which equal S up to the eigenvalues
 // clipped to 0 (at most 1e-6 apart): the engine's cosine term needs the
 // classifier alone.
@@ -76,7 +81,7 @@ func (s *HAFrame) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	if err := sdk.ValidateSimilarity(run.Similarity, c); err != nil {
 		return nil, fmt.Errorf("similarity matrix: %w", err)
 	}
-	S, _, err := HAFrameSimilarity(distances(run.Similarity, c), gamma)
+	S, _, err := HAFrameSimilarity(Subdominant(distances(run.Similarity, c)), gamma)
 	if err != nil {
 		return nil, err
 	}
@@ -192,4 +197,62 @@ func HAFrameVectors(S *mat.SymDense) (*sdk.Matrix, error) {
 		}
 	}
 	return v, nil
+}
+
+// Subdominant is the single-linkage (cophenetic) distance of d: u_ij is the
+// least, over the paths from i to j, of the path's largest step, the
+// largest ultrametric at most d (d itself when d is one, as a tree's LCA
+// heights are). It walks d's minimum spanning tree (Prim's, O(C²)) from
+// every class.
+func Subdominant(d *mat.SymDense) *mat.SymDense {
+	c, _ := d.Dims()
+	in := make([]bool, c)
+	best := make([]float64, c)
+	from := make([]int, c)
+	adj := make([][]int, c)
+	for i := range best {
+		best[i], from[i] = math.Inf(1), -1
+	}
+	best[0] = 0
+	for range c {
+		v := -1
+		for w := range c {
+			if !in[w] && (v < 0 || best[w] < best[v]) {
+				v = w
+			}
+		}
+		in[v] = true
+		if f := from[v]; f >= 0 {
+			adj[v], adj[f] = append(adj[v], f), append(adj[f], v)
+		}
+		for w := range c {
+			if !in[w] && d.At(v, w) < best[w] {
+				best[w], from[w] = d.At(v, w), v
+			}
+		}
+	}
+	u := mat.NewSymDense(c, nil)
+	top := make([]float64, c) // the largest step on the tree path from s
+	stack := make([]int, 0, c)
+	seen := make([]bool, c)
+	for s := range c {
+		clear(seen)
+		top[s], seen[s] = 0, true
+		stack = append(stack[:0], s)
+		for len(stack) > 0 {
+			v := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, w := range adj[v] {
+				if !seen[w] {
+					seen[w] = true
+					top[w] = math.Max(top[v], d.At(v, w))
+					stack = append(stack, w)
+				}
+			}
+		}
+		for w := s + 1; w < c; w++ {
+			u.SetSym(s, w, top[w])
+		}
+	}
+	return u
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,12 +15,16 @@ import (
 
 // haframeNumpy is HAFrame's construction (ltong1130ztr/HAFrame,
 // HAFrame/solve_HAF.py: the exponential-decay map and the search of the
-// minimum similarity), written from its description with numpy's eigh: it
-// prints s_min and S for the distances and γ given.
+// minimum similarity), written from its description with numpy's eigh, on
+// the single-linkage cophenetic distances of D (scipy's): it prints s_min
+// and S for the distances and γ given.
 const haframeNumpy = `
 import json, sys
 import numpy as np
+from scipy.cluster.hierarchy import cophenet, linkage
+from scipy.spatial.distance import squareform
 d = json.loads(sys.argv[1]); D = np.array(d["D"]); gamma = d["gamma"]; C = D.shape[0]
+D = squareform(cophenet(linkage(squareform(D, checks=False), method="single")))
 def S_of(smin): return (1 - smin) * np.exp(-gamma * D / D.max()) + smin
 best = float("inf")
 for s in np.linspace(-1.0 / (C - 1), -1.0, 100):
@@ -28,14 +33,33 @@ for s in np.linspace(-1.0 / (C - 1), -1.0, 100):
 print(json.dumps({"smin": best, "S": S_of(best).tolist()}))
 `
 
-// TestHAFrameMatchesTheirConstruction: on the LCA heights of mbmTaxonomy,
-// s_min and S are numpy's of the published construction, and the plan's
-// class vectors have S as their Gram matrix (their cosines, with unit
-// norms).
+// TestHAFrameMatchesTheirConstruction: on the LCA heights of mbmTaxonomy
+// (a tree: its distances are their own single-linkage distances) and on
+// distances of no tree (random ones), s_min and S are numpy's of the
+// published construction, and the plan's class vectors have S as their
+// Gram matrix (their cosines, with unit norms).
 func TestHAFrameMatchesTheirConstruction(t *testing.T) {
-	py := testdep.PythonModules(t, "numpy")
-	sim := lcaHeightMatrix(t, mbmLeaves)
-	c := len(mbmLeaves)
+	py := testdep.PythonModules(t, "numpy", "scipy")
+	t.Run("tree", func(t *testing.T) { checkHAFrameConstruction(t, py, lcaHeightMatrix(t, mbmLeaves), len(mbmLeaves)) })
+	t.Run("no tree", func(t *testing.T) { checkHAFrameConstruction(t, py, symmetricRandomSimilarity(9, 7), 9) })
+}
+
+// symmetricRandomSimilarity is a symmetric c×c similarity with a unit diagonal and
+// uniform off-diagonal values in [0, 1): distances of no tree.
+func symmetricRandomSimilarity(c int, seed uint64) *sdk.Matrix {
+	r := rand.New(rand.NewPCG(seed, 1))
+	m := sdk.NewMatrix(c, c)
+	for i := range c {
+		m.Data[i*c+i] = 1
+		for j := i + 1; j < c; j++ {
+			v := float32(r.Float64())
+			m.Data[i*c+j], m.Data[j*c+i] = v, v
+		}
+	}
+	return m
+}
+
+func checkHAFrameConstruction(t *testing.T, py *testdep.Py, sim *sdk.Matrix, c int) {
 	D := make([][]float64, c)
 	for i := range D {
 		D[i] = make([]float64, c)
@@ -54,7 +78,7 @@ func TestHAFrameMatchesTheirConstruction(t *testing.T) {
 		if err := json.Unmarshal([]byte(py.Run(haframeNumpy, string(arg))), &ref); err != nil {
 			t.Fatal(err)
 		}
-		S, smin, err := HAFrameSimilarity(distances(sim, c), gamma)
+		S, smin, err := HAFrameSimilarity(Subdominant(distances(sim, c)), gamma)
 		if err != nil {
 			t.Fatal(err)
 		}
