@@ -69,7 +69,6 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
-	runID := r.weightsID()
 	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
 	// further peers).
 	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
@@ -81,7 +80,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		return path, writeWeights(path, s, id)
 	}
 	for k, m := range peers.models {
-		path, err := weights("", k, m.State(), runID)
+		path, err := weights("", k, m.State(), r.weightsID())
 		if err != nil {
 			return nil, err
 		}
@@ -90,13 +89,13 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 	}
 	for k, m := range peers.emas {
-		if _, err := weights("-ema", k, m.State(), runID); err != nil {
+		if _, err := weights("-ema", k, m.State(), r.weightsID()); err != nil {
 			return nil, err
 		}
 	}
 	if r.final != nil {
 		for k, b := range r.sel.best {
-			id := maps.Clone(runID)
+			id := maps.Clone(r.weightsID())
 			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
 			path, err := weights("-best", k, namedState(b.state), id)
 			if err != nil {

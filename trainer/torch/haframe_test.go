@@ -53,17 +53,7 @@ func TestHAFrameLossMatchesPyTorch(t *testing.T) {
 	x := lossref.Normal32(r, n*in)
 	y := []int64{0, 1, 2, 3, 1, 0}
 	V := lossref.Normal32(r, c*d)
-	S := make([]float64, c*c) // the cosines of V's rows
-	for a := range c {
-		for b := range c {
-			var ab, aa, bb float64
-			for k := range d {
-				va, vb := float64(V[a*d+k]), float64(V[b*d+k])
-				ab, aa, bb = ab+va*vb, aa+va*va, bb+vb*vb
-			}
-			S[a*c+b] = ab / math.Sqrt(aa*bb)
-		}
-	}
+	S := rowCosines(V, c, d)
 	for _, tc := range []struct {
 		name        string
 		beta, alpha float64
@@ -131,6 +121,22 @@ func TestHAFrameLossMatchesPyTorch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rowCosines are the pairwise cosines of the c rows of v (d values each).
+func rowCosines(v []float32, c, d int) []float64 {
+	S := make([]float64, c*c)
+	for a := range c {
+		for b := range c {
+			var ab, aa, bb float64
+			for k := range d {
+				va, vb := float64(v[a*d+k]), float64(v[b*d+k])
+				ab, aa, bb = ab+va*vb, aa+va*va, bb+vb*vb
+			}
+			S[a*c+b] = ab / math.Sqrt(aa*bb)
+		}
+	}
+	return S
 }
 
 // rows64 is v as c rows.
