@@ -155,11 +155,12 @@ func (b *Bridge) Plan(ctx context.Context, pc PlanContext) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	c := sp.Coefs
-	out := Plan{Subset: sp.Subset, Coefs: Coefs{SoftCE: float32(c.SoftCE), HardCE: float32(c.HardCE),
-		KD: float32(c.KD), KDTemperature: float32(c.KDTemperature), Mutual: float32(c.Mutual), Group: float32(c.Group)}}
+	out := Plan{Subset: sp.Subset, Coefs: sp.Coefs}
 	if sp.Groups != nil {
 		out.Groups = toGroups(sp.Groups)
+	}
+	if v := sp.Classifier; v != nil {
+		out.Classifier, out.ClassifierDim = v.Dense().Data, v.Cols
 	}
 	b.bigPlans = false
 	if sp.Targets != nil {

@@ -3,6 +3,7 @@ package curriculum
 import (
 	"context"
 
+	"github.com/lcl-project/lcl/internal/coefs"
 	"github.com/lcl-project/lcl/plugins/sdk"
 )
 
@@ -44,6 +45,11 @@ type Plan struct {
 	Subset []int
 	// Coefs weighs the loss terms; the zero value means SoftCE = 1.
 	Coefs Coefs
+	// Classifier, when not nil, is a fixed classifier: C×ClassifierDim
+	// class vectors, row-major (sdk.Plan.Classifier), which the trainer maps
+	// into the feature space and fixes the model's head to.
+	Classifier    []float32
+	ClassifierDim int
 	// Groups are the class groups of the group term (Coefs.Group); nil
 	// when the term is off. The trainer puts them on the device with each
 	// plan (dense: at most MaxGroupCells groups × classes).
@@ -76,13 +82,10 @@ type GroupWeight struct {
 //	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log Σ_{c∈g} p_c)
 //	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //
-// with τ = KDTemperature (trainer/torch.Coefs, which the trainer converts it
-// to field for field, documents the terms). sdk.Coefs has the same
-// fields in float64 (a plugin's plan; the Bridge converts it).
-type Coefs struct {
-	SoftCE, HardCE, KD, KDTemperature, Mutual float32
-	Group                                     float32 // of Plan.Groups
-}
+// with τ = KDTemperature: the one Go form (internal/coefs, which documents
+// the terms), the same type as a plugin's sdk.Coefs and the engine's
+// trainer/torch.Coefs, so a plan's coefficients pass unconverted.
+type Coefs = coefs.Coefs
 
 // PlanContext tells the planner where the run stands.
 type PlanContext struct {

@@ -42,8 +42,10 @@ type Preview struct {
 // target of an example of class y; one-hot plans as the identity) as
 // epoch-NNN.npy (in dir/STAGE/ when the strategy has several stages),
 // curriculum.csv (one row per epoch: statistics and loss coefficients),
-// curriculum.png (mean entropy and true-class mass over the epochs) and
-// classes.txt (index, id and name of each row). It stops before a stage
+// curriculum.png (mean entropy and true-class mass over the epochs),
+// classes.txt (index, id and name of each row) and, for a plan with a
+// fixed classifier, its C×k class vectors as classifier.npy (beside the
+// stage's epochs). It stops before a stage
 // that needs the features of a model trained in an earlier stage. Progress,
 // when set, is called after each epoch with the epochs done and their total.
 func WritePreview(ctx context.Context, b *Bridge, dir string, progress func(done, total int)) (*Preview, error) {
@@ -93,6 +95,14 @@ stages:
 				return nil, err
 			}
 			p.Files++
+			// A fixed classifier (haframe) is the same in every epoch's
+			// plan: its class vectors once per stage.
+			if v := plan.Classifier; v != nil && e == 0 {
+				v = v.Dense()
+				if err := npy.WriteFileFloat32(filepath.Join(out, "classifier.npy"), v.Rows, v.Cols, v.Data); err != nil {
+					return nil, err
+				}
+			}
 			h, m := strategy.TargetStats(t)
 			p.Epochs = append(p.Epochs, PreviewEpoch{s, stage.Name, e, h, m, plan.Coefs})
 			if progress != nil {
@@ -120,11 +130,19 @@ func writeClasses(path string, classes []sdk.Class) error {
 func writePreviewCSV(path string, rows []PreviewEpoch) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	w.Write([]string{"stage", "stage_name", "epoch", "mean_entropy", "mean_true_mass", "soft_ce", "hard_ce", "kd", "temperature", "mutual", "group"})
+	// The coefficients' columns are their wire names, in field order.
+	head := []string{"stage", "stage_name", "epoch", "mean_entropy", "mean_true_mass"}
+	for _, t := range (sdk.Coefs{}).Terms() {
+		head = append(head, t.Proto)
+	}
+	w.Write(head)
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 	for _, r := range rows {
-		w.Write([]string{strconv.Itoa(r.Stage), r.StageName, strconv.Itoa(r.Epoch), g(r.Entropy), g(r.TrueMass),
-			g(r.Coefs.SoftCE), g(r.Coefs.HardCE), g(r.Coefs.KD), g(r.Coefs.KDTemperature), g(r.Coefs.Mutual), g(r.Coefs.Group)})
+		rec := []string{strconv.Itoa(r.Stage), r.StageName, strconv.Itoa(r.Epoch), g(r.Entropy), g(r.TrueMass)}
+		for _, t := range r.Coefs.Terms() {
+			rec = append(rec, g(t.Value))
+		}
+		w.Write(rec)
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

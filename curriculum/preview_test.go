@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/lcl-project/lcl/curriculum"
@@ -108,5 +109,39 @@ func TestWritePreviewStages(t *testing.T) {
 				t.Errorf("%s: %v", c.name, err)
 			}
 		}
+	}
+}
+
+// A plan with a fixed classifier (haframe) writes its class vectors once,
+// as classifier.npy, and its cosine coefficient in curriculum.csv.
+func TestWritePreviewClassifier(t *testing.T) {
+	ctx := context.Background()
+	st, info := newBuiltin(t, "haframe")
+	b, err := curriculum.New(ctx, st, curriculum.Run{Info: info, Classes: threeClasses(), Similarity: workedExample(),
+		Labels: []int{0, 1, 2}, Epochs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := curriculum.WritePreview(ctx, b, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, c, v, err := npy.ReadFile(filepath.Join(dir, "classifier.npy"))
+	if err != nil || r != 3 || c != 3 {
+		t.Fatalf("classifier.npy: %d×%d %v", r, c, err)
+	}
+	for i := range 3 { // unit class vectors: the diagonal of S is 1
+		n := v[i*3]*v[i*3] + v[i*3+1]*v[i*3+1] + v[i*3+2]*v[i*3+2]
+		if math.Abs(n-1) > 1e-6 {
+			t.Errorf("class vector %d has squared norm %g, want 1", i, n)
+		}
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "curriculum.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(text)), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",group,cosine") || !strings.HasSuffix(lines[1], ",0,0.4") {
+		t.Errorf("curriculum.csv:\n%s", text)
 	}
 }

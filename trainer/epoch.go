@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lcl-project/lcl/curriculum"
@@ -59,6 +60,11 @@ func (r *runner) runEpoch(ctx context.Context, peers *peerSet, p position) (*cla
 		return nil, err
 	}
 	defer ep.close()
+	if r.openDir != nil {
+		if err := r.openDir(); err != nil {
+			return nil, err
+		}
+	}
 	err = ep.train()
 	if errors.Is(err, errStop) || ctx.Err() != nil {
 		return nil, ep.canceled()
@@ -165,6 +171,24 @@ func (ep *epoch) groupTensors(g *curriculum.Groups) (*torch.Groups, error) {
 	return &torch.Groups{Members: members, Weights: weights}, nil
 }
 
+// fixHeads sets every peer's head, and its moving average's (which would
+// otherwise keep its initial head for thousands of steps), to the plan's
+// fixed classifier, mapped into the peer's feature space (fixedHeads).
+func (ep *epoch) fixHeads(plan Plan) error {
+	c := ep.r.cfg.Train.NumClasses()
+	for _, m := range append(slices.Clip(ep.step.Models), ep.peers.emas...) {
+		d := m.FeatureDim()
+		v, err := ep.r.fixed.embed(plan.Classifier, c, plan.ClassifierDim, d, ep.r.cfg.Seed)
+		if err == nil {
+			err = m.FixHead(v, c, d)
+		}
+		if err != nil {
+			return ep.errorf("%w", err)
+		}
+	}
+	return nil
+}
+
 // errorf prefixes the error with the stage and the (1-based) epoch.
 func (ep *epoch) errorf(format string, a ...any) error {
 	return fmt.Errorf("trainer: stage %q epoch %d: "+format, append([]any{ep.stage.Name, ep.p.Epoch + 1}, a...)...)
@@ -180,6 +204,11 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 	if plan.Coefs.KD != 0 {
 		if teacher = r.finished[ep.stage.Teacher]; teacher == nil {
 			return fmt.Errorf("trainer: stage %q: distillation without a teacher stage", ep.stage.Name)
+		}
+	}
+	if plan.Classifier != nil {
+		if err := ep.fixHeads(plan); err != nil {
+			return err
 		}
 	}
 	var targets *torch.Tensor
@@ -198,7 +227,7 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 		return err
 	}
 	ep.close()
-	ep.step.Teacher, ep.step.Targets, ep.step.Coefs, ep.step.Groups = teacher, targets, torch.Coefs(plan.Coefs), groups
+	ep.step.Teacher, ep.step.Targets, ep.step.Coefs, ep.step.Groups = teacher, targets, plan.Coefs, groups
 	ep.weights = plan.Weights
 	if ep.weights != nil && ep.wbuf == nil {
 		ep.wbuf = make([]float32, r.cfg.Optim.Batch)

@@ -45,6 +45,8 @@ type runner struct {
 	// openDir opens metrics.jsonl and the sink before the first epoch;
 	// nil once it has (or before the run starts).
 	openDir func() error
+	// fixed caches a plan's fixed classifier in the models' feature space.
+	fixed fixedHeads
 }
 
 // Run trains as cfg says. On cancellation it writes a checkpoint (unless
@@ -155,8 +157,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	// The run directory is written once the first stage's models are
-	// built (runStage): what the engine, the models or --init refuse
-	// leaves nothing on disk.
+	// built and its first epoch's plan is in force (runEpoch): what the
+	// engine, the models, --init or the plan refuse (a fixed classifier
+	// the model cannot take) leaves nothing on disk.
 	r.openDir = func() error {
 		r.openDir = nil
 		if err := r.openMetrics(resumed); err != nil {
@@ -205,11 +208,6 @@ func (r *runner) runStage(ctx context.Context, s int, pos position, resumed *che
 	}
 	if err := r.syncPeers(peers); err != nil {
 		return nil, err
-	}
-	if r.openDir != nil {
-		if err := r.openDir(); err != nil {
-			return nil, err
-		}
 	}
 	start := 0
 	// prev is the class probabilities of the stage's last finished epoch

@@ -13,8 +13,8 @@ type (
 	Stage = curriculum.Stage
 	// Plan is what a Planner decides for one epoch (curriculum.Plan).
 	Plan = curriculum.Plan
-	// Coefs weighs the loss terms of a Plan; the step passes it to the
-	// binding as torch.Coefs, which has the same fields.
+	// Coefs weighs the loss terms of a Plan (internal/coefs; torch.Coefs
+	// is the same type).
 	Coefs = curriculum.Coefs
 	// PlanContext tells the planner where the run stands (curriculum.PlanContext).
 	PlanContext = curriculum.PlanContext
@@ -41,6 +41,13 @@ func validatePlan(p *Plan, numClasses, numExamples int) error {
 		if err := validateGroups(g, numClasses); err != nil {
 			return fmt.Errorf("plan: class groups: %w", err)
 		}
+	}
+	if p.Classifier != nil && (p.ClassifierDim < 1 || len(p.Classifier) != numClasses*p.ClassifierDim) {
+		return fmt.Errorf("plan: fixed classifier has %d values, want %d rows of %d", len(p.Classifier), numClasses,
+			p.ClassifierDim)
+	}
+	if p.Coefs.Cosine != 0 && p.Classifier == nil {
+		return fmt.Errorf("plan: cosine coefficient %g without a fixed classifier", p.Coefs.Cosine)
 	}
 	if p.Coefs.Group != 0 && p.Groups == nil {
 		return fmt.Errorf("plan: group coefficient %g without class groups", p.Coefs.Group)

@@ -14,6 +14,19 @@ import (
 // without a Group, only rank 0 with one.
 func (r *runner) writer() bool { return r.cfg.Group == nil || r.cfg.Group.Rank() == 0 }
 
+// weightsID is the identity the final weights files record: the run's,
+// with the last stage's own architecture when it has one (haframe's
+// frame-model), which lcl.model must name for lcl eval to rebuild it.
+func (r *runner) weightsID() map[string]string {
+	m := r.stages[len(r.stages)-1].Model
+	if m == "" || m == r.cfg.Model {
+		return r.id
+	}
+	id := maps.Clone(r.id)
+	id["model"] = m
+	return id
+}
+
 // finish gathers the run's Result and, on the process that writes Out,
 // writes the final weights and result.json.
 func (r *runner) finish(peers *peerSet) (*Result, error) {
@@ -67,7 +80,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		return path, writeWeights(path, s, id)
 	}
 	for k, m := range peers.models {
-		path, err := weights("", k, m.State(), r.id)
+		path, err := weights("", k, m.State(), r.weightsID())
 		if err != nil {
 			return nil, err
 		}
@@ -76,13 +89,13 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 	}
 	for k, m := range peers.emas {
-		if _, err := weights("-ema", k, m.State(), r.id); err != nil {
+		if _, err := weights("-ema", k, m.State(), r.weightsID()); err != nil {
 			return nil, err
 		}
 	}
 	if r.final != nil {
 		for k, b := range r.sel.best {
-			id := maps.Clone(r.id)
+			id := maps.Clone(r.weightsID())
 			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
 			path, err := weights("-best", k, namedState(b.state), id)
 			if err != nil {

@@ -24,13 +24,14 @@ package lossref
 import (
 	"fmt"
 	"math"
+
+	"github.com/lcl-project/lcl/internal/coefs"
 )
 
-// Coefs weighs the terms; KDTemperature is τ (≤ 0 means 1). The same fields
-// as trainer/torch.Coefs, curriculum.Coefs and sdk.Coefs, in float64.
-type Coefs struct {
-	SoftCE, HardCE, KD, KDTemperature, Mutual float64
-}
+// Coefs weighs the terms; KDTemperature is τ (≤ 0 means 1). The one Go form
+// (internal/coefs); a term this reference does not compute (the group term,
+// tested against its own reference) is refused, not dropped.
+type Coefs = coefs.Coefs
 
 // Input is one model's batch.
 type Input struct {
@@ -110,6 +111,15 @@ func Loss(in Input) (float64, [][]float64, error) {
 
 // check refuses an Input whose parts disagree on the number of examples.
 func (in Input) check() error {
+	for _, t := range in.Coefs.Terms() {
+		switch t.Proto {
+		case "soft_ce", "hard_ce", "kd", "temperature", "mutual":
+		default:
+			if t.Value != 0 {
+				return fmt.Errorf("lossref: coefficient %s = %g: not a term of this reference", t.Proto, t.Value)
+			}
+		}
+	}
 	n := len(in.Logits)
 	if n == 0 || len(in.Labels) != n {
 		return fmt.Errorf("lossref: %d logit rows and %d labels", n, len(in.Labels))

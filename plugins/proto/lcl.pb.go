@@ -844,6 +844,7 @@ func (x *PlanRequest) GetClassCounts() []int64 {
 //	+ kd·T²·KL(softmax(teacher/T) ‖ softmax(student/T))
 //	+ mutual·mean_peers KL(p_peer ‖ p_self)   (peers detached)
 //	+ group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)    (Plan.groups)
+//	+ cosine·Σ_c (cos(f, V_c) − cos(V_y, V_c))²   (Plan.classifier V; f the features)
 //
 // with per-example weights w the batch loss is Σ w·l / Σ w.
 type Coefficients struct {
@@ -854,6 +855,7 @@ type Coefficients struct {
 	Temperature   float64                `protobuf:"fixed64,4,opt,name=temperature,proto3" json:"temperature,omitempty"` // the KD temperature T (KDTemperature in Go)
 	Mutual        float64                `protobuf:"fixed64,5,opt,name=mutual,proto3" json:"mutual,omitempty"`
 	Group         float64                `protobuf:"fixed64,6,opt,name=group,proto3" json:"group,omitempty"`
+	Cosine        float64                `protobuf:"fixed64,7,opt,name=cosine,proto3" json:"cosine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -930,15 +932,28 @@ func (x *Coefficients) GetGroup() float64 {
 	return 0
 }
 
+func (x *Coefficients) GetCosine() float64 {
+	if x != nil {
+		return x.Cosine
+	}
+	return 0
+}
+
 type Plan struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	OneHot        bool                   `protobuf:"varint,1,opt,name=one_hot,json=oneHot,proto3" json:"one_hot,omitempty"` // targets are one-hot; `targets` is absent
-	Targets       *Matrix                `protobuf:"bytes,2,opt,name=targets,proto3" json:"targets,omitempty"`              // C×C; row y is the target of an example of class y
-	Weights       []float64              `protobuf:"fixed64,3,rep,packed,name=weights,proto3" json:"weights,omitempty"`     // per-example loss weights, empty = all 1
-	HasSubset     bool                   `protobuf:"varint,4,opt,name=has_subset,json=hasSubset,proto3" json:"has_subset,omitempty"`
-	Subset        []int32                `protobuf:"varint,5,rep,packed,name=subset,proto3" json:"subset,omitempty"` // example indices trained this epoch (when has_subset)
-	Coefficients  *Coefficients          `protobuf:"bytes,6,opt,name=coefficients,proto3" json:"coefficients,omitempty"`
-	Groups        *ClassGroups           `protobuf:"bytes,7,opt,name=groups,proto3" json:"groups,omitempty"` // the class groups of the group term (coefficients.group); absent when it is 0
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	OneHot       bool                   `protobuf:"varint,1,opt,name=one_hot,json=oneHot,proto3" json:"one_hot,omitempty"` // targets are one-hot; `targets` is absent
+	Targets      *Matrix                `protobuf:"bytes,2,opt,name=targets,proto3" json:"targets,omitempty"`              // C×C; row y is the target of an example of class y
+	Weights      []float64              `protobuf:"fixed64,3,rep,packed,name=weights,proto3" json:"weights,omitempty"`     // per-example loss weights, empty = all 1
+	HasSubset    bool                   `protobuf:"varint,4,opt,name=has_subset,json=hasSubset,proto3" json:"has_subset,omitempty"`
+	Subset       []int32                `protobuf:"varint,5,rep,packed,name=subset,proto3" json:"subset,omitempty"` // example indices trained this epoch (when has_subset)
+	Coefficients *Coefficients          `protobuf:"bytes,6,opt,name=coefficients,proto3" json:"coefficients,omitempty"`
+	Groups       *ClassGroups           `protobuf:"bytes,7,opt,name=groups,proto3" json:"groups,omitempty"` // the class groups of the group term (coefficients.group); absent when it is 0
+	// A fixed classifier: C×k class vectors (row c: class c's), k ≤ the
+	// model's feature width; the trainer embeds them in the feature space by
+	// a fixed random orthonormal map (their cosines kept), sets the model's
+	// last layer to them with a zero bias and does not train it. Absent: the
+	// model's own, trained. Needed by coefficients.cosine.
+	Classifier    *Matrix `protobuf:"bytes,8,opt,name=classifier,proto3" json:"classifier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1018,6 +1033,13 @@ func (x *Plan) GetCoefficients() *Coefficients {
 func (x *Plan) GetGroups() *ClassGroups {
 	if x != nil {
 		return x.Groups
+	}
+	return nil
+}
+
+func (x *Plan) GetClassifier() *Matrix {
+	if x != nil {
+		return x.Classifier
 	}
 	return nil
 }
@@ -1562,14 +1584,15 @@ const file_lcl_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12&\n" +
 	"\x0fclass_prob_sums\x18\x04 \x03(\x01R\rclassProbSums\x12!\n" +
-	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\xa0\x01\n" +
+	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\xb8\x01\n" +
 	"\fCoefficients\x12\x17\n" +
 	"\asoft_ce\x18\x01 \x01(\x01R\x06softCe\x12\x17\n" +
 	"\ahard_ce\x18\x02 \x01(\x01R\x06hardCe\x12\x0e\n" +
 	"\x02kd\x18\x03 \x01(\x01R\x02kd\x12 \n" +
 	"\vtemperature\x18\x04 \x01(\x01R\vtemperature\x12\x16\n" +
 	"\x06mutual\x18\x05 \x01(\x01R\x06mutual\x12\x14\n" +
-	"\x05group\x18\x06 \x01(\x01R\x05group\"\x96\x02\n" +
+	"\x05group\x18\x06 \x01(\x01R\x05group\x12\x16\n" +
+	"\x06cosine\x18\a \x01(\x01R\x06cosine\"\xcd\x02\n" +
 	"\x04Plan\x12\x17\n" +
 	"\aone_hot\x18\x01 \x01(\bR\x06oneHot\x12/\n" +
 	"\atargets\x18\x02 \x01(\v2\x15.lcl.plugin.v1.MatrixR\atargets\x12\x18\n" +
@@ -1578,7 +1601,10 @@ const file_lcl_proto_rawDesc = "" +
 	"has_subset\x18\x04 \x01(\bR\thasSubset\x12\x16\n" +
 	"\x06subset\x18\x05 \x03(\x05R\x06subset\x12?\n" +
 	"\fcoefficients\x18\x06 \x01(\v2\x1b.lcl.plugin.v1.CoefficientsR\fcoefficients\x122\n" +
-	"\x06groups\x18\a \x01(\v2\x1a.lcl.plugin.v1.ClassGroupsR\x06groups\"\xc9\x01\n" +
+	"\x06groups\x18\a \x01(\v2\x1a.lcl.plugin.v1.ClassGroupsR\x06groups\x125\n" +
+	"\n" +
+	"classifier\x18\b \x01(\v2\x15.lcl.plugin.v1.MatrixR\n" +
+	"classifier\"\xc9\x01\n" +
 	"\vClassGroups\x12\x16\n" +
 	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12!\n" +
 	"\fmember_group\x18\x02 \x03(\x05R\vmemberGroup\x12!\n" +
@@ -1683,31 +1709,32 @@ var file_lcl_proto_depIdxs = []int32{
 	2,  // 7: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
 	11, // 8: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
 	13, // 9: lcl.plugin.v1.Plan.groups:type_name -> lcl.plugin.v1.ClassGroups
-	20, // 10: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
-	1,  // 11: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
-	4,  // 12: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
-	5,  // 13: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
-	21, // 14: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
-	17, // 15: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
-	0,  // 16: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
-	7,  // 17: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
-	10, // 18: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
-	14, // 19: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
-	15, // 20: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
-	0,  // 21: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
-	18, // 22: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
-	6,  // 23: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
-	9,  // 24: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
-	12, // 25: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
-	0,  // 26: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
-	0,  // 27: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
-	16, // 28: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
-	2,  // 29: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
-	23, // [23:30] is the sub-list for method output_type
-	16, // [16:23] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	2,  // 10: lcl.plugin.v1.Plan.classifier:type_name -> lcl.plugin.v1.Matrix
+	20, // 11: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
+	1,  // 12: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
+	4,  // 13: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
+	5,  // 14: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
+	21, // 15: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	17, // 16: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
+	0,  // 17: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
+	7,  // 18: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
+	10, // 19: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
+	14, // 20: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
+	15, // 21: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
+	0,  // 22: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
+	18, // 23: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
+	6,  // 24: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
+	9,  // 25: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
+	12, // 26: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
+	0,  // 27: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
+	0,  // 28: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
+	16, // 29: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
+	2,  // 30: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
+	24, // [24:31] is the sub-list for method output_type
+	17, // [17:24] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_lcl_proto_init() }

@@ -24,6 +24,7 @@ func builtins() map[string]func() sdk.Strategy {
 		"ols":      func() sdk.Strategy { return &OLS{} },
 		"hxe":      func() sdk.Strategy { return &HXE{} },
 		"soft":     func() sdk.Strategy { return &Soft{} },
+		"haframe":  func() sdk.Strategy { return &HAFrame{} },
 	}
 }
 

@@ -186,3 +186,15 @@ func cbool(b bool) C.int32_t {
 	}
 	return 0
 }
+
+// cCoefs is c as the C struct lt_coefs, whose fields are all C floats in the
+// order of Coefs' fields (TestCoefsMatchHeader holds shim.h to that, and
+// TestCCoefsSize the struct's size), so a new term needs no line here.
+func cCoefs(c Coefs) C.lt_coefs {
+	var out C.lt_coefs
+	copy(unsafe.Slice((*float32)(unsafe.Pointer(&out)), cCoefsLen()), c.Float32s())
+	return out
+}
+
+// cCoefsLen is the number of floats lt_coefs holds.
+func cCoefsLen() int { return int(unsafe.Sizeof(C.lt_coefs{}) / unsafe.Sizeof(C.float(0))) }

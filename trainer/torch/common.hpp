@@ -39,6 +39,9 @@ struct Net : nn::Module {
 		return head(ff);
 	}
 	int64_t feature_dim = 0;
+	// single_linear_head is the head's linear layer when the head is that
+	// layer alone (the layer a fixed classifier replaces); empty otherwise.
+	virtual nn::Linear single_linear_head() { return nn::Linear{nullptr}; }
 };
 
 
@@ -126,6 +129,7 @@ struct lt_model {
 	int64_t num_classes = 0;
 	lt_state state;             // parameters, then buffers (index_state)
 	bool channels_last = false; // parameters in channels-last format (amp.hpp)
+	Tensor fixed_head;          // the head's weight when lt_model_fix_head fixed it (C×d), else undefined
 
 	// index_state lists the network's parameters, then its buffers, in
 	// state: the table holds the tensors by handle, so it is listed again

@@ -167,8 +167,7 @@ func (e *Engine) Train(s *Step, lossScale float64) (skipped int, err error) {
 		}
 		defer s.Group.release()
 	}
-	coefs := C.lt_coefs{soft: C.float(s.Coefs.SoftCE), hard: C.float(s.Coefs.HardCE), kd: C.float(s.Coefs.KD),
-		kd_temp: C.float(s.Coefs.KDTemperature), mutual: C.float(s.Coefs.Mutual), group: C.float(s.Coefs.Group)}
+	coefs := cCoefs(s.Coefs)
 	var mix *C.lt_mix
 	if m := s.Mix; m != nil {
 		mix = &C.lt_mix{lam: C.double(m.Lam), y0: C.int32_t(m.Y0), y1: C.int32_t(m.Y1), x0: C.int32_t(m.X0), x1: C.int32_t(m.X1)}

@@ -75,15 +75,42 @@ inline Groups groups_of(const lt_groups *gl, int64_t C, const lt_coefs &c, torch
 	return Groups{M, W};
 }
 
+// Fixed is what the cosine term takes: the model's features F (N×d,
+// float32) and its fixed head V (C×d; lt_model_fix_head); undefined when
+// the term is off.
+struct Fixed {
+	Tensor F, V;
+};
+
+// cosine_term is Σ_c (cos(f, V_c) − cos(V_y, V_c))² per example: the
+// squared gap between the cosines of the features with the class vectors
+// and those of the label's own vector (HAFrame's loss, whose targets are
+// the pairwise cosines the vectors were built with). With mixing the
+// label's term is blended with the mirrored label's, as every label term
+// is. A zero feature row has cosine 0 with every class (the norm is
+// clamped at 1e-8, as torch.nn.functional.cosine_similarity clamps).
+inline Tensor cosine_term(const Fixed &fx, const Labels &L) {
+	if (!fx.F.defined() || !fx.V.defined())
+		throw std::invalid_argument("cosine coefficient set without a fixed classifier");
+	auto V = fx.V.to(fx.F.scalar_type());
+	auto Vn = V / V.norm(2, 1, true).clamp_min(1e-8);
+	auto cosF = (fx.F / fx.F.norm(2, 1, true).clamp_min(1e-8)).matmul(Vn.t());
+	auto G = Vn.matmul(Vn.t()).detach();
+	auto term = (cosF - G.index_select(0, L.Y)).pow(2).sum(1);
+	if (L.mixed()) term = blend(term, (cosF - G.index_select(0, L.Yb)).pow(2).sum(1), L.lam);
+	return term;
+}
+
 // per_example_loss is the per-example loss of peer self from its logits:
 // the weighted sum of the soft-target CE against the rows L.T, the one-hot
 // CE against the labels L.Y, the group term against the class groups G
 // (with mixing, those of L.Yb too, weighted by L.lam), the distillation KL
 // against the teacher's logits and the mutual KL against the other peers'
-// probabilities (constants; entry self of peer_probs is skipped), each
-// summed over classes.
+// probabilities (constants; entry self of peer_probs is skipped) and the
+// cosine term of the fixed classifier fx, each summed over classes.
 inline Tensor per_example_loss(const Tensor &logits, const Labels &L, const lt_coefs &c, const Groups &G,
-                               const Tensor &tlogits, const std::vector<Tensor> &peer_probs, int self) {
+                               const Tensor &tlogits, const std::vector<Tensor> &peer_probs, int self,
+                               const Fixed &fx = Fixed{}) {
 	auto logp = torch::log_softmax(logits, 1);
 	Tensor per = torch::zeros({logits.size(0)}, logits.options());
 	if (c.soft != 0) per = per - c.soft * (L.T * logp).sum(1);
@@ -93,6 +120,7 @@ inline Tensor per_example_loss(const Tensor &logits, const Labels &L, const lt_c
 		per = per - c.hard * h;
 	}
 	if (c.group != 0) per = per - c.group * group_log_probs(logp, L, G);
+	if (c.cosine != 0) per = per + c.cosine * cosine_term(fx, L);
 	if (c.kd != 0) {
 		if (!tlogits.defined()) throw std::invalid_argument("distillation coefficient set without a teacher");
 		double t = c.kd_temp > 0 ? c.kd_temp : 1.0;

@@ -219,6 +219,25 @@ func (m *Model) ChannelsLast() error {
 	return call(op, func(e **C.char) C.int32_t { return C.lt_model_channels_last(c, e) }, m)
 }
 
+// FixHead sets the model's head, which must be one linear layer, to the
+// classes×FeatureDim matrix v (row c: class c's vector) with a zero bias and
+// stops training it: a fixed classifier (HAFrame's). The cosine term of
+// Coefs takes its class vectors from here. Setting the same v again (every
+// epoch's plan does, also after a resume) changes nothing.
+func (m *Model) FixHead(v []float32, classes, dim int) error {
+	const op = "fix head"
+	c, err := m.handle(op)
+	if err != nil {
+		return err
+	}
+	if classes <= 0 || dim <= 0 || len(v) != classes*dim {
+		return fmt.Errorf("torch: %s: %d values for a %d×%d matrix", op, len(v), classes, dim)
+	}
+	return call(op, func(e **C.char) C.int32_t {
+		return C.lt_model_fix_head(c, (*C.float)(&v[0]), C.int64_t(classes), C.int64_t(dim), e)
+	}, m)
+}
+
 // UpdateEMA moves m, an exponential moving average of the weights of src,
 // one step towards them: m ← decay·m + (1−decay)·src over every parameter
 // and buffer (timm's ModelEmaV2.update; integer buffers are truncated as

@@ -181,6 +181,11 @@ struct GraphNet : Net {
 	}
 	Tensor features(const Tensor &x) override { return feat->forward(x, is_training()); }
 	Tensor head(const Tensor &f) override { return head_->forward(f, is_training()); }
+	nn::Linear single_linear_head() override {
+		const GNode *g = head_.get();
+		if (g->p.op == LT_SEQ && g->kids.size() == 1) g = g->kids[0].get();
+		return g->p.op == LT_LINEAR ? g->lin : nn::Linear{nullptr};
+	}
 };
 
 // module_at returns the module for the dotted path prefix under root,

@@ -156,6 +156,13 @@ func TestUseAfterClose(t *testing.T) {
 		{"Model.UpdateEMA", "", func() error { return cm.UpdateEMA(lm, 0.9) },
 			func() error { m, o := newModel(); defer m.Close(); defer o.Close(); return m.UpdateEMA(lm, 0.9) }},
 		{"Model.UpdateEMA", "of a closed model", func() error { return lm.UpdateEMA(cm, 0.9) }, nil},
+		{"Model.FixHead", "", func() error { return cm.FixHead([]float32{1}, 1, 1) }, func() error {
+			m, o := newModel()
+			defer m.Close()
+			defer o.Close()
+			c, d := m.Spec().NumClasses, m.FeatureDim()
+			return m.FixHead(make([]float32, c*d), c, d)
+		}},
 		{"Engine.Put", "", func() error { return ce.Put(in) }, func() error { return newEngine(t).Put(in) }},
 		{"Engine.Metrics", "", func() error { _, err := ce.Metrics(1); return err },
 			func() error { _, err := newEngine(t).Metrics(1); return err }},

@@ -202,6 +202,30 @@ int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err) {
 	LT_CATCH(err, -1)
 }
 
+int32_t lt_model_fix_head(lt_model *m, const float *v, int64_t rows, int64_t cols, char **err) {
+	LT_TRY_SYNCED
+	auto lin = m->net->single_linear_head();
+	if (lin.is_empty())
+		throw std::invalid_argument("a fixed classifier needs a model whose head is one linear layer; this one's is not");
+	if (rows != m->num_classes || cols != m->net->feature_dim || !v)
+		throw std::invalid_argument("fixed classifier is " + std::to_string(rows) + "x" + std::to_string(cols) + ", want " +
+		                            std::to_string(m->num_classes) + "x" + std::to_string(m->net->feature_dim) +
+		                            " (classes x feature width)");
+	torch::NoGradGuard ng;
+	auto &w = lin->weight;
+	w.copy_(blob(v, {rows, cols}));
+	w.set_requires_grad(false);
+	w.mutable_grad() = Tensor();
+	if (lin->bias.defined()) {
+		lin->bias.zero_();
+		lin->bias.set_requires_grad(false);
+		lin->bias.mutable_grad() = Tensor();
+	}
+	m->fixed_head = w;
+	return 0;
+	LT_CATCH(err, -1)
+}
+
 int32_t lt_model_channels_last(lt_model *m, char **err) {
 	LT_TRY_SYNCED
 	to_channels_last(m);

@@ -34,7 +34,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 12
+#define LT_ABI_VERSION 13
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -99,6 +99,8 @@ typedef struct {
 	float kd_temp;  /* T */
 	float mutual;   /* weight of the mean KL(peer||self) over the other peers */
 	float group;    /* weight of the group term -sum_g W[y,g] log (softmax(z) M^T)_g (lt_groups) */
+	float cosine;   /* weight of the cosine term sum_c (cos(f, V_c) - cos(V_y, V_c))^2, f the features,
+	                   V the model's fixed head (lt_model_fix_head) */
 } lt_coefs;
 
 /* The class groups of the group term (lt_coefs.group): members is G x C
@@ -168,6 +170,13 @@ lt_model *lt_model_load(const char *path, int32_t in_c, int32_t in_h, int32_t in
 void lt_model_free(lt_model *m) LT_NOEXCEPT;
 int32_t lt_model_num_params(lt_model *m, int64_t *out, char **err);
 int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err);
+/* lt_model_fix_head sets the head of m, which must be one linear layer
+   (feature_dim -> num_classes), to the rows x cols float32 matrix v (row c:
+   class c's vector; rows = num_classes, cols = feature_dim) with a zero
+   bias, and stops training both (no gradient; the optimizers and the
+   gradient all-reduce skip them). The cosine term of lt_coefs takes V from
+   here. Calling it again with the same v changes nothing. */
+int32_t lt_model_fix_head(lt_model *m, const float *v, int64_t rows, int64_t cols, char **err);
 /* Converts a model's 4-d parameters and buffers to channels-last (before
    creating its optimizer); its state still reads and writes in NCHW order. */
 int32_t lt_model_channels_last(lt_model *m, char **err);

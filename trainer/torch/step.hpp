@@ -116,15 +116,18 @@ inline Mixed mix_batch(const lt_mix *mix, Tensor X, const Tensor &Y) {
 
 // Logits are the forward passes of one step under autocast (opts.precision),
 // cast to float32: the students' and, when distilling, the teacher's.
+// With features asked for, f holds each peer's penultimate features (for
+// the cosine term).
 struct Logits {
-	std::vector<Tensor> z;
+	std::vector<Tensor> z, f;
 	Tensor teacher;
 };
 
 inline Logits forward_peers(lt_model **models, int32_t k, lt_model *teacher, const Tensor &X, bool distil,
-                            const torch::Device &dev, int precision) {
+                            const torch::Device &dev, int precision, bool features = false) {
 	Logits l;
 	l.z.resize(k);
+	if (features) l.f.resize(k);
 	{
 		Autocast ac(dev, precision);
 		if (distil && teacher) {
@@ -134,11 +137,12 @@ inline Logits forward_peers(lt_model **models, int32_t k, lt_model *teacher, con
 		}
 		for (int i = 0; i < k; i++) {
 			models[i]->net->train();
-			l.z[i] = models[i]->net->forward(X);
+			l.z[i] = features ? models[i]->net->logits_features(X, &l.f[i]) : models[i]->net->forward(X);
 		}
 	}
 	// The loss terms in float32, outside autocast.
 	for (auto &z : l.z) z = z.to(torch::kFloat32);
+	for (auto &f : l.f) f = f.to(torch::kFloat32);
 	if (l.teacher.defined()) l.teacher = l.teacher.to(torch::kFloat32);
 	return l;
 }
@@ -164,6 +168,9 @@ inline void allreduce_step(lt_pg *g, lt_optim **optims, int32_t k, const std::ve
 	std::vector<Tensor> grads;
 	for (int i = 0; i < k; i++)
 		for (auto &p : optims[i]->params) {
+			// A fixed head (lt_model_fix_head) is not trained: no gradient,
+			// so weight decay leaves it alone too.
+			if (!p.t.requires_grad()) continue;
 			auto &gr = p.t.mutable_grad();
 			if (!gr.defined()) gr = torch::zeros_like(p.t);
 			grads.push_back(gr);
@@ -226,13 +233,15 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		auto G = groups_of(groups, C, coefs, dev);
 		auto m = mix_batch(mix, X, Y);
 		auto L = labels_of(targets, Y, m.Yb, m.lam, C, coefs, dev);
-		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision);
+		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision, coefs.cosine != 0);
 		std::vector<Tensor> probs;
 		if (coefs.mutual != 0 && k > 1)
 			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(l.z[i].detach(), 1));
 		Tensor total;
 		for (int i = 0; i < k; i++) {
-			auto per = per_example_loss(l.z[i], L, coefs, G, l.teacher, probs, i);
+			Fixed fx;
+			if (coefs.cosine != 0) fx = Fixed{l.f[i], models[i]->fixed_head};
+			auto per = per_example_loss(l.z[i], L, coefs, G, l.teacher, probs, i, fx);
 			if (!g) losses[i] = reduce(per, W);
 			else if (!W.defined()) losses[i] = per.sum() / den.n;
 			// A global batch whose weights are all zero contributes nothing.

@@ -40,11 +40,12 @@ func NewTensor(data []float32, shape []int64, device string) (*Tensor, error) {
 }
 func (t *Tensor) Close() {}
 
-func NewModel(spec Spec, device string) (*Model, error)    { return nil, ErrNoLibtorch }
-func (m *Model) Close()                                    {}
-func (m *Model) NumParams() (int64, error)                 { return 0, ErrNoLibtorch }
-func (m *Model) ChannelsLast() error                       { return ErrNoLibtorch }
-func (m *Model) UpdateEMA(src *Model, decay float64) error { return ErrNoLibtorch }
+func NewModel(spec Spec, device string) (*Model, error)      { return nil, ErrNoLibtorch }
+func (m *Model) Close()                                      {}
+func (m *Model) NumParams() (int64, error)                   { return 0, ErrNoLibtorch }
+func (m *Model) ChannelsLast() error                         { return ErrNoLibtorch }
+func (m *Model) UpdateEMA(src *Model, decay float64) error   { return ErrNoLibtorch }
+func (m *Model) FixHead(v []float32, classes, dim int) error { return ErrNoLibtorch }
 
 func (m *Model) stateTable(string) (stateHandle, error)     { return nil, ErrNoLibtorch }
 func (o *Optimizer) stateTable(string) (stateHandle, error) { return nil, ErrNoLibtorch }

@@ -28,6 +28,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/lcl-project/lcl/internal/coefs"
 )
 
 // ErrNoLibtorch is returned by every operation of a binary built without cgo.
@@ -60,29 +62,11 @@ type AllocStats struct {
 	LiveBytes, PeakBytes, CachedBytes int64
 }
 
-// Coefs weighs the terms of the per-example training loss:
-//
-//	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log (p·Mᵀ)_g)
-//	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
-//
-// with p = softmax(logits), T the target matrix row of the label, M and W
-// the class groups' membership and weights (Groups), q_τ and p_τ
-// the teacher's and the model's softmax at temperature τ = KDTemperature, and each
-// peer's prediction treated as a constant. Every term is summed over classes;
-// the batch loss is the mean over examples, or Σ w_i l_i / Σ w_i with
-// per-example weights.
-//
-// The same coefficients, with the same field names, are curriculum.Coefs
-// (float32, a Plan's; converted to this type field for field),
-// sdk.Coefs (float64, what a strategy plugin sends) and
-// internal/lossref.Coefs (the float64 reference of the tests). Each floor
-// has its own because no import runs back up; the C struct is lt_coefs.
-type Coefs struct {
-	SoftCE, HardCE, KD, KDTemperature, Mutual float32
-	// Group weighs the group term −Σ_g W[y,g]·log (softmax(z)·Mᵀ)_g of
-	// Step.Groups.
-	Group float32
-}
+// Coefs weighs the terms of the per-example training loss (internal/coefs
+// documents them): the one Go form, which a plugin's plan and the trainer's
+// use too. The C struct lt_coefs holds the same fields, in float32 and in
+// field order (cCoefs; the tests hold shim.h against this struct).
+type Coefs = coefs.Coefs
 
 // DType is a tensor element type.
 type DType int32

@@ -123,8 +123,7 @@ func linearStep(t *testing.T, m *Model, o *Optimizer, x []float32, y []int64, c 
 	d := len(x) / n
 	before := stateFloats(t, m)
 	W, b = before["fc.weight"], before["fc.bias"]
-	step := Coefs{SoftCE: float32(coefs.SoftCE), HardCE: float32(coefs.HardCE)}
-	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: step, LR: lr},
+	if _, err := trainStep(newEngine(t), &Step{Models: []*Model{m}, Optims: []*Optimizer{o}, Coefs: coefs, LR: lr},
 		Input{X: x, N: n, C: 1, H: 1, W: d, Y: y}); err != nil {
 		t.Fatal(err)
 	}

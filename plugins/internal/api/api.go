@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"github.com/lcl-project/lcl/internal/coefs"
 )
 
 // Strategy decides, stage by stage and epoch by epoch, what each training
@@ -232,13 +234,11 @@ type PlanAt struct {
 //	+ Group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)       (Plan.Groups)
 //
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
-// On the wire Coefs is the message Coefficients and KDTemperature its field
-// `temperature` (unrenamed, so plugins in other languages keep their code). The trainer's own
-// (curriculum.Coefs, trainer/torch.Coefs) have the same fields in float32.
-type Coefs struct {
-	SoftCE, HardCE, KD, KDTemperature, Mutual float64
-	Group                                     float64 // of Plan.Groups
-}
+// Coefs is the one Go form of the coefficients (internal/coefs), which the
+// trainer uses too; on the wire it is the message Coefficients (its fields'
+// `proto` tags name them; KDTemperature is `temperature`, unrenamed, so
+// plugins in other languages keep their code).
+type Coefs = coefs.Coefs
 
 // Plan is what to train on for one epoch (or step) of a stage.
 type Plan struct {
@@ -254,6 +254,13 @@ type Plan struct {
 	// Groups are the class groups of the group term (Coefs.Group), nil
 	// when it is 0. On the wire: the message ClassGroups.
 	Groups *Groups
+	// Classifier, when not nil, is a fixed classifier: C×k class vectors
+	// (row c: class c's), k at most the model's feature width. The trainer
+	// maps them into the feature space by a fixed random orthonormal map
+	// (their norms and cosines kept), sets the model's head (one linear
+	// layer) to them with a zero bias and does not train it. The cosine
+	// term (Coefs.Cosine) needs it.
+	Classifier *Matrix
 }
 
 // Groups are class groups and the weights of their log-probabilities: the

@@ -84,18 +84,33 @@ func ValidatePlan(p *Plan, c, n, peers int) error {
 			return fmt.Errorf("class groups: %w", err)
 		}
 	}
-	co := p.Coefs
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"soft_ce", co.SoftCE}, {"hard_ce", co.HardCE}, {"kd", co.KD}, {"temperature", co.KDTemperature}, {"mutual", co.Mutual},
-		{"group", co.Group}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", f.name, f.v)
+	if v := p.Classifier; v != nil {
+		if err := checkClassifier(v, c); err != nil {
+			return err
 		}
 	}
-	if co.SoftCE+co.HardCE+co.KD+co.Mutual+co.Group == 0 {
+	return validateCoefs(p, peers)
+}
+
+// validateCoefs checks a plan's coefficients: finite and non-negative, not
+// all 0, and each term with what it needs (its groups, classifier,
+// temperature or peers).
+func validateCoefs(p *Plan, peers int) error {
+	co := p.Coefs
+	weights := 0.0 // the sum of the terms' weights (τ is not one)
+	for _, t := range co.Terms() {
+		if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) || t.Value < 0 {
+			return fmt.Errorf("coefficient %s = %g, want a finite value ≥ 0", t.Proto, t.Value)
+		}
+		if t.Proto != "temperature" {
+			weights += t.Value
+		}
+	}
+	if weights == 0 {
 		return fmt.Errorf("all loss coefficients are 0")
+	}
+	if co.Cosine > 0 && p.Classifier == nil {
+		return fmt.Errorf("cosine coefficient %g needs a fixed classifier (the plan has none)", co.Cosine)
 	}
 	if co.Group > 0 && p.Groups == nil {
 		return fmt.Errorf("group coefficient %g needs class groups (the plan has none)", co.Group)
@@ -292,4 +307,30 @@ func checkShape(m *Matrix, c int, what string) error {
 		return fmt.Errorf("%s is %d×%d with %d values, want %d×%d", what, m.Rows, m.Cols, n, c, c)
 	}
 	return nil
+}
+
+// checkClassifier checks a fixed classifier for c classes: c rows of k ≥ 1
+// finite values, no row all zero (a class vector needs a direction).
+func checkClassifier(m *Matrix, c int) error {
+	n := len(m.Data)
+	if m.Data == nil && m.Fill != nil {
+		n = m.Rows * m.Cols
+	}
+	if m.Rows != c || m.Cols < 1 || n != m.Rows*m.Cols {
+		return fmt.Errorf("fixed classifier is %d×%d with %d values, want %d rows (one per class) of at least 1 value",
+			m.Rows, m.Cols, n, c)
+	}
+	return eachRow(m, func(i int, row []float32) error {
+		zero := true
+		for j, v := range row {
+			if !(v >= -math.MaxFloat32 && v <= math.MaxFloat32) {
+				return fmt.Errorf("fixed classifier[%d][%d] = %g, want a finite value", i, j, v)
+			}
+			zero = zero && v == 0
+		}
+		if zero {
+			return fmt.Errorf("fixed classifier row %d is all 0, want a class vector with a direction", i)
+		}
+		return nil
+	})
 }

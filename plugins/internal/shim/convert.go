@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	sdk "github.com/lcl-project/lcl/plugins/internal/api"
 	pb "github.com/lcl-project/lcl/plugins/proto"
 )
@@ -101,13 +103,21 @@ func toPlan(p *sdk.Plan, sh Sharing) (*pb.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("targets: %w", err)
 	}
+	co, err := toCoefficients(p.Coefs)
+	if err != nil {
+		return nil, err
+	}
+	classifier, err := encodeMatrix(p.Classifier, sh)
+	if err != nil {
+		return nil, fmt.Errorf("fixed classifier: %w", err)
+	}
 	out := &pb.Plan{
-		OneHot:  p.Targets == nil,
-		Targets: targets,
-		Weights: p.Weights,
-		Coefficients: &pb.Coefficients{SoftCe: p.Coefs.SoftCE, HardCe: p.Coefs.HardCE, Kd: p.Coefs.KD,
-			Temperature: p.Coefs.KDTemperature, Mutual: p.Coefs.Mutual, Group: p.Coefs.Group},
-		Groups: toGroups(p.Groups),
+		OneHot:       p.Targets == nil,
+		Targets:      targets,
+		Weights:      p.Weights,
+		Coefficients: co,
+		Groups:       toGroups(p.Groups),
+		Classifier:   classifier,
 	}
 	if p.Subset != nil {
 		out.HasSubset = true
@@ -143,13 +153,21 @@ func fromPlan(p *pb.Plan, dir string, reuse []float32) (*sdk.Plan, error) {
 		}
 	}
 	if c := p.GetCoefficients(); c != nil {
-		out.Coefs = sdk.Coefs{SoftCE: c.GetSoftCe(), HardCE: c.GetHardCe(), KD: c.GetKd(),
-			KDTemperature: c.GetTemperature(), Mutual: c.GetMutual(), Group: c.GetGroup()}
+		var err error
+		if out.Coefs, err = fromCoefficients(c); err != nil {
+			return nil, err
+		}
 	}
 	if g := p.GetGroups(); g != nil {
 		var err error
 		if out.Groups, err = fromGroups(g); err != nil {
 			return nil, fmt.Errorf("class groups: %w", err)
+		}
+	}
+	if v := p.GetClassifier(); v != nil {
+		var err error
+		if out.Classifier, err = decodeMatrixInto(v, dir, true, nil); err != nil {
+			return nil, fmt.Errorf("fixed classifier: %w", err)
 		}
 	}
 	return out, nil
@@ -246,4 +264,40 @@ func fromNodes(ns []*pb.Node) []sdk.Node {
 		out[i] = sdk.Node{ID: n.GetId(), Name: n.GetName(), Parent: n.GetParent()}
 	}
 	return out
+}
+
+// toCoefficients is the wire form of c: each field of the one Go form
+// (internal/coefs) into the message's field its `proto` tag names, so a new
+// coefficient needs no line here (TestCoefficientsMatchCoefs holds the two
+// field lists equal).
+func toCoefficients(c sdk.Coefs) (*pb.Coefficients, error) {
+	out := &pb.Coefficients{}
+	m := out.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for _, t := range c.Terms() {
+		fd := fields.ByName(protoreflect.Name(t.Proto))
+		if fd == nil || fd.Kind() != protoreflect.DoubleKind {
+			return nil, fmt.Errorf("coefficient %s: no double field of that name in the message Coefficients", t.Proto)
+		}
+		m.Set(fd, protoreflect.ValueOfFloat64(t.Value))
+	}
+	return out, nil
+}
+
+// fromCoefficients is the Go form of a wire message: each set field into the
+// coefficient of its name (a field an older plugin does not send stays 0).
+// A message field without a Go coefficient is an error, not dropped
+// (TestCoefficientsMatchCoefs keeps that from happening).
+func fromCoefficients(c *pb.Coefficients) (sdk.Coefs, error) {
+	var out sdk.Coefs
+	var err error
+	c.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() != protoreflect.DoubleKind {
+			err = fmt.Errorf("coefficient %s: not a double", fd.Name())
+			return false
+		}
+		err = out.Set(string(fd.Name()), v.Float())
+		return err == nil
+	})
+	return out, err
 }

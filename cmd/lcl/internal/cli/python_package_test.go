@@ -641,7 +641,7 @@ func lossesPart(t *testing.T, f *fashionFiles) *pyPart {
 		t.Fatal(err)
 	}
 	hxe := func(alpha float64) (*sdk.Groups, torch.Coefs) {
-		return tree.HXEGroups(alpha), torch.Coefs{Group: float32(len(tree.Parent))}
+		return tree.HXEGroups(alpha), torch.Coefs{Group: float64(len(tree.Parent))}
 	}
 	soft := torch.Coefs{SoftCE: 1}
 	const cutLam = 1 - 4.0/12

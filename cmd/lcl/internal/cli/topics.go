@@ -52,7 +52,11 @@ and the reasons for each convention.
             [alpha 0.5, smoothing 0.1]
   soft      CE(M[y], p), M your C×C target matrix (--matrix FILE: CSV, TSV,
             text or .npy; rows summing to 1 within 0.001), as given or
-            annealed by lcl's rule [anneal 0 (static) or ε, normalize false]`
+            annealed by lcl's rule [anneal 0 (static) or ε, normalize false]
+  haframe   the head fixed to class vectors V, V·Vᵀ = S = (1−s_min)·exp(−γ·d/max d)
+            + s_min (d: single-linkage distances of 1 − s); (1−α)·CE(onehot(y), p)
+            + α·Σ_c (cos(f, V_c) − S_yc)²,
+            f the features [alpha 0.4, haf-gamma 2, frame-model]`
 
 const exitCodesHelp = `lcl exits with
   0    success

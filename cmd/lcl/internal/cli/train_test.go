@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/internal/npy"
+	"github.com/lcl-project/lcl/plugins/strategy"
 	"github.com/lcl-project/lcl/simstore"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/safetensors"
@@ -621,6 +624,145 @@ func TestTrainHXE(t *testing.T) {
 	// wrong normalisation or a missing all-reduce differs by percents.
 	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
 		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
+	}
+}
+
+// lcl train --strategy haframe on the two-level hierarchy of TestTrainHXE:
+// the fixed classifier is set again after a resume (a continued run equals
+// an uninterrupted one), and two data-parallel workers, whose gradient
+// all-reduce skips the fixed head, train the first epoch as one process
+// does (to 1e-3 of the epoch's loss, as hxe's).
+func TestTrainHAFrame(t *testing.T) {
+	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
+	dir := t.TempDir()
+	sim := filepath.Join(dir, "sim.npy")
+	s := make([]float64, 100)
+	for i := range 10 {
+		for j := range 10 {
+			switch {
+			case i == j:
+				s[i*10+j] = 1
+			case i/5 == j/5:
+				s[i*10+j] = 0.5
+			}
+		}
+	}
+	if err := npy.WriteFile(sim, 10, 10, s); err != nil {
+		t.Fatal(err)
+	}
+	args := func(run, epochs string, extra ...string) []string {
+		return append([]string{"train", "--synsets", "fashion-mnist", "--model", "cnn:bn=0", "--fraction", "0.02", "--epochs", epochs,
+			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "haframe",
+			"--matrix", sim, "--out", filepath.Join(dir, run)}, extra...)
+	}
+	for _, a := range [][]string{args("whole", "2", "--mixup", "0.5"), args("part", "1", "--mixup", "0.5"),
+		args("part", "2", "--mixup", "0.5", "--resume"), args("one", "1", "--ema-decay", "0.9"), args("two", "1", "--nproc", "2")} {
+		if code, out, errs := runLCL(context.Background(), t, a...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
+		}
+	}
+	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
+	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
+	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
+	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
+		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
+	}
+	checkHAFrameHeads(t, dir, s)
+	// A bad parameter is refused before anything is written.
+	bad := filepath.Join(dir, "bad")
+	code, _, errs := runLCL(context.Background(), t, append(args("bad", "1"), "--param", "haf-gamma=0")...)
+	if code == 0 || !strings.Contains(errs, "haf-gamma = 0, want a finite value > 0") {
+		t.Errorf("--param haf-gamma=0: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a refused run left %s behind (%v)", bad, err)
+	}
+	// So is a model whose features cannot hold the 10 class vectors (the
+	// trainer finds it at the first plan, before the run folder is made).
+	narrow := filepath.Join(dir, "narrow")
+	code, _, errs = runLCL(context.Background(), t, "train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=4",
+		"--fraction", "0.02", "--epochs", "1", "--threads", "1", "--no-store", "--strategy", "haframe", "--matrix", sim,
+		"--out", narrow)
+	if code == 0 || !strings.Contains(errs, "want a model whose head's input is at least 10 wide") {
+		t.Errorf("mlp:hidden=4: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(narrow); !os.IsNotExist(err) {
+		t.Errorf("a refused run left %s behind (%v)", narrow, err)
+	}
+}
+
+// haframe's frame-model trains another architecture than the run's: the
+// weights record it as their lcl.model, so lcl eval rebuilds them (the
+// run's mlp:hidden=2 could not hold 4 class vectors at all).
+func TestTrainHAFrameFrameModel(t *testing.T) {
+	dir := t.TempDir()
+	sim := filepath.Join(dir, "sim.npy")
+	if err := npy.WriteFile(sim, 4, 4, []float64{1, .5, 0, 0, .5, 1, 0, 0, 0, 0, 1, .5, 0, 0, .5, 1}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if code, out, errs := runLCL(context.Background(), t, "train", "--data", synth, "--model", "mlp:hidden=2", "--epochs", "1",
+		"--batch", "16", "--threads", "1", "--no-store", "--strategy", "haframe", "--matrix", sim,
+		"--param", "frame-model=mlp:hidden=8", "--out", run); code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
+	}
+	weights := filepath.Join(run, "model.safetensors")
+	meta, err := safetensors.ReadMeta(weights)
+	if err != nil || meta["lcl.model"] != "mlp:hidden=8" {
+		t.Fatalf("lcl.model %q (%v), want the stage's mlp:hidden=8", meta["lcl.model"], err)
+	}
+	if code, out, errs := runLCL(context.Background(), t, "eval", "--checkpoint", weights, "--threads", "1"); code != 0 ||
+		!strings.Contains(out, "top-1") {
+		t.Errorf("eval: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// checkHAFrameHeads: the heads TestTrainHAFrame trained (the moving
+// average's too) are HAFrame's: a zero bias and class vectors whose cosines
+// are the published S of the distances 1 − s (γ 2).
+func checkHAFrameHeads(t *testing.T, dir string, s []float64) {
+	t.Helper()
+	d := mat.NewSymDense(10, nil)
+	for i := range 10 {
+		for j := i + 1; j < 10; j++ {
+			d.SetSym(i, j, 1-s[i*10+j])
+		}
+	}
+	S, _, err := strategy.HAFrameSimilarity(d, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"whole", "part", "two", "one/model-ema"} {
+		file := filepath.Join(dir, run, "model.safetensors")
+		if strings.HasSuffix(run, "-ema") {
+			file = filepath.Join(dir, run+".safetensors")
+		}
+		w := readWeights(t, file)
+		for i := range 10 {
+			if b := f32(w["fc.bias"], i); b != 0 {
+				t.Errorf("%s: fc.bias[%d] = %g, want 0", run, i, b)
+			}
+		}
+		width := len(w["fc.weight"]) / 4 / 10
+		row := func(i int) []float64 {
+			out := make([]float64, width)
+			for k := range out {
+				out[k] = float64(f32(w["fc.weight"], i*width+k))
+			}
+			return out
+		}
+		for i := range 10 {
+			for j := range 10 {
+				a, b := row(i), row(j)
+				var ab, aa, bb float64
+				for k := range a {
+					ab, aa, bb = ab+a[k]*b[k], aa+a[k]*a[k], bb+b[k]*b[k]
+				}
+				if c := ab / math.Sqrt(aa*bb); math.Abs(c-S.At(i, j)) > 1e-5 {
+					t.Errorf("%s: cosine of class vectors %d, %d = %.7g, HAFrame's S %.7g", run, i, j, c, S.At(i, j))
+				}
+			}
+		}
 	}
 }
 

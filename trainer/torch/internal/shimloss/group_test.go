@@ -204,7 +204,7 @@ func TestHXEAlphaZeroIsCrossEntropy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hxe, ghxe, err := Loss(Input{Logits: z, N: n, C: c, Y: y, Coefs: torch.Coefs{Group: float32(len(tree.Parent))},
+	hxe, ghxe, err := Loss(Input{Logits: z, N: n, C: c, Y: y, Coefs: torch.Coefs{Group: float64(len(tree.Parent))},
 		Groups: len(groups.Members), GroupMembers: m, GroupWeights: w})
 	if err != nil {
 		t.Fatal(err)

@@ -70,8 +70,10 @@ func Loss(in Input) (float32, []float32, error) {
 		}
 		peers = append(peers, p...)
 	}
-	co := C.lt_coefs{soft: C.float(in.Coefs.SoftCE), hard: C.float(in.Coefs.HardCE), kd: C.float(in.Coefs.KD),
-		kd_temp: C.float(in.Coefs.KDTemperature), mutual: C.float(in.Coefs.Mutual), group: C.float(in.Coefs.Group)}
+	// lt_coefs is all C floats in the order of Coefs' fields (trainer/torch's
+	// TestCoefsMatchHeader), as trainer/torch's cCoefs fills it.
+	var co C.lt_coefs
+	copy(unsafe.Slice((*float32)(unsafe.Pointer(&co)), unsafe.Sizeof(co)/unsafe.Sizeof(C.float(0))), in.Coefs.Float32s())
 	grad := make([]float32, n*c)
 	var loss C.float
 	var cerr *C.char
