@@ -114,39 +114,7 @@ func LinkageTree(s *sdk.Matrix, c int) (*Tree, error) {
 	if err := sdk.ValidateSimilarity(s, c); err != nil {
 		return nil, err
 	}
-	type edge struct {
-		a, b int
-		d    float64
-	}
-	// Prim: best[j] is the smallest distance from the spanning tree to j.
-	in, best, from := make([]bool, c), make([]float64, c), make([]int, c)
-	for j := range best {
-		best[j] = math.Inf(1)
-	}
-	row := make([]float32, c)
-	edges := make([]edge, 0, c-1)
-	next := 0
-	for k := 0; k < c; k++ {
-		v := next
-		in[v] = true
-		if k > 0 {
-			edges = append(edges, edge{from[v], v, best[v]})
-		}
-		next = -1
-		for j, sv := range s.RowInto(v, row) {
-			if in[j] {
-				continue
-			}
-			if d := 1 - float64(sv); d < best[j] {
-				best[j], from[j] = d, v
-			}
-			if next < 0 || best[j] < best[next] {
-				next = j
-			}
-		}
-	}
-	slices.SortStableFunc(edges, func(x, y edge) int { return cmp.Compare(x.d, y.d) })
-
+	edges := spanningEdges(s, c)
 	t := &Tree{Parent: make([]int, c), Members: make([][]int, c)}
 	for i := range c {
 		t.Parent[i], t.Members[i] = -1, []int{i}
@@ -205,6 +173,47 @@ func LinkageTree(s *sdk.Matrix, c int) (*Tree, error) {
 		}
 	}
 	return t, nil
+}
+
+// A linkEdge joins classes a and b at distance d = 1 − s.
+type linkEdge struct {
+	a, b int
+	d    float64
+}
+
+// spanningEdges returns the c−1 edges of the minimum spanning tree of the
+// distances 1 − s (Prim, reading s row by row), sorted by distance, ties in
+// the order Prim took them.
+func spanningEdges(s *sdk.Matrix, c int) []linkEdge {
+	// Prim: best[j] is the smallest distance from the spanning tree to j.
+	in, best, from := make([]bool, c), make([]float64, c), make([]int, c)
+	for j := range best {
+		best[j] = math.Inf(1)
+	}
+	row := make([]float32, c)
+	edges := make([]linkEdge, 0, c-1)
+	next := 0
+	for k := 0; k < c; k++ {
+		v := next
+		in[v] = true
+		if k > 0 {
+			edges = append(edges, linkEdge{from[v], v, best[v]})
+		}
+		next = -1
+		for j, sv := range s.RowInto(v, row) {
+			if in[j] {
+				continue
+			}
+			if d := 1 - float64(sv); d < best[j] {
+				best[j], from[j] = d, v
+			}
+			if next < 0 || best[j] < best[next] {
+				next = j
+			}
+		}
+	}
+	slices.SortStableFunc(edges, func(x, y linkEdge) int { return cmp.Compare(x.d, y.d) })
+	return edges
 }
 
 // minHXEWeight is the least weight λ(C) of a class HXE accepts: the
