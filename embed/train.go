@@ -85,16 +85,25 @@ func DefaultOptions() Options {
 // MaxDim bounds the vector dimension (models and word2vec files alike).
 const MaxDim = 1 << 16
 
+// MaxWindow and MaxNegative bound the context window and the noise words
+// per word: a document's noise words are drawn at once (len × Negative of
+// them), so a typo such as 10⁹ would exhaust memory, and no corpus needs
+// more than hundreds.
+const (
+	MaxWindow   = 1000
+	MaxNegative = 1000
+)
+
 func (o Options) validate() error {
 	switch {
 	case o.Mode != DBOW && o.Mode != DM:
 		return fmt.Errorf("embed: mode %q: want %q or %q", o.Mode, DBOW, DM)
 	case o.Dim < 1 || o.Dim > MaxDim:
 		return fmt.Errorf("embed: dim %d: want 1 to %d", o.Dim, MaxDim)
-	case o.Window < 1:
-		return fmt.Errorf("embed: window %d: want ≥ 1", o.Window)
-	case o.Negative < 1:
-		return fmt.Errorf("embed: negative %d: want ≥ 1 (only negative sampling is implemented)", o.Negative)
+	case o.Window < 1 || o.Window > MaxWindow:
+		return fmt.Errorf("embed: window %d: want 1 to %d", o.Window, MaxWindow)
+	case o.Negative < 1 || o.Negative > MaxNegative:
+		return fmt.Errorf("embed: negative %d: want 1 to %d (only negative sampling is implemented)", o.Negative, MaxNegative)
 	case o.Epochs < 1:
 		return fmt.Errorf("embed: epochs %d: want ≥ 1", o.Epochs)
 	case o.Alpha <= 0 || o.MinAlpha < 0 || o.MinAlpha > o.Alpha:

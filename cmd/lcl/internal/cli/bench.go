@@ -3,12 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lcl-project/lcl/experiment"
 	"github.com/lcl-project/lcl/trainer"
 	"github.com/lcl-project/lcl/trainer/data"
 	"github.com/lcl-project/lcl/trainer/torch"
@@ -74,6 +76,10 @@ also under val/), for lcl bench loader and bench/imagepipe.sh.`,
 			if dir == "" {
 				return usagef("--out is required")
 			}
+			if err := checkWhole(wholeFlag{"n", n, 1, maxImages}, wholeFlag{"quality", quality, 1, 100},
+				wholeFlag{"classes", classes, 1, max(n, 1)}); err != nil {
+				return err
+			}
 			var w, h int
 			if _, err := fmt.Sscanf(size, "%dx%d", &w, &h); err != nil {
 				return usagef("--size %q: want WxH", size)
@@ -117,6 +123,10 @@ instead of libjpeg-turbo.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if spec == "" {
 				return usagef("--data is required")
+			}
+			if err := checkWhole(wholeFlag{"batch", lc.Batch, 1, trainer.MaxBatch}, wholeFlag{"workers", lc.Workers, 0, experiment.MaxProcs},
+				wholeFlag{"passes", passes, 1, trainer.MaxEpochs}); err != nil {
+				return err
 			}
 			if randAugment != "" {
 				n, m, err := data.ParseRandAugment(randAugment)
@@ -184,6 +194,13 @@ mix_cost_pct, so that the cost does not drown in run-to-run noise.`,
   lcl bench step --model resnet18:stem=cifar --input 3,32,32 --batch 64 --steps 5 --threads 2`,
 		Args: noArgsOrUsage,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkWhole(wholeFlag{"classes", o.Classes, 1, 1 << 20}, wholeFlag{"batch", o.Batch, 1, trainer.MaxBatch},
+				wholeFlag{"steps", o.Steps, 1, trainer.MaxEpochs}, wholeFlag{"warmup", o.Warmup, 0, trainer.MaxEpochs}); err != nil {
+				return err
+			}
+			if err := checkFinite(finiteFlag{"mixup", o.Mix.Mixup, 0, math.MaxFloat64}, finiteFlag{"cutmix", o.Mix.CutMix, 0, math.MaxFloat64}); err != nil {
+				return err
+			}
 			p, err := torch.ParsePrecision(o.Precision)
 			if err != nil {
 				return usagef("--precision: %v", err)
@@ -224,6 +241,9 @@ mix_cost_pct, so that the cost does not drown in run-to-run noise.`,
 	var threads int
 	fl.IntVar(&threads, "threads", 0, "libtorch threads (0 = libtorch's default)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if err := checkWhole(wholeFlag{"threads", threads, 0, experiment.MaxProcs}); err != nil {
+			return err
+		}
 		if threads > 0 {
 			return torch.SetThreads(threads)
 		}
@@ -231,6 +251,41 @@ mix_cost_pct, so that the cost does not drown in run-to-run noise.`,
 	}
 	return cmd
 }
+
+// checkWhole refuses a whole-number flag outside lo..hi, worded as lcl
+// train's rows word theirs; checkFinite a number flag that is not finite
+// or outside lo..hi. The first refusal of each list is returned.
+func checkWhole(flags ...wholeFlag) error {
+	for _, f := range flags {
+		if f.v < f.lo || f.v > f.hi {
+			return usagef("--%s %d: want a whole number from %d to %d", f.name, f.v, f.lo, f.hi)
+		}
+	}
+	return nil
+}
+
+type wholeFlag struct {
+	name      string
+	v, lo, hi int
+}
+
+func checkFinite(flags ...finiteFlag) error {
+	for _, f := range flags {
+		if !(f.v >= f.lo && f.v <= f.hi) { // NaN fails both
+			return usagef("--%s %g: want a finite value from %g to %g", f.name, f.v, f.lo, f.hi)
+		}
+	}
+	return nil
+}
+
+type finiteFlag struct {
+	name      string
+	v, lo, hi float64
+}
+
+// maxImages bounds lcl bench jpegs --n: ten million images of 500×375 are
+// about a terabyte.
+const maxImages = 10_000_000
 
 // parseShape parses C,H,W.
 func parseShape(s string) (c, h, w int, err error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/labels"
 	"github.com/lcl-project/lcl/simstore"
+	"github.com/lcl-project/lcl/trainer"
 )
 
 type embedFlags struct {
@@ -213,12 +214,14 @@ func (fl *embedFlags) options() (embed.Options, error) {
 	switch {
 	case o.Dim < 1 || o.Dim > embed.MaxDim:
 		return o, usagef("--dim %d: want 1 to %d", o.Dim, embed.MaxDim)
-	case o.Epochs < 1:
-		return o, usagef("--epochs %d: want ≥ 1", o.Epochs)
-	case o.Window < 1:
-		return o, usagef("--window %d: want ≥ 1", o.Window)
-	case o.Negative < 1:
-		return o, usagef("--negative %d: want ≥ 1 (only negative sampling is implemented)", o.Negative)
+	case o.Epochs < 1 || o.Epochs > trainer.MaxEpochs:
+		return o, usagef("--epochs %d: want a whole number from 1 to %d", o.Epochs, trainer.MaxEpochs)
+	case o.Window < 1 || o.Window > embed.MaxWindow:
+		return o, usagef("--window %d: want a whole number from 1 to %d", o.Window, embed.MaxWindow)
+	case o.Negative < 1 || o.Negative > embed.MaxNegative:
+		return o, usagef("--negative %d: want a whole number from 1 to %d (only negative sampling is implemented)", o.Negative, embed.MaxNegative)
+	case fl.inferEpochs < 0 || fl.inferEpochs > trainer.MaxEpochs:
+		return o, usagef("--infer-epochs %d: want a whole number from 0 to %d (0: the training epochs)", fl.inferEpochs, trainer.MaxEpochs)
 	case o.MinCount < 0:
 		return o, usagef("--min-count %d: want ≥ 0", o.MinCount)
 	case !(o.Sample >= 0) || math.IsInf(o.Sample, 1):

@@ -150,7 +150,11 @@ func TestEmbedErrors(t *testing.T) {
 		{[]string{"embed", "--synsets", set, "--source", "api"}, 1, "no stored article"},
 		// A setting out of range is a usage error naming the flag, found
 		// before the corpus is read.
-		{[]string{"embed", "--synsets", set, "--source", "wordnet", "--corpus", corpus, "--epochs", "0"}, 2, "--epochs 0: want ≥ 1"},
+		{[]string{"embed", "--synsets", set, "--source", "wordnet", "--corpus", corpus, "--epochs", "0"}, 2, "--epochs 0: want a whole number from 1 to 1000000"},
+		// Drawn at once per document: 10⁹ noise words per word would exhaust memory.
+		{[]string{"embed", "--synsets", set, "--negative", "1000000000"}, 2, "--negative 1000000000: want a whole number from 1 to 1000"},
+		{[]string{"embed", "--synsets", set, "--window", "0"}, 2, "--window 0: want a whole number from 1 to 1000"},
+		{[]string{"embed", "--synsets", set, "--infer-epochs", "-1"}, 2, "--infer-epochs -1: want a whole number from 0 to 1000000"},
 		{[]string{"embed", "--synsets", set, "--dim", "0"}, 2, "--dim 0: want 1 to 65536"},
 		{[]string{"embed", "--synsets", set, "--min-alpha", "1"}, 2, "--min-alpha 1: want 0 ≤ min alpha ≤ --alpha (0.025)"},
 		{[]string{"embed", "--synsets", set, "--mode", "dbw"}, 2, `--mode "dbw": want dbow or dm; did you mean dbow?`},
@@ -252,5 +256,35 @@ func TestEmbedReusesCorpusModel(t *testing.T) {
 		!strings.Contains(r.err, "embedded its classes with the stored corpus model") ||
 		!strings.Contains(r.err, `similarity from similarity plugin "semantic"`) {
 		t.Errorf("lcl plan without vectors: exit %d, stderr %q; want the classes embedded, in one line, then the plugin's matrix", r.code, r.err)
+	}
+}
+
+// lcl bench's number flags are range-checked before anything runs, one
+// line naming the flag (a batch of -1 reached libtorch; --n -5 wrote a
+// folder of nothing).
+func TestBenchRefusesOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "jpegs")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "jpegs", "--out", out, "--n", "-5"}, "--n -5: want a whole number from 1 to 10000000"},
+		{[]string{"bench", "jpegs", "--out", out, "--quality", "101"}, "--quality 101: want a whole number from 1 to 100"},
+		{[]string{"bench", "jpegs", "--out", out, "--n", "3", "--classes", "4"}, "--classes 4: want a whole number from 1 to 3"},
+		{[]string{"bench", "loader", "--data", "folder:" + out, "--batch", "0"}, "--batch 0: want a whole number from 1 to 1048576"},
+		{[]string{"bench", "loader", "--data", "folder:" + out, "--workers", "100000"}, "--workers 100000: want a whole number from 0 to 1024"},
+		{[]string{"bench", "step", "--batch", "-1"}, "--batch -1: want a whole number from 1 to 1048576"},
+		{[]string{"bench", "step", "--steps", "0"}, "--steps 0: want a whole number from 1 to 1000000"},
+		{[]string{"bench", "step", "--mixup", "NaN"}, "--mixup NaN: want a finite value"},
+		{[]string{"bench", "step", "--threads", "5000"}, "--threads 5000: want a whole number from 0 to 1024"},
+	} {
+		r := cliRun(t, tt.args...)
+		if r.code != 2 || !strings.Contains(r.err, tt.want) || strings.Count(strings.TrimSpace(r.err), "\n") > 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tt.args, r.code, r.err, tt.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("refused bench jpegs left %s (stat: %v)", out, err)
 	}
 }
