@@ -114,7 +114,7 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	if err := checkStrategies(f, g); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := checkGridParams(ctx, f, g, runs); err != nil {
+	if err := checkGridParams(ctx, f, g, runs, false); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	self, err := os.Executable()
@@ -244,9 +244,15 @@ func checkStrategies(f *Factory, g *experiment.Grid) error {
 // types, finite numbers, the strategy's ranges), each set once, so that a
 // value every run of it would fail on is refused before any run starts:
 // the error names the line and key of the value (the first the strategy
-// refuses alone), else the run's strategies entry.
-func checkGridParams(ctx context.Context, f *Factory, g *experiment.Grid, runs []experiment.Run) error {
+// refuses alone), else the run's strategies entry. here: only what this
+// machine can check — lcl experiment emit writes jobs for another machine,
+// whose label file and plugins need not be here; runs it cannot check are
+// left to their own lcl train.
+func checkGridParams(ctx context.Context, f *Factory, g *experiment.Grid, runs []experiment.Run, here bool) error {
 	set, err := labels.Load(g.Labels)
+	if err != nil && here {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("labels: %w", err)
 	}
@@ -268,6 +274,9 @@ func checkGridParams(ctx context.Context, f *Factory, g *experiment.Grid, runs [
 			continue
 		}
 		checked[key] = true
+		if _, err := host.Resolve(plugins.KindStrategy, spec.Strategy); err != nil && here {
+			continue
+		}
 		sel := trainrun.Selection{Strategy: spec.Strategy, Params: params}
 		if err := trainrun.CheckStrategy(ctx, host, sel, classes, spec.Settings.Epochs); err != nil {
 			at := g.ParamKey(r, "")

@@ -48,6 +48,11 @@ Results are JSON files in the shared results folder; import them with
 			if err != nil {
 				return err
 			}
+			// A strategy parameter every run would refuse is refused here,
+			// before any job file is written (what this machine can check).
+			if err := checkGridParams(cmd.Context(), f, g, runs, true); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
 			em, err := experiment.Emit(opts.To, g, runs, opts.Out, opts.EmitOptions)
 			if err != nil {
 				return err

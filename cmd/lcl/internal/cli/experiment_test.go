@@ -149,6 +149,18 @@ func TestExperimentRefusesParamsBeforeAnyRun(t *testing.T) {
 					t.Errorf("the refused grid left %s (%v)", p, err)
 				}
 			}
+			// lcl experiment emit refuses the strategy parameters too,
+			// before it writes a job file.
+			if strings.Contains(tc.want, "strateg") {
+				jobs := filepath.Join(dir, "jobs")
+				r := cliRun(t, "experiment", "emit", "--to", "slurm", grid, "--out", jobs)
+				if r.code == 0 || !strings.Contains(r.err, grid+": "+tc.want) {
+					t.Errorf("emit: exit %d, stderr %q; want %q", r.code, r.err, grid+": "+tc.want)
+				}
+				if _, err := os.Stat(jobs); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the refused emit left %s (%v)", jobs, err)
+				}
+			}
 		})
 	}
 }
