@@ -97,19 +97,14 @@ func (t *trainer) dbow(dv []float32, words bool) {
 // stays in cache for the whole batch), and the input rows move at the end
 // of the batch. A reduced window is drawn per centre word, as in dbow.
 func (t *trainer) dbowShared(dv []float32) {
-	d, win, neg := t.dim, t.m.Options.Window, t.m.Options.Negative
+	d, neg := t.dim, t.m.Options.Negative
 	wv := t.m.WordVecs
-	t.inputs = t.inputs[:0] // reduced window per position
-	for range t.buf {
-		t.inputs = append(t.inputs, int32(t.rng.intn(win)))
-	}
-	t.drawNegatives(len(t.buf) * neg)
+	t.drawWindows()
 	for i, w := range t.buf {
 		if q := i + ahead; q < len(t.buf) {
 			t.prefetchOut(t.buf[q], t.negs[q*neg:(q+1)*neg])
 		}
-		b := int(t.inputs[i])
-		lo, hi := max(i-win+b, 0), min(i+win+1-b, len(t.buf))
+		lo, hi := t.window(i)
 		t.rows = t.rows[:0]
 		for j := lo; j < hi; j++ {
 			if j != i {
@@ -175,6 +170,24 @@ func (t *trainer) batch(target int32, negs []int32) {
 	}
 }
 
+// drawWindows draws a reduced window for every position of t.buf (into
+// t.inputs), then the noise words of every position (into t.negs), so that
+// rows can be prefetched ahead of their use.
+func (t *trainer) drawWindows() {
+	t.inputs = t.inputs[:0]
+	for range t.buf {
+		t.inputs = append(t.inputs, int32(t.rng.intn(t.m.Options.Window)))
+	}
+	t.drawNegatives(len(t.buf) * t.m.Options.Negative)
+}
+
+// window is position i's context, t.buf[lo:hi] without i itself: the
+// window shrunk by the reduction drawWindows drew for it (word2vec's b).
+func (t *trainer) window(i int) (lo, hi int) {
+	win, b := t.m.Options.Window, int(t.inputs[i])
+	return max(i-win+b, 0), min(i+win+1-b, len(t.buf))
+}
+
 func (t *trainer) drawNegatives(n int) {
 	t.negs = t.negs[:0]
 	for range n {
@@ -237,20 +250,15 @@ func (t *trainer) step(g float32, l1, row, work []float32) {
 }
 
 func (t *trainer) dm(dv []float32) {
-	d, win, neg := t.dim, t.m.Options.Window, t.m.Options.Negative
+	d, neg := t.dim, t.m.Options.Negative
 	wv, out := t.m.WordVecs, t.m.OutVecs
 	neu1, work := t.neu1, t.work
-	t.inputs = t.inputs[:0] // reduced window per position
-	for range t.buf {
-		t.inputs = append(t.inputs, int32(t.rng.intn(win)))
-	}
-	t.drawNegatives(len(t.buf) * neg)
+	t.drawWindows()
 	for i, w := range t.buf {
 		if q := i + ahead; q < len(t.buf) {
 			t.prefetchOut(t.buf[q], t.negs[q*neg:(q+1)*neg])
 		}
-		b := int(t.inputs[i])
-		lo, hi := max(i-win+b, 0), min(i+win+1-b, len(t.buf))
+		lo, hi := t.window(i)
 		copy(neu1, dv)
 		n := 1
 		for j := lo; j < hi; j++ {
