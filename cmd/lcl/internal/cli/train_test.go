@@ -587,15 +587,10 @@ func TestTrainShowsWhatItRuns(t *testing.T) {
 	}
 }
 
-// lcl train --strategy hxe on a two-level hierarchy (classes 0–4 and 5–9
-// under one node each): a continued run equals an uninterrupted one (the
-// groups are the strategy's, made again from the same matrix), with
-// mixing; and two data-parallel workers train the first epoch as one
-// process does (no batch norm: the same update up to summation order, to
-// 1e-3 of the epoch's loss).
-func TestTrainHXE(t *testing.T) {
-	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
-	dir := t.TempDir()
+// twoGroupMatrix writes dir/sim.npy: 10 classes in two groups (0–4, 5–9),
+// similarity 1 to itself, 0.5 within its group, 0 across.
+func twoGroupMatrix(t *testing.T, dir string) (string, []float64) {
+	t.Helper()
 	sim := filepath.Join(dir, "sim.npy")
 	s := make([]float64, 100)
 	for i := range 10 {
@@ -611,17 +606,38 @@ func TestTrainHXE(t *testing.T) {
 	if err := npy.WriteFile(sim, 10, 10, s); err != nil {
 		t.Fatal(err)
 	}
+	return sim, s
+}
+
+// trainResumedAndParallel trains the runs the HXE and HAFrame tests
+// compare: "whole" (2 epochs, mixup) against "part" (1 epoch, then resumed
+// to 2), and "one" (1 epoch, with oneExtra) against "two" (2 workers).
+func trainResumedAndParallel(t *testing.T, args func(run, epochs string, extra ...string) []string, oneExtra ...string) {
+	t.Helper()
+	for _, a := range [][]string{args("whole", "2", "--mixup", "0.5"), args("part", "1", "--mixup", "0.5"),
+		args("part", "2", "--mixup", "0.5", "--resume"), args("one", "1", oneExtra...), args("two", "1", "--nproc", "2")} {
+		if code, out, errs := runLCL(context.Background(), t, a...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
+		}
+	}
+}
+
+// lcl train --strategy hxe on a two-level hierarchy (classes 0–4 and 5–9
+// under one node each): a continued run equals an uninterrupted one (the
+// groups are the strategy's, made again from the same matrix), with
+// mixing; and two data-parallel workers train the first epoch as one
+// process does (no batch norm: the same update up to summation order, to
+// 1e-3 of the epoch's loss).
+func TestTrainHXE(t *testing.T) {
+	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
+	dir := t.TempDir()
+	sim, _ := twoGroupMatrix(t, dir)
 	args := func(run, epochs string, extra ...string) []string {
 		return append([]string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs,
 			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "hxe",
 			"--matrix", sim, "--param", "alpha=0.2", "--out", filepath.Join(dir, run)}, extra...)
 	}
-	for _, a := range [][]string{args("whole", "2", "--mixup", "0.5"), args("part", "1", "--mixup", "0.5"),
-		args("part", "2", "--mixup", "0.5", "--resume"), args("one", "1"), args("two", "1", "--nproc", "2")} {
-		if code, out, errs := runLCL(context.Background(), t, a...); code != 0 {
-			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
-		}
-	}
+	trainResumedAndParallel(t, args)
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
 	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
 	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
@@ -641,32 +657,13 @@ func TestTrainHXE(t *testing.T) {
 func TestTrainHAFrame(t *testing.T) {
 	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
 	dir := t.TempDir()
-	sim := filepath.Join(dir, "sim.npy")
-	s := make([]float64, 100)
-	for i := range 10 {
-		for j := range 10 {
-			switch {
-			case i == j:
-				s[i*10+j] = 1
-			case i/5 == j/5:
-				s[i*10+j] = 0.5
-			}
-		}
-	}
-	if err := npy.WriteFile(sim, 10, 10, s); err != nil {
-		t.Fatal(err)
-	}
+	sim, s := twoGroupMatrix(t, dir)
 	args := func(run, epochs string, extra ...string) []string {
 		return append([]string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs,
 			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "haframe",
 			"--matrix", sim, "--out", filepath.Join(dir, run)}, extra...)
 	}
-	for _, a := range [][]string{args("whole", "2", "--mixup", "0.5"), args("part", "1", "--mixup", "0.5"),
-		args("part", "2", "--mixup", "0.5", "--resume"), args("one", "1", "--ema-decay", "0.9"), args("two", "1", "--nproc", "2")} {
-		if code, out, errs := runLCL(context.Background(), t, a...); code != 0 {
-			t.Fatalf("%v: exit %d\n%s\n%s", a, code, out, errs)
-		}
-	}
+	trainResumedAndParallel(t, args, "--ema-decay", "0.9")
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
 	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
 	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
