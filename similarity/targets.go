@@ -1,7 +1,6 @@
 package similarity
 
 import (
-	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -47,20 +46,13 @@ type TargetOptions struct {
 // --format npy` and `lcl plan` write) is checked against FILE.ids.txt
 // beside it when that exists.
 func ReadTargets(path string, o TargetOptions) ([]float32, int, error) {
-	f, err := bounded.OpenRegular(path)
+	f, isNPY, err := openMatrix(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	var pre [6]byte
-	if n, _ := io.ReadFull(f, pre[:]); n == len(pre) && bytes.Equal(pre[:], []byte("\x93NUMPY")) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, 0, err
-		}
+	if isNPY {
 		return readTargetsNPY(f, path, o)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, 0, err
 	}
 	t := &targetTable{path: bounded.Quote(path), o: o}
 	if err := t.read(f); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,17 +67,12 @@ func ReadTable(r io.Reader, name string) ([][]float64, error) {
 // store keeps them, and the side length. An .npy file is read straight into
 // the result (a 21,843² float32 matrix costs one copy of itself).
 func ReadMatrixFile(path string) ([]float32, int, error) {
-	// Only a regular file: a link to /dev/zero would be read for ever.
-	f, err := bounded.OpenRegular(path)
+	f, isNPY, err := openMatrix(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	var pre [6]byte
-	if n, _ := io.ReadFull(f, pre[:]); n == len(pre) && bytes.Equal(pre[:], []byte("\x93NUMPY")) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, 0, err
-		}
+	if isNPY {
 		rows, cols, data, err := npy.Read32(f) // sizes checked against the file's
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", path, err)
@@ -88,6 +84,23 @@ func ReadMatrixFile(path string) ([]float32, int, error) {
 		return nil, 0, err
 	}
 	return readMatrix(raw, path)
+}
+
+// openMatrix opens a matrix file, only a regular one (a link to /dev/zero
+// would be read for ever), and says whether it is an .npy file (by its
+// magic bytes); the file is positioned at its start either way.
+func openMatrix(path string) (f *os.File, isNPY bool, err error) {
+	if f, err = bounded.OpenRegular(path); err != nil {
+		return nil, false, err
+	}
+	var pre [6]byte
+	n, _ := io.ReadFull(f, pre[:])
+	isNPY = n == len(pre) && bytes.Equal(pre[:], []byte("\x93NUMPY"))
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return f, isNPY, nil
 }
 
 // maxMatrixFileBytes bounds a matrix file: more than a float64 matrix of
