@@ -149,7 +149,8 @@ type Observation struct {
 type PeerMetrics struct {
 	TrainLoss, TrainTop1, TestTop1, TestTop5, TestLoss float64
 	// Untested says the epoch did not evaluate the test set (model
-	// selection without --test-every-epoch): its test figures are not
+	// selection without --test-every-epoch, or an epoch --test-every
+	// skips): its test figures are not
 	// zeros but absent, and the strategy is not sent them.
 	Untested bool
 	// Val holds the figures on the validation split (--val-fraction);

@@ -36,6 +36,7 @@ type Cell struct {
 	Threads      int    `yaml:"threads"`
 	NProc        int    `yaml:"nproc"`
 	ChannelsLast bool   `yaml:"channels-last"`
+	TestEvery    int    `yaml:"test-every"`
 }
 
 // Run is the cell as a grid's run (lcl train's defaults for what it leaves out).
@@ -56,7 +57,8 @@ func (c Cell) Run() Run {
 		rc.Seed = *c.Seed
 	}
 	rc.Targets, _ = TargetsDigest(rc.Strategy, matrixOf(c.Params, c.Args)) // a file that does not read: Spec says so
-	return Run{ID: rc.ID(), Config: rc, Exec: Exec{Device: c.Device, Threads: c.Threads, NProc: c.NProc, ChannelsLast: c.ChannelsLast}}
+	return Run{ID: rc.ID(), Config: rc, Exec: Exec{Device: c.Device, Threads: c.Threads, NProc: c.NProc, ChannelsLast: c.ChannelsLast,
+		TestEvery: c.TestEvery}}
 }
 
 // LoadTrainSpec reads the Cell in the YAML (or JSON) file at path as a
@@ -147,6 +149,11 @@ func (r Run) Spec() (TrainSpec, error) {
 		s.Exec.NProc = e.NProc
 	}
 	s.Exec.ChannelsLast = e.ChannelsLast
+	if e.TestEvery != 0 {
+		if err := s.Settings.Set("test-every", strconv.Itoa(e.TestEvery)); err != nil {
+			return TrainSpec{}, fmt.Errorf("test-every: %w", err)
+		}
+	}
 	return s, s.Validate()
 }
 

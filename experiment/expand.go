@@ -24,6 +24,7 @@ type Exec struct {
 	Threads      int
 	NProc        int
 	ChannelsLast bool
+	TestEvery    int
 }
 
 // Expand returns the grid's runs in a fixed order: model, fraction,
@@ -31,7 +32,7 @@ type Exec struct {
 // parameter values, then seed innermost, so that all methods of a block finish close together.
 func (g *Grid) Expand() []Run {
 	var runs []Run
-	exec := Exec{Device: g.Device, Threads: g.Threads, NProc: g.NProc, ChannelsLast: g.ChannelsLast}
+	exec := Exec{Device: g.Device, Threads: g.Threads, NProc: g.NProc, ChannelsLast: g.ChannelsLast, TestEvery: g.TestEvery}
 	targets := targetsDigests{}
 	for _, model := range g.Models {
 		for _, frac := range g.Fractions {

@@ -32,6 +32,7 @@ var refusedFlags = map[string][]struct{ v, want string }{
 	"ema-decay":        {{"1", "want 0 ≤ decay < 1"}, {"-0.5", "want 0 ≤ decay < 1"}, {"NaN", "want 0 ≤ decay < 1"}, {"+Inf", "want 0 ≤ decay < 1"}, {"-Inf", "want 0 ≤ decay < 1"}},
 	"val-fraction":     {{"1", "want 0 ≤ fraction < 1"}, {"-0.5", "want 0 ≤ fraction < 1"}, {"NaN", "want 0 ≤ fraction < 1"}, {"+Inf", "want 0 ≤ fraction < 1"}, {"-Inf", "want 0 ≤ fraction < 1"}},
 	"patience":         {{"-1", "want a whole number from 0 to 1000000"}, {"1000001", "want a whole number from 0 to 1000000"}},
+	"test-every":       {{"-1", "want a whole number from 0 to 1000000"}, {"1000001", "want a whole number from 0 to 1000000"}},
 	"checkpoint-every": {{"-1", "want a whole number ≥ 0"}},
 	"eval-batch":       {{"0", "want a whole number from 1 to 1048576"}, {"-1", "want a whole number from 1"}, {"1048577", "want a whole number from 1 to 1048576"}},
 	"metrics-every":    {{"-1", "want a whole number ≥ 0"}},
@@ -94,7 +95,7 @@ func TestEveryNumberFlagRefused(t *testing.T) {
 			}
 			// A grid's args key is the same flag, refused by the same check.
 			g := "labels: fashion-mnist\nmodels: [cnn]\nfractions: [1]\nseeds: [1]\nstrategies: [{name: sl}]\nargs: {" + f.name + ": \"" + c.v + "\"}\n"
-			if f.name == "fraction" || f.name == "epochs" || f.name == "threads" || f.name == "nproc" {
+			if f.name == "fraction" || f.name == "epochs" || f.name == "threads" || f.name == "nproc" || f.name == "test-every" {
 				continue // a grid's own keys, below
 			}
 			if f.name == "mix-prob" || f.name == "mix-switch-prob" {
@@ -130,6 +131,7 @@ func TestGridNumberKeysRefused(t *testing.T) {
 		{head + "fractions: [1]\nepochs: 9223372036854775807\n", "line 6: epochs: --epochs 9223372036854775807: want a whole number from 1 to 1000000"},
 		{head + "fractions: [1]\nthreads: 100000000\n", "line 6: threads: --threads 100000000: want a whole number from 0 to 1024"},
 		{head + "fractions: [1]\nnproc: 5000\n", "line 6: nproc: --nproc 5000: want a whole number from 1 to 1024"},
+		{head + "fractions: [1]\ntest-every: -1\n", "line 6: test-every: --test-every -1: want a whole number from 0 to 1000000"},
 		{head + "fractions: [.nan]\n", "line 5: fractions[0]: NaN is not in (0, 1]"},
 		{head + "fractions: [1, .inf]\n", "line 5: fractions[1]: +Inf is not in (0, 1]"},
 		{head + "fractions: [1]\npreset: cifar-modrn\n", `line 6: preset: --preset cifar-modrn: unknown preset "cifar-modrn"; did you mean cifar-modern?`},

@@ -67,6 +67,10 @@ type Grid struct {
 	// (lcl train --channels-last): how runs compute, not what, so like
 	// Device it is no part of a run's identity.
 	ChannelsLast bool `yaml:"channels-last"`
+	// TestEvery > 1 evaluates the test set after every TestEvery-th epoch
+	// and the last only (lcl train --test-every): what is observed, not
+	// what is trained, so no part of a run's identity either.
+	TestEvery int `yaml:"test-every"`
 
 	// lines are the file's lines of its keys and values, by path
 	// ("preset", "strategies[0].params.beta[1]"), for errors.
@@ -133,7 +137,7 @@ var reserved = map[string]string{
 	"strategy": "strategies[].name", "source": "strategies[].sources", "seed": "seeds",
 	"epochs": "epochs", "preset": "preset", "device": "device", "threads": "threads",
 	"out": "(set by the runner)", "resume": "(set by the runner)", "nproc": "nproc",
-	"channels-last": "channels-last",
+	"channels-last": "channels-last", "test-every": "test-every",
 }
 
 // Check catches what would fail every run of the grid before any is
@@ -299,7 +303,7 @@ func (g *Grid) keyOf(r Run, err error) string {
 		return "preset"
 	case "fraction":
 		return fmt.Sprintf("fractions[%d]", slices.Index(g.Fractions, c.Fraction))
-	case "epochs", "threads", "nproc", "device":
+	case "epochs", "threads", "nproc", "device", "test-every":
 		return name
 	}
 	if at := g.ParamKey(r, name); at != "" && strings.Contains(at, ".") {

@@ -206,3 +206,44 @@ func trainArgs(t *testing.T, r Run, runDir string, resume bool) []string {
 	}
 	return args
 }
+
+// test-every says how often a run is observed, not what it trains: a grid's
+// test-every reaches lcl train as --test-every and leaves every run's ID
+// as it was, and lcl train's own flag leaves the run's store key alone.
+func TestTestEveryIsNoPartOfARun(t *testing.T) {
+	const grid = "labels: fashion-mnist\nmodels: [cnn]\nfractions: [0.1]\nseeds: [1, 2]\nstrategies: [{name: sl}, {name: ls}]\n"
+	plain, err := Parse([]byte(grid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := Parse([]byte(grid + "test-every: 5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := plain.Expand(), sparse.Expand()
+	if len(a) != 4 || len(b) != 4 {
+		t.Fatalf("runs: %d and %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID {
+			t.Errorf("run %d: ID %s with test-every, %s without", i, b[i].ID, a[i].ID)
+		}
+		args, err := b[i].TrainArgs("", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := slices.Index(args, "--test-every"); j < 0 || j+1 >= len(args) || args[j+1] != "5" {
+			t.Errorf("run %d: lcl %q, want --test-every 5", i, args)
+		}
+	}
+	for _, args := range [][]string{{"--strategy", "sl"}, {"--strategy", "sl", "--test-every", "3"}} {
+		s := parseTrain(t, args...)
+		c, err := s.Config(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Args != nil {
+			t.Errorf("lcl train %q: run args %v, want none", args, c.Args)
+		}
+	}
+}

@@ -495,7 +495,7 @@ func settingFlags() []trainFlag {
 		if r.Flagless {
 			continue
 		}
-		out = append(out, trainFlag{name: r.Name, usage: r.Usage, group: r.Group, own: r.Name == "epochs",
+		out = append(out, trainFlag{name: r.Name, usage: r.Usage, group: r.Group, own: r.Name == "epochs", exec: r.Exec,
 			bind: func(s *TrainSpec) pflag.Value { return bindSetting(&s.Settings, r) }})
 	}
 	return out

@@ -483,7 +483,8 @@ func (ep *epoch) canceled() error {
 // evaluate evaluates every peer (and moving average) on the test set and
 // the validation split, keeps the weights model selection chooses, and
 // returns the epoch's metrics line. With a validation split the test set is
-// evaluated only with Config.TestEveryEpoch.
+// evaluated only with Config.TestEveryEpoch; without one, after every
+// Config.TestEvery-th epoch and the stage's last.
 func (ep *epoch) evaluate() (EpochMetrics, error) {
 	r, s, e, p := ep.r, ep.p.Stage, ep.p.Epoch, ep.p
 	lr := r.cfg.Optim.Schedule.At(e, float64(ep.steps-1)/float64(ep.steps), ep.stage.Epochs) // at the last step
@@ -494,7 +495,11 @@ func (ep *epoch) evaluate() (EpochMetrics, error) {
 		em.ImgPerSec = float64(p.Images) / p.Seconds
 	}
 	k := len(ep.peers.models)
-	tested := r.val == nil || r.cfg.TestEveryEpoch
+	tested := r.cfg.TestEveryEpoch
+	if r.val == nil {
+		n := max(r.cfg.TestEvery, 1)
+		tested = (e+1)%n == 0 || e == ep.stage.Epochs-1
+	}
 	// on evaluates m on set, counting the images evaluated.
 	images := 0
 	on := func(m *torch.Model, set *evalSet) (PeerMetrics, error) {

@@ -428,3 +428,40 @@ func TestObservationOfASelection(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// --test-every 2 over 5 epochs evaluates the test set after epochs 2, 4
+// and the last; the final figures are the last epoch's, as an every-epoch
+// run's, and the epochs between are untested (no test figures, not zeros).
+func TestTestEvery(t *testing.T) {
+	run := func(every int) ([]EpochMetrics, *Result) {
+		cfg := testConfig(t, t.TempDir())
+		cfg.Optim.Epochs, cfg.TestEvery = 5, every
+		var seen []EpochMetrics
+		cfg.OnEpoch = func(m EpochMetrics) { seen = append(seen, m) }
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seen, res
+	}
+	all, whole := run(1)
+	some, sparse := run(2)
+	if len(all) != 5 || len(some) != 5 {
+		t.Fatalf("epochs: %d and %d", len(all), len(some))
+	}
+	for i, m := range some {
+		want := i == 1 || i == 3 || i == 4
+		if m.Tested() != want || !all[i].Tested() {
+			t.Errorf("epoch %d: tested %v with --test-every 2 (want %v), %v with 1", i+1, m.Tested(), want, all[i].Tested())
+		}
+		if want && !reflect.DeepEqual(m.PeerMetrics, all[i].PeerMetrics) {
+			t.Errorf("epoch %d: %+v with --test-every 2, %+v with 1", i+1, m.PeerMetrics, all[i].PeerMetrics)
+		}
+		if !want && (m.Observation().Peers[0].Untested != true || m.TestTop1 != 0) {
+			t.Errorf("epoch %d: untested epoch carries %+v", i+1, m.PeerMetrics)
+		}
+	}
+	if !reflect.DeepEqual(whole.Final, sparse.Final) {
+		t.Errorf("final: %+v with --test-every 2, %+v with 1", sparse.Final, whole.Final)
+	}
+}

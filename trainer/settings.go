@@ -40,6 +40,11 @@ type ModelSelection struct {
 	SelectMetric   string // top1 (default), top5 or loss, on the validation split
 	Patience       int
 	TestEveryEpoch bool
+	// TestEvery > 1 evaluates the test set only after every TestEvery-th
+	// epoch and each stage's last (runs without a validation split): the
+	// evaluation of a 10,000-image test set can cost more than a small
+	// training set's epoch, and a grid wants the final figures.
+	TestEvery int
 }
 
 // A Setting is one row of the settings table: a training setting, its
@@ -56,6 +61,9 @@ type Setting struct {
 	Repeat bool
 	// Flagless: no flag of its own (a preset's value, in the identity).
 	Flagless bool
+	// Exec: how the run is observed, not what it trains (--test-every):
+	// no part of a run's configuration or store key, like --threads.
+	Exec bool
 
 	set    func(s *Settings, v string) error // parses v into the field
 	format func(s *Settings) string          // the field as the flag spells it
@@ -472,7 +480,17 @@ func settingRows() []Setting {
 			count(0, MaxEpochs, " epochs (0: no early stopping)")).needing(selectionNeed),
 		boolRow("test-every-epoch", groupSelection, "with --val-fraction: evaluate the test set every epoch too",
 			func(s *Settings) *bool { return &s.TestEveryEpoch }).needing(selectionNeed),
+		testEveryRow(),
 	}
+}
+
+// testEveryRow is --test-every: 0 and 1 both mean every epoch (the zero
+// value keeps the settings of runs from before it).
+func testEveryRow() Setting {
+	r := intRow("test-every", groupSelection, "evaluate the test set after every N-th epoch and each stage's last (1: every epoch)",
+		func(s *Settings) *int { return &s.TestEvery }, count(0, MaxEpochs, " epochs (0 or 1: every epoch)"))
+	r.Def, r.Exec = "1", true
+	return r
 }
 
 func scheduleRow() Setting {

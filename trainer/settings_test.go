@@ -100,8 +100,9 @@ var refused = map[string][]struct{ v, want string }{
 		{"+Inf", "want 0 ≤ decay < 1"}, {"-Inf", "want 0 ≤ decay < 1"}},
 	"val-fraction": {{"1", "want 0 ≤ fraction < 1 (0: no validation split)"}, {"-0.1", "want 0 ≤ fraction < 1"}, {"NaN", "want 0 ≤ fraction < 1"},
 		{"+Inf", "want 0 ≤ fraction < 1"}, {"-Inf", "want 0 ≤ fraction < 1"}},
-	"select":   {{"top3", "want top1, top5 or loss; did you mean top1"}},
-	"patience": {{"-1", "want a whole number from 0 to 1000000 epochs (0: no early stopping)"}, {"1000001", "want a whole number from 0 to 1000000"}},
+	"select":     {{"top3", "want top1, top5 or loss; did you mean top1"}},
+	"patience":   {{"-1", "want a whole number from 0 to 1000000 epochs (0: no early stopping)"}, {"1000001", "want a whole number from 0 to 1000000"}},
+	"test-every": {{"-1", "want a whole number from 0 to 1000000 epochs (0 or 1: every epoch)"}, {"1000001", "want a whole number from 0 to 1000000"}},
 }
 
 // refusedBase is what row name needs to apply: a schedule of its own, a
