@@ -116,7 +116,15 @@ func OpenStrategy(ctx context.Context, env Env, host *plugins.Host, sel Selectio
 		st.Close()
 		return nil, err
 	}
-	if err := checkParams(ctx, host, sel, info, classes, epochs); err != nil {
+	// The trial Begin needs a second instance: st's Begin is the run's.
+	second := func() (*plugins.Strategy, func(), error) {
+		p, err := host.Strategy(sel.Strategy)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, p.Close, nil
+	}
+	if err := checkParams(ctx, second, sel, info, classes, epochs); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -148,7 +156,11 @@ func CheckStrategy(ctx context.Context, host *plugins.Host, sel Selection, class
 	if err != nil {
 		return err
 	}
-	return checkParams(ctx, host, sel, info, classes, epochs)
+	// The instance is stopped after the check: its own Begin is the trial
+	// (one plugin process per check, not two: a grid checks every
+	// parameter set, and a process costs its start-up).
+	same := func() (*plugins.Strategy, func(), error) { return st, func() {}, nil }
+	return checkParams(ctx, same, sel, info, classes, epochs)
 }
 
 // checkParams checks the parameters given against what the strategy
@@ -156,7 +168,7 @@ func CheckStrategy(ctx context.Context, host *plugins.Host, sel Selection, class
 // any is given, their values by a trial Begin (trialBegin), so that a bad
 // value (ε = 1.5, ols's smoothing = 2) is a usage error before any matrix
 // is looked for or anything is written.
-func checkParams(ctx context.Context, host *plugins.Host, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
+func checkParams(ctx context.Context, probe prober, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
 	if _, err := sdk.ParseParams(info.Params, sel.Params); err != nil {
 		var ue *sdk.UnknownParamError
 		if errors.As(err, &ue) {
@@ -167,7 +179,7 @@ func checkParams(ctx context.Context, host *plugins.Host, sel Selection, info sd
 	if len(sel.Params) == 0 {
 		return nil
 	}
-	return trialBegin(ctx, host, sel, info, classes, epochs)
+	return trialBegin(ctx, probe, sel, info, classes, epochs)
 }
 
 // paramFlag is "--param NAME=VALUE: " (or "--epsilon VALUE: ") for the
@@ -206,15 +218,20 @@ func unknownParam(sel Selection, strategy string, e *sdk.UnknownParamError) erro
 	return usagef("%s", flag)
 }
 
-// trialBegin begins a second instance of the strategy (on the identity
-// similarity when it needs one; one example per class) and stops it: what
-// the strategy refuses then, it refuses because of its parameters.
-func trialBegin(ctx context.Context, host *plugins.Host, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
-	probe, err := host.Strategy(sel.Strategy)
+// prober gives an instance of the strategy whose Begin may be a trial, and
+// what releases it.
+type prober func() (*plugins.Strategy, func(), error)
+
+// trialBegin begins an instance of the strategy that runs nothing after
+// (on the identity similarity when it needs one; one example per class)
+// and releases it: what the strategy refuses then, it refuses because of
+// its parameters.
+func trialBegin(ctx context.Context, instance prober, sel Selection, info sdk.StrategyInfo, classes []sdk.Class, epochs int) error {
+	probe, release, err := instance()
 	if err != nil {
 		return err
 	}
-	defer probe.Close()
+	defer release()
 	c := len(classes)
 	var id *sdk.Matrix
 	if info.NeedsSimilarity {
