@@ -156,6 +156,7 @@ func Open(spec experiment.TrainSpec, world int) (*Run, error) {
 	if spec.Settings.ValFraction > 0 {
 		cfg.ModelSelection = spec.Settings.ModelSelection
 	}
+	cfg.TestEvery = spec.Settings.TestEvery // applies without a split too
 	return &Run{Spec: spec, DataSpec: ds, Data: d, Preset: preset, PrecisionNote: note, Config: cfg}, nil
 }
 

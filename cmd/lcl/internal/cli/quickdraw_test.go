@@ -22,7 +22,9 @@ func needQuickDraw(t *testing.T) {
 
 // The tests' Quick, Draw! grid: experiments/quickdraw.yaml's kind of grid in
 // miniature (a narrow CNN, 3 epochs, DR 25 %, one seed), with a method on each
-// kind of target: one-hot, LCL's annealed similarity, MBM's soft labels.
+// kind of target: one-hot, LCL's annealed similarity, MBM's soft labels. The
+// test set is evaluated after the last epoch only (test-every: its
+// evaluation was most of the runs' time; the report reads untested epochs).
 const quickDrawGrid = `name: qd-tiny
 labels: quickdraw
 data: quickdraw
@@ -31,6 +33,7 @@ fractions: [0.25]
 epochs: 3
 seeds: [1]
 threads: 1
+test-every: 3
 strategies:
   - name: sl
   - name: lcl
@@ -79,6 +82,10 @@ func TestQuickDrawGridTrainsAndReports(t *testing.T) {
 		// epochs of a narrow net leave it near chance (docs/experiment.md).
 		if r.Config.Strategy != "lcl" && r.Top1[0] < 0.02 {
 			t.Errorf("run %s (%s): top-1 %v: want at least 2 %%", r.ID, r.Config.Strategy, r.Top1)
+		}
+		// Epochs 1 and 2 evaluated no test set: no test figures, not zeros.
+		if n := strings.Count(string(r.Epochs), `"top1"`); n != 1 {
+			t.Errorf("run %s (%s): %d epochs with test figures, want the last alone: %s", r.ID, r.Config.Strategy, n, r.Epochs)
 		}
 	}
 	code, out, errs = runLCL(ctx, t, "--store", store, "report", "--grid", grid, "--out", filepath.Join(t.TempDir(), "report"))
