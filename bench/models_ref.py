@@ -270,9 +270,67 @@ class DenseNetBC(nn.Module):
         return self.classifier(F.adaptive_avg_pool2d(F.relu(self.features(x)), 1).flatten(1))
 
 
-def reference(name, classes, **kw):
+# HAFrame's projection (Liang & Davis 2023; ltong1130ztr/HAFrame,
+# util/arch/HAF_resnet.py), between a network's pooled features and its
+# classifier, with the module names of lcl's proj=N option: their
+# PointResidualTransformationLayer as written there (PReLU activations, no
+# dropout, widths equal so the residual is the identity), after a bias-free
+# Linear (their 1x1 convolution to N channels, applied after the average
+# pool: the same map) and BatchNorm1d.
+class PointResidualTransformationLayer(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear1 = nn.Linear(n, n, bias=False)
+        self.bn1 = nn.BatchNorm1d(n)
+        self.act_func1 = nn.PReLU(num_parameters=n)
+        self.linear2 = nn.Linear(n, n, bias=False)
+        self.bn2 = nn.BatchNorm1d(n)
+        self.act_func2 = nn.PReLU(num_parameters=n)
+        self.residual = nn.Identity()
+
+    def forward(self, x):
+        r = self.residual(x)
+        x = self.act_func1(self.bn1(self.linear1(x)))
+        x = self.act_func2(self.bn2(self.linear2(x)))
+        return x + r
+
+
+class Projection(nn.Module):
+    def __init__(self, d, n):
+        super().__init__()
+        self.linear = nn.Linear(d, n, bias=False)
+        self.bn = nn.BatchNorm1d(n)
+        self.residual_layer1 = PointResidualTransformationLayer(n)
+        self.residual_layer2 = PointResidualTransformationLayer(n)
+
+    def forward(self, x):
+        return self.residual_layer2(self.residual_layer1(self.bn(self.linear(x))))
+
+
+def project(m, head, n, classes):
+    """m with HAFrame's projection to n features before its classifier
+    attribute head, which becomes Linear(n, classes): a forward pre-hook
+    projects the classifier's input, so the state names stay m's."""
+    d = getattr(m, head).in_features
+    m.projection = Projection(d, n)
+    setattr(m, head, nn.Linear(n, classes))
+    getattr(m, head).register_forward_pre_hook(lambda _, inp: (m.projection(inp[0]),))
+    return m
+
+
+def reference(name, classes, proj=None, **kw):
     """The PyTorch module of an lcl model name (the nine of the paper, and
-    reduced configurations through keyword arguments)."""
+    reduced configurations through keyword arguments), with HAFrame's
+    projection to proj features before the classifier when proj is given."""
+    m = _reference(name, classes, **kw)
+    if proj:
+        heads = {"senet154": "last_linear", "inception-resnet-v2": "classif"}
+        head = "classifier" if name.startswith("densenet") else heads.get(name, "fc")
+        m = project(m, head, proj, classes)
+    return m
+
+
+def _reference(name, classes, **kw):
     import torchvision.models as tv
     if name.startswith("resnet") or name.startswith("resnext"):
         from torchvision.models.resnet import BasicBlock, Bottleneck

@@ -46,7 +46,7 @@ func embedClassifier(v []float32, c, k, d int, seed uint64) ([]float32, error) {
 	}
 	if k > d {
 		return nil, fmt.Errorf("fixed classifier: class vectors of %d values, the model's features have %d: "+
-			"want a model whose head's input is at least %d wide", k, d, k)
+			"want a model whose head's input is at least %d wide (the option proj=%d of a built-in model gives it %d features)", k, d, k, k, k)
 	}
 	r := rand.New(rand.NewPCG(seed, 0))
 	q := make([][]float64, k) // the columns of Q

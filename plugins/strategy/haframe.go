@@ -51,7 +51,7 @@ type HAFrame struct {
 var haframeParams = []sdk.Param{
 	{Name: "alpha", Type: sdk.ParamFloat, Default: "0.4", Help: "weight α ≥ 0 of the cosine term; cross-entropy gets 1 − α (1 when α > 1) (paper: 0.4 on CIFAR-100 and iNat-19, 0.5 on FGVC-Aircraft and tieredImageNet)"},
 	{Name: "haf-gamma", Type: sdk.ParamFloat, Default: "2", Help: "decay γ > 0 of the class vectors' cosines with hierarchical distance, S = (1 − s_min)·exp(−γ·d/max d) + s_min (paper: 2 on CIFAR-100, 5 iNat-19, 1 FGVC-Aircraft, 3 tieredImageNet)"},
-	{Name: "frame-model", Type: sdk.ParamString, Default: "", Help: "architecture trained (default: the run's); its head must be one linear layer on features at least as wide as the classes (the paper projects them to C)"},
+	{Name: "frame-model", Type: sdk.ParamString, Default: "", Help: "architecture trained (default: the run's); its head must be one linear layer on features at least as wide as the classes; a built-in model's option proj=C gives it the paper's projection to C features of any sign (e.g. cnn:proj=345)"},
 }
 
 func (s *HAFrame) Describe(context.Context) (sdk.StrategyInfo, error) {

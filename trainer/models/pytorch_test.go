@@ -64,6 +64,10 @@ func TestStrictLoadSameLogitsInPyTorch(t *testing.T) {
 		{"resnext101-32x8d:layers=1x2x1x1,group-width=2,stem=imagenet", Input{C: 3, H: 64, W: 64, NumClasses: 10},
 			refCase{Ref: "resnext101-32x8d", Kwargs: map[string]any{"layers": []int{1, 2, 1, 1}, "group_width": 2}}},
 		{"resnet18:stem=imagenet", Input{C: 3, H: 64, W: 64, NumClasses: 7}, refCase{Ref: "resnet18"}},
+		// HAFrame's projection before the head, as their HAF_resnet.py
+		// writes it (bench/models_ref.py's Projection).
+		{"resnet18:stem=imagenet,layers=1x1x1x1,proj=12", Input{C: 3, H: 64, W: 64, NumClasses: 7},
+			refCase{Ref: "resnet18", Kwargs: map[string]any{"layers": []int{1, 1, 1, 1}, "proj": 12}}},
 		{"densenet121:blocks=2x3,growth=8,init=16,dropout=0.2", Input{C: 3, H: 64, W: 64, NumClasses: 10},
 			refCase{Ref: "densenet121", Kwargs: map[string]any{"growth": 8, "blocks": []int{2, 3}, "init": 16, "drop": 0.2}}},
 		{"densenet-bc-190-40:depth=16,growth=6,dropout=0.1", Input{C: 3, H: 32, W: 32, NumClasses: 100},

@@ -181,8 +181,9 @@ func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
 	if optStr != "" {
 		for kv := range strings.SplitSeq(optStr, ",") {
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok || !slices.Contains(m.Options, k) {
-				return torch.Spec{}, fmt.Errorf("models: %s: bad option %q (options: %s)", name, kv, strings.Join(m.Options, ", "))
+			if !ok || !slices.Contains(m.Options, k) && k != ProjOption {
+				return torch.Spec{}, fmt.Errorf("models: %s: bad option %q (options: %s)", name, kv,
+					strings.Join(append(slices.Clone(m.Options), ProjOption), ", "))
 			}
 			opt[k] = v
 		}
@@ -190,11 +191,22 @@ func (r *Registry) Get(spec string, in Input) (torch.Spec, error) {
 	if in.C <= 0 || in.H <= 0 || in.W <= 0 || in.NumClasses < 2 {
 		return torch.Spec{}, fmt.Errorf("models: %s: bad input %d×%d×%d with %d classes", name, in.C, in.H, in.W, in.NumClasses)
 	}
+	// proj is every model's option, read here: the builders never see it.
+	proj, err := opt.int(ProjOption, 0)
+	if err != nil {
+		return torch.Spec{}, fmt.Errorf("models: %s: %w (HAFrame's projection of the features to that many dimensions)", name, err)
+	}
+	delete(opt, ProjOption)
 	s, err := m.Build(in, opt)
 	if err != nil {
 		return torch.Spec{}, fmt.Errorf("models: %s: %w", name, err)
 	}
 	s.InC, s.InH, s.InW, s.NumClasses = in.C, in.H, in.W, in.NumClasses
+	if proj > 0 {
+		if s, err = withProjection(s, proj); err != nil {
+			return torch.Spec{}, fmt.Errorf("models: %s on %d×%d×%d: %w", name, in.C, in.H, in.W, err)
+		}
+	}
 	if _, err := s.Check(); err != nil {
 		return torch.Spec{}, fmt.Errorf("models: %s on %d×%d×%d: %w", name, in.C, in.H, in.W, err)
 	}

@@ -41,6 +41,18 @@ func TestGetOptionsAndErrors(t *testing.T) {
 		{"densenet-bc-190-40:depth=10", cifar, 0, []string{"features.conv0.weight", "features.denseblock3.denselayer1.conv2.weight", "features.transition2.conv.weight", "features.norm5.weight", "classifier.bias"}, []string{"features.norm0.weight"}, ""},
 		{"densenet121:blocks=2x2,growth=8,init=16", img, 0, []string{"features.norm0.weight", "features.transition1.norm.running_mean", "features.denseblock2.denselayer2.norm2.weight"}, []string{"features.transition2.conv.weight"}, ""},
 		{"densenet:depth=13,bottleneck=0,growth=4", cifar, 0, []string{"features.denseblock1.denselayer3.conv1.weight"}, []string{"features.denseblock1.denselayer1.norm2.weight"}, ""},
+		// HAFrame's projection (proj=N, any model): Linear(8, 6) without a
+		// bias, BN(6), two point-residual layers of two bias-free 6×6
+		// linear layers, two BNs and two PReLUs each; the head reads 6.
+		{"mlp:hidden=8,proj=6", fm, 784*8 + 8 + 8*6 + 2*6 + 2*(2*6*6+2*2*6+2*6) + 6*10 + 10,
+			[]string{"projection.linear.weight", "projection.bn.running_var", "projection.residual_layer1.linear1.weight",
+				"projection.residual_layer2.act_func2.weight", "projection.residual_layer2.bn2.bias", "fc.weight"},
+			[]string{"projection.linear.bias", "projection.residual_layer1.linear1.bias"}, ""},
+		{"resnet18:layers=1x1x1x1,width=8,proj=12", cifar, 0, []string{"layer4.0.conv2.weight", "projection.linear.weight", "fc.weight"}, nil, ""},
+		{"cnn:proj=0", fm, 0, nil, nil, `option proj="0": want a positive integer up to 16384 (HAFrame's projection`},
+		{"cnn:proj=16385", fm, 0, nil, nil, `option proj="16385": want a positive integer up to 16384`},
+		{"densenet:proj=-3", cifar, 0, nil, nil, `option proj="-3"`},
+		{"cnn:projection=8", fm, 0, nil, nil, "(options: channels, fc, dropout, bn, proj)"},
 		{"wrn:depth=17", cifar, 0, nil, nil, "6n+4"},
 		{"resnet18:stem=odd", cifar, 0, nil, nil, "stem"},
 		{"resnet18:groups=4", cifar, 0, nil, nil, "bottleneck"},
@@ -113,6 +125,8 @@ func stateNames(s torch.Spec) map[string]bool {
 				for _, k := range []string{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"} {
 					names[path+"."+k] = true
 				}
+			case torch.OpPReLU:
+				names[path+".weight"] = true
 			}
 			return nil
 		})
@@ -173,6 +187,8 @@ func TestLibtorchBuildsTheDescribedNetwork(t *testing.T) {
 		in   Input
 	}{
 		{"cnn", Input{C: 1, H: 28, W: 28, NumClasses: 10}},
+		{"cnn:bn=0,proj=12", Input{C: 1, H: 28, W: 28, NumClasses: 10}},
+		{"resnet18:layers=1x1x1x1,width=8,proj=16", Input{C: 3, H: 32, W: 32, NumClasses: 10}},
 		{"resnext101-32x8d:layers=1x1x1x1,group-width=2", Input{C: 3, H: 32, W: 32, NumClasses: 10}},
 		{"wrn:depth=10,widen=2,dropout=0.3", Input{C: 3, H: 32, W: 32, NumClasses: 10}},
 		{"senet154:layers=1x1x1x1,groups=8", Input{C: 3, H: 32, W: 32, NumClasses: 10}},

@@ -41,7 +41,8 @@ var (
 	_ [0]int = [OpCat - C.LT_CAT]int{}
 	_ [0]int = [OpMul - C.LT_MUL]int{}
 	_ [0]int = [OpIdentity - C.LT_IDENTITY]int{}
-	_ [0]int = [numOps - (C.LT_IDENTITY + 1)]int{}
+	_ [0]int = [OpPReLU - C.LT_PRELU]int{}
+	_ [0]int = [numOps - (C.LT_PRELU + 1)]int{}
 
 	_ [0]int = [InitDefault - C.LT_INIT_DEFAULT]int{}
 	_ [0]int = [InitKaimingFanOut - C.LT_INIT_KAIMING_FAN_OUT]int{}

@@ -26,7 +26,7 @@ type Op int32
 const (
 	OpSeq           Op = iota // children in order
 	OpConv                    // Conv2d(In, Out, Kernel, Stride, Pad, Groups, Bias)
-	OpBatchNorm               // BatchNorm2d(Out; Eps, Momentum)
+	OpBatchNorm               // BatchNorm2d(Out; Eps, Momentum) on a map, BatchNorm1d on a vector
 	OpLinear                  // Linear(In, Out, Bias)
 	OpReLU                    // max(x, 0)
 	OpMaxPool                 // MaxPool2d(Kernel, Stride, Pad, Ceil)
@@ -39,13 +39,23 @@ const (
 	OpCat                     // children on the same input, concatenated along channels
 	OpMul                     // children on the same input, multiplied (broadcasting): gates
 	OpIdentity                // x
+	OpPReLU                   // PReLU with one learnt slope per channel (Out), PyTorch's init 0.25
 	numOps
 )
 
 var opNames = [...]string{"seq", "conv", "batchnorm", "linear", "relu", "maxpool", "avgpool", "gap", "flatten",
-	"dropout", "sigmoid", "sum", "cat", "mul", "identity"}
+	"dropout", "sigmoid", "sum", "cat", "mul", "identity", "prelu"}
 
 func (o Op) String() string { return enumName(opNames[:], o, "Op") }
+
+// container reports whether nodes of kind o hold children.
+func (o Op) container() bool { return o == OpSeq || o == OpSum || o == OpCat || o == OpMul }
+
+// params reports whether nodes of kind o hold parameters (and so need a
+// name: their module's).
+func (o Op) params() bool {
+	return o == OpConv || o == OpBatchNorm || o == OpLinear || o == OpPReLU
+}
 
 // WeightInit selects how a convolution or linear layer is initialised; batch norm
 // always starts at weight 1, bias 0.
@@ -111,7 +121,9 @@ func Conv(name string, in, out, k, stride int) Node {
 		Pad: [2]int{k / 2, k / 2}, Init: InitKaimingFanOut}
 }
 
-// BN is BatchNorm2d with PyTorch's defaults (eps 1e-5, momentum 0.1).
+// BN is batch norm with PyTorch's defaults (eps 1e-5, momentum 0.1):
+// BatchNorm2d on a C×H×W map, BatchNorm1d on a vector of c (statistics
+// over the batch alone; the same parameters and buffers).
 func BN(name string, c int) Node { return Node{Op: OpBatchNorm, Name: name, Out: c} }
 
 // Linear is a fully connected layer with a bias, PyTorch's initialisation.
@@ -147,6 +159,12 @@ func Cat(branches ...Node) Node { return Node{Op: OpCat, Children: branches} }
 
 // Mul multiplies its branches (broadcasting): Mul(Identity(), gate).
 func Mul(branches ...Node) Node { return Node{Op: OpMul, Children: branches} }
+
+// PReLU is max(x, 0) + a_c·min(x, 0) with a learnt slope a_c per channel
+// (or per feature of a vector), each starting at 0.25 as torch.nn.PReLU's:
+// an activation that keeps negative values, which HAFrame's projection
+// needs (trainer/models: proj).
+func PReLU(name string, c int) Node { return Node{Op: OpPReLU, Name: name, Out: c} }
 
 // Shape is a tensor shape without the batch dimension: C×H×W, or a vector
 // of C when Vec.
@@ -238,7 +256,7 @@ func (n *Node) infer(in Shape) (Shape, error) {
 		}
 		return nil
 	}
-	if n.Op < OpSum && n.Op != OpSeq && len(n.Children) > 0 {
+	if !n.Op.container() && len(n.Children) > 0 {
 		return in, fmt.Errorf("%v has children", n.Op)
 	}
 	switch n.Op {
@@ -264,12 +282,10 @@ func (n *Node) infer(in Shape) (Shape, error) {
 			return in, err
 		}
 		return Shape{C: n.Out, H: h, W: w}, nil
-	case OpBatchNorm:
-		if err := needMap(); err != nil {
-			return in, err
-		}
+	case OpBatchNorm, OpPReLU:
+		// Both act per channel of a map or per feature of a vector.
 		if n.Out != in.C {
-			return in, fmt.Errorf("batch norm of %d features on %d channels", n.Out, in.C)
+			return in, fmt.Errorf("%v of %d features on %d channels", n.Op, n.Out, in.C)
 		}
 		return in, nil
 	case OpLinear:
@@ -370,6 +386,8 @@ func (n *Node) Params() int64 {
 			}
 		case OpBatchNorm:
 			p += 2 * int64(m.Out)
+		case OpPReLU:
+			p += int64(m.Out)
 		case OpLinear:
 			p += int64(m.Out) * int64(m.In)
 			if m.Bias {
@@ -398,7 +416,7 @@ func (s Spec) Check() (featureDim int, err error) {
 		n    *Node
 	}{{"features", &s.Features}, {"head", &s.Head}} {
 		err := part.n.Walk(func(path string, m *Node) error {
-			if m.Op == OpConv || m.Op == OpBatchNorm || m.Op == OpLinear {
+			if m.Op.params() {
 				if m.Name == "" {
 					return fmt.Errorf("%s: a %v at %q has no name", part.what, m.Op, path)
 				}
@@ -443,7 +461,7 @@ func (s Spec) NumParams() int64 { return s.Features.Params() + s.Head.Params() }
 func (s Spec) HeadNames() []string {
 	var out []string
 	s.Head.Walk(func(path string, m *Node) error {
-		if m.Op == OpLinear || m.Op == OpConv || m.Op == OpBatchNorm {
+		if m.Op.params() {
 			out = append(out, path)
 		}
 		return nil

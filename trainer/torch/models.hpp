@@ -21,6 +21,7 @@ struct GNode {
 	nn::Conv2d conv{nullptr};
 	nn::BatchNorm2d bn{nullptr};
 	nn::Linear lin{nullptr};
+	nn::PReLU prelu{nullptr};
 
 	Tensor forward(const Tensor &x, bool train) {
 		switch (p.op) {
@@ -30,7 +31,11 @@ struct GNode {
 			return h;
 		}
 		case LT_CONV: return conv(x);
-		case LT_BN: return bn(x);
+		case LT_BN:
+			// BatchNorm2d over N x C x 1 x 1 is BatchNorm1d over N x C (the
+			// statistics over the batch alone), with the same state names.
+			if (x.dim() == 2) return bn(x.unsqueeze(-1).unsqueeze(-1)).flatten(1);
+			return bn(x);
 		case LT_LINEAR: return lin(x);
 		case LT_RELU: return torch::relu(x);
 		case LT_MAXPOOL:
@@ -60,6 +65,7 @@ struct GNode {
 			return torch::cat(ys, 1);
 		}
 		case LT_IDENTITY: return x;
+		case LT_PRELU: return prelu(x);
 		}
 		throw std::logic_error("unreachable node kind");
 	}
@@ -91,10 +97,10 @@ struct GraphBuilder {
 		auto where = [&]() { return "architecture graph: node " + std::to_string(at) + (name.empty() ? "" : " (" + name + ")"); };
 		auto &p = g->p;
 		bool container = p.op == LT_SEQ || p.op == LT_SUM || p.op == LT_CAT || p.op == LT_MUL;
-		if (p.op < LT_SEQ || p.op > LT_IDENTITY) throw std::invalid_argument(where() + ": unknown kind " + std::to_string(p.op));
+		if (p.op < LT_SEQ || p.op > LT_PRELU) throw std::invalid_argument(where() + ": unknown kind " + std::to_string(p.op));
 		if (p.n_children < 0 || (!container && p.n_children != 0) || (container && p.op != LT_SEQ && p.n_children == 0))
 			throw std::invalid_argument(where() + ": " + std::to_string(p.n_children) + " children");
-		bool params = p.op == LT_CONV || p.op == LT_BN || p.op == LT_LINEAR;
+		bool params = p.op == LT_CONV || p.op == LT_BN || p.op == LT_LINEAR || p.op == LT_PRELU;
 		if (params && name.empty()) throw std::invalid_argument(where() + ": a layer with parameters needs a name");
 		switch (p.op) {
 		case LT_CONV: {
@@ -121,6 +127,10 @@ struct GraphBuilder {
 			if (p.in <= 0 || p.out <= 0) throw std::invalid_argument(where() + ": bad linear layer");
 			g->lin = parent.register_module(name, nn::Linear(nn::LinearOptions(p.in, p.out).bias(p.bias != 0)));
 			order.push_back(g.get());
+			break;
+		case LT_PRELU:
+			if (p.out <= 0) throw std::invalid_argument(where() + ": bad PReLU");
+			g->prelu = parent.register_module(name, nn::PReLU(nn::PReLUOptions().num_parameters(p.out)));
 			break;
 		case LT_MAXPOOL:
 		case LT_AVGPOOL:

@@ -34,7 +34,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 13
+#define LT_ABI_VERSION 15
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -52,7 +52,7 @@ typedef struct lt_engine lt_engine;
 enum {
 	LT_SEQ = 0,      /* children in order */
 	LT_CONV = 1,     /* Conv2d(in, out, (kh,kw), (sh,sw), (ph,pw), groups, bias) */
-	LT_BN = 2,       /* BatchNorm2d(out; eps, momentum) */
+	LT_BN = 2,       /* BatchNorm2d(out; eps, momentum); BatchNorm1d on an N x out input */
 	LT_LINEAR = 3,   /* Linear(in, out, bias) */
 	LT_RELU = 4,
 	LT_MAXPOOL = 5,  /* (kh,kw), (sh,sw), (ph,pw); flags & LT_POOL_CEIL */
@@ -64,7 +64,8 @@ enum {
 	LT_SUM = 11,     /* children on the same input, summed; child 0 times scale */
 	LT_CAT = 12,     /* children on the same input, concatenated along dim 1 */
 	LT_MUL = 13,     /* children on the same input, multiplied (broadcasting) */
-	LT_IDENTITY = 14
+	LT_IDENTITY = 14,
+	LT_PRELU = 15    /* PReLU(out slopes, one per channel, starting at 0.25) */
 };
 
 /* Pool flags: ceil_mode; count_include_pad = false (average pools). */

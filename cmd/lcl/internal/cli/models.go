@@ -25,6 +25,10 @@ optimizers of --optimizer with their parameters (--optim-param NAME=VALUE;
 momentum, weight_decay and nesterov are the preset's or --momentum,
 --weight-decay, --nesterov). A star marks the nine architectures of the
 paper; PUBLISHED is the count their papers or torchvision/timm state.
+Every built-in model also takes proj=N (e.g. cnn:proj=345): HAFrame's
+projection of its features to N dimensions (bias-free linear layer, batch
+norm, two residual PReLU layers) before its head, so that the features can
+take any sign (--strategy haframe; docs/trainer.md, "Models").
 --model torchscript:FILE.pt trains any TorchScript module (docs/trainer.md;
 its default preset is fmnist-cnn).`,
 		Example: `  lcl models

@@ -670,7 +670,7 @@ func TestTrainHAFrame(t *testing.T) {
 	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
 		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
 	}
-	checkHAFrameHeads(t, dir, s)
+	checkHAFrameHeads(t, dir, s, "whole", "part", "two", "one/model-ema")
 	// A bad parameter is refused before anything is written.
 	bad := filepath.Join(dir, "bad")
 	code, _, errs := runLCL(context.Background(), t, append(args("bad", "1"), "--param", "haf-gamma=0")...)
@@ -720,10 +720,54 @@ func TestTrainHAFrameFrameModel(t *testing.T) {
 	}
 }
 
-// checkHAFrameHeads: the heads TestTrainHAFrame trained (the moving
-// average's too) are HAFrame's: a zero bias and class vectors whose cosines
-// are the published S of the distances 1 − s (γ 2).
-func checkHAFrameHeads(t *testing.T, dir string, s []float64) {
+// HAFrame's projection (the models' proj option) as the frame model: a
+// run whose own model is too narrow for the 10 class vectors
+// (mlp:hidden=4, refused in TestTrainHAFrame) trains with frame-model
+// mlp:hidden=4,proj=10. The weights hold the projection (its PReLU slopes
+// trained away from their start, 0.25) and HAFrame's fixed head on its 10
+// outputs; lcl eval rebuilds the model from their lcl.model.
+func TestTrainHAFrameProjection(t *testing.T) {
+	dir := t.TempDir()
+	sim, s := twoGroupMatrix(t, dir)
+	const model = "mlp:hidden=4,proj=10"
+	if code, out, errs := runLCL(context.Background(), t, "train", "--data", synth10, "--model", "mlp:hidden=4",
+		"--epochs", "2", "--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store",
+		"--strategy", "haframe", "--matrix", sim, "--param", "frame-model="+model, "--out", filepath.Join(dir, "proj")); code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
+	}
+	weights := filepath.Join(dir, "proj", "model.safetensors")
+	if meta, err := safetensors.ReadMeta(weights); err != nil || meta["lcl.model"] != model {
+		t.Fatalf("lcl.model %q (%v), want %s", meta["lcl.model"], err, model)
+	}
+	checkHAFrameHeads(t, dir, s, "proj")
+	w := readWeights(t, weights)
+	if got := len(w["fc.weight"]) / 4; got != 10*10 {
+		t.Errorf("fc.weight has %d values, want 10×10 (the projection's 10 outputs)", got)
+	}
+	moved := 0
+	for _, k := range []string{"projection.residual_layer1.act_func1.weight", "projection.residual_layer2.act_func2.weight"} {
+		if len(w[k]) != 4*10 {
+			t.Fatalf("%s: %d bytes, want 10 slopes", k, len(w[k]))
+		}
+		for i := range 10 {
+			if f32(w[k], i) != 0.25 {
+				moved++
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no PReLU slope of the projection moved from 0.25 in training")
+	}
+	if code, out, errs := runLCL(context.Background(), t, "eval", "--checkpoint", weights, "--threads", "1"); code != 0 ||
+		!strings.Contains(out, "top-1") {
+		t.Errorf("eval: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// checkHAFrameHeads: the heads of the runs under dir (a run "R/model-ema":
+// its moving average's) are HAFrame's: a zero bias and class vectors whose
+// cosines are the published S of the distances 1 − s (γ 2).
+func checkHAFrameHeads(t *testing.T, dir string, s []float64, runs ...string) {
 	t.Helper()
 	d := mat.NewSymDense(10, nil)
 	for i := range 10 {
@@ -735,7 +779,7 @@ func checkHAFrameHeads(t *testing.T, dir string, s []float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, run := range []string{"whole", "part", "two", "one/model-ema"} {
+	for _, run := range runs {
 		file := filepath.Join(dir, run, "model.safetensors")
 		if strings.HasSuffix(run, "-ema") {
 			file = filepath.Join(dir, run+".safetensors")
