@@ -108,7 +108,11 @@ func New(ctx context.Context, st Strategy, run Run) (*Bridge, error) {
 		b.run.Similarity = nil
 	}
 	for _, s := range stages {
-		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Peers, Model: s.Model, PerStep: s.PerStep, ClassProbs: s.ClassProbs}
+		if err := sdk.ValidateLevels(s.Levels, len(run.Classes)); err != nil {
+			return nil, fmt.Errorf("%s: stage %q: %w", st.Label(), s.Name, err)
+		}
+		ps := Stage{Name: s.Name, Epochs: s.Epochs, Peers: s.Peers, Model: s.Model, PerStep: s.PerStep, ClassProbs: s.ClassProbs,
+			Levels: s.Levels}
 		if s.Teacher >= 0 {
 			ps.Teacher = stages[s.Teacher].Name
 		}

@@ -29,7 +29,15 @@ type Stage struct {
 	// next epoch's PlanContext (ClassProbSums, ClassCounts): online label
 	// smoothing's targets are made of them.
 	ClassProbs bool
+	// Levels are coarser partitions of the classes, finest first, each
+	// nested in the next (sdk.Stage.Levels): every model of the stage gets
+	// one more trainable linear head per level (HAF's).
+	Levels []Level
 }
+
+// Level is one partition of the classes (sdk.Level): Group[c] is the group
+// of class c, in [0, Groups).
+type Level = sdk.Level
 
 // Plan is what a Planner decides for one epoch, in the trainer's terms:
 // float32 values indexed by the training data set's examples.

@@ -141,7 +141,8 @@ func TestWritePreviewClassifier(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(text)), "\n")
-	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",group,cosine") || !strings.HasSuffix(lines[1], ",0,0.4") {
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",group,cosine,consistency,dissimilar,geometric") ||
+		!strings.HasSuffix(lines[1], ",0,0.4,0,0,0") {
 		t.Errorf("curriculum.csv:\n%s", text)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -88,7 +89,7 @@ func TestProtocolV2PluginStillRuns(t *testing.T) {
 	check := func(st *Strategy, what string) {
 		t.Helper()
 		stages, err := st.Begin(ctx, run)
-		if err != nil || len(stages) != 1 || stages[0] != (sdk.Stage{Name: "train", Epochs: epochs, Peers: 1, Teacher: -1, Fresh: true}) {
+		if err != nil || len(stages) != 1 || !reflect.DeepEqual(stages[0], sdk.Stage{Name: "train", Epochs: epochs, Peers: 1, Teacher: -1, Fresh: true}) {
 			t.Fatalf("%s: Begin = %+v, %v", what, stages, err)
 		}
 		for e := range epochs {

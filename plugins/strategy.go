@@ -75,6 +75,11 @@ func (s *Strategy) Begin(ctx context.Context, run sdk.Run) ([]sdk.Stage, error) 
 	if err := sdk.ValidateStages(stages); err != nil {
 		return nil, s.c.invalid("Begin", "invalid stages: %v", err)
 	}
+	for i, st := range stages {
+		if err := sdk.ValidateLevels(st.Levels, len(run.Classes)); err != nil {
+			return nil, s.c.invalid("Begin", "invalid stages: stage %d (%s): %v", i, st.Name, err)
+		}
+	}
 	s.classes, s.examples, s.stages = len(run.Classes), run.NumExamples, stages
 	return stages, nil
 }

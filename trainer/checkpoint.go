@@ -441,6 +441,11 @@ func LoadWeights(path string, m *torch.Model) (meta map[string]string, err error
 	}
 	ck := &checkpoint{path: path, tensors: map[string]safetensors.Tensor{}}
 	for _, t := range ts {
+		// A checkpoint of a run with level heads (HAF's) holds them; the
+		// plain model evaluated has none.
+		if len(m.Spec().Levels) == 0 && strings.HasPrefix(strings.TrimPrefix(t.Name, prefix), torch.LevelHeadsPrefix) {
+			continue
+		}
 		ck.tensors[t.Name] = t
 	}
 	return meta, ck.load(prefix, m.State().Load)

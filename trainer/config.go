@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lcl-project/lcl/curriculum"
 	"github.com/lcl-project/lcl/internal/digest"
 	"github.com/lcl-project/lcl/internal/suggest"
 	"github.com/lcl-project/lcl/trainer/models"
@@ -258,8 +259,23 @@ func (cfg *Config) stages(spec torch.Spec) ([]Stage, []torch.Spec, error) {
 			return nil, nil, fmt.Errorf("trainer: stage %q: teacher %q is not an earlier stage", s.Name, s.Teacher)
 		}
 		seen[s.Name] = true
+		specs[i].Levels = levelsOf(s.Levels)
 	}
 	return stages, specs, nil
+}
+
+// levelsOf are a stage's levels as the models take them: every model of
+// the stage gets their heads (checked by the bridge, and again by the
+// engine).
+func levelsOf(ls []curriculum.Level) []torch.Level {
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]torch.Level, len(ls))
+	for i, l := range ls {
+		out[i] = torch.Level{Groups: l.Groups, Group: l.Group}
+	}
+	return out
 }
 
 // runIdentity is the run's identity (identity) with the digest of a

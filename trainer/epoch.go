@@ -206,6 +206,9 @@ func (ep *epoch) use(plan Plan, perStep bool) error {
 			return fmt.Errorf("trainer: stage %q: distillation without a teacher stage", ep.stage.Name)
 		}
 	}
+	if c := plan.Coefs; (c.Consistency != 0 || c.Dissimilar != 0 || c.Geometric != 0) && len(ep.stage.Levels) == 0 {
+		return fmt.Errorf("trainer: stage %q: a level coefficient (consistency, dissimilar, geometric) without levels: the stage declares none", ep.stage.Name)
+	}
 	if plan.Classifier != nil {
 		if err := ep.fixHeads(plan); err != nil {
 			return err

@@ -93,7 +93,9 @@ func (w *initWeights) apply(m *torch.Model, heads []string) error {
 	names := map[string]bool{}
 	for _, n := range have {
 		names[n.Name] = true
-		if w.skipped(n.Name) {
+		// Level heads (HAF's) keep their initialisation: no weights file
+		// holds them (the final weights leave them out).
+		if w.skipped(n.Name) || strings.HasPrefix(n.Name, torch.LevelHeadsPrefix) {
 			state[n.Name] = n
 			continue
 		}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/lcl-project/lcl/trainer/torch"
 )
 
 // The run's result: result.json and the final weights.
@@ -69,16 +72,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
-	// weights writes model<kind>.safetensors (model<kind>-peer<k> for
-	// further peers).
-	weights := func(kind string, k int, s stateReader, id map[string]string) (string, error) {
-		name := "model" + kind
-		if k > 0 {
-			name += fmt.Sprintf("-peer%d", k)
-		}
-		path := filepath.Join(r.cfg.Out, name+".safetensors")
-		return path, writeWeights(path, s, id)
-	}
+	weights := r.writeFinalWeights
 	for k, m := range peers.models {
 		path, err := weights("", k, m.State(), r.weightsID())
 		if err != nil {
@@ -118,3 +112,45 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 	}
 	return res, nil
 }
+
+// writeFinalWeights writes model<kind>.safetensors (model<kind>-peer<k>
+// for further peers) of state s, without level heads, and returns its path.
+func (r *runner) writeFinalWeights(kind string, k int, s stateReader, id map[string]string) (string, error) {
+	name := "model" + kind
+	if k > 0 {
+		name += fmt.Sprintf("-peer%d", k)
+	}
+	path := filepath.Join(r.cfg.Out, name+".safetensors")
+	plain, err := dropLevelHeads(s)
+	if err != nil {
+		return "", fmt.Errorf("trainer: weights: %w", err)
+	}
+	return path, writeWeights(path, plain, id)
+}
+
+// withoutLevelHeads reads a model's state without its level heads (HAF's,
+// torch.LevelHeadsPrefix): they only train, so the final weights hold the
+// plain model that lcl eval and --init rebuild from lcl.model. The
+// checkpoint keeps them.
+type withoutLevelHeads struct {
+	s   stateReader
+	ns  []torch.Named
+	idx []int // idx[i]: the state's index of the i-th tensor kept
+}
+
+func dropLevelHeads(s stateReader) (*withoutLevelHeads, error) {
+	ns, err := s.Info()
+	if err != nil {
+		return nil, err
+	}
+	w := &withoutLevelHeads{s: s}
+	for j, n := range ns {
+		if !strings.HasPrefix(n.Name, torch.LevelHeadsPrefix) {
+			w.ns, w.idx = append(w.ns, n), append(w.idx, j)
+		}
+	}
+	return w, nil
+}
+
+func (w *withoutLevelHeads) Info() ([]torch.Named, error) { return w.ns, nil }
+func (w *withoutLevelHeads) Read(i int, dst []byte) error { return w.s.Read(w.idx[i], dst) }

@@ -25,6 +25,7 @@ import (
 //	SoftCE·(−Σ_j T_yj log p_j) + HardCE·(−log p_y) + Group·(−Σ_g W_yg log (p·Mᵀ)_g)
 //	+ KD·τ²·KL(q_τ‖p_τ) + Mutual·mean_peers KL(p_peer‖p)
 //	+ Cosine·Σ_c (cos(f, V_c) − cos(V_y, V_c))²
+//	+ Consistency·Σ_{l≥1} JSD(p_{l−1}·A_l, softmax(z_l))
 //
 // with T the target matrix row of the label, M and W the class groups'
 // membership and weights, q_τ and p_τ the teacher's and the model's softmax
@@ -33,6 +34,22 @@ import (
 // plan's fixed classifier (C×d, the model's head). Every term is summed over classes; the
 // batch loss is the mean over examples, or Σ w_i l_i / Σ w_i with
 // per-example weights.
+//
+// The levels' terms (HAF's) need the stage's levels (curriculum.Stage.Levels):
+// level l's head gives logits z_l = f·ŵ_lᵀ + b_l (ŵ_l its unit weight rows),
+// level 0 is the model's own head (p_0 = p), A_l sums level l−1's groups
+// into level l's, and JSD(a, b) = ½[KL(a‖m) + KL(b‖m)] with m = ½(a + b)
+// clamped to [1e-7, 1]. Two of them are batch terms, added to the batch
+// loss, not to each example's:
+//
+//	Dissimilar·Σ_{1≤l<L} mean_{(a,b)} (3 − JSD(p_l[a], p_l[b]))
+//	− Geometric·Σ_{l≥1} mean_g cos(ŵ_l[g], Σ_{h∈g} ŵ_{l−1}[h])
+//
+// over the pairs (a, b) of consecutive examples of the batch in different
+// groups of level l, and level l's groups g with their children h at l−1
+// (ŵ_0 the model's own head's unit rows; L the coarsest level; the margin
+// 3 exceeds every JSD, log 2, so HAF's hinge max(3 − JSD, 0) is always
+// 3 − JSD).
 type Coefs struct {
 	SoftCE float64 `proto:"soft_ce" c:"soft"`
 	HardCE float64 `proto:"hard_ce" c:"hard"`
@@ -47,6 +64,15 @@ type Coefs struct {
 	// Σ_c (cos(f, V_c) − cos(V_y, V_c))², f the example's features
 	// (HAFrame's loss).
 	Cosine float64 `proto:"cosine" c:"cosine"`
+	// Consistency weighs the Jensen–Shannon consistency of each level's
+	// head with the level below summed into its groups (HAF's).
+	Consistency float64 `proto:"consistency" c:"consistency"`
+	// Dissimilar weighs the margin term between consecutive examples of
+	// different groups (HAF's; a batch term).
+	Dissimilar float64 `proto:"dissimilar" c:"dissimilar"`
+	// Geometric weighs the alignment of each level's weight rows with the
+	// sums of its children's, subtracted (HAF's; a batch term).
+	Geometric float64 `proto:"geometric" c:"geometric"`
 }
 
 // Term is one coefficient: its names on the wire and in the C struct, and

@@ -606,16 +606,21 @@ func (x *BeginRequest) GetInlineLimit() int64 {
 }
 
 type Stage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Epochs        int32                  `protobuf:"varint,2,opt,name=epochs,proto3" json:"epochs,omitempty"`
-	Models        int32                  `protobuf:"varint,3,opt,name=models,proto3" json:"models,omitempty"`                           // models trained together in this stage (dml: 2)
-	Teacher       int32                  `protobuf:"varint,4,opt,name=teacher,proto3" json:"teacher,omitempty"`                         // index of the stage whose trained model is the frozen teacher; -1 none
-	Fresh         bool                   `protobuf:"varint,5,opt,name=fresh,proto3" json:"fresh,omitempty"`                             // start from newly initialised weights (else continue the previous stage's model)
-	Features      bool                   `protobuf:"varint,6,opt,name=features,proto3" json:"features,omitempty"`                       // after the stage, the host streams every training example's features
-	PerStep       bool                   `protobuf:"varint,7,opt,name=per_step,json=perStep,proto3" json:"per_step,omitempty"`          // ask for a plan every optimiser step, not once per epoch
-	Model         string                 `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`                              // architecture for this stage ("" = the run's)
-	ClassProbs    bool                   `protobuf:"varint,9,opt,name=class_probs,json=classProbs,proto3" json:"class_probs,omitempty"` // Plan requests of this stage carry the class probabilities of the epoch before (online label smoothing)
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Epochs     int32                  `protobuf:"varint,2,opt,name=epochs,proto3" json:"epochs,omitempty"`
+	Models     int32                  `protobuf:"varint,3,opt,name=models,proto3" json:"models,omitempty"`                           // models trained together in this stage (dml: 2)
+	Teacher    int32                  `protobuf:"varint,4,opt,name=teacher,proto3" json:"teacher,omitempty"`                         // index of the stage whose trained model is the frozen teacher; -1 none
+	Fresh      bool                   `protobuf:"varint,5,opt,name=fresh,proto3" json:"fresh,omitempty"`                             // start from newly initialised weights (else continue the previous stage's model)
+	Features   bool                   `protobuf:"varint,6,opt,name=features,proto3" json:"features,omitempty"`                       // after the stage, the host streams every training example's features
+	PerStep    bool                   `protobuf:"varint,7,opt,name=per_step,json=perStep,proto3" json:"per_step,omitempty"`          // ask for a plan every optimiser step, not once per epoch
+	Model      string                 `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`                              // architecture for this stage ("" = the run's)
+	ClassProbs bool                   `protobuf:"varint,9,opt,name=class_probs,json=classProbs,proto3" json:"class_probs,omitempty"` // Plan requests of this stage carry the class probabilities of the epoch before (online label smoothing)
+	// Coarser partitions of the classes, finest first, each nested in the
+	// next: every model of the stage gets one more trainable linear head per
+	// level on the head's input features (HAF's; coefficients consistency,
+	// dissimilar and geometric need them).
+	Levels        []*Level `protobuf:"bytes,10,rep,name=levels,proto3" json:"levels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -713,6 +718,67 @@ func (x *Stage) GetClassProbs() bool {
 	return false
 }
 
+func (x *Stage) GetLevels() []*Level {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+// Level is a partition of the classes: group[c] is the group of class c, in
+// [0, groups); every group holds a class.
+type Level struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        int32                  `protobuf:"varint,1,opt,name=groups,proto3" json:"groups,omitempty"`
+	Group         []int32                `protobuf:"varint,2,rep,packed,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Level) Reset() {
+	*x = Level{}
+	mi := &file_lcl_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Level) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Level) ProtoMessage() {}
+
+func (x *Level) ProtoReflect() protoreflect.Message {
+	mi := &file_lcl_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Level.ProtoReflect.Descriptor instead.
+func (*Level) Descriptor() ([]byte, []int) {
+	return file_lcl_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Level) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *Level) GetGroup() []int32 {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
 type BeginResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Stages        []*Stage               `protobuf:"bytes,1,rep,name=stages,proto3" json:"stages,omitempty"`
@@ -722,7 +788,7 @@ type BeginResponse struct {
 
 func (x *BeginResponse) Reset() {
 	*x = BeginResponse{}
-	mi := &file_lcl_proto_msgTypes[9]
+	mi := &file_lcl_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +800,7 @@ func (x *BeginResponse) String() string {
 func (*BeginResponse) ProtoMessage() {}
 
 func (x *BeginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[9]
+	mi := &file_lcl_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +813,7 @@ func (x *BeginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginResponse.ProtoReflect.Descriptor instead.
 func (*BeginResponse) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{9}
+	return file_lcl_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BeginResponse) GetStages() []*Stage {
@@ -774,7 +840,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_lcl_proto_msgTypes[10]
+	mi := &file_lcl_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +852,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[10]
+	mi := &file_lcl_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +865,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{10}
+	return file_lcl_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlanRequest) GetStage() int32 {
@@ -845,7 +911,14 @@ func (x *PlanRequest) GetClassCounts() []int64 {
 //	+ mutual·mean_peers KL(p_peer ‖ p_self)   (peers detached)
 //	+ group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)    (Plan.groups)
 //	+ cosine·Σ_c (cos(f, V_c) − cos(V_y, V_c))²   (Plan.classifier V; f the features)
+//	+ consistency·Σ_l JSD(p_{l−1} summed into level l's groups, softmax(z_l))
+//	  (z_l the logits of level l's head, Stage.levels; level 0 the model's own)
 //
+// and, per batch (not per example), dissimilar·Σ_l mean over consecutive
+// examples a, b of different groups of level l (every level but the
+// coarsest) of (3 − JSD(softmax(z_l)_a, softmax(z_l)_b)), and
+// −geometric·Σ_l mean_g cos(ŵ_l[g], Σ_{children h of g} ŵ_{l−1}[h]) of the
+// heads' unit weight rows ŵ.
 // with per-example weights w the batch loss is Σ w·l / Σ w.
 type Coefficients struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -856,13 +929,16 @@ type Coefficients struct {
 	Mutual        float64                `protobuf:"fixed64,5,opt,name=mutual,proto3" json:"mutual,omitempty"`
 	Group         float64                `protobuf:"fixed64,6,opt,name=group,proto3" json:"group,omitempty"`
 	Cosine        float64                `protobuf:"fixed64,7,opt,name=cosine,proto3" json:"cosine,omitempty"`
+	Consistency   float64                `protobuf:"fixed64,8,opt,name=consistency,proto3" json:"consistency,omitempty"`
+	Dissimilar    float64                `protobuf:"fixed64,9,opt,name=dissimilar,proto3" json:"dissimilar,omitempty"`
+	Geometric     float64                `protobuf:"fixed64,10,opt,name=geometric,proto3" json:"geometric,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Coefficients) Reset() {
 	*x = Coefficients{}
-	mi := &file_lcl_proto_msgTypes[11]
+	mi := &file_lcl_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +950,7 @@ func (x *Coefficients) String() string {
 func (*Coefficients) ProtoMessage() {}
 
 func (x *Coefficients) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[11]
+	mi := &file_lcl_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +963,7 @@ func (x *Coefficients) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coefficients.ProtoReflect.Descriptor instead.
 func (*Coefficients) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{11}
+	return file_lcl_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Coefficients) GetSoftCe() float64 {
@@ -939,6 +1015,27 @@ func (x *Coefficients) GetCosine() float64 {
 	return 0
 }
 
+func (x *Coefficients) GetConsistency() float64 {
+	if x != nil {
+		return x.Consistency
+	}
+	return 0
+}
+
+func (x *Coefficients) GetDissimilar() float64 {
+	if x != nil {
+		return x.Dissimilar
+	}
+	return 0
+}
+
+func (x *Coefficients) GetGeometric() float64 {
+	if x != nil {
+		return x.Geometric
+	}
+	return 0
+}
+
 type Plan struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	OneHot       bool                   `protobuf:"varint,1,opt,name=one_hot,json=oneHot,proto3" json:"one_hot,omitempty"` // targets are one-hot; `targets` is absent
@@ -960,7 +1057,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_lcl_proto_msgTypes[12]
+	mi := &file_lcl_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1069,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[12]
+	mi := &file_lcl_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1082,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{12}
+	return file_lcl_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Plan) GetOneHot() bool {
@@ -1066,7 +1163,7 @@ type ClassGroups struct {
 
 func (x *ClassGroups) Reset() {
 	*x = ClassGroups{}
-	mi := &file_lcl_proto_msgTypes[13]
+	mi := &file_lcl_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1175,7 @@ func (x *ClassGroups) String() string {
 func (*ClassGroups) ProtoMessage() {}
 
 func (x *ClassGroups) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[13]
+	mi := &file_lcl_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1188,7 @@ func (x *ClassGroups) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassGroups.ProtoReflect.Descriptor instead.
 func (*ClassGroups) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{13}
+	return file_lcl_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ClassGroups) GetGroups() int32 {
@@ -1148,7 +1245,7 @@ type Metrics struct {
 
 func (x *Metrics) Reset() {
 	*x = Metrics{}
-	mi := &file_lcl_proto_msgTypes[14]
+	mi := &file_lcl_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1257,7 @@ func (x *Metrics) String() string {
 func (*Metrics) ProtoMessage() {}
 
 func (x *Metrics) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[14]
+	mi := &file_lcl_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1270,7 @@ func (x *Metrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Metrics.ProtoReflect.Descriptor instead.
 func (*Metrics) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{14}
+	return file_lcl_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Metrics) GetStage() int32 {
@@ -1219,7 +1316,7 @@ type FeatureChunk struct {
 
 func (x *FeatureChunk) Reset() {
 	*x = FeatureChunk{}
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1328,7 @@ func (x *FeatureChunk) String() string {
 func (*FeatureChunk) ProtoMessage() {}
 
 func (x *FeatureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[15]
+	mi := &file_lcl_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1341,7 @@ func (x *FeatureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureChunk.ProtoReflect.Descriptor instead.
 func (*FeatureChunk) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{15}
+	return file_lcl_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FeatureChunk) GetStage() int32 {
@@ -1295,7 +1392,7 @@ type SourceInfo struct {
 
 func (x *SourceInfo) Reset() {
 	*x = SourceInfo{}
-	mi := &file_lcl_proto_msgTypes[16]
+	mi := &file_lcl_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1404,7 @@ func (x *SourceInfo) String() string {
 func (*SourceInfo) ProtoMessage() {}
 
 func (x *SourceInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[16]
+	mi := &file_lcl_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1417,7 @@ func (x *SourceInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceInfo.ProtoReflect.Descriptor instead.
 func (*SourceInfo) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{16}
+	return file_lcl_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SourceInfo) GetName() string {
@@ -1370,7 +1467,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_lcl_proto_msgTypes[17]
+	mi := &file_lcl_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1479,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[17]
+	mi := &file_lcl_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1492,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{17}
+	return file_lcl_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Node) GetId() string {
@@ -1434,7 +1531,7 @@ type SimilarityRequest struct {
 
 func (x *SimilarityRequest) Reset() {
 	*x = SimilarityRequest{}
-	mi := &file_lcl_proto_msgTypes[18]
+	mi := &file_lcl_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1543,7 @@ func (x *SimilarityRequest) String() string {
 func (*SimilarityRequest) ProtoMessage() {}
 
 func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lcl_proto_msgTypes[18]
+	mi := &file_lcl_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1556,7 @@ func (x *SimilarityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimilarityRequest.ProtoReflect.Descriptor instead.
 func (*SimilarityRequest) Descriptor() ([]byte, []int) {
-	return file_lcl_proto_rawDescGZIP(), []int{18}
+	return file_lcl_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SimilarityRequest) GetLabelSet() string {
@@ -1565,7 +1662,7 @@ const file_lcl_proto_rawDesc = "" +
 	" \x01(\x03R\vinlineLimit\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe9\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
 	"\x05Stage\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06epochs\x18\x02 \x01(\x05R\x06epochs\x12\x16\n" +
@@ -1576,7 +1673,12 @@ const file_lcl_proto_rawDesc = "" +
 	"\bper_step\x18\a \x01(\bR\aperStep\x12\x14\n" +
 	"\x05model\x18\b \x01(\tR\x05model\x12\x1f\n" +
 	"\vclass_probs\x18\t \x01(\bR\n" +
-	"classProbs\"=\n" +
+	"classProbs\x12,\n" +
+	"\x06levels\x18\n" +
+	" \x03(\v2\x14.lcl.plugin.v1.LevelR\x06levels\"5\n" +
+	"\x05Level\x12\x16\n" +
+	"\x06groups\x18\x01 \x01(\x05R\x06groups\x12\x14\n" +
+	"\x05group\x18\x02 \x03(\x05R\x05group\"=\n" +
 	"\rBeginResponse\x12,\n" +
 	"\x06stages\x18\x01 \x03(\v2\x14.lcl.plugin.v1.StageR\x06stages\"\x98\x01\n" +
 	"\vPlanRequest\x12\x14\n" +
@@ -1584,7 +1686,7 @@ const file_lcl_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x05R\x04step\x12&\n" +
 	"\x0fclass_prob_sums\x18\x04 \x03(\x01R\rclassProbSums\x12!\n" +
-	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\xb8\x01\n" +
+	"\fclass_counts\x18\x05 \x03(\x03R\vclassCounts\"\x98\x02\n" +
 	"\fCoefficients\x12\x17\n" +
 	"\asoft_ce\x18\x01 \x01(\x01R\x06softCe\x12\x17\n" +
 	"\ahard_ce\x18\x02 \x01(\x01R\x06hardCe\x12\x0e\n" +
@@ -1592,7 +1694,13 @@ const file_lcl_proto_rawDesc = "" +
 	"\vtemperature\x18\x04 \x01(\x01R\vtemperature\x12\x16\n" +
 	"\x06mutual\x18\x05 \x01(\x01R\x06mutual\x12\x14\n" +
 	"\x05group\x18\x06 \x01(\x01R\x05group\x12\x16\n" +
-	"\x06cosine\x18\a \x01(\x01R\x06cosine\"\xcd\x02\n" +
+	"\x06cosine\x18\a \x01(\x01R\x06cosine\x12 \n" +
+	"\vconsistency\x18\b \x01(\x01R\vconsistency\x12\x1e\n" +
+	"\n" +
+	"dissimilar\x18\t \x01(\x01R\n" +
+	"dissimilar\x12\x1c\n" +
+	"\tgeometric\x18\n" +
+	" \x01(\x01R\tgeometric\"\xcd\x02\n" +
 	"\x04Plan\x12\x17\n" +
 	"\aone_hot\x18\x01 \x01(\bR\x06oneHot\x12/\n" +
 	"\atargets\x18\x02 \x01(\v2\x15.lcl.plugin.v1.MatrixR\atargets\x12\x18\n" +
@@ -1673,7 +1781,7 @@ func file_lcl_proto_rawDescGZIP() []byte {
 	return file_lcl_proto_rawDescData
 }
 
-var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_lcl_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_lcl_proto_goTypes = []any{
 	(*Empty)(nil),             // 0: lcl.plugin.v1.Empty
 	(*Param)(nil),             // 1: lcl.plugin.v1.Param
@@ -1684,19 +1792,20 @@ var file_lcl_proto_goTypes = []any{
 	(*StrategyInfo)(nil),      // 6: lcl.plugin.v1.StrategyInfo
 	(*BeginRequest)(nil),      // 7: lcl.plugin.v1.BeginRequest
 	(*Stage)(nil),             // 8: lcl.plugin.v1.Stage
-	(*BeginResponse)(nil),     // 9: lcl.plugin.v1.BeginResponse
-	(*PlanRequest)(nil),       // 10: lcl.plugin.v1.PlanRequest
-	(*Coefficients)(nil),      // 11: lcl.plugin.v1.Coefficients
-	(*Plan)(nil),              // 12: lcl.plugin.v1.Plan
-	(*ClassGroups)(nil),       // 13: lcl.plugin.v1.ClassGroups
-	(*Metrics)(nil),           // 14: lcl.plugin.v1.Metrics
-	(*FeatureChunk)(nil),      // 15: lcl.plugin.v1.FeatureChunk
-	(*SourceInfo)(nil),        // 16: lcl.plugin.v1.SourceInfo
-	(*Node)(nil),              // 17: lcl.plugin.v1.Node
-	(*SimilarityRequest)(nil), // 18: lcl.plugin.v1.SimilarityRequest
-	nil,                       // 19: lcl.plugin.v1.BeginRequest.ParamsEntry
-	nil,                       // 20: lcl.plugin.v1.Metrics.ValuesEntry
-	nil,                       // 21: lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	(*Level)(nil),             // 9: lcl.plugin.v1.Level
+	(*BeginResponse)(nil),     // 10: lcl.plugin.v1.BeginResponse
+	(*PlanRequest)(nil),       // 11: lcl.plugin.v1.PlanRequest
+	(*Coefficients)(nil),      // 12: lcl.plugin.v1.Coefficients
+	(*Plan)(nil),              // 13: lcl.plugin.v1.Plan
+	(*ClassGroups)(nil),       // 14: lcl.plugin.v1.ClassGroups
+	(*Metrics)(nil),           // 15: lcl.plugin.v1.Metrics
+	(*FeatureChunk)(nil),      // 16: lcl.plugin.v1.FeatureChunk
+	(*SourceInfo)(nil),        // 17: lcl.plugin.v1.SourceInfo
+	(*Node)(nil),              // 18: lcl.plugin.v1.Node
+	(*SimilarityRequest)(nil), // 19: lcl.plugin.v1.SimilarityRequest
+	nil,                       // 20: lcl.plugin.v1.BeginRequest.ParamsEntry
+	nil,                       // 21: lcl.plugin.v1.Metrics.ValuesEntry
+	nil,                       // 22: lcl.plugin.v1.SimilarityRequest.ParamsEntry
 }
 var file_lcl_proto_depIdxs = []int32{
 	3,  // 0: lcl.plugin.v1.Matrix.shared:type_name -> lcl.plugin.v1.SharedMatrix
@@ -1704,37 +1813,38 @@ var file_lcl_proto_depIdxs = []int32{
 	1,  // 2: lcl.plugin.v1.StrategyInfo.params:type_name -> lcl.plugin.v1.Param
 	4,  // 3: lcl.plugin.v1.BeginRequest.classes:type_name -> lcl.plugin.v1.Class
 	2,  // 4: lcl.plugin.v1.BeginRequest.similarity:type_name -> lcl.plugin.v1.Matrix
-	19, // 5: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
-	8,  // 6: lcl.plugin.v1.BeginResponse.stages:type_name -> lcl.plugin.v1.Stage
-	2,  // 7: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
-	11, // 8: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
-	13, // 9: lcl.plugin.v1.Plan.groups:type_name -> lcl.plugin.v1.ClassGroups
-	2,  // 10: lcl.plugin.v1.Plan.classifier:type_name -> lcl.plugin.v1.Matrix
-	20, // 11: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
-	1,  // 12: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
-	4,  // 13: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
-	5,  // 14: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
-	21, // 15: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
-	17, // 16: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
-	0,  // 17: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
-	7,  // 18: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
-	10, // 19: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
-	14, // 20: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
-	15, // 21: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
-	0,  // 22: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
-	18, // 23: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
-	6,  // 24: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
-	9,  // 25: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
-	12, // 26: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
-	0,  // 27: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
-	0,  // 28: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
-	16, // 29: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
-	2,  // 30: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
-	24, // [24:31] is the sub-list for method output_type
-	17, // [17:24] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	20, // 5: lcl.plugin.v1.BeginRequest.params:type_name -> lcl.plugin.v1.BeginRequest.ParamsEntry
+	9,  // 6: lcl.plugin.v1.Stage.levels:type_name -> lcl.plugin.v1.Level
+	8,  // 7: lcl.plugin.v1.BeginResponse.stages:type_name -> lcl.plugin.v1.Stage
+	2,  // 8: lcl.plugin.v1.Plan.targets:type_name -> lcl.plugin.v1.Matrix
+	12, // 9: lcl.plugin.v1.Plan.coefficients:type_name -> lcl.plugin.v1.Coefficients
+	14, // 10: lcl.plugin.v1.Plan.groups:type_name -> lcl.plugin.v1.ClassGroups
+	2,  // 11: lcl.plugin.v1.Plan.classifier:type_name -> lcl.plugin.v1.Matrix
+	21, // 12: lcl.plugin.v1.Metrics.values:type_name -> lcl.plugin.v1.Metrics.ValuesEntry
+	1,  // 13: lcl.plugin.v1.SourceInfo.params:type_name -> lcl.plugin.v1.Param
+	4,  // 14: lcl.plugin.v1.SimilarityRequest.classes:type_name -> lcl.plugin.v1.Class
+	5,  // 15: lcl.plugin.v1.SimilarityRequest.attributes:type_name -> lcl.plugin.v1.Attributes
+	22, // 16: lcl.plugin.v1.SimilarityRequest.params:type_name -> lcl.plugin.v1.SimilarityRequest.ParamsEntry
+	18, // 17: lcl.plugin.v1.SimilarityRequest.hierarchy:type_name -> lcl.plugin.v1.Node
+	0,  // 18: lcl.plugin.v1.Strategy.Describe:input_type -> lcl.plugin.v1.Empty
+	7,  // 19: lcl.plugin.v1.Strategy.Begin:input_type -> lcl.plugin.v1.BeginRequest
+	11, // 20: lcl.plugin.v1.Strategy.Plan:input_type -> lcl.plugin.v1.PlanRequest
+	15, // 21: lcl.plugin.v1.Strategy.Observe:input_type -> lcl.plugin.v1.Metrics
+	16, // 22: lcl.plugin.v1.Strategy.Features:input_type -> lcl.plugin.v1.FeatureChunk
+	0,  // 23: lcl.plugin.v1.SimilaritySource.Describe:input_type -> lcl.plugin.v1.Empty
+	19, // 24: lcl.plugin.v1.SimilaritySource.Compute:input_type -> lcl.plugin.v1.SimilarityRequest
+	6,  // 25: lcl.plugin.v1.Strategy.Describe:output_type -> lcl.plugin.v1.StrategyInfo
+	10, // 26: lcl.plugin.v1.Strategy.Begin:output_type -> lcl.plugin.v1.BeginResponse
+	13, // 27: lcl.plugin.v1.Strategy.Plan:output_type -> lcl.plugin.v1.Plan
+	0,  // 28: lcl.plugin.v1.Strategy.Observe:output_type -> lcl.plugin.v1.Empty
+	0,  // 29: lcl.plugin.v1.Strategy.Features:output_type -> lcl.plugin.v1.Empty
+	17, // 30: lcl.plugin.v1.SimilaritySource.Describe:output_type -> lcl.plugin.v1.SourceInfo
+	2,  // 31: lcl.plugin.v1.SimilaritySource.Compute:output_type -> lcl.plugin.v1.Matrix
+	25, // [25:32] is the sub-list for method output_type
+	18, // [18:25] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_lcl_proto_init() }
@@ -1748,7 +1858,7 @@ func file_lcl_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lcl_proto_rawDesc), len(file_lcl_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

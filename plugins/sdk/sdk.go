@@ -38,6 +38,7 @@ type (
 	Node              = api.Node
 	Run               = api.Run
 	Stage             = api.Stage
+	Level             = api.Level
 	PlanAt            = api.PlanAt
 	Coefs             = api.Coefs
 	Plan              = api.Plan
@@ -122,6 +123,14 @@ func ValidStageName(name string) bool { return api.ValidStageName(name) }
 
 // ValidateStages checks what Begin returned.
 func ValidateStages(stages []Stage) error { return api.ValidateStages(stages) }
+
+// MaxLevels bounds a stage's levels (Stage.Levels).
+const MaxLevels = api.MaxLevels
+
+// ValidateLevels checks a stage's levels for c classes: at most MaxLevels,
+// each a partition into 2 to c groups, every group used, each nested in the
+// next.
+func ValidateLevels(levels []Level, c int) error { return api.ValidateLevels(levels, c) }
 
 // ValidateSimilarity checks a similarity matrix for c classes: c×c and finite.
 func ValidateSimilarity(m *Matrix, c int) error { return api.ValidateSimilarity(m, c) }

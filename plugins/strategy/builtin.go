@@ -25,6 +25,7 @@ func builtins() map[string]func() sdk.Strategy {
 		"hxe":      func() sdk.Strategy { return &HXE{} },
 		"soft":     func() sdk.Strategy { return &Soft{} },
 		"haframe":  func() sdk.Strategy { return &HAFrame{} },
+		"haf":      func() sdk.Strategy { return &HAF{} },
 	}
 }
 

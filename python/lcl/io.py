@@ -302,7 +302,8 @@ class Plan:
     def coefs(self, epoch: int, stage: Optional[str] = None) -> Dict[str, float]:
         """The loss coefficients of 0-based ``epoch`` from curriculum.csv:
         ``soft_ce``, ``hard_ce``, ``kd``, ``temperature``, ``mutual``,
-        ``group``, ``cosine`` (and the epoch's ``mean_entropy`` and
+        ``group``, ``cosine``, ``consistency``, ``dissimilar``,
+        ``geometric`` (and the epoch's ``mean_entropy`` and
         ``mean_true_mass``).
         """
         self.file(epoch, stage)

@@ -42,6 +42,20 @@ struct Net : nn::Module {
 	// single_linear_head is the head's linear layer when the head is that
 	// layer alone (the layer a fixed classifier replaces); empty otherwise.
 	virtual nn::Linear single_linear_head() { return nn::Linear{nullptr}; }
+	// last_linear_head is the head's linear layer on the features when the
+	// head is that layer, maybe after parameter-free ones (dropout): the
+	// fine classes' weight rows HAF's geometric term aligns the coarsest
+	// level below with. Empty otherwise.
+	virtual nn::Linear last_linear_head() { return single_linear_head(); }
+};
+
+// LevelHead is one of HAF's level heads (lt_model_add_levels): its linear
+// layer on the features, the 0/1 matrix summing the finer level's groups
+// into this level's (G_{l−1}×G_l, float32; the classes for the first
+// level) and each class's group at this level (C, int64).
+struct LevelHead {
+	nn::Linear head{nullptr};
+	Tensor up, group;
 };
 
 
@@ -130,6 +144,7 @@ struct lt_model {
 	lt_state state;             // parameters, then buffers (index_state)
 	bool channels_last = false; // parameters in channels-last format (amp.hpp)
 	Tensor fixed_head;          // the head's weight when lt_model_fix_head fixed it (C×d), else undefined
+	std::vector<lts::LevelHead> levels; // HAF's level heads, finest first (lt_model_add_levels)
 
 	// index_state lists the network's parameters, then its buffers, in
 	// state: the table holds the tensors by handle, so it is listed again

@@ -105,7 +105,25 @@ type Spec struct {
 	// (drawn from libtorch's generator) instead of the file's weights: the
 	// second peer of a mutual-learning run must not start as a copy.
 	Reinit bool
+	// Levels, when set, give the model one more trainable linear head per
+	// level on the head's input features (HAF's level heads; see
+	// Model's AddLevels in NewModel): coarser partitions of the classes,
+	// finest first, each nested in the next. The heads are part of the
+	// model's state (under LevelHeadsPrefix), not of its forward pass.
+	Levels []Level
 }
+
+// Level is one partition of the classes into Groups groups: Group[c] is
+// the group of class c.
+type Level struct {
+	Groups int
+	Group  []int
+}
+
+// LevelHeadsPrefix begins the state names of a model's level heads
+// (level_heads.1.weight, …): the final weights files leave them out, so
+// that lcl eval and --init read them as the plain model they evaluate.
+const LevelHeadsPrefix = "level_heads."
 
 // Leaf and container constructors, so architectures read like torchvision's.
 

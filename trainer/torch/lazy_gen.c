@@ -25,6 +25,7 @@ const char *const lt_lazy_names[] = {
 	"lt_model_num_params",
 	"lt_model_feature_dim",
 	"lt_model_fix_head",
+	"lt_model_add_levels",
 	"lt_model_channels_last",
 	"lt_model_ema_update",
 	"lt_model_state",
@@ -59,7 +60,7 @@ const char *const lt_lazy_names[] = {
 	"lt_script_free",
 	"lt_model_from_script",
 };
-const int lt_lazy_count = 48;
+const int lt_lazy_count = 49;
 
 int32_t lt_abi_version(void) {
 	return ((__typeof__(&lt_abi_version))lt_lazy_fn(0))();
@@ -121,134 +122,138 @@ int32_t lt_model_fix_head(lt_model *m, const float *v, int64_t rows, int64_t col
 	return ((__typeof__(&lt_model_fix_head))lt_lazy_fn(14))(m, v, rows, cols, err);
 }
 
+int32_t lt_model_add_levels(lt_model *m, const int32_t *group, const int32_t *groups, int32_t n_levels, char **err) {
+	return ((__typeof__(&lt_model_add_levels))lt_lazy_fn(15))(m, group, groups, n_levels, err);
+}
+
 int32_t lt_model_channels_last(lt_model *m, char **err) {
-	return ((__typeof__(&lt_model_channels_last))lt_lazy_fn(15))(m, err);
+	return ((__typeof__(&lt_model_channels_last))lt_lazy_fn(16))(m, err);
 }
 
 int32_t lt_model_ema_update(lt_model *ema, lt_model *m, double decay, char **err) {
-	return ((__typeof__(&lt_model_ema_update))lt_lazy_fn(16))(ema, m, decay, err);
+	return ((__typeof__(&lt_model_ema_update))lt_lazy_fn(17))(ema, m, decay, err);
 }
 
 lt_state *lt_model_state(lt_model *m) {
-	return ((__typeof__(&lt_model_state))lt_lazy_fn(17))(m);
+	return ((__typeof__(&lt_model_state))lt_lazy_fn(18))(m);
 }
 
 lt_state *lt_optim_state(lt_optim *o) {
-	return ((__typeof__(&lt_optim_state))lt_lazy_fn(18))(o);
+	return ((__typeof__(&lt_optim_state))lt_lazy_fn(19))(o);
 }
 
 int32_t lt_state_count(lt_state *s, int32_t *out, char **err) {
-	return ((__typeof__(&lt_state_count))lt_lazy_fn(19))(s, out, err);
+	return ((__typeof__(&lt_state_count))lt_lazy_fn(20))(s, out, err);
 }
 
 int32_t lt_state_info(lt_state *s, int32_t i, const char **name, int32_t *dtype, int64_t *shape, int32_t *ndim, int64_t *nbytes, char **err) {
-	return ((__typeof__(&lt_state_info))lt_lazy_fn(20))(s, i, name, dtype, shape, ndim, nbytes, err);
+	return ((__typeof__(&lt_state_info))lt_lazy_fn(21))(s, i, name, dtype, shape, ndim, nbytes, err);
 }
 
 int32_t lt_state_read(lt_state *s, int32_t i, void *dst, int64_t nbytes, char **err) {
-	return ((__typeof__(&lt_state_read))lt_lazy_fn(21))(s, i, dst, nbytes, err);
+	return ((__typeof__(&lt_state_read))lt_lazy_fn(22))(s, i, dst, nbytes, err);
 }
 
 int32_t lt_state_write(lt_state *s, int32_t i, const void *src, int64_t nbytes, char **err) {
-	return ((__typeof__(&lt_state_write))lt_lazy_fn(22))(s, i, src, nbytes, err);
+	return ((__typeof__(&lt_state_write))lt_lazy_fn(23))(s, i, src, nbytes, err);
 }
 
 lt_optim *lt_optim_new(lt_model *m, int32_t kind, const char *name, const double *v, int32_t n_params, char **err) {
-	return ((__typeof__(&lt_optim_new))lt_lazy_fn(23))(m, kind, name, v, n_params, err);
+	return ((__typeof__(&lt_optim_new))lt_lazy_fn(24))(m, kind, name, v, n_params, err);
 }
 
 void lt_optim_free(lt_optim *o) {
-	((__typeof__(&lt_optim_free))lt_lazy_fn(24))(o);
+	((__typeof__(&lt_optim_free))lt_lazy_fn(25))(o);
 }
 
 int32_t lt_optim_set_clip_norm(lt_optim *o, double max_norm, char **err) {
-	return ((__typeof__(&lt_optim_set_clip_norm))lt_lazy_fn(25))(o, max_norm, err);
+	return ((__typeof__(&lt_optim_set_clip_norm))lt_lazy_fn(26))(o, max_norm, err);
 }
 
 lt_pg *lt_pg_new(const char *backend, const char *addr, int32_t port, int32_t rank, int32_t size, int64_t timeout_ms, const char *iface, int32_t agent_store, const char *prefix, const char *bind, char **err) {
-	return ((__typeof__(&lt_pg_new))lt_lazy_fn(26))(backend, addr, port, rank, size, timeout_ms, iface, agent_store, prefix, bind, err);
+	return ((__typeof__(&lt_pg_new))lt_lazy_fn(27))(backend, addr, port, rank, size, timeout_ms, iface, agent_store, prefix, bind, err);
 }
 
 void lt_pg_free(lt_pg *g) {
-	((__typeof__(&lt_pg_free))lt_lazy_fn(27))(g);
+	((__typeof__(&lt_pg_free))lt_lazy_fn(28))(g);
 }
 
 int32_t lt_pg_abort(lt_pg *g, const char *why, char **err) {
-	return ((__typeof__(&lt_pg_abort))lt_lazy_fn(28))(g, why, err);
+	return ((__typeof__(&lt_pg_abort))lt_lazy_fn(29))(g, why, err);
 }
 
 int32_t lt_pg_broadcast_model(lt_pg *g, lt_model *m, int32_t buffers_only, char **err) {
-	return ((__typeof__(&lt_pg_broadcast_model))lt_lazy_fn(29))(g, m, buffers_only, err);
+	return ((__typeof__(&lt_pg_broadcast_model))lt_lazy_fn(30))(g, m, buffers_only, err);
 }
 
 int32_t lt_pg_broadcast_optim(lt_pg *g, lt_optim *o, char **err) {
-	return ((__typeof__(&lt_pg_broadcast_optim))lt_lazy_fn(30))(g, o, err);
+	return ((__typeof__(&lt_pg_broadcast_optim))lt_lazy_fn(31))(g, o, err);
 }
 
 int32_t lt_pg_allreduce_f64(lt_pg *g, double *v, int64_t n, char **err) {
-	return ((__typeof__(&lt_pg_allreduce_f64))lt_lazy_fn(31))(g, v, n, err);
+	return ((__typeof__(&lt_pg_allreduce_f64))lt_lazy_fn(32))(g, v, n, err);
 }
 
 int32_t lt_pg_broadcast_bytes(lt_pg *g, void *buf, int64_t n, char **err) {
-	return ((__typeof__(&lt_pg_broadcast_bytes))lt_lazy_fn(32))(g, buf, n, err);
+	return ((__typeof__(&lt_pg_broadcast_bytes))lt_lazy_fn(33))(g, buf, n, err);
 }
 
 int32_t lt_has_dist(void) {
-	return ((__typeof__(&lt_has_dist))lt_lazy_fn(33))();
+	return ((__typeof__(&lt_has_dist))lt_lazy_fn(34))();
 }
 
 lt_engine *lt_engine_new(const char *device, const lt_engine_opts *o, char **err) {
-	return ((__typeof__(&lt_engine_new))lt_lazy_fn(34))(device, o, err);
+	return ((__typeof__(&lt_engine_new))lt_lazy_fn(35))(device, o, err);
 }
 
 void lt_engine_free(lt_engine *e) {
-	((__typeof__(&lt_engine_free))lt_lazy_fn(35))(e);
+	((__typeof__(&lt_engine_free))lt_lazy_fn(36))(e);
 }
 
 int32_t lt_engine_put(lt_engine *e, const void *x, int32_t dtype, int64_t n, int64_t c, int64_t h, int64_t w, const int64_t *y, const float *weights, char **err) {
-	return ((__typeof__(&lt_engine_put))lt_lazy_fn(36))(e, x, dtype, n, c, h, w, y, weights, err);
+	return ((__typeof__(&lt_engine_put))lt_lazy_fn(37))(e, x, dtype, n, c, h, w, y, weights, err);
 }
 
 int32_t lt_engine_train(lt_engine *e, lt_pg *g, lt_model **models, lt_optim **optims, int32_t k, lt_model *teacher, lt_tensor *targets, lt_coefs coefs, const lt_groups *groups, const lt_mix *mix, int32_t class_probs, double lr, double loss_scale, int32_t *found_inf, char **err) {
-	return ((__typeof__(&lt_engine_train))lt_lazy_fn(37))(e, g, models, optims, k, teacher, targets, coefs, groups, mix, class_probs, lr, loss_scale, found_inf, err);
+	return ((__typeof__(&lt_engine_train))lt_lazy_fn(38))(e, g, models, optims, k, teacher, targets, coefs, groups, mix, class_probs, lr, loss_scale, found_inf, err);
 }
 
 int32_t lt_engine_class_probs(lt_engine *e, int64_t c, double *sums, int64_t *counts, char **err) {
-	return ((__typeof__(&lt_engine_class_probs))lt_lazy_fn(38))(e, c, sums, counts, err);
+	return ((__typeof__(&lt_engine_class_probs))lt_lazy_fn(39))(e, c, sums, counts, err);
 }
 
 int32_t lt_engine_metrics(lt_engine *e, int32_t k, double *loss_sum, int64_t *correct, int64_t *n, char **err) {
-	return ((__typeof__(&lt_engine_metrics))lt_lazy_fn(39))(e, k, loss_sum, correct, n, err);
+	return ((__typeof__(&lt_engine_metrics))lt_lazy_fn(40))(e, k, loss_sum, correct, n, err);
 }
 
 int32_t lt_engine_eval(lt_engine *e, lt_model *m, int64_t *top1, int64_t *top5, double *loss_sum, float *logits_out, float *features_out, int32_t k, int32_t *topk_out, lt_tensor *cost, int32_t *crm_topk_out, char **err) {
-	return ((__typeof__(&lt_engine_eval))lt_lazy_fn(40))(e, m, top1, top5, loss_sum, logits_out, features_out, k, topk_out, cost, crm_topk_out, err);
+	return ((__typeof__(&lt_engine_eval))lt_lazy_fn(41))(e, m, top1, top5, loss_sum, logits_out, features_out, k, topk_out, cost, crm_topk_out, err);
 }
 
 int32_t lt_cuda_device_count(int32_t *out, char **err) {
-	return ((__typeof__(&lt_cuda_device_count))lt_lazy_fn(41))(out, err);
+	return ((__typeof__(&lt_cuda_device_count))lt_lazy_fn(42))(out, err);
 }
 
 int32_t lt_set_cuda_flags(int32_t cudnn_benchmark, int32_t tf32, char **err) {
-	return ((__typeof__(&lt_set_cuda_flags))lt_lazy_fn(42))(cudnn_benchmark, tf32, err);
+	return ((__typeof__(&lt_set_cuda_flags))lt_lazy_fn(43))(cudnn_benchmark, tf32, err);
 }
 
 int32_t lt_synchronize(const char *device, char **err) {
-	return ((__typeof__(&lt_synchronize))lt_lazy_fn(43))(device, err);
+	return ((__typeof__(&lt_synchronize))lt_lazy_fn(44))(device, err);
 }
 
 int32_t lt_device_memory(const char *device, int32_t reset, int64_t *peak_allocated, int64_t *peak_reserved, char **err) {
-	return ((__typeof__(&lt_device_memory))lt_lazy_fn(44))(device, reset, peak_allocated, peak_reserved, err);
+	return ((__typeof__(&lt_device_memory))lt_lazy_fn(45))(device, reset, peak_allocated, peak_reserved, err);
 }
 
 lt_script *lt_script_load(const char *path, int32_t in_c, int32_t in_h, int32_t in_w, int32_t classes, int32_t trust_ops, char **err) {
-	return ((__typeof__(&lt_script_load))lt_lazy_fn(45))(path, in_c, in_h, in_w, classes, trust_ops, err);
+	return ((__typeof__(&lt_script_load))lt_lazy_fn(46))(path, in_c, in_h, in_w, classes, trust_ops, err);
 }
 
 void lt_script_free(lt_script *s) {
-	((__typeof__(&lt_script_free))lt_lazy_fn(46))(s);
+	((__typeof__(&lt_script_free))lt_lazy_fn(47))(s);
 }
 
 lt_model *lt_model_from_script(const lt_script *s, int32_t in_c, int32_t in_h, int32_t in_w, int32_t num_classes, int32_t reinit, const char *device, char **err) {
-	return ((__typeof__(&lt_model_from_script))lt_lazy_fn(47))(s, in_c, in_h, in_w, num_classes, reinit, device, err);
+	return ((__typeof__(&lt_model_from_script))lt_lazy_fn(48))(s, in_c, in_h, in_w, num_classes, reinit, device, err);
 }

@@ -101,16 +101,127 @@ inline Tensor cosine_term(const Fixed &fx, const Labels &L) {
 	return term;
 }
 
+// HAF's terms (Garg, Sani, Anand, ECCV 2022; code 07Agarg/HAF, the model
+// ResNet18_ours_l7_cejsd_wtconst_dissim): the model's own head is level 0,
+// its levels (lt_model_add_levels) 1..L, coarser and coarser.
+
+// Levels are one peer's predictions at every level: P[0] the softmax of the
+// model's logits, P[l] that of level l's head, f·ŵ_lᵀ + b_l with ŵ_l the
+// head's unit weight rows (theirs: F.normalize of the weight, bias kept);
+// heads the model's level heads and fine its own head's linear layer (for
+// the geometric term; empty when the head is no such layer).
+struct Levels {
+	std::vector<Tensor> P;
+	const std::vector<LevelHead> *heads = nullptr;
+	nn::Linear fine{nullptr};
+};
+
+// unit_rows is w with each row divided by its norm (F.normalize: the norm
+// clamped at 1e-12).
+inline Tensor unit_rows(const Tensor &w) { return w / w.norm(2, 1, true).clamp_min(1e-12); }
+
+// levels_of computes a peer's Levels from its logits and features F (both
+// float32; the heads run outside autocast, in float32).
+inline Levels levels_of(const Tensor &logits, const Tensor &F, const std::vector<LevelHead> &heads, nn::Linear fine) {
+	if (heads.empty())
+		throw std::invalid_argument("a level coefficient (consistency, dissimilar, geometric) set for a model without level "
+		                            "heads: the stage declares no levels");
+	if (!F.defined()) throw std::invalid_argument("level heads without the model's features");
+	Levels o{{torch::softmax(logits, 1)}, &heads, fine};
+	for (auto &h : heads) o.P.push_back(torch::softmax(torch::addmm(h.head->bias, F, unit_rows(h.head->weight).t()), 1));
+	return o;
+}
+
+// jsd_rows is HAF's Jensen–Shannon divergence of each row of p and q
+// (their JSDSimilarLoss before the batch mean): ½[KL(p‖m) + KL(q‖m)] with
+// m = ½(p + q) clamped to [1e-7, 1], KL as F.kl_div computes it.
+inline Tensor jsd_rows(const Tensor &p, const Tensor &q) {
+	auto logm = (0.5 * (p + q)).clamp(1e-7, 1).log();
+	return 0.5 * ((torch::xlogy(p, p) - p * logm).sum(1) + (torch::xlogy(q, q) - q * logm).sum(1));
+}
+
+// consistency_term is Σ_l JSD(P[l−1] summed into level l's groups, P[l])
+// per example: each level's head agrees with the level below it; the
+// gradient flows into both.
+inline Tensor consistency_term(const Levels &lv) {
+	Tensor t;
+	for (size_t l = 1; l < lv.P.size(); l++) {
+		auto j = jsd_rows(lv.P[l - 1].matmul((*lv.heads)[l - 1].up), lv.P[l]);
+		t = t.defined() ? t + j : j;
+	}
+	return t;
+}
+
+// dissimilar_level is the mean, over consecutive examples of the batch
+// whose groups at level l differ, of HAF's margin term
+// ½[max(3 − KL(a‖m), 0) + max(3 − KL(b‖m), 0)] of their level-l
+// predictions a and b (their JSDDissimilarLoss, margin 3; KL to the
+// midpoint is at most log 2, so the hinge is always active); 0 without such
+// a pair. lcl pairs consecutive examples of the batch's own (shuffled)
+// order, each once: no random draw (theirs shuffles again and cycles through
+// the pairs until it has 256).
+inline Tensor dissimilar_level(const Tensor &P, const Tensor &group, const Tensor &Y) {
+	auto g = group.index_select(0, Y);
+	auto n = P.size(0);
+	if (n < 2) return torch::zeros({}, P.options());
+	auto diff = g.narrow(0, 0, n - 1).ne(g.narrow(0, 1, n - 1)).nonzero().squeeze(1);
+	if (diff.numel() == 0) return torch::zeros({}, P.options());
+	auto a = P.index_select(0, diff), b = P.index_select(0, diff + 1);
+	auto logm = (0.5 * (a + b)).clamp(1e-7, 1).log();
+	auto ka = (torch::xlogy(a, a) - a * logm).sum(1), kb = (torch::xlogy(b, b) - b * logm).sum(1);
+	const double margin = 3;
+	return 0.5 * ((margin - ka).clamp_min(0).mean() + (margin - kb).clamp_min(0).mean());
+}
+
+// geometric_level is the mean over level l's groups g of
+// cos(ŵ_l[g], normalize(Σ_{children h of g} ŵ_{l−1}[h])) (their
+// l2_weight term), ŵ the heads' unit weight rows, level 0's the model's
+// own head.
+inline Tensor geometric_level(const Levels &lv, size_t l) {
+	auto &heads = *lv.heads;
+	Tensor below;
+	if (l == 1) {
+		if (lv.fine.is_empty())
+			throw std::invalid_argument("the geometric term needs the model's head to be one linear layer on the features "
+			                            "(maybe after dropout); this model's is not");
+		below = lv.fine->weight;
+	} else {
+		below = heads[l - 2].head->weight;
+	}
+	auto w = unit_rows(heads[l - 1].head->weight);
+	auto kids = unit_rows(heads[l - 1].up.t().matmul(unit_rows(below)));
+	// torch.nn.CosineSimilarity(dim=1, eps=1e-8) of the two.
+	auto cos = (w * kids).sum(1) / (w.norm(2, 1) * kids.norm(2, 1)).clamp_min(1e-8);
+	return cos.mean();
+}
+
+// level_batch_terms is the batch (not per-example) part of HAF's loss:
+// dissimilar·Σ_{1≤l<L} dissimilar_level − geometric·Σ_{l≥1}
+// geometric_level. With mixing the pairs of the mirrored labels are
+// blended in by lam, as every label term is.
+inline Tensor level_batch_terms(const Levels &lv, const Labels &L, const lt_coefs &c) {
+	auto t = torch::zeros({}, lv.P[0].options());
+	auto &heads = *lv.heads;
+	for (size_t l = 1; c.dissimilar != 0 && l < heads.size(); l++) {
+		auto d = dissimilar_level(lv.P[l], heads[l - 1].group, L.Y);
+		if (L.mixed()) d = blend(d, dissimilar_level(lv.P[l], heads[l - 1].group, L.Yb), L.lam);
+		t = t + c.dissimilar * d;
+	}
+	for (size_t l = 1; c.geometric != 0 && l <= heads.size(); l++) t = t - c.geometric * geometric_level(lv, l);
+	return t;
+}
+
 // per_example_loss is the per-example loss of peer self from its logits:
 // the weighted sum of the soft-target CE against the rows L.T, the one-hot
 // CE against the labels L.Y, the group term against the class groups G
 // (with mixing, those of L.Yb too, weighted by L.lam), the distillation KL
 // against the teacher's logits and the mutual KL against the other peers'
-// probabilities (constants; entry self of peer_probs is skipped) and the
-// cosine term of the fixed classifier fx, each summed over classes.
+// probabilities (constants; entry self of peer_probs is skipped), the
+// cosine term of the fixed classifier fx and HAF's consistency term of the
+// levels lv, each summed over classes.
 inline Tensor per_example_loss(const Tensor &logits, const Labels &L, const lt_coefs &c, const Groups &G,
                                const Tensor &tlogits, const std::vector<Tensor> &peer_probs, int self,
-                               const Fixed &fx = Fixed{}) {
+                               const Fixed &fx = Fixed{}, const Levels *lv = nullptr) {
 	auto logp = torch::log_softmax(logits, 1);
 	Tensor per = torch::zeros({logits.size(0)}, logits.options());
 	if (c.soft != 0) per = per - c.soft * (L.T * logp).sum(1);
@@ -121,6 +232,10 @@ inline Tensor per_example_loss(const Tensor &logits, const Labels &L, const lt_c
 	}
 	if (c.group != 0) per = per - c.group * group_log_probs(logp, L, G);
 	if (c.cosine != 0) per = per + c.cosine * cosine_term(fx, L);
+	if (c.consistency != 0) {
+		if (!lv) throw std::invalid_argument("consistency coefficient set without level predictions");
+		per = per + c.consistency * consistency_term(*lv);
+	}
 	if (c.kd != 0) {
 		if (!tlogits.defined()) throw std::invalid_argument("distillation coefficient set without a teacher");
 		double t = c.kd_temp > 0 ? c.kd_temp : 1.0;

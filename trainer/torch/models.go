@@ -113,7 +113,39 @@ func NewModel(spec Spec, device string) (*Model, error) {
 			return C.lt_model_new(&nodes[0], C.int32_t(len(nodes)), in[0], in[1], in[2], in[3], dev, e)
 		}, nodes)
 	}
-	return wrapModel(spec, c, err)
+	m, err := wrapModel(spec, c, err)
+	if err == nil && len(spec.Levels) > 0 {
+		if err = m.addLevels(spec.Levels); err != nil {
+			m.Close()
+			m = nil
+		}
+	}
+	return m, err
+}
+
+// addLevels registers a level head per level on the new model
+// (lt_model_add_levels), before anything reads its state.
+func (m *Model) addLevels(levels []Level) error {
+	const op = "level heads"
+	c, err := m.handle(op)
+	if err != nil {
+		return err
+	}
+	n := m.spec.NumClasses
+	group := make([]int32, 0, len(levels)*n)
+	groups := make([]int32, len(levels))
+	for l, lv := range levels {
+		if len(lv.Group) != n {
+			return fmt.Errorf("torch: %s: level %d gives a group for %d classes, want %d", op, l, len(lv.Group), n)
+		}
+		groups[l] = int32(lv.Groups)
+		for _, g := range lv.Group {
+			group = append(group, int32(g))
+		}
+	}
+	return call(op, func(e **C.char) C.int32_t {
+		return C.lt_model_add_levels(c, (*C.int32_t)(&group[0]), (*C.int32_t)(&groups[0]), C.int32_t(len(levels)), e)
+	}, m, group, groups)
 }
 
 // wrapModel turns the result of a model constructor into a *Model of spec;

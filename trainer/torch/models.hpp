@@ -196,6 +196,15 @@ struct GraphNet : Net {
 		if (g->p.op == LT_SEQ && g->kids.size() == 1) g = g->kids[0].get();
 		return g->p.op == LT_LINEAR ? g->lin : nn::Linear{nullptr};
 	}
+	nn::Linear last_linear_head() override {
+		const GNode *g = head_.get();
+		if (g->p.op == LT_LINEAR) return g->lin;
+		if (g->p.op != LT_SEQ || g->kids.empty()) return nn::Linear{nullptr};
+		for (size_t i = 0; i + 1 < g->kids.size(); i++)
+			if (g->kids[i]->p.op != LT_DROPOUT && g->kids[i]->p.op != LT_IDENTITY) return nn::Linear{nullptr};
+		const GNode *last = g->kids.back().get();
+		return last->p.op == LT_LINEAR ? last->lin : nn::Linear{nullptr};
+	}
 };
 
 // module_at returns the module for the dotted path prefix under root,

@@ -226,6 +226,53 @@ int32_t lt_model_fix_head(lt_model *m, const float *v, int64_t rows, int64_t col
 	LT_CATCH(err, -1)
 }
 
+int32_t lt_model_add_levels(lt_model *m, const int32_t *group, const int32_t *groups, int32_t n_levels, char **err) {
+	LT_TRY_SYNCED
+	if (!m->levels.empty()) throw std::invalid_argument("the model has its level heads already");
+	if (n_levels < 1 || !group || !groups) throw std::invalid_argument("level heads: no levels");
+	int64_t C = m->num_classes, d = m->net->feature_dim;
+	if (d <= 0)
+		throw std::invalid_argument("level heads need the model's penultimate features, and this model gives none");
+	// Everything is checked before the first head is registered: a refused
+	// call leaves the model as it was.
+	std::vector<LevelHead> made;
+	std::vector<int64_t> prev(C);
+	for (int64_t c = 0; c < C; c++) prev[c] = c;
+	int64_t prev_n = C;
+	for (int32_t l = 0; l < n_levels; l++) {
+		int64_t G = groups[l];
+		if (G < 2 || G > C)
+			throw std::invalid_argument("level " + std::to_string(l) + " has " + std::to_string(G) + " groups, want 2 to " +
+			                            std::to_string(C));
+		auto up = torch::zeros({prev_n, G}, torch::kFloat32);
+		auto ua = up.accessor<float, 2>();
+		std::vector<int64_t> cur(C), parent(prev_n, -1); // parent: the group each finer group lies in
+		for (int64_t c = 0; c < C; c++) {
+			int64_t v = group[l * C + c];
+			if (v < 0 || v >= G)
+				throw std::invalid_argument("level " + std::to_string(l) + " puts class " + std::to_string(c) +
+				                            " in group " + std::to_string(v) + ", want one in [0, " + std::to_string(G) + ")");
+			if (parent[prev[c]] >= 0 && parent[prev[c]] != v)
+				throw std::invalid_argument("level " + std::to_string(l) + " is not nested in the level below it");
+			parent[prev[c]] = v;
+			ua[prev[c]][v] = 1;
+			cur[c] = v;
+		}
+		made.push_back({nn::Linear(d, G), up.to(m->device), torch::tensor(cur, torch::kInt64).to(m->device)});
+		prev.swap(cur);
+		prev_n = G;
+	}
+	auto holder = m->net->register_module("level_heads", std::make_shared<nn::Module>());
+	for (size_t l = 0; l < made.size(); l++) {
+		holder->register_module(std::to_string(l + 1), made[l].head);
+		made[l].head->to(m->device);
+	}
+	m->levels = std::move(made);
+	m->index_state();
+	return 0;
+	LT_CATCH(err, -1)
+}
+
 int32_t lt_model_channels_last(lt_model *m, char **err) {
 	LT_TRY_SYNCED
 	to_channels_last(m);

@@ -34,7 +34,7 @@ extern "C" {
 #define LT_NOEXCEPT
 #endif
 
-#define LT_ABI_VERSION 15
+#define LT_ABI_VERSION 16
 
 typedef struct lt_model lt_model;
 typedef struct lt_optim lt_optim;
@@ -102,6 +102,13 @@ typedef struct {
 	float group;    /* weight of the group term -sum_g W[y,g] log (softmax(z) M^T)_g (lt_groups) */
 	float cosine;   /* weight of the cosine term sum_c (cos(f, V_c) - cos(V_y, V_c))^2, f the features,
 	                   V the model's fixed head (lt_model_fix_head) */
+	float consistency; /* weight of sum_l JSD(level l-1's softmax summed into level l's groups, level l's softmax)
+	                      over the model's levels (lt_model_add_levels; level 0 the model's own head) */
+	float dissimilar;  /* weight of the batch term: over the levels l below the coarsest, the mean over
+	                      consecutive examples of different groups of level l of (3 - JSD of their level-l
+	                      softmaxes) */
+	float geometric;   /* weight of the batch term -sum_l mean_g cos(w_l[g], sum of g's children's rows of
+	                      the level below), w the heads' unit weight rows */
 } lt_coefs;
 
 /* The class groups of the group term (lt_coefs.group): members is G x C
@@ -178,6 +185,14 @@ int32_t lt_model_feature_dim(lt_model *m, int64_t *out, char **err);
    gradient all-reduce skip them). The cosine term of lt_coefs takes V from
    here. Calling it again with the same v changes nothing. */
 int32_t lt_model_fix_head(lt_model *m, const float *v, int64_t rows, int64_t cols, char **err);
+/* lt_model_add_levels gives m one trainable linear head per level, on the
+   head's input features (feature_dim -> groups[l]), registered on the model
+   (named level_heads.<l+1>) so that its state, optimizers, gradient
+   all-reduce, checkpoints and moving averages carry them; its forward and
+   evaluation do not use them. group is n_levels x num_classes (row l: the
+   group of each class at level l, in [0, groups[l])), each level nested in
+   the next. Call it once, on a new model, before anything reads its state. */
+int32_t lt_model_add_levels(lt_model *m, const int32_t *group, const int32_t *groups, int32_t n_levels, char **err);
 /* Converts a model's 4-d parameters and buffers to channels-last (before
    creating its optimizer); its state still reads and writes in NCHW order. */
 int32_t lt_model_channels_last(lt_model *m, char **err);

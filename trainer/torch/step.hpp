@@ -233,7 +233,9 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		auto G = groups_of(groups, C, coefs, dev);
 		auto m = mix_batch(mix, X, Y);
 		auto L = labels_of(targets, Y, m.Yb, m.lam, C, coefs, dev);
-		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision, coefs.cosine != 0);
+		bool levels = coefs.consistency != 0 || coefs.dissimilar != 0 || coefs.geometric != 0;
+		auto l = forward_peers(models, k, teacher, m.X, coefs.kd != 0, dev, opts.precision,
+		                       coefs.cosine != 0 || levels);
 		std::vector<Tensor> probs;
 		if (coefs.mutual != 0 && k > 1)
 			for (int i = 0; i < k; i++) probs.push_back(torch::softmax(l.z[i].detach(), 1));
@@ -241,11 +243,18 @@ inline StepOut train_step(lt_pg *g, lt_model **models, lt_optim **optims, int32_
 		for (int i = 0; i < k; i++) {
 			Fixed fx;
 			if (coefs.cosine != 0) fx = Fixed{l.f[i], models[i]->fixed_head};
-			auto per = per_example_loss(l.z[i], L, coefs, G, l.teacher, probs, i, fx);
+			Levels lv;
+			if (levels) lv = levels_of(l.z[i], l.f[i], models[i]->levels, models[i]->net->last_linear_head());
+			auto per = per_example_loss(l.z[i], L, coefs, G, l.teacher, probs, i, fx, levels ? &lv : nullptr);
 			if (!g) losses[i] = reduce(per, W);
 			else if (!W.defined()) losses[i] = per.sum() / den.n;
 			// A global batch whose weights are all zero contributes nothing.
 			else losses[i] = (per * W).sum() / std::max(den.w, 1e-12);
+			// HAF's batch terms, each rank's weighted by its share of the
+			// global batch: the all-reduced gradient is then the global
+			// batch's (each rank's pairs are its own slice's).
+			if (coefs.dissimilar != 0 || coefs.geometric != 0)
+				losses[i] = losses[i] + (g ? (double)n / den.n : 1.0) * level_batch_terms(lv, L, coefs);
 			total = i == 0 ? losses[i] : total + losses[i];
 		}
 		if (opts.loss_scale > 0) total = total * opts.loss_scale;

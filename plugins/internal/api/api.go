@@ -211,6 +211,20 @@ type Stage struct {
 	// ClassProbs asks for the class probabilities of each epoch in the
 	// next epoch's PlanAt (online label smoothing).
 	ClassProbs bool
+	// Levels are coarser partitions of the classes, finest first, each
+	// nested in the next: the trainer builds every model of the stage with
+	// one more trainable linear head per level on the head's input features
+	// (HAF's level heads; Coefs.Consistency, Dissimilar and Geometric need
+	// them). Constant for the stage, since the heads exist before the
+	// optimizer, a resumed checkpoint and the moving average are made.
+	Levels []Level
+}
+
+// Level is one partition of the classes into Groups groups: Group[c] is
+// the group of class c, in [0, Groups); every group holds a class.
+type Level struct {
+	Groups int
+	Group  []int
 }
 
 // PlanAt says which plan is asked for; Epoch and Step are 0-based within the
@@ -232,7 +246,10 @@ type PlanAt struct {
 //	+ KD·T²·KL(softmax(teacher/T) ‖ softmax(student/T))     (T = KDTemperature)
 //	+ Mutual·mean_peers KL(p_peer ‖ p_self)     (peer predictions held constant)
 //	+ Group·(−Σ_g W[y,g]·log Σ_{c∈g} p_c)       (Plan.Groups)
+//	+ Cosine·Σ_c (cos(f, V_c) − cos(V_y, V_c))²  (Plan.Classifier V)
+//	+ Consistency·Σ_l JSD(level l−1 summed into level l, level l)   (Stage.Levels)
 //
+// and HAF's two batch terms, Dissimilar and Geometric (internal/coefs).
 // With per-example weights w the batch loss is Σ w·l / Σ w (the trainer's rule).
 // Coefs is the one Go form of the coefficients (internal/coefs), which the
 // trainer uses too; on the wire it is the message Coefficients (its fields'

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -228,6 +229,54 @@ func ValidateStages(stages []Stage) error {
 			return fmt.Errorf("stage 0 (%s) must start fresh", s.Name)
 		case len(s.Model) > 256:
 			return fmt.Errorf("stage %d (%s): model name of %d bytes", i, s.Name, len(s.Model))
+		}
+	}
+	return nil
+}
+
+// MaxLevels bounds a stage's levels (Stage.Levels): one head each.
+const MaxLevels = 64
+
+// ValidateLevels checks a stage's levels for c classes: at most MaxLevels,
+// each a partition of the c classes into 2 to c groups with every group
+// used, and each nested in the next (the classes of one group of a level
+// share their group in every coarser level), as the engine's consistency
+// and geometric terms sum a finer level into a coarser one.
+func ValidateLevels(levels []Level, c int) error {
+	if len(levels) > MaxLevels {
+		return fmt.Errorf("%d levels, at most %d", len(levels), MaxLevels)
+	}
+	for l, lv := range levels {
+		if lv.Groups < 2 || lv.Groups > c {
+			return fmt.Errorf("level %d has %d groups, want 2 to %d (the classes)", l, lv.Groups, c)
+		}
+		if len(lv.Group) != c {
+			return fmt.Errorf("level %d gives a group for %d classes, want %d", l, len(lv.Group), c)
+		}
+		used := make([]bool, lv.Groups)
+		for k, g := range lv.Group {
+			if g < 0 || g >= lv.Groups {
+				return fmt.Errorf("level %d puts class %d in group %d, want one in [0,%d)", l, k, g, lv.Groups)
+			}
+			used[g] = true
+		}
+		if i := slices.Index(used, false); i >= 0 {
+			return fmt.Errorf("level %d: group %d holds no class", l, i)
+		}
+		if l == 0 {
+			continue
+		}
+		// parent[h] is the group of level l that group h of level l−1 lies in.
+		prev := levels[l-1]
+		parent := make([]int, prev.Groups)
+		for i := range parent {
+			parent[i] = -1
+		}
+		for k, h := range prev.Group {
+			if p := parent[h]; p >= 0 && p != lv.Group[k] {
+				return fmt.Errorf("level %d is not nested in level %d: group %d of level %d spans its groups %d and %d", l, l-1, h, l-1, p, lv.Group[k])
+			}
+			parent[h] = lv.Group[k]
 		}
 	}
 	return nil

@@ -83,7 +83,30 @@ func toStages(ss []sdk.Stage) []*pb.Stage {
 	out := make([]*pb.Stage, len(ss))
 	for i, s := range ss {
 		out[i] = &pb.Stage{Name: s.Name, Epochs: int32(s.Epochs), Models: int32(s.Peers), Teacher: int32(s.Teacher),
-			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model, ClassProbs: s.ClassProbs}
+			Fresh: s.Fresh, Features: s.Features, PerStep: s.PerStep, Model: s.Model, ClassProbs: s.ClassProbs,
+			Levels: toLevels(s.Levels)}
+	}
+	return out
+}
+
+func toLevels(ls []sdk.Level) []*pb.Level {
+	if ls == nil {
+		return nil
+	}
+	out := make([]*pb.Level, len(ls))
+	for i, l := range ls {
+		out[i] = &pb.Level{Groups: int32(l.Groups), Group: toInt32s(l.Group)}
+	}
+	return out
+}
+
+func fromLevels(ls []*pb.Level) []sdk.Level {
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]sdk.Level, len(ls))
+	for i, l := range ls {
+		out[i] = sdk.Level{Groups: int(l.GetGroups()), Group: fromInt32s(l.GetGroup())}
 	}
 	return out
 }
@@ -93,7 +116,7 @@ func fromStages(ss []*pb.Stage) []sdk.Stage {
 	for i, s := range ss {
 		out[i] = sdk.Stage{Name: s.GetName(), Epochs: int(s.GetEpochs()), Peers: int(s.GetModels()), Teacher: int(s.GetTeacher()),
 			Fresh: s.GetFresh(), Features: s.GetFeatures(), PerStep: s.GetPerStep(), Model: s.GetModel(),
-			ClassProbs: s.GetClassProbs()}
+			ClassProbs: s.GetClassProbs(), Levels: fromLevels(s.GetLevels())}
 	}
 	return out
 }

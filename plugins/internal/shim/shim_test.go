@@ -29,7 +29,8 @@ func (r *recorder) Describe(context.Context) (sdk.StrategyInfo, error) {
 func (r *recorder) Begin(_ context.Context, run sdk.Run) ([]sdk.Stage, error) {
 	r.run = run
 	return []sdk.Stage{{Name: "a", Epochs: 2, Peers: 1, Teacher: -1, Fresh: true, Features: true},
-		{Name: "b", Epochs: 3, Peers: 2, Teacher: 0, PerStep: true, Model: "resnet18"}}, nil
+		{Name: "b", Epochs: 3, Peers: 2, Teacher: 0, PerStep: true, Model: "resnet18",
+			Levels: []sdk.Level{{Groups: 2, Group: []int{0, 1}}}}}, nil
 }
 
 func (r *recorder) Plan(_ context.Context, at sdk.PlanAt) (*sdk.Plan, error) {

@@ -56,7 +56,12 @@ and the reasons for each convention.
   haframe   the head fixed to class vectors V, V·Vᵀ = S = (1−s_min)·exp(−γ·d/max d)
             + s_min (d: single-linkage distances of 1 − s); (1−α)·CE(onehot(y), p)
             + α·Σ_c (cos(f, V_c) − S_yc)²,
-            f the features [alpha 0.4, haf-gamma 2, frame-model]`
+            f the features [alpha 0.4, haf-gamma 2, frame-model]
+  haf       a trained head per level of the single-linkage tree of 1 − s (logits
+            f·ŵ_lᵀ + b_l, ŵ unit rows); CE(onehot(y), p) + c·Σ_l JSD(p_{l−1}
+            summed into level l, p_l) + d·Σ_{l<L} mean over consecutive examples
+            of different groups of (3 − JSD) − g·Σ_l mean cos(ŵ_l[g], Σ children)
+            [levels 11, consistency 1, dissimilar 1, geometric 1]`
 
 const exitCodesHelp = `lcl exits with
   0    success

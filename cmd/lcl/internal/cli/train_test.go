@@ -768,6 +768,94 @@ func TestTrainHAFrameProjection(t *testing.T) {
 // its moving average's) are HAFrame's: a zero bias and class vectors whose
 // cosines are the published S of the distances 1 − s (γ 2).
 func checkHAFrameHeads(t *testing.T, dir string, s []float64, runs ...string) {
+
+// threeLevelMatrix writes dir/sim3.npy: 10 classes in pairs and triples
+// ({0,1}, {2,3,4}, {5,6}, {7,8,9}: similarity 0.8) inside two groups (0–4,
+// 5–9: 0.5), 0 across: HAF's levels of 4 and 2 groups.
+func threeLevelMatrix(t *testing.T, dir string) string {
+	t.Helper()
+	sim := filepath.Join(dir, "sim3.npy")
+	small := []int{0, 0, 1, 1, 1, 2, 2, 3, 3, 3}
+	s := make([]float64, 100)
+	for i := range 10 {
+		for j := range 10 {
+			switch {
+			case i == j:
+				s[i*10+j] = 1
+			case small[i] == small[j]:
+				s[i*10+j] = 0.8
+			case i/5 == j/5:
+				s[i*10+j] = 0.5
+			}
+		}
+	}
+	if err := npy.WriteFile(sim, 10, 10, s); err != nil {
+		t.Fatal(err)
+	}
+	return sim
+}
+
+// lcl train --strategy haf on a three-level hierarchy: its level heads are
+// part of the models, so a continued run equals an uninterrupted one (the
+// heads and their momentum in the checkpoint), with mixing; two
+// data-parallel workers train the first epoch as one process does (to
+// 1e-3 of the loss, as hxe's: each worker pairs its own examples for the
+// dissimilarity term, whose margin dominates it); the final weights, the
+// moving average's too, hold the plain model (lcl eval reads them), the
+// checkpoint the heads; a bad parameter is refused before anything is
+// written.
+func TestTrainHAF(t *testing.T) {
+	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
+	dir := t.TempDir()
+	sim := threeLevelMatrix(t, dir)
+	args := func(run, epochs string, extra ...string) []string {
+		return append([]string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs,
+			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "haf",
+			"--matrix", sim, "--out", filepath.Join(dir, run)}, extra...)
+	}
+	trainResumedAndParallel(t, args, "--ema-decay", "0.9")
+	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
+	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
+	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
+	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
+		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
+	}
+	for _, file := range []string{"whole/model.safetensors", "two/model.safetensors", "one/model-ema.safetensors"} {
+		for name := range readWeights(t, filepath.Join(dir, file)) {
+			if strings.Contains(name, "level_heads") {
+				t.Errorf("%s holds %s: the final weights are the plain model", file, name)
+			}
+		}
+	}
+	ck := readWeights(t, filepath.Join(dir, "whole", "checkpoint.safetensors"))
+	for _, name := range []string{"peer0/level_heads.1.weight", "peer0/level_heads.2.bias"} {
+		if _, ok := ck[name]; !ok {
+			t.Errorf("the checkpoint lacks %s", name)
+		}
+	}
+	if _, ok := ck["peer0/level_heads.3.weight"]; ok {
+		t.Errorf("the checkpoint holds a third level head: the matrix has two levels below its root")
+	}
+	for _, file := range []string{"whole/model.safetensors", "whole/checkpoint.safetensors"} {
+		if code, out, errs := runLCL(context.Background(), t, "eval", "--checkpoint", filepath.Join(dir, file), "--threads", "1"); code != 0 ||
+			!strings.Contains(out, "top-1") {
+			t.Errorf("eval %s: exit %d\n%s\n%s", file, code, out, errs)
+		}
+	}
+	bad := filepath.Join(dir, "bad")
+	code, _, errs := runLCL(context.Background(), t, append(args("bad", "1"), "--param", "dissimilar=-1")...)
+	if code == 0 || !strings.Contains(errs, "dissimilar = -1, want a finite value ≥ 0") {
+		t.Errorf("--param dissimilar=-1: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a refused run left %s behind (%v)", bad, err)
+	}
+}
+
+// checkHAFrameHeads: the heads TestTrainHAFrame trained (the moving
+// average's too) are HAFrame's: a zero bias and class vectors whose cosines
+// are the published S of the distances 1 − s (γ 2).
+func checkHAFrameHeads(t *testing.T, dir string, s []float64) {
 	t.Helper()
 	d := mat.NewSymDense(10, nil)
 	for i := range 10 {
