@@ -764,11 +764,6 @@ func TestTrainHAFrameProjection(t *testing.T) {
 	}
 }
 
-// checkHAFrameHeads: the heads of the runs under dir (a run "R/model-ema":
-// its moving average's) are HAFrame's: a zero bias and class vectors whose
-// cosines are the published S of the distances 1 − s (γ 2).
-func checkHAFrameHeads(t *testing.T, dir string, s []float64, runs ...string) {
-
 // threeLevelMatrix writes dir/sim3.npy: 10 classes in pairs and triples
 // ({0,1}, {2,3,4}, {5,6}, {7,8,9}: similarity 0.8) inside two groups (0–4,
 // 5–9: 0.5), 0 across: HAF's levels of 4 and 2 groups.
@@ -852,10 +847,10 @@ func TestTrainHAF(t *testing.T) {
 	}
 }
 
-// checkHAFrameHeads: the heads TestTrainHAFrame trained (the moving
-// average's too) are HAFrame's: a zero bias and class vectors whose cosines
-// are the published S of the distances 1 − s (γ 2).
-func checkHAFrameHeads(t *testing.T, dir string, s []float64) {
+// checkHAFrameHeads: the heads of the runs under dir (a run "R/model-ema":
+// its moving average's) are HAFrame's: a zero bias and class vectors whose
+// cosines are the published S of the distances 1 − s (γ 2).
+func checkHAFrameHeads(t *testing.T, dir string, s []float64, runs ...string) {
 	t.Helper()
 	d := mat.NewSymDense(10, nil)
 	for i := range 10 {
