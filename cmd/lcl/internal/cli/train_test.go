@@ -639,14 +639,7 @@ func TestTrainHXE(t *testing.T) {
 	}
 	trainResumedAndParallel(t, args)
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
-	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
-	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
-	// The two workers' summation order differs from one process's, and the
-	// difference compounds over the epoch's steps (1.3e-4 seen in 24); a
-	// wrong normalisation or a missing all-reduce differs by percents.
-	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
-		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
-	}
+	sameFirstEpochLoss(t, dir)
 }
 
 // lcl train --strategy haframe on the two-level hierarchy of TestTrainHXE:
@@ -665,11 +658,7 @@ func TestTrainHAFrame(t *testing.T) {
 	}
 	trainResumedAndParallel(t, args, "--ema-decay", "0.9")
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
-	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
-	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
-	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
-		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
-	}
+	sameFirstEpochLoss(t, dir)
 	checkHAFrameHeads(t, dir, s, "whole", "part", "two", "one/model-ema")
 	// A bad parameter is refused before anything is written.
 	bad := filepath.Join(dir, "bad")
@@ -810,11 +799,7 @@ func TestTrainHAF(t *testing.T) {
 	}
 	trainResumedAndParallel(t, args, "--ema-decay", "0.9")
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
-	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
-	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
-	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
-		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
-	}
+	sameFirstEpochLoss(t, dir)
 	for _, file := range []string{"whole/model.safetensors", "two/model.safetensors", "one/model-ema.safetensors"} {
 		for name := range readWeights(t, filepath.Join(dir, file)) {
 			if strings.Contains(name, "level_heads") {
@@ -963,5 +948,19 @@ func TestTrainRecordsItsRunWhenTheStoreIsBusy(t *testing.T) {
 				t.Fatalf("lcl train finishing while another lcl held its store past the wait: exit %d, %d records; want exit 1 and a last line naming the run, %s and the store\n%s", r.code, len(runs), run, r.err)
 			}
 		})
+	}
+}
+
+// sameFirstEpochLoss: the runs "one" (one process) and "two" (two
+// data-parallel workers) under dir trained their first epoch alike. The
+// workers' summation order differs from one process's, and the difference
+// compounds over the epoch's steps (1.3e-4 seen in 24); a wrong
+// normalisation or a missing all-reduce differs by percents.
+func sameFirstEpochLoss(t *testing.T, dir string) {
+	t.Helper()
+	one, two := readResult(t, filepath.Join(dir, "one")), readResult(t, filepath.Join(dir, "two"))
+	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
+	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
+		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
 	}
 }
