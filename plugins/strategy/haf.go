@@ -111,30 +111,14 @@ func HAFLevels(s *sdk.Matrix, c, most int) ([]sdk.Level, error) {
 	if most < 1 {
 		return nil, fmt.Errorf("at most %d levels, want at least 1", most)
 	}
-	edges := spanningEdges(s, c)
-	uf := make([]int, c)
-	for i := range uf {
-		uf[i] = i
-	}
-	find := func(x int) int {
-		for uf[x] != x {
-			uf[x] = uf[uf[x]]
-			x = uf[x]
-		}
-		return x
-	}
+	uf := newUnionFind(c)
 	var all []sdk.Level
-	for i := 0; i < len(edges); {
-		j := i
-		for j < len(edges) && edges[j].d == edges[i].d {
-			uf[find(edges[j].a)] = find(edges[j].b)
-			j++
-		}
-		i = j
+	for _, round := range mergeRounds(spanningEdges(s, c)) {
+		uf.join(round)
 		lv := sdk.Level{Group: make([]int, c)}
 		id := map[int]int{} // cluster root → group
 		for k := range c {
-			r := find(k)
+			r := uf.find(k)
 			g, ok := id[r]
 			if !ok {
 				g = len(id)

@@ -119,32 +119,20 @@ func LinkageTree(s *sdk.Matrix, c int) (*Tree, error) {
 	for i := range c {
 		t.Parent[i], t.Members[i] = -1, []int{i}
 	}
-	uf := make([]int, c) // union-find over classes
+	uf := newUnionFind(c) // over classes
 	node := make([]int, c)
-	for i := range uf {
-		uf[i], node[i] = i, i
+	for i := range node {
+		node[i] = i
 	}
-	find := func(x int) int {
-		for uf[x] != x {
-			uf[x] = uf[uf[x]]
-			x = uf[x]
-		}
-		return x
-	}
-	for i := 0; i < len(edges); {
-		j := i
-		for j < len(edges) && edges[j].d == edges[i].d {
-			j++
-		}
+	find := uf.find
+	for _, round := range mergeRounds(edges) {
 		// The clusters this distance joins, before any joining: each
 		// becomes a child of the node its new cluster gets.
 		var olds []int
-		for _, e := range edges[i:j] {
+		for _, e := range round {
 			olds = append(olds, find(e.a), find(e.b))
 		}
-		for _, e := range edges[i:j] {
-			uf[find(e.a)] = find(e.b)
-		}
+		uf.join(round)
 		slices.Sort(olds)
 		olds = slices.Compact(olds)
 		made := map[int]int{} // new cluster root → its node
@@ -164,7 +152,6 @@ func LinkageTree(s *sdk.Matrix, c int) (*Tree, error) {
 			node[r] = p
 			slices.Sort(t.Members[p])
 		}
-		i = j
 	}
 	t.Depth = make([]int, len(t.Parent))
 	for v := len(t.Parent) - 1; v >= 0; v-- { // parents come after their children
@@ -173,6 +160,48 @@ func LinkageTree(s *sdk.Matrix, c int) (*Tree, error) {
 		}
 	}
 	return t, nil
+}
+
+// unionFind is a disjoint-set forest over classes 0..n−1 (path halving).
+type unionFind []int
+
+func newUnionFind(n int) unionFind {
+	u := make(unionFind, n)
+	for i := range u {
+		u[i] = i
+	}
+	return u
+}
+
+// find is x's cluster's root.
+func (u unionFind) find(x int) int {
+	for u[x] != x {
+		u[x] = u[u[x]]
+		x = u[x]
+	}
+	return x
+}
+
+// join merges the clusters of each edge's ends.
+func (u unionFind) join(edges []linkEdge) {
+	for _, e := range edges {
+		u[u.find(e.a)] = u.find(e.b)
+	}
+}
+
+// mergeRounds splits edges sorted by distance into the runs of equal
+// distance: the clusters single linkage merges at one height.
+func mergeRounds(edges []linkEdge) [][]linkEdge {
+	var out [][]linkEdge
+	for i := 0; i < len(edges); {
+		j := i
+		for j < len(edges) && edges[j].d == edges[i].d {
+			j++
+		}
+		out = append(out, edges[i:j])
+		i = j
+	}
+	return out
 }
 
 // A linkEdge joins classes a and b at distance d = 1 − s.
