@@ -132,12 +132,16 @@ inline Levels levels_of(const Tensor &logits, const Tensor &F, const std::vector
 	return o;
 }
 
+// log_mid is the log of HAF's midpoint m = ½(p + q), clamped to
+// [1e-7, 1] as their JSD losses clamp it.
+inline Tensor log_mid(const Tensor &p, const Tensor &q) { return (0.5 * (p + q)).clamp(1e-7, 1).log(); }
+
 // jsd_rows is HAF's Jensen–Shannon divergence of each row of p and q
-// (their JSDSimilarLoss before the batch mean): ½[KL(p‖m) + KL(q‖m)] with
-// m = ½(p + q) clamped to [1e-7, 1], KL as F.kl_div computes it.
+// (their JSDSimilarLoss before the batch mean): ½[KL(p‖m) + KL(q‖m)], KL
+// as F.kl_div computes it.
 inline Tensor jsd_rows(const Tensor &p, const Tensor &q) {
-	auto logm = (0.5 * (p + q)).clamp(1e-7, 1).log();
-	return 0.5 * ((torch::xlogy(p, p) - p * logm).sum(1) + (torch::xlogy(q, q) - q * logm).sum(1));
+	auto logm = log_mid(p, q);
+	return 0.5 * (kl_rows(p, logm) + kl_rows(q, logm));
 }
 
 // consistency_term is Σ_l JSD(P[l−1] summed into level l's groups, P[l])
@@ -167,8 +171,8 @@ inline Tensor dissimilar_level(const Tensor &P, const Tensor &group, const Tenso
 	auto diff = g.narrow(0, 0, n - 1).ne(g.narrow(0, 1, n - 1)).nonzero().squeeze(1);
 	if (diff.numel() == 0) return torch::zeros({}, P.options());
 	auto a = P.index_select(0, diff), b = P.index_select(0, diff + 1);
-	auto logm = (0.5 * (a + b)).clamp(1e-7, 1).log();
-	auto ka = (torch::xlogy(a, a) - a * logm).sum(1), kb = (torch::xlogy(b, b) - b * logm).sum(1);
+	auto logm = log_mid(a, b);
+	auto ka = kl_rows(a, logm), kb = kl_rows(b, logm);
 	const double margin = 3;
 	return 0.5 * ((margin - ka).clamp_min(0).mean() + (margin - kb).clamp_min(0).mean());
 }
