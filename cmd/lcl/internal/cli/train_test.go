@@ -632,11 +632,7 @@ func TestTrainHXE(t *testing.T) {
 	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
 	dir := t.TempDir()
 	sim, _ := twoGroupMatrix(t, dir)
-	args := func(run, epochs string, extra ...string) []string {
-		return append([]string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs,
-			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "hxe",
-			"--matrix", sim, "--param", "alpha=0.2", "--out", filepath.Join(dir, run)}, extra...)
-	}
+	args := synth10Args(dir, sim, "--strategy", "hxe", "--param", "alpha=0.2")
 	trainResumedAndParallel(t, args)
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
 	sameFirstEpochLoss(t, dir)
@@ -651,11 +647,7 @@ func TestTrainHAFrame(t *testing.T) {
 	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
 	dir := t.TempDir()
 	sim, s := twoGroupMatrix(t, dir)
-	args := func(run, epochs string, extra ...string) []string {
-		return append([]string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs,
-			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "haframe",
-			"--matrix", sim, "--out", filepath.Join(dir, run)}, extra...)
-	}
+	args := synth10Args(dir, sim, "--strategy", "haframe")
 	trainResumedAndParallel(t, args, "--ema-decay", "0.9")
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
 	sameFirstEpochLoss(t, dir)
@@ -792,11 +784,7 @@ func TestTrainHAF(t *testing.T) {
 	t.Setenv("LCL_TEST_CLI", "1") // the test binary stands in for lcl in the workers
 	dir := t.TempDir()
 	sim := threeLevelMatrix(t, dir)
-	args := func(run, epochs string, extra ...string) []string {
-		return append([]string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs,
-			"--batch", "50", "--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store", "--strategy", "haf",
-			"--matrix", sim, "--out", filepath.Join(dir, run)}, extra...)
-	}
+	args := synth10Args(dir, sim, "--strategy", "haf")
 	trainResumedAndParallel(t, args, "--ema-decay", "0.9")
 	sameEpochs(t, filepath.Join(dir, "part"), filepath.Join(dir, "whole"), 2)
 	sameFirstEpochLoss(t, dir)
@@ -962,5 +950,17 @@ func sameFirstEpochLoss(t *testing.T, dir string) {
 	l1, l2 := one.Epochs[0].TrainLoss, two.Epochs[0].TrainLoss
 	if !(l1 > 0) || math.Abs(l1-l2) > 1e-3*l1 {
 		t.Errorf("epoch 1 train loss: one process %v, two workers %v", l1, l2)
+	}
+}
+
+// synth10Args are the lcl train arguments of the hierarchy strategies'
+// runs under dir on synth10 (a run name and its epochs; strategy the
+// strategy's flags, sim its matrix), with a run's own extra flags last.
+func synth10Args(dir, sim string, strategy ...string) func(run, epochs string, extra ...string) []string {
+	return func(run, epochs string, extra ...string) []string {
+		args := []string{"train", "--data", synth10, "--model", "cnn:bn=0", "--epochs", epochs, "--batch", "50",
+			"--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store"}
+		args = append(append(args, strategy...), "--matrix", sim, "--out", filepath.Join(dir, run))
+		return append(args, extra...)
 	}
 }
