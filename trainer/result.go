@@ -72,9 +72,8 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 	if r.cfg.Out == "" || !r.writer() {
 		return res, nil
 	}
-	weights := r.writeFinalWeights
 	for k, m := range peers.models {
-		path, err := weights("", k, m.State(), r.weightsID())
+		path, err := r.writeFinalWeights("", k, m.State(), r.weightsID())
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +82,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		}
 	}
 	for k, m := range peers.emas {
-		if _, err := weights("-ema", k, m.State(), r.weightsID()); err != nil {
+		if _, err := r.writeFinalWeights("-ema", k, m.State(), r.weightsID()); err != nil {
 			return nil, err
 		}
 	}
@@ -91,7 +90,7 @@ func (r *runner) finish(peers *peerSet) (*Result, error) {
 		for k, b := range r.sel.best {
 			id := maps.Clone(r.weightsID())
 			id["selected"] = fmt.Sprintf("epoch=%d %s=%g ema=%t", b.Epoch, r.sel.name(), b.Value, r.sel.ema)
-			path, err := weights("-best", k, namedState(b.state), id)
+			path, err := r.writeFinalWeights("-best", k, namedState(b.state), id)
 			if err != nil {
 				return nil, err
 			}
@@ -129,9 +128,9 @@ func (r *runner) writeFinalWeights(kind string, k int, s stateReader, id map[str
 }
 
 // withoutLevelHeads reads a model's state without its level heads (HAF's,
-// torch.LevelHeadsPrefix): they only train, so the final weights hold the
-// plain model that lcl eval and --init rebuild from lcl.model. The
-// checkpoint keeps them.
+// torch.LevelHeadsPrefix; dropLevelHeads makes one): they only train, so
+// the final weights hold the plain model that lcl eval and --init rebuild
+// from lcl.model. The checkpoint keeps them.
 type withoutLevelHeads struct {
 	s   stateReader
 	ns  []torch.Named
