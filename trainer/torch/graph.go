@@ -106,8 +106,8 @@ type Spec struct {
 	// second peer of a mutual-learning run must not start as a copy.
 	Reinit bool
 	// Levels, when set, give the model one more trainable linear head per
-	// level on the head's input features (HAF's level heads; see
-	// Model's AddLevels in NewModel): coarser partitions of the classes,
+	// level on the head's input features (HAF's level heads, which
+	// NewModel registers: lt_model_add_levels): coarser partitions of the classes,
 	// finest first, each nested in the next. The heads are part of the
 	// model's state (under LevelHeadsPrefix), not of its forward pass.
 	Levels []Level
