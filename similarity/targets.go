@@ -97,7 +97,9 @@ func checkTargetIDs(path string, set *labels.Set) error {
 	if err != nil {
 		return err
 	}
-	ids := strings.Fields(string(raw))
+	// One id per line, as lcl store export writes them: an id may hold a
+	// space (Fashion-MNIST's "Ankle boot").
+	ids := strings.Split(strings.TrimRight(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n"), "\n")
 	if len(ids) != set.Len() {
 		return fmt.Errorf("%s: %d ids, label set %s has %d classes", bounded.Quote(path), len(ids), set.Name, set.Len())
 	}

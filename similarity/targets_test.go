@@ -59,6 +59,13 @@ func TestReadTargetsFormats(t *testing.T) {
 			!strings.Contains(err.Error(), `t.npy.ids.txt:2: id "n03" is not class 1 of pets (dog, n02)`) {
 			t.Fatalf("ids out of order: %v", err)
 		}
+		// An id with a space is one line, not two ids.
+		boots := &labels.Set{Name: "boots", Classes: []labels.Class{
+			{Index: 0, ID: "Ankle boot", Name: "Ankle boot"}, {Index: 1, ID: "Sandal", Name: "Sandal"}, {Index: 2, ID: "Bag", Name: "Bag"}}}
+		os.WriteFile(path+".ids.txt", []byte("Ankle boot\r\nSandal\r\nBag\r\n"), 0o644)
+		if _, _, err := ReadTargets(path, TargetOptions{Set: boots, Tolerance: 1e-3}); err != nil {
+			t.Fatalf("ids with a space, CRLF lines: %v", err)
+		}
 	})
 	t.Run("normalize", func(t *testing.T) {
 		path := filepath.Join(dir, "weights.csv")
