@@ -7,6 +7,9 @@ together: ``cmd/lcl/internal/cli/python_package_test.go``):
 * targets — :func:`lcl_targets` (LCL's C×C targets of an epoch; epoch 0 is
   v(0)), :class:`LCLTargets` (an epoch-indexed provider), label smoothing,
   MBM's soft labels; or read ``lcl plan``'s files with :func:`load_plan`;
+* a target matrix of your own — :func:`load_target_matrix` (the files
+  ``--strategy soft --matrix FILE`` reads, with its checks) and
+  :class:`SoftTargets` (as given, or annealed to one-hot by LCL's update);
 * losses — :func:`soft_target_cross_entropy`, :class:`HXELoss` (MBM's
   hierarchical cross-entropy), :class:`OnlineLabelSmoothing`;
 * mixing — :func:`mixup`, :func:`cutmix`, :class:`SoftMixer` on soft targets;
@@ -38,6 +41,7 @@ from .losses import HXELoss, OnlineLabelSmoothing, soft_target_cross_entropy
 from .metrics import (HierarchicalMeter, crm_rank, crm_risk, hierarchical_distance_at_k, hierarchical_metrics,
                       mistake_severity, severity_histogram, top_k_classes)
 from .mix import Box, SoftMixer, cutmix, cutmix_box, mix_rows, mixup
+from .soft import TARGET_SUM_TOLERANCE, SoftTargets, load_target_matrix, soft_targets
 from .targets import (LCLTargets, check_similarity, distance_from_similarity, label_smoothing_targets, lcl_initial,
                       lcl_step, lcl_targets, mbm_soft_labels, one_hot_targets)
 
@@ -53,7 +57,9 @@ __all__ = [
     "OnlineLabelSmoothing",
     "Plan",
     "SoftMixer",
+    "SoftTargets",
     "Synset",
+    "TARGET_SUM_TOLERANCE",
     "Tree",
     "WordNetHierarchy",
     "check_classes",
@@ -74,6 +80,7 @@ __all__ = [
     "load_matrix",
     "load_plan",
     "load_synsets",
+    "load_target_matrix",
     "mbm_soft_labels",
     "mistake_severity",
     "mix_rows",
@@ -82,6 +89,7 @@ __all__ = [
     "read_classes",
     "severity_histogram",
     "soft_target_cross_entropy",
+    "soft_targets",
     "top_k_classes",
     "wordnet_hierarchy",
     "wordnet_lca_heights",

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,29 +62,17 @@ func TestPythonPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One Python process computes every part's figures. It starts first and
+	// imports torch (seconds) while the engine's side is prepared, then
+	// reads every part's input from its standard input.
+	proc := startPython(t, py, pyPrelude+pyTargets+pyErrors+pySoft+pyLosses+pyMetrics+pyMain, pkg)
 	f := newFashionFiles(t)
-	// Every part prepares its side and its input first; one Python process
-	// (importing torch takes seconds) then computes every part's figures.
-	parts := []*pyPart{targetsPart(f), errorsPart(t, f), lossesPart(t, f), metricsPart(t, f)}
-	in, script := map[string]any{}, pyPrelude
+	parts := []*pyPart{targetsPart(f), errorsPart(t, f), softPart(t, f), lossesPart(t, f), metricsPart(t, f)}
+	in := map[string]any{}
 	for _, p := range parts {
-		in[p.name], script = p.input, script+p.script
+		in[p.name] = p.input
 	}
-	js, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(f.dir, "in.json")
-	if err := os.WriteFile(path, js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	out := py.Run(script+pyMain, pkg, path)
-	t.Logf("python: %v", time.Since(start).Round(time.Millisecond))
-	var res map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("python printed %q: %v", out, err)
-	}
+	res := proc.finish(t, in)
 	for _, p := range parts {
 		t.Run(p.title, func(t *testing.T) {
 			var failed struct{ Error string }
@@ -94,13 +84,64 @@ func TestPythonPackage(t *testing.T) {
 	}
 }
 
+// pyProcess is the running Python process of TestPythonPackage.
+type pyProcess struct {
+	cmd           *exec.Cmd
+	stdin         io.WriteCloser
+	stdout        strings.Builder
+	stderr        strings.Builder
+	start, inputs time.Time
+}
+
+// startPython starts script (python3 -I -c script pkg) with a pipe for its
+// input; the test's cleanup kills it if the test ends before finish.
+func startPython(t *testing.T, py *testdep.Py, script, pkg string) *pyProcess {
+	t.Helper()
+	p := &pyProcess{cmd: py.Command("-c", script, pkg), start: time.Now()}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("python: %v", err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+// finish sends the parts' inputs and returns every part's figures.
+func (p *pyProcess) finish(t *testing.T, in map[string]any) map[string]json.RawMessage {
+	t.Helper()
+	p.inputs = time.Now()
+	err := json.NewEncoder(p.stdin).Encode(in)
+	if cerr := p.stdin.Close(); err == nil {
+		err = cerr
+	}
+	if werr := p.cmd.Wait(); werr != nil || err != nil {
+		t.Fatalf("python: %v %v\n%s%s", err, werr, p.stdout.String(), p.stderr.String())
+	}
+	t.Logf("python: %v from its start, %v after its input", time.Since(p.start).Round(time.Millisecond),
+		time.Since(p.inputs).Round(time.Millisecond))
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(p.stdout.String()), &res); err != nil {
+		t.Fatalf("python printed %q: %v", p.stdout.String(), err)
+	}
+	return res
+}
+
 // pyPart is one part of TestPythonPackage: its input for the Python
-// function script defines (def NAME(d): returning the JSON of its
-// figures), and the check of those figures.
+// function its script defines (def NAME(d): returning the JSON of its
+// figures; the scripts are joined in TestPythonPackage), and the check of
+// those figures.
 type pyPart struct {
 	name, title string
 	input       any
-	script      string
 	check       func(t *testing.T, res json.RawMessage)
 }
 
@@ -123,6 +164,8 @@ type fashionFiles struct {
 	synsets string   // lcl synsets fashion-mnist --json
 	plans   map[string]string
 	other   string // a plan of another label set (cifar100)
+	softCSV string // soft's target matrix as CSV: a comment, a header of ids, rows labelled by name
+	softNPY string // soft's target matrix as float32 .npy (rows not summing to 1) with FILE.ids.txt
 }
 
 // planArgs are the plans the tests compare: strategy and parameters.
@@ -132,6 +175,9 @@ var planArgs = map[string][]string{
 	"mbm-soft": {"--strategy", "mbm-soft", "--epochs", "1", "--matrix", "HEIGHT"},
 	"hxe":      {"--strategy", "hxe", "--epochs", "1", "--matrix", "HEIGHT"},
 	"ols":      {"--strategy", "ols", "--epochs", "1"},
+	"soft":     {"--strategy", "soft", "--epochs", "2", "--matrix", "SOFTCSV"},
+	"soft-anneal": {"--strategy", "soft", "--epochs", "4", "--matrix", "SOFTNPY",
+		"--param", "anneal=0.9", "--param", "normalize=true"},
 }
 
 func newFashionFiles(t *testing.T) *fashionFiles {
@@ -170,11 +216,12 @@ func newFashionFiles(t *testing.T) *fashionFiles {
 	if err := os.WriteFile(f.synsets, []byte(lcl("--json", "synsets", "fashion-mnist")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	f.writeSoftFiles(t)
 	for name, args := range planArgs {
 		out := filepath.Join(dir, "plan-"+name)
 		a := []string{"plan", "--synsets", "fashion-mnist", "--out", out}
 		for _, v := range args {
-			a = append(a, strings.NewReplacer("WUP", f.wup, "HEIGHT", f.height).Replace(v))
+			a = append(a, strings.NewReplacer("WUP", f.wup, "HEIGHT", f.height, "SOFTCSV", f.softCSV, "SOFTNPY", f.softNPY).Replace(v))
 		}
 		lcl(a...)
 		f.plans[name] = out
@@ -185,7 +232,55 @@ func newFashionFiles(t *testing.T) *fashionFiles {
 	return f
 }
 
-// pyPrelude: sys.argv[1] is python/, sys.argv[2] the input's JSON file.
+// writeSoftFiles writes soft's two target files: random distributions,
+// typed with 4 decimals in the CSV (so rows sum to 1 within 0.0005), and
+// positive values summing to about C/2 in the .npy (normalize=true).
+func (f *fashionFiles) writeSoftFiles(t *testing.T) {
+	t.Helper()
+	c := len(f.set.Classes)
+	r := rand.New(rand.NewPCG(70, 71))
+	var b strings.Builder
+	b.WriteString("# soft targets for fashion-mnist, row y the target of class y\nclass")
+	for _, cl := range f.set.Classes {
+		b.WriteString("," + cl.ID)
+	}
+	b.WriteString("\n")
+	for i, cl := range f.set.Classes {
+		row, sum := make([]float64, c), 0.0
+		for j := range row {
+			row[j] = r.Float64()
+			if i == j {
+				row[j] += 3
+			}
+			sum += row[j]
+		}
+		b.WriteString(cl.Name)
+		for _, v := range row {
+			fmt.Fprintf(&b, ",%.4f", v/sum)
+		}
+		b.WriteString("\n")
+	}
+	f.softCSV = filepath.Join(f.dir, "soft.csv")
+	data, ids := make([]float32, c*c), ""
+	for i, cl := range f.set.Classes {
+		for j := range c {
+			data[i*c+j] = float32(r.Float64())
+		}
+		ids += cl.ID + "\n"
+	}
+	f.softNPY = filepath.Join(f.dir, "soft.npy")
+	if err := os.WriteFile(f.softCSV, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.WriteFileFloat32(f.softNPY, c, c, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.softNPY+".ids.txt", []byte(ids), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pyPrelude: sys.argv[1] is python/; the input comes on standard input.
 const pyPrelude = `
 import json, os, sys, traceback
 sys.path.insert(0, sys.argv[1])
@@ -199,7 +294,7 @@ torch.set_num_threads(1)
 // pyMain runs every part's function on its input; a part that raises
 // reports its traceback instead of its figures.
 const pyMain = `
-inputs, out = json.load(open(sys.argv[2])), {}
+inputs, out = json.load(sys.stdin), {}
 for name, d in inputs.items():
     try:
         out[name] = globals()[name](d)
@@ -246,7 +341,7 @@ def targets(d):
 `
 
 func targetsPart(f *fashionFiles) *pyPart {
-	return &pyPart{name: "targets", title: "targets equal lcl plan", script: pyTargets,
+	return &pyPart{name: "targets", title: "targets equal lcl plan",
 		input: map[string]any{"classes": f.classes, "wup": f.wup, "height": f.height, "plans": f.plans, "synsets": f.synsets},
 		check: func(t *testing.T, raw json.RawMessage) {
 			var res map[string]float64
@@ -310,7 +405,7 @@ func errorsPart(t *testing.T, f *fashionFiles) *pyPart {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &pyPart{name: "errors", title: "errors name the file", script: pyErrors,
+	return &pyPart{name: "errors", title: "errors name the file",
 		input: map[string]any{"classes": f.classes, "other": f.other, "tmp": tmp, "plan": f.plans["lcl"], "height": f.height},
 		check: func(t *testing.T, raw json.RawMessage) {
 			var res map[string]string
@@ -386,6 +481,7 @@ type linearStep struct {
 	coefs         torch.Coefs
 	mix           *torch.Mix
 	classProbs    bool
+	layer         string // the layer whose gradient is taken; "" is the head, fc
 }
 
 // stepResult is what a step gave: the batch loss, the gradients (the
@@ -439,7 +535,9 @@ func linearModel(t *testing.T, classes, h, w int, weight, bias []float32) *torch
 	return m
 }
 
-func modelParams(t *testing.T, m *torch.Model) (w, b []float32) {
+// modelParams are the weight and bias of the model's linear layer named
+// layer.
+func modelParams(t *testing.T, m *torch.Model, layer string) (w, b []float32) {
 	t.Helper()
 	st, err := m.State().Copy()
 	if err != nil {
@@ -447,9 +545,9 @@ func modelParams(t *testing.T, m *torch.Model) (w, b []float32) {
 	}
 	for _, s := range st {
 		switch s.Name {
-		case "fc.weight":
+		case layer + ".weight":
 			w = bytesf32(s.Data)
-		case "fc.bias":
+		case layer + ".bias":
 			b = bytesf32(s.Data)
 		}
 	}
@@ -458,7 +556,8 @@ func modelParams(t *testing.T, m *torch.Model) (w, b []float32) {
 
 func (s linearStep) run(t *testing.T, m *torch.Model) stepResult {
 	t.Helper()
-	w0, b0 := modelParams(t, m)
+	layer := cmp.Or(s.layer, "fc")
+	w0, b0 := modelParams(t, m, layer)
 	o, err := torch.NewSGD(m, 0, 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +616,7 @@ func (s linearStep) run(t *testing.T, m *torch.Model) stepResult {
 		t.Fatal(err)
 	}
 	r := stepResult{Loss: met.LossSum[0] / float64(met.N)}
-	r.W1, r.B1 = modelParams(t, m)
+	r.W1, r.B1 = modelParams(t, m, layer)
 	for i := range w0 {
 		r.GW = append(r.GW, float64(w0[i])-float64(r.W1[i]))
 	}
@@ -719,7 +818,7 @@ func lossesPart(t *testing.T, f *fashionFiles) *pyPart {
 	}
 	t.Logf("%d engine steps: %v", len(cases), time.Since(start).Round(time.Millisecond))
 	input := map[string]any{"cases": cases, "wup": f.wup, "height": f.height, "synsets": f.synsets}
-	return &pyPart{name: "losses", title: "losses and gradients equal the engine", script: pyLosses, input: input,
+	return &pyPart{name: "losses", title: "losses and gradients equal the engine", input: input,
 		check: func(t *testing.T, raw json.RawMessage) { checkLosses(t, raw, cases) }}
 }
 
@@ -734,22 +833,7 @@ func checkLosses(t *testing.T, raw json.RawMessage, cases []*lossCase) {
 	decode(t, raw, &got)
 	compare := func(name string, loss float64, gw, gb []float64, res stepResult) {
 		t.Helper()
-		if math.Abs(loss-res.Loss) > 1e-5*math.Max(1, math.Abs(res.Loss)) {
-			t.Errorf("%s: the package's loss is %.7f, the engine's %.7f", name, loss, res.Loss)
-		}
-		worst := 0.0
-		for i := range res.GW {
-			worst = math.Max(worst, math.Abs(gw[i]-res.GW[i]))
-		}
-		for i := range res.GB {
-			worst = math.Max(worst, math.Abs(gb[i]-res.GB[i]))
-		}
-		// float32 on both sides; the engine's gradient is read as the
-		// weights' change, rounded to the weights' float32 precision.
-		if worst > 2e-6 || len(gw) != len(res.GW) || len(gb) != len(res.GB) {
-			t.Errorf("%s: the gradients differ from the engine's by up to %g", name, worst)
-		}
-		t.Logf("%s: loss %.6f (engine %.6f), gradients within %.2g", name, loss, res.Loss, worst)
+		compareStep(t, name, loss, gw, gb, res)
 	}
 	for _, lc := range cases {
 		g, ok := got[lc.Name]
@@ -772,6 +856,29 @@ func checkLosses(t *testing.T, raw json.RawMessage, cases []*lossCase) {
 			compare(lc.Name+", second epoch", g.Loss2, g.GW2, g.GB2, lc.res2)
 		}
 	}
+}
+
+// compareStep holds the package's loss and gradients (gw, gb) against an
+// engine step's: the loss to 1e-5 relative, the gradients to 2e-6.
+func compareStep(t *testing.T, name string, loss float64, gw, gb []float64, res stepResult) {
+	t.Helper()
+	if math.Abs(loss-res.Loss) > 1e-5*math.Max(1, math.Abs(res.Loss)) {
+		t.Errorf("%s: the package's loss is %.7f, the engine's %.7f", name, loss, res.Loss)
+	}
+	worst := 0.0
+	for i := range min(len(gw), len(res.GW)) {
+		worst = math.Max(worst, math.Abs(gw[i]-res.GW[i]))
+	}
+	for i := range min(len(gb), len(res.GB)) {
+		worst = math.Max(worst, math.Abs(gb[i]-res.GB[i]))
+	}
+	// float32 on both sides; the engine's gradient is read as the
+	// weights' change, rounded to the weights' float32 precision.
+	if worst > 2e-6 || len(gw) != len(res.GW) || len(gb) != len(res.GB) {
+		t.Errorf("%s: the gradients differ from the engine's by up to %g (%d and %d values, the engine's %d and %d)",
+			name, worst, len(gw), len(gb), len(res.GW), len(res.GB))
+	}
+	t.Logf("%s: loss %.6f (engine %.6f), gradients within %.2g", name, loss, res.Loss, worst)
 }
 
 // evalExamples are n examples of 1×1×n whose input is the identity.
@@ -886,7 +993,7 @@ func metricsPart(t *testing.T, f *fashionFiles) *pyPart {
 	}
 	t.Logf("trainer.EvaluateOn with --crm's cost matrix: %v", time.Since(start).Round(time.Millisecond))
 	input := map[string]any{"n": n, "logits": logits, "y": y, "cost": cost, "synsets": f.synsets}
-	return &pyPart{name: "metrics", title: "metrics equal lcl eval", script: pyMetrics, input: input,
+	return &pyPart{name: "metrics", title: "metrics equal lcl eval", input: input,
 		check: func(t *testing.T, raw json.RawMessage) { checkMetrics(t, raw, pm, n) }}
 }
 
