@@ -11,7 +11,9 @@ together: ``cmd/lcl/internal/cli/python_package_test.go``):
   ``--strategy soft --matrix FILE`` reads, with its checks) and
   :class:`SoftTargets` (as given, or annealed to one-hot by LCL's update);
 * losses — :func:`soft_target_cross_entropy`, :class:`HXELoss` (MBM's
-  hierarchical cross-entropy), :class:`OnlineLabelSmoothing`;
+  hierarchical cross-entropy), :class:`OnlineLabelSmoothing`,
+  :class:`HAFrameLoss` with :class:`HAFrame` (the fixed hierarchy-aware
+  frame of Liang & Davis);
 * mixing — :func:`mixup`, :func:`cutmix`, :class:`SoftMixer` on soft targets;
 * metrics — :func:`mistake_severity`, :func:`hierarchical_distance_at_k`,
   :func:`crm_rank` (conditional risk minimisation),
@@ -34,6 +36,7 @@ Example::
 from __future__ import annotations
 
 from ._errors import LCLFileError
+from .haframe import HAFrame, HAFrameLoss, haframe_similarity, single_linkage_distance
 from .hierarchy import (Tree, WordNetHierarchy, lca_heights_from_similarity, linkage_tree, wordnet_hierarchy,
                         wordnet_lca_heights)
 from .io import ClassInfo, Plan, Synset, check_classes, load_matrix, load_plan, load_synsets, read_classes
@@ -50,6 +53,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Box",
     "ClassInfo",
+    "HAFrame",
+    "HAFrameLoss",
     "HXELoss",
     "HierarchicalMeter",
     "LCLFileError",
@@ -69,6 +74,7 @@ __all__ = [
     "cutmix",
     "cutmix_box",
     "distance_from_similarity",
+    "haframe_similarity",
     "hierarchical_distance_at_k",
     "hierarchical_metrics",
     "label_smoothing_targets",
@@ -88,6 +94,7 @@ __all__ = [
     "one_hot_targets",
     "read_classes",
     "severity_histogram",
+    "single_linkage_distance",
     "soft_target_cross_entropy",
     "soft_targets",
     "top_k_classes",
