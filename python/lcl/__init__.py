@@ -13,7 +13,8 @@ together: ``cmd/lcl/internal/cli/python_package_test.go``):
 * losses — :func:`soft_target_cross_entropy`, :class:`HXELoss` (MBM's
   hierarchical cross-entropy), :class:`OnlineLabelSmoothing`,
   :class:`HAFrameLoss` with :class:`HAFrame` (the fixed hierarchy-aware
-  frame of Liang & Davis);
+  frame of Liang & Davis), :class:`HAFLoss` with :func:`haf_levels` (HAF's
+  level heads and terms, Garg et al.);
 * mixing — :func:`mixup`, :func:`cutmix`, :class:`SoftMixer` on soft targets;
 * metrics — :func:`mistake_severity`, :func:`hierarchical_distance_at_k`,
   :func:`crm_rank` (conditional risk minimisation),
@@ -36,6 +37,7 @@ Example::
 from __future__ import annotations
 
 from ._errors import LCLFileError
+from .haf import HAFLoss, haf_levels
 from .haframe import HAFrame, HAFrameLoss, haframe_similarity, single_linkage_distance
 from .hierarchy import (Tree, WordNetHierarchy, lca_heights_from_similarity, linkage_tree, wordnet_hierarchy,
                         wordnet_lca_heights)
@@ -53,6 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Box",
     "ClassInfo",
+    "HAFLoss",
     "HAFrame",
     "HAFrameLoss",
     "HXELoss",
@@ -74,6 +77,7 @@ __all__ = [
     "cutmix",
     "cutmix_box",
     "distance_from_similarity",
+    "haf_levels",
     "haframe_similarity",
     "hierarchical_distance_at_k",
     "hierarchical_metrics",

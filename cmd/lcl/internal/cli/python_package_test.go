@@ -65,9 +65,10 @@ func TestPythonPackage(t *testing.T) {
 	// One Python process computes every part's figures. It starts first and
 	// imports torch (seconds) while the engine's side is prepared, then
 	// reads every part's input from its standard input.
-	proc := startPython(t, py, pyPrelude+pyTargets+pyErrors+pySoft+pyLosses+pyHAFrame+pyMetrics+pyMain, pkg)
+	proc := startPython(t, py, pyPrelude+pyTargets+pyErrors+pySoft+pyLosses+pyHAFrame+pyHAF+pyMetrics+pyMain, pkg)
 	f := newFashionFiles(t)
-	parts := []*pyPart{targetsPart(f), errorsPart(t, f), softPart(t, f), lossesPart(t, f), haframePart(t, f), metricsPart(t, f)}
+	parts := []*pyPart{targetsPart(f), errorsPart(t, f), softPart(t, f), lossesPart(t, f), haframePart(t, f), hafPart(t, f),
+		metricsPart(t, f)}
 	in := map[string]any{}
 	for _, p := range parts {
 		in[p.name] = p.input
