@@ -49,20 +49,21 @@ def soft(d):
 type softBad struct {
 	File      string `json:"file"`
 	Normalize bool   `json:"normalize"`
-	lcl       string // lcl plan's message
+	lcl       string // lcl's message: similarity.ReadTargets's with lcl plan's options
 }
 
-// softPart holds the package's soft targets against `lcl plan --strategy
-// soft` (the CSV as given; the .npy normalised and annealed with ε 0.9)
-// and its refusals of bad target files against lcl's, file, line and
-// reason.
-func softPart(t *testing.T, f *fashionFiles) *pyPart {
+// softAnchor is the bad target file newFashionFiles gives lcl plan itself.
+const softAnchor = "a row short of 1"
+
+// writeSoftBadFiles writes target files lcl refuses: each spoils valid rows
+// (0.55 on the diagonal, 0.05 elsewhere) one way.
+func (f *fashionFiles) writeSoftBadFiles(t *testing.T) {
+	t.Helper()
 	c := len(f.set.Classes)
 	dir := filepath.Join(f.dir, "soft-bad")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Valid rows: 0.55 on the diagonal, 0.05 elsewhere; each case spoils one.
 	rows := func(n int, edit func(i, j int) string) string {
 		var b strings.Builder
 		for i := range n {
@@ -101,19 +102,19 @@ func softPart(t *testing.T, f *fashionFiles) *pyPart {
 		}
 		swapped += "," + f.set.Classes[k].ID
 	}
-	bad := map[string]*softBad{}
+	f.softBad = map[string]*softBad{}
 	text := func(name, body string, normalize bool) {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".csv")
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		bad[name] = &softBad{File: path, Normalize: normalize}
+		f.softBad[name] = &softBad{File: path, Normalize: normalize}
 	}
 	text("9 classes", rows(9, none), false)
 	text("not finite", "# NaN in row 1\n"+rows(c, at(1, 4, "nan")), false)
 	text("negative", rows(c, at(2, 3, "-0.05")), true)
 	text("a zero row", rows(c, at(5, -1, "0")), true)
-	text("a row short of 1", rows(c, at(1, 1, "0.45")), false)
+	text(softAnchor, rows(c, at(1, 1, "0.45")), false)
 	text("a header in another order", swapped+"\n"+rows(c, none), false)
 	eye := make([]float32, c*c)
 	for i := range c {
@@ -129,7 +130,7 @@ func softPart(t *testing.T, f *fashionFiles) *pyPart {
 				t.Fatal(err)
 			}
 		}
-		bad[name] = &softBad{File: path}
+		f.softBad[name] = &softBad{File: path}
 	}
 	neg := append([]float32(nil), eye...)
 	neg[7*c+2] = -0.25
@@ -140,17 +141,29 @@ func softPart(t *testing.T, f *fashionFiles) *pyPart {
 	}
 	ids[0], ids[8] = ids[8], ids[0]
 	binary("npy ids in another order", eye, ids)
+}
+
+// softPart holds the package's soft targets against `lcl plan --strategy
+// soft` (the CSV as given; the .npy normalised and annealed with ε 0.9)
+// and its refusals of bad target files against lcl's: file, line and
+// reason. lcl's message for every bad file is similarity.ReadTargets's with
+// the options lcl plan gives it (trainrun's targetFile); that lcl plan
+// prints exactly it, after "lcl: --matrix: ", is checked on one of them
+// (softAnchor), which newFashionFiles ran through lcl plan: each lcl plan
+// starts a plugin process, seconds on a loaded machine.
+func softPart(t *testing.T, f *fashionFiles) *pyPart {
+	c := len(f.set.Classes)
+	bad := f.softBad
 	for name, b := range bad {
-		args := []string{"--store", filepath.Join(dir, "store"), "plan", "--strategy", "soft", "--synsets", "fashion-mnist",
-			"--matrix", b.File, "--epochs", "1", "--out", filepath.Join(dir, "plan")}
-		if b.Normalize {
-			args = append(args, "--param", "normalize=true")
+		_, _, err := similarity.ReadTargets(b.File, similarity.TargetOptions{Set: f.set, Classes: c,
+			Tolerance: strategy.TargetSumTolerance, Normalize: b.Normalize})
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s: lcl's reader says %v: want one line refusing it", name, err)
 		}
-		r := cliRun(t, args...)
-		if r.code != 2 || !strings.HasPrefix(r.err, "lcl: --matrix: ") || strings.Count(r.err, "\n") != 1 {
-			t.Fatalf("%s: lcl plan exit %d, %q: want exit 2 and one line of --matrix", name, r.code, r.err)
-		}
-		b.lcl = strings.TrimSuffix(strings.TrimPrefix(r.err, "lcl: --matrix: "), "\n")
+		b.lcl = err.Error()
+	}
+	if want := "lcl: --matrix: " + bad[softAnchor].lcl + "\n"; f.refusedCode != 2 || f.refused != want {
+		t.Fatalf("lcl plan --matrix %s: exit %d, %q; want exit 2 and %q", bad[softAnchor].File, f.refusedCode, f.refused, want)
 	}
 	// The values lcl reads from the two good files.
 	read := func(path string) []float32 {

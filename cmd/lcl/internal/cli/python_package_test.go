@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +51,16 @@ import (
 //     runs) on fixed logits: a linear model whose input is the identity,
 //     so its logits are its weights, and SGD at learning rate 1, so the
 //     gradient is the weights' change;
+//   - soft: load_target_matrix reads soft's CSV and .npy files to lcl's
+//     values, SoftTargets equals lcl plan --strategy soft (as given;
+//     annealed), and bad target files are refused with lcl's line
+//     (softPart);
+//   - haframe: HAFrame's S, s_min and cosines equal the strategy's, and
+//     HAFrameLoss one engine step's with the head fixed to the frame
+//     (haframePart);
+//   - haf: haf_levels equal strategy.HAFLevels, and HAFLoss one engine
+//     step's of a model with level heads, every parameter's gradient
+//     (hafPart);
 //   - metrics: mistake severity, hier. dist@1/5/20 and CRM's (top-1 and
 //     the same figures) equal trainer.EvaluateOn's (what lcl eval runs,
 //     with the cost matrix lcl eval --crm builds) on the same logits, and
@@ -57,16 +69,18 @@ import (
 // A missing python3-torch fails (make deps installs it).
 func TestPythonPackage(t *testing.T) {
 	needWordNet(t)
-	py := testdep.PythonModules(t, "torch", "numpy")
 	pkg, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "python"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One Python process computes every part's figures. It starts first and
-	// imports torch (seconds) while the engine's side is prepared, then
-	// reads every part's input from its standard input.
-	proc := startPython(t, py, pyPrelude+pyTargets+pyErrors+pySoft+pyLosses+pyHAFrame+pyHAF+pyMetrics+pyMain, pkg)
+	// lcl's invocations run in the background while Python is looked for
+	// (importing torch once) and started. One Python process computes every
+	// part's figures: it imports torch (seconds) while the engine's side is
+	// prepared, then reads every part's input from its standard input.
 	f := newFashionFiles(t)
+	py := testdep.PythonModules(t, "torch", "numpy")
+	proc := startPython(t, py, pyPrelude+pyTargets+pyErrors+pySoft+pyLosses+pyHAFrame+pyHAF+pyMetrics+pyMain, pkg)
+	f.wait(t)
 	parts := []*pyPart{targetsPart(f), errorsPart(t, f), softPart(t, f), lossesPart(t, f), haframePart(t, f), hafPart(t, f),
 		metricsPart(t, f)}
 	in := map[string]any{}
@@ -167,6 +181,17 @@ type fashionFiles struct {
 	other   string // a plan of another label set (cifar100)
 	softCSV string // soft's target matrix as CSV: a comment, a header of ids, rows labelled by name
 	softNPY string // soft's target matrix as float32 .npy (rows not summing to 1) with FILE.ids.txt
+	softBad map[string]*softBad
+
+	// The background lcl invocations (newFashionFiles, wait).
+	start       time.Time
+	jobs        sync.WaitGroup
+	sem         chan struct{}
+	mu          sync.Mutex
+	errs        []string
+	took        []string // "NAME 1.2s" of every invocation, in the order they ended
+	refusedCode int      // lcl plan's exit code for softBad[softAnchor]
+	refused     string   // and its standard error
 }
 
 // planArgs are the plans the tests compare: strategy and parameters.
@@ -181,56 +206,162 @@ var planArgs = map[string][]string{
 		"--param", "anneal=0.9", "--param", "normalize=true"},
 }
 
+// newFashionFiles writes the test's own input files and starts the lcl
+// invocations that write the rest (similarity, store export, synsets,
+// plans) in the background, at most lclJobs at a time; wait waits for them.
+// Every invocation of lcl starts its strategy's plugin process, the test
+// binary itself (libtorch linked in: a second or more to start on a
+// loaded machine), so beside one another they take a fraction of the time
+// they take one after the other.
 func newFashionFiles(t *testing.T) *fashionFiles {
 	t.Helper()
-	start := time.Now()
 	dir := t.TempDir()
-	store := filepath.Join(dir, "store")
 	set, err := labels.Builtin("fashion-mnist")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fashionFiles{dir: dir, set: set, plans: map[string]string{}}
+	f := &fashionFiles{dir: dir, set: set, plans: map[string]string{}, start: time.Now(), sem: make(chan struct{}, lclJobs)}
 	for _, c := range set.Classes {
 		f.classes = append(f.classes, c.Name)
 	}
-	lcl := func(args ...string) string {
-		t.Helper()
-		r := cliRun(t, append([]string{"--store", store}, args...)...)
-		if r.code != 0 {
-			t.Fatalf("lcl %s: exit %d: %s", strings.Join(args, " "), r.code, r.err)
-		}
-		return r.out
-	}
-	export := func(name string, args ...string) string {
-		var res struct{ Key string }
-		out := lcl(append([]string{"--json", "similarity", "--synsets", "fashion-mnist", "--source", "lca"}, args...)...)
-		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Key == "" {
-			t.Fatalf("lcl similarity --json printed %q", out)
-		}
-		path := filepath.Join(dir, name+".npy")
-		lcl("store", "export", res.Key, "-o", path)
-		return path
-	}
-	f.wup, f.height = export("wup"), export("height", "--form", "height")
-	f.synsets = filepath.Join(dir, "synsets.jsonl")
-	if err := os.WriteFile(f.synsets, []byte(lcl("--json", "synsets", "fashion-mnist")), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	f.writeSoftFiles(t)
-	for name, args := range planArgs {
-		out := filepath.Join(dir, "plan-"+name)
-		a := []string{"plan", "--synsets", "fashion-mnist", "--out", out}
-		for _, v := range args {
+	f.writeSoftBadFiles(t)
+	f.wup, f.height = filepath.Join(dir, "wup.npy"), filepath.Join(dir, "height.npy")
+	f.synsets = filepath.Join(dir, "synsets.jsonl")
+	f.other = filepath.Join(dir, "plan-cifar100")
+	for name := range planArgs {
+		f.plans[name] = filepath.Join(dir, "plan-"+name)
+	}
+	// The background jobs touch the temporary folder: the test's end waits
+	// for them (cleanups run last registered first, TempDir's after this).
+	t.Cleanup(f.jobs.Wait)
+	plan := func(name string) {
+		a := []string{"plan", "--synsets", "fashion-mnist", "--out", f.plans[name]}
+		for _, v := range planArgs[name] {
 			a = append(a, strings.NewReplacer("WUP", f.wup, "HEIGHT", f.height, "SOFTCSV", f.softCSV, "SOFTNPY", f.softNPY).Replace(v))
 		}
-		lcl(a...)
-		f.plans[name] = out
+		f.lcl(name, a...)
 	}
-	f.other = filepath.Join(dir, "plan-cifar100")
-	lcl("plan", "--strategy", "ls", "--synsets", "cifar100", "--epochs", "1", "--out", f.other)
-	t.Logf("lcl similarity, store export and %d plans: %v", len(f.plans)+1, time.Since(start).Round(time.Millisecond))
+	// The similarities share one store, one after the other; the plans of
+	// them follow.
+	f.job(func() {
+		store := filepath.Join(dir, "store")
+		export := func(name, path string, args ...string) bool {
+			var res struct{ Key string }
+			out, ok := f.lcl(name, append([]string{"--store", store, "--json", "similarity", "--synsets", "fashion-mnist", "--source", "lca"}, args...)...)
+			if ok && (json.Unmarshal([]byte(out), &res) != nil || res.Key == "") {
+				f.fail("lcl similarity --json printed %q", out)
+				return false
+			}
+			_, ok2 := f.lcl(name+" export", "--store", store, "store", "export", res.Key, "-o", path)
+			return ok && ok2
+		}
+		if export("wup", f.wup) {
+			f.job(func() { plan("lcl") })
+		}
+		if export("height", f.height, "--form", "height") {
+			f.job(func() { plan("mbm-soft") })
+			f.job(func() { plan("hxe") })
+		}
+		if out, ok := f.lcl("synsets", "--json", "synsets", "fashion-mnist"); ok {
+			if err := os.WriteFile(f.synsets, []byte(out), 0o644); err != nil {
+				f.fail("%v", err)
+			}
+		}
+	})
+	// The longest first (two plugin processes: a parameter is tried first).
+	f.job(func() { plan("soft-anneal") })
+	for name := range planArgs {
+		if !slices.Contains([]string{"lcl", "mbm-soft", "hxe", "soft-anneal"}, name) {
+			f.job(func() { plan(name) })
+		}
+	}
+	f.job(func() {
+		f.lcl("cifar100", "plan", "--strategy", "ls", "--synsets", "cifar100", "--epochs", "1", "--out", f.other)
+	})
+	// One bad target file through lcl plan itself: its message is
+	// similarity.ReadTargets's, which softPart reads for every bad file.
+	f.job(func() {
+		b := f.softBad[softAnchor]
+		code, _, errs := runLCLBeside(context.Background(), "--store", filepath.Join(dir, "store-refused"), "plan",
+			"--strategy", "soft", "--synsets", "fashion-mnist", "--matrix", b.File, "--epochs", "1",
+			"--out", filepath.Join(dir, "plan-refused"))
+		f.mu.Lock()
+		f.refusedCode, f.refused = code, errs
+		f.mu.Unlock()
+	})
 	return f
+}
+
+// lclJobs is how many lcl invocations newFashionFiles runs at once.
+const lclJobs = 4
+
+// job runs fn in the background, at most lclJobs at a time.
+func (f *fashionFiles) job(fn func()) {
+	f.jobs.Add(1)
+	go func() {
+		defer f.jobs.Done()
+		f.sem <- struct{}{}
+		defer func() { <-f.sem }()
+		fn()
+	}()
+}
+
+// fail records a background job's failure for wait to report.
+func (f *fashionFiles) fail(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs = append(f.errs, fmt.Sprintf(format, args...))
+}
+
+// lcl runs lcl (runLCLBeside) as the job named name; a failure is recorded.
+func (f *fashionFiles) lcl(name string, args ...string) (string, bool) {
+	if !slices.Contains(args, "--store") {
+		args = append([]string{"--store", filepath.Join(f.dir, "store-"+strings.ReplaceAll(name, " ", "-"))}, args...)
+	}
+	t0 := time.Now()
+	code, out, errs := runLCLBeside(context.Background(), args...)
+	f.mu.Lock()
+	f.took = append(f.took, fmt.Sprintf("%s %.1fs", name, time.Since(t0).Seconds()))
+	f.mu.Unlock()
+	if code != 0 {
+		f.fail("lcl %s: exit %d: %s", strings.Join(args, " "), code, errs)
+		return out, false
+	}
+	return out, true
+}
+
+// wait waits for the background jobs and fails the test with theirs.
+func (f *fashionFiles) wait(t *testing.T) {
+	t.Helper()
+	f.jobs.Wait()
+	if len(f.errs) > 0 {
+		t.Fatalf("%d of lcl's invocations failed:\n%s", len(f.errs), strings.Join(f.errs, "\n"))
+	}
+	t.Logf("lcl similarity, store export, synsets and %d plans, %d at a time: %v (%s)", len(f.plans)+2, lclJobs,
+		time.Since(f.start).Round(time.Millisecond), strings.Join(f.took, ", "))
+}
+
+// runLCLBeside runs lcl in-process as Run does, but without Run's
+// process-wide plugins.Cleanup (which would stop the plugins of the
+// invocations running beside it: each command's host stops its own) and
+// signal handling: the test's invocations run side by side.
+func runLCLBeside(ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb}}
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.Err)
+	err := root.ExecuteContext(ctx)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		printError(&errb, err)
+	}
+	return exitCode(err), out.String(), errb.String()
 }
 
 // writeSoftFiles writes soft's two target files: random distributions,
