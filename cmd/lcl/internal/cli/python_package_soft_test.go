@@ -226,7 +226,7 @@ func softPart(t *testing.T, f *fashionFiles) *pyPart {
 				want := strings.NewReplacer("label set fashion-mnist has", "the model has",
 					"of fashion-mnist", "of the model", "--param normalize=true", "normalize=True").Replace(b.lcl)
 				if got != want {
-					t.Errorf("%s: the package says\n\t%s\nlcl plan says\n\t%s", name, got, b.lcl)
+					t.Errorf("%s: the package says\n\t%s\nlcl says\n\t%s", name, got, b.lcl)
 				}
 				t.Logf("%s: %s", name, got)
 			}
