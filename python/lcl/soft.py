@@ -80,6 +80,13 @@ def _go_quote(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+def _fail_at(path: str, line: Optional[int], what: str) -> LCLFileError:
+    """``PATH:LINE: what`` (``PATH: what`` without a line), on one line."""
+    if line is None:
+        return fail(path, what)
+    return LCLFileError(f"{quote(path)}:{line}: {what}".replace("\n", "\\n").replace("\r", "\\r"))
+
+
 def _class_name(c: ClassInfo) -> str:
     """How lcl names a class in a message: its id, or "name, id"."""
     return c.id if c.name == c.id or not c.name else f"{c.name}, {c.id}"
@@ -95,13 +102,12 @@ class _Reader:
 
     def __init__(self, path: PathLike, classes: Optional[List[ClassInfo]], normalize: bool, tolerance: float) -> None:
         self.path = os.fspath(path)
-        self.name = quote(self.path)
         self.classes = classes
         self.normalize = normalize
         self.tolerance = tolerance
 
     def fail(self, what: str, line: Optional[int] = None) -> LCLFileError:
-        return fail(self.path if line is None else f"{self.path}:{line}", what)
+        return _fail_at(self.path, line, what)
 
     def size_problem(self, c: int) -> str:
         if self.classes is not None and c != len(self.classes):
@@ -167,8 +173,8 @@ class _Reader:
             raise fail(ids_path, f"{len(ids)} ids, the model has {len(self.classes)} classes")
         for i, s in enumerate(ids):
             if not _is_class(self.classes[i], s):
-                raise fail(f"{ids_path}:{i + 1}",
-                           f"id {_go_quote(s)} is not class {i} of the model ({_class_name(self.classes[i])})")
+                raise _fail_at(ids_path, i + 1,
+                               f"id {_go_quote(s)} is not class {i} of the model ({_class_name(self.classes[i])})")
 
     # text
 
