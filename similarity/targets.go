@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,8 @@ type TargetOptions struct {
 // export KEY --format csv` output ("class,ID1,…" then "ID,values") reads
 // as it is. An .npy file (2-D float32 or float64, as `lcl store export
 // --format npy` and `lcl plan` write) is checked against FILE.ids.txt
-// beside it when that exists.
+// beside FILE.npy when that exists: the ids file `lcl store export -o
+// FILE.npy` writes.
 func ReadTargets(path string, o TargetOptions) ([]float32, int, error) {
 	f, isNPY, err := openMatrix(path)
 	if err != nil {
@@ -73,7 +75,7 @@ func readTargetsNPY(f *os.File, path string, o TargetOptions) ([]float32, int, e
 	if why := sizeProblem(rows, o); why != "" {
 		return nil, 0, fmt.Errorf("%s: matrix is %d×%d but %s", name, rows, cols, why)
 	}
-	if err := checkTargetIDs(path+".ids.txt", o.Set); err != nil {
+	if err := checkTargetIDs(targetIDsPath(path), o.Set); err != nil {
 		return nil, 0, err
 	}
 	for i := 0; i < rows; i++ {
@@ -82,6 +84,13 @@ func readTargetsNPY(f *os.File, path string, o TargetOptions) ([]float32, int, e
 		}
 	}
 	return data, rows, nil
+}
+
+// targetIDsPath is the ids file checked beside the .npy target matrix
+// path: FILE.ids.txt for FILE.npy, the name `lcl store export -o FILE.npy`
+// gives it (and the Python package's load_matrix reads).
+func targetIDsPath(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + ".ids.txt"
 }
 
 // checkTargetIDs checks the ids file `lcl store export -o FILE.npy` writes

@@ -46,23 +46,24 @@ func TestReadTargetsFormats(t *testing.T) {
 	}
 	t.Run("npy with ids", func(t *testing.T) {
 		path := filepath.Join(dir, "t.npy")
+		ids := filepath.Join(dir, "t.ids.txt") // the name lcl store export -o t.npy gives its ids
 		if err := npy.WriteFileFloat32(path, 3, 3, goodTargets); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(path+".ids.txt", []byte("n01\nn02\nn03\n"), 0o644)
+		os.WriteFile(ids, []byte("n01\nn02\nn03\n"), 0o644)
 		data, c, err := ReadTargets(path, TargetOptions{Set: targetSet(), Tolerance: 1e-3})
 		if err != nil || c != 3 || !slices.Equal(data, goodTargets) {
 			t.Fatalf("got %v (%d classes), %v", data, c, err)
 		}
-		os.WriteFile(path+".ids.txt", []byte("n01\nn03\nn02\n"), 0o644)
+		os.WriteFile(ids, []byte("n01\nn03\nn02\n"), 0o644)
 		if _, _, err := ReadTargets(path, TargetOptions{Set: targetSet(), Tolerance: 1e-3}); err == nil ||
-			!strings.Contains(err.Error(), `t.npy.ids.txt:2: id "n03" is not class 1 of pets (dog, n02)`) {
+			!strings.Contains(err.Error(), `t.ids.txt:2: id "n03" is not class 1 of pets (dog, n02)`) {
 			t.Fatalf("ids out of order: %v", err)
 		}
 		// An id with a space is one line, not two ids.
 		boots := &labels.Set{Name: "boots", Classes: []labels.Class{
 			{Index: 0, ID: "Ankle boot", Name: "Ankle boot"}, {Index: 1, ID: "Sandal", Name: "Sandal"}, {Index: 2, ID: "Bag", Name: "Bag"}}}
-		os.WriteFile(path+".ids.txt", []byte("Ankle boot\r\nSandal\r\nBag\r\n"), 0o644)
+		os.WriteFile(ids, []byte("Ankle boot\r\nSandal\r\nBag\r\n"), 0o644)
 		if _, _, err := ReadTargets(path, TargetOptions{Set: boots, Tolerance: 1e-3}); err != nil {
 			t.Fatalf("ids with a space, CRLF lines: %v", err)
 		}

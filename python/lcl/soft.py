@@ -92,6 +92,16 @@ def _class_name(c: ClassInfo) -> str:
     return c.id if c.name == c.id or not c.name else f"{c.name}, {c.id}"
 
 
+def _ids_path(path: str) -> str:
+    """FILE.ids.txt for FILE.npy: the path without its extension (as Go's
+    filepath.Ext takes it: from the last dot of the last element), plus
+    ``.ids.txt``."""
+    dot = path.rfind(".")
+    if dot < 0 or "/" in path[dot:]:
+        return path + ".ids.txt"
+    return path[:dot] + ".ids.txt"
+
+
 def _is_class(c: ClassInfo, s: str) -> bool:
     s = s.strip()
     return s in (c.id, c.name)
@@ -151,7 +161,7 @@ class _Reader:
         why = self.size_problem(rows)
         if why:
             raise self.fail(f"matrix is {rows}×{cols} but {why}")
-        self.check_ids(self.path + ".ids.txt")
+        self.check_ids(_ids_path(self.path))
         for i in range(rows):
             why = self.check_row(m[i], i)
             if why:
@@ -159,8 +169,8 @@ class _Reader:
         return m
 
     def check_ids(self, ids_path: str) -> None:
-        """lcl checks FILE.ids.txt (FILE the .npy's whole name) against the
-        classes when both exist."""
+        """lcl checks FILE.ids.txt beside FILE.npy (the ids file ``lcl store
+        export -o FILE.npy`` writes) against the classes when both exist."""
         if self.classes is None or not os.path.exists(ids_path):
             return
         try:
@@ -294,8 +304,8 @@ def load_target_matrix(path: PathLike, classes: Optional[Classes] = None, *, nor
     names or ids (after an optional corner cell such as ``class``) and
     optional class labels in front of each row, so ``lcl store export KEY
     --format csv`` reads as it is; or an ``.npy`` (2-D float32 or float64;
-    checked against ``FILE.ids.txt`` beside it, FILE its whole name, when
-    that exists and ``classes`` are given).
+    checked against ``FILE.ids.txt`` beside ``FILE.npy``, the ids file
+    ``lcl store export -o FILE.npy`` writes, when that exists and ``classes`` are given).
 
     With ``classes`` (the model's, in its order: names, ids, or a
     ``classes.txt``) the matrix must be C×C for them and a header's names,

@@ -126,7 +126,7 @@ func (f *fashionFiles) writeSoftBadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ids != nil {
-			if err := os.WriteFile(path+".ids.txt", []byte(strings.Join(ids, "\n")+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(strings.TrimSuffix(path, ".npy")+".ids.txt", []byte(strings.Join(ids, "\n")+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -407,7 +407,7 @@ func (f *fashionFiles) writeSoftFiles(t *testing.T) {
 	if err := npy.WriteFileFloat32(f.softNPY, c, c, data); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(f.softNPY+".ids.txt", []byte(ids), 0o644); err != nil {
+	if err := os.WriteFile(strings.TrimSuffix(f.softNPY, ".npy")+".ids.txt", []byte(ids), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
