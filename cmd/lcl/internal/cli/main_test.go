@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -31,10 +32,50 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("LCL_TEST_STORE_WRITER"); dir != "" {
 		os.Exit(storeWriter(dir))
 	}
+	if server := os.Getenv(envPluginServer); server != "" {
+		builtinServer = func() []string { return []string{server} }
+	}
 	if os.Getenv("LCL_TEST_CLI") != "" {
 		os.Exit(Main(args))
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+// envPluginServer names the built builtinserver (testdata/builtinserver)
+// to the test binary's children that play lcl (LCL_TEST_CLI, the grid
+// runner's lcl train), so that their built-in plugins start from it too.
+const envPluginServer = "LCL_TEST_PLUGIN_SERVER"
+
+// runTests runs the tests with the built-in plugins served by
+// testdata/builtinserver, built here once: each start of the test binary
+// (which links libtorch) costs ~0.4 CPU-seconds, and the tests start
+// hundreds of plugins. TestPluginsServeExitsOnSIGTERM and lclServesPlugins's
+// tests still serve them from the test binary itself, as `lcl plugins serve`.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "lcl-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cli tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	server := filepath.Join(dir, "builtinserver")
+	if out, err := exec.Command("go", "build", "-o", server, "./testdata/builtinserver").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cli tests: go build ./testdata/builtinserver: %v\n%s", err, out)
+		return 1
+	}
+	os.Setenv(envPluginServer, server)
+	builtinServer = func() []string { return []string{server} }
+	return m.Run()
+}
+
+// lclServesPlugins makes the test's built-in plugins start as lcl's do, from
+// the test binary re-executed as `lcl plugins serve KIND NAME` (plan_test.go's
+// init serves them), rather than from testdata/builtinserver.
+func lclServesPlugins(t *testing.T) {
+	saved := builtinServer
+	builtinServer = nil
+	t.Setenv(envPluginServer, "")
+	t.Cleanup(func() { builtinServer = saved })
 }
 
 // slowStopRoot is a command that, once cancelled, takes slowStop to write
