@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(storeWriter(dir))
 	}
 	if server := os.Getenv(envPluginServer); server != "" {
-		builtinServer = func() []string { return []string{server} }
+		builtinServer = func() []string { return []string{server, "plugins", "serve"} }
 	}
 	if os.Getenv("LCL_TEST_CLI") != "" {
 		os.Exit(Main(args))
@@ -64,7 +64,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	os.Setenv(envPluginServer, server)
-	builtinServer = func() []string { return []string{server} }
+	builtinServer = func() []string { return []string{server, "plugins", "serve"} }
 	return m.Run()
 }
 
