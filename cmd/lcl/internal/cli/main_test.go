@@ -175,3 +175,10 @@ func fakeTrain(args []string) int {
 	}
 	return 0
 }
+
+// parallelOK: the tests that call t.Parallel are those that mostly wait
+// (for child processes, signals, a silent endpoint) and run lcl in process,
+// if at all, without plugins: lcl in process ends every plugin of the
+// process when a command returns (plugins.Cleanup), so two in-process
+// commands with plugins must not overlap, and a parallel test must not
+// use t.Setenv. Parallel tests run together after all the others.

@@ -344,6 +344,7 @@ func TestWikiFetchAPIEndpointFailsFast(t *testing.T) {
 // first request with a short timeout: one line naming it, in seconds, and
 // nothing stored (each class's retries took ~6 minutes; issue 48, item 5).
 func TestWikiFetchAPISilentEndpoint(t *testing.T) {
+	t.Parallel() // wiki commands, no plugin; they wait out the probe (parallelOK)
 	_, labelFile := wikiFixture(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
