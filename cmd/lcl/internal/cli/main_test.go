@@ -64,8 +64,10 @@ func fakeTrainFor(path string) func() string {
 // testdata/builtinserver and the grids' fake runs (LCL_FAKE_TRAIN) played by
 // testdata/faketrain, both built here once: each start of the test binary
 // (which links libtorch) costs ~0.4 CPU-seconds, and the tests start
-// hundreds of plugins and dozens of fake runs. TestPluginsServeExitsOnSIGTERM and lclServesPlugins's
-// tests still serve them from the test binary itself, as `lcl plugins serve`.
+// hundreds of plugins and dozens of fake runs. TestPluginsServeExitsOnSIGTERM
+// and lclServesPlugins's tests still serve plugins from the test binary
+// itself, as `lcl plugins serve`. A test binary run by hand needs go on
+// $PATH, as TestSimilarityThirdPartyPlugin does.
 func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "lcl-cli-test-")
 	if err != nil {
