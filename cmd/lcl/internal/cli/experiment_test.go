@@ -243,6 +243,7 @@ func TestExperimentInterruptedGridResumes(t *testing.T) {
 // folder), one runner leaves the run the other trains for later and
 // waits for it, and both end with every run done.
 func TestTwoGridRunnersShareTheWork(t *testing.T) {
+	t.Parallel() // lcl runs only in child processes, which mostly wait (parallelOK)
 	grid := writeGrid(t, cliGrid)
 	dir := t.TempDir()
 	store, runDir := filepath.Join(dir, "store"), filepath.Join(dir, "runs")

@@ -125,6 +125,7 @@ func writeWorkedExample(t *testing.T) string {
 }
 
 func TestPlanMatrixFile(t *testing.T) {
+	lclServesPlugins(t) // the strategy plugin as lcl starts it: lcl itself, re-executed
 	out := t.TempDir()
 	r := cliRun(t, "--json", "plan", "--strategy", "lcl", "--param", "epsilon=0.5", "--matrix", writeWorkedExample(t), "--epochs", "3", "--out", out)
 	if r.code != 0 {
@@ -274,6 +275,7 @@ func TestPluginsListCommand(t *testing.T) {
 // served as a plugin: visual computes AwA2's attribute cosines.
 func TestPlanSourcePlugin(t *testing.T) {
 	needWordNet(t)
+	lclServesPlugins(t) // the similarity plugin as lcl starts it: lcl itself, re-executed
 	out := t.TempDir()
 	r := cliRun(t, "--store", t.TempDir(), "plan", "--strategy", "lcl", "--synsets", "awa2", "--source", "visual", "--epochs", "2", "--out", out)
 	if r.code != 0 || !strings.Contains(r.err, `similarity from similarity plugin "visual" (built-in)`) {

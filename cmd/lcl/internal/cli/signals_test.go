@@ -18,6 +18,7 @@ import (
 // catches its crashes (crash.Supervise). The command still stops cleanly
 // (exit 130, work kept) instead of being killed by the second.
 func TestSignalsCloseTogetherAreOne(t *testing.T) {
+	t.Parallel() // lcl runs only in a child process, which mostly waits (parallelOK)
 	grid := writeGrid(t, cliGrid)
 	runDir := filepath.Join(t.TempDir(), "runs")
 	self, err := os.Executable()

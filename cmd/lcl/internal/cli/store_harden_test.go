@@ -111,6 +111,7 @@ func TestReadCommandsCreateNoStore(t *testing.T) {
 // and changes nothing; store ls recovers the store as a writing command
 // would (one line says so) and lists every committed record (item 5).
 func TestReadAfterKilledWriter(t *testing.T) {
+	t.Parallel() // store commands alone, no plugin (parallelOK)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "LCL_TEST_STORE_WRITER="+dir)

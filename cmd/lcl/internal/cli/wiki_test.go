@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,6 +344,7 @@ func TestWikiFetchAPIEndpointFailsFast(t *testing.T) {
 // first request with a short timeout: one line naming it, in seconds, and
 // nothing stored (each class's retries took ~6 minutes; issue 48, item 5).
 func TestWikiFetchAPISilentEndpoint(t *testing.T) {
+	t.Parallel() // wiki commands, no plugin; they wait out the probe (parallelOK)
 	_, labelFile := wikiFixture(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -372,15 +374,23 @@ func TestWikiFetchAPISilentEndpoint(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
+	// The two commands wait out the probe's 5 s side by side (they only
+	// wait: one after the other doubled the test's time).
+	var wg sync.WaitGroup
 	for _, cmd := range []string{"fetch", "resolve"} {
-		start := time.Now()
-		code, out, errs := runLCL(ctx, t, "--store", store, "wiki", cmd, "--synsets", labelFile, "--source", "api", "--endpoint", endpoint)
-		want := "lcl: api: " + endpoint + " did not answer within 5s (it accepts connections but sends nothing back): check --endpoint\n"
-		if code != ExitFailure || errs != want || time.Since(start) > 12*time.Second {
-			t.Errorf("wiki %s --endpoint %s (silent): exit %d after %v, stderr %q; want exit 1 within seconds and %q\nstdout: %s",
-				cmd, endpoint, code, time.Since(start), errs, want, out)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			code, out, errs := runLCL(ctx, t, "--store", store, "wiki", cmd, "--synsets", labelFile, "--source", "api", "--endpoint", endpoint)
+			want := "lcl: api: " + endpoint + " did not answer within 5s (it accepts connections but sends nothing back): check --endpoint\n"
+			if code != ExitFailure || errs != want || time.Since(start) > 12*time.Second {
+				t.Errorf("wiki %s --endpoint %s (silent): exit %d after %v, stderr %q; want exit 1 within seconds and %q\nstdout: %s",
+					cmd, endpoint, code, time.Since(start), errs, want, out)
+			}
+		}()
 	}
+	wg.Wait()
 	if _, err := os.Stat(store); !os.IsNotExist(err) {
 		t.Errorf("the refused fetch left the store %s (%v)", store, err)
 	}
