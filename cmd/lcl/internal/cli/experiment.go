@@ -121,8 +121,8 @@ func experimentRun(ctx context.Context, f *Factory, path string, opts experiment
 	if err != nil {
 		return fmt.Errorf("experiment: cannot find the lcl binary to launch runs: %w", err)
 	}
-	if runExecutable != nil {
-		if exe := runExecutable(); exe != "" {
+	if testHookRunExecutable != nil {
+		if exe := testHookRunExecutable(); exe != "" {
 			self = exe
 		}
 	}
@@ -244,11 +244,11 @@ func checkStrategies(f *Factory, g *experiment.Grid) error {
 	return nil
 }
 
-// runExecutable, when set and it returns a path, is the executable a
+// testHookRunExecutable, when set and it returns a path, is the executable a
 // grid's runs launch instead of lcl itself. Only this package's tests set
 // it: to a fake lcl train (testdata/faketrain) that starts in milliseconds,
 // where the test binary, which links libtorch, takes ~0.4 CPU-seconds.
-var runExecutable func() string
+var testHookRunExecutable func() string
 
 // checkGridParams checks the strategy parameters of every run of the grid
 // as its lcl train would before it starts (trainrun.CheckStrategy: names,

@@ -26,10 +26,10 @@ func TestMain(m *testing.M) {
 		os.Exit(storeWriter(dir))
 	}
 	if server := os.Getenv(envPluginServer); server != "" {
-		builtinServer = func() []string { return []string{server, "plugins", "serve"} }
+		testHookBuiltinServer = func() []string { return []string{server, "plugins", "serve"} }
 	}
 	if fake := os.Getenv(envFakeTrain); fake != "" {
-		runExecutable = fakeTrainFor(fake)
+		testHookRunExecutable = fakeTrainFor(fake)
 	}
 	if os.Getenv("LCL_TEST_CLI") != "" {
 		os.Exit(Main(args))
@@ -46,7 +46,7 @@ const (
 	envFakeTrain    = "LCL_TEST_FAKE_TRAIN_BIN"
 )
 
-// fakeTrainFor is the runExecutable of the tests: with LCL_FAKE_TRAIN set,
+// fakeTrainFor is the testHookRunExecutable of the tests: with LCL_FAKE_TRAIN set,
 // a grid's runs are the fake lcl train at path (testdata/faketrain: it
 // records its arguments and writes a result whose top-1 is 70.<seed>; its
 // doc comment lists the variables that make it slow, block or finish as
@@ -83,8 +83,8 @@ func runTests(m *testing.M) int {
 	server, fake := filepath.Join(dir, "builtinserver"), filepath.Join(dir, "faketrain")
 	os.Setenv(envPluginServer, server)
 	os.Setenv(envFakeTrain, fake)
-	builtinServer = func() []string { return []string{server, "plugins", "serve"} }
-	runExecutable = fakeTrainFor(fake)
+	testHookBuiltinServer = func() []string { return []string{server, "plugins", "serve"} }
+	testHookRunExecutable = fakeTrainFor(fake)
 	return m.Run()
 }
 
@@ -92,10 +92,10 @@ func runTests(m *testing.M) int {
 // the test binary re-executed as `lcl plugins serve KIND NAME` (plan_test.go's
 // init serves them), rather than from testdata/builtinserver.
 func lclServesPlugins(t *testing.T) {
-	saved := builtinServer
-	builtinServer = nil
+	saved := testHookBuiltinServer
+	testHookBuiltinServer = nil
 	t.Setenv(envPluginServer, "")
-	t.Cleanup(func() { builtinServer = saved })
+	t.Cleanup(func() { testHookBuiltinServer = saved })
 }
 
 // slowStopRoot is a command that, once cancelled, takes slowStop to write

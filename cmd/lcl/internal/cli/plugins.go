@@ -15,19 +15,19 @@ import (
 	"github.com/lcl-project/lcl/plugins/source"
 )
 
-// builtinServer, when set, is the command that serves the built-in
+// testHookBuiltinServer, when set, is the command that serves the built-in
 // plugins (plugins.Host.Self); nil: lcl itself, as `lcl plugins serve`.
 // Only this package's tests set it: their lcl is the test binary, which
 // links libtorch and so takes ~0.4 CPU-seconds to start, once per plugin,
 // where a binary of the plugins alone takes milliseconds.
-var builtinServer func() []string
+var testHookBuiltinServer func() []string
 
 // newHost returns a plugin host for one command; the caller closes it.
 // timeout 0 means $LCL_PLUGIN_TIMEOUT or the default.
 func newHost(f *Factory, timeout time.Duration) *plugins.Host {
 	h := &plugins.Host{Timeout: timeout, RequirePinned: f.RequirePinned || os.Getenv("LCL_PLUGIN_REQUIRE_PINNED") != ""}
-	if builtinServer != nil {
-		h.Self = builtinServer()
+	if testHookBuiltinServer != nil {
+		h.Self = testHookBuiltinServer()
 	}
 	// The built-in similarity sources run in the plugin process and open
 	// WordNet and the store (read-only) themselves.

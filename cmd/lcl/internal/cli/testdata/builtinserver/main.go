@@ -1,6 +1,6 @@
 // Command builtinserver serves lcl's built-in plugins as `lcl plugins
 // serve KIND NAME` does, without the rest of lcl: the cli tests build it
-// once and start their built-in plugins from it (builtinServer), since
+// once and start their built-in plugins from it (testHookBuiltinServer), since
 // the test binary, which links libtorch, takes ~0.4 CPU-seconds to start.
 // It takes lcl's arguments, `plugins serve KIND NAME`, so that a plugin's
 // command line ends as lcl's does (the end-to-end tests find the plugin

@@ -1,5 +1,5 @@
 // Command faketrain plays `lcl train` for the cli tests' grids (with
-// LCL_FAKE_TRAIN set, their runs launch it instead of lcl: runExecutable):
+// LCL_FAKE_TRAIN set, their runs launch it instead of lcl: testHookRunExecutable):
 // it takes lcl's arguments, `[GLOBAL FLAGS] train ... --out DIR [--seed N]`,
 // and starts in milliseconds where the test binary, which links libtorch,
 // takes ~0.4 CPU-seconds. fakeTrain says what it does.
