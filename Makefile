@@ -70,8 +70,15 @@ bin/libltshim.so: $(SHIM_SOURCES)
 # Go lends to libtorch keeps a team spinning: trainer/torch under -count=20
 # grew to ~470 threads and a load of 30 on 2 cores.
 TESTENV := OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE}
-test: deps libtorch-check
-	$(TESTENV) $(GO) test $(GOTAGS) -count=1 -timeout 30m ./...
+# The tests run the binding as make build ships it (-tags ltlazy: the shim
+# library opened on first use, bin/libltshim.so, the one make build and
+# make demo already compiled), so they hold the shipped lcl, and go test
+# compiles no C++: linking libtorch into the test binaries instead costs
+# ~50 s of compiling on 2 cores (AMD EPYC, Go's cache empty). The linked
+# binding (go build ./cmd/lcl, LIBTORCH= builds) is what make race and
+# make test-torch2 test. LAZY= runs these linked too.
+test: deps libtorch-check $(if $(LAZY),bin/libltshim.so)
+	$(TESTENV) $(if $(LAZY),LCL_SHIM=$(CURDIR)/bin/libltshim.so) $(GO) test $(if $(LAZY),-tags ltlazy,$(GOTAGS)) -count=1 -timeout 30m ./...
 
 # The tests against PyTorch 2.6: go vet and go test inside a Debian 13 root
 # (made once with debootstrap, kept in ~/.cache/lcl/debian13; scripts/torch2.sh).

@@ -369,17 +369,16 @@ void broadcast(lt_pg *g, const std::vector<at::Tensor> &ts, const char *what) {
 extern "C" {
 
 #if !LT_TCPSTORE_LISTEN_FD
-// bind: libtorch 1.13 only, see store_server. Defined here, in the
-// executable (or libltshim), it comes before libc's in the symbol lookup of
-// libtorch; it changes nothing but TCPStore's wildcard bind while rank 0
-// starts its store with --dist-bind.
-int bind(int fd, const struct sockaddr *addr, socklen_t len) {
-	using bind_fn = int (*)(int, const struct sockaddr *, socklen_t);
-	static bind_fn real = reinterpret_cast<bind_fn>(dlsym(RTLD_NEXT, "bind"));
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
+// lt_bind_rewrite: libtorch 1.13 only, see store_server. While rank 0
+// starts its store with --dist-bind it turns a bind() of the wildcard
+// address into one of that address: 1 with the address to bind in *out
+// (*outlen bytes), -1 with errno set (libtorch then tries its next
+// address), 0 to bind addr as asked (every other bind of the process).
+// The bind() below calls it in a linked lcl; a lazy lcl (-tags ltlazy)
+// opens this library RTLD_LOCAL, where a bind() of its own would come after
+// libc's in libtorch's symbol lookup, so the executable defines bind() and
+// calls this function through dlsym (lazy.c).
+int lt_bind_rewrite(const struct sockaddr *addr, socklen_t len, struct sockaddr_storage *out, socklen_t *outlen) {
 	const sockaddr_storage *to = bind_to.load();
 	if (to && addr && addr->sa_family == AF_INET && len >= (socklen_t)sizeof(sockaddr_in) &&
 	    reinterpret_cast<const sockaddr_in *>(addr)->sin_addr.s_addr == htonl(INADDR_ANY)) {
@@ -389,7 +388,9 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 		}
 		sockaddr_in a = *reinterpret_cast<const sockaddr_in *>(addr);
 		a.sin_addr = reinterpret_cast<const sockaddr_in *>(to)->sin_addr;
-		return real(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a);
+		std::memcpy(out, &a, sizeof a);
+		*outlen = sizeof a;
+		return 1;
 	}
 	if (to && addr && addr->sa_family == AF_INET6 && len >= (socklen_t)sizeof(sockaddr_in6) &&
 	    IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(addr)->sin6_addr)) {
@@ -403,7 +404,30 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
 			a.sin6_addr.s6_addr[10] = a.sin6_addr.s6_addr[11] = 0xff;
 			std::memcpy(&a.sin6_addr.s6_addr[12], &reinterpret_cast<const sockaddr_in *>(to)->sin_addr, 4);
 		}
-		return real(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a);
+		std::memcpy(out, &a, sizeof a);
+		*outlen = sizeof a;
+		return 1;
+	}
+	return 0;
+}
+
+// bind: libtorch 1.13 only. Defined here, in a linked executable, it comes
+// before libc's in the symbol lookup of libtorch (in libltshim.so it is
+// never reached: lazy.c's is).
+int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+	using bind_fn = int (*)(int, const struct sockaddr *, socklen_t);
+	static bind_fn real = reinterpret_cast<bind_fn>(dlsym(RTLD_NEXT, "bind"));
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	sockaddr_storage a;
+	socklen_t alen = 0;
+	switch (lt_bind_rewrite(addr, len, &a, &alen)) {
+	case -1:
+		return -1;
+	case 1:
+		return real(fd, reinterpret_cast<const sockaddr *>(&a), alen);
 	}
 	return real(fd, addr, len);
 }

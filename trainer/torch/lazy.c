@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
@@ -19,6 +20,11 @@ static void *lazy_lib;
 static void **lazy_fns;
 static char lazy_err[PATH_MAX + 256];
 static char lazy_path[PATH_MAX];
+
+/* The shim's lt_bind_rewrite (dist.cpp), set when the library opens; only
+   a shim built against libtorch 1.13 has one. */
+typedef int (*lazy_rewrite_fn)(const struct sockaddr *, socklen_t, struct sockaddr_storage *, socklen_t *);
+static lazy_rewrite_fn lazy_bind_rewrite;
 
 static void lazy_open(void) {
 	const char *path = getenv("LCL_SHIM");
@@ -49,6 +55,7 @@ static void lazy_open(void) {
 	/* A function an older shim lacks stays NULL: lt_abi_version, which
 	   every shim has, tells the binding first. */
 	for (int i = 0; i < lt_lazy_count; i++) fns[i] = dlsym(lib, lt_lazy_names[i]);
+	__atomic_store_n(&lazy_bind_rewrite, (lazy_rewrite_fn)dlsym(lib, "lt_bind_rewrite"), __ATOMIC_RELEASE);
 	lazy_fns = fns;
 	lazy_lib = lib;
 }
@@ -70,4 +77,38 @@ void *lt_lazy_fn(int i) {
 		abort();
 	}
 	return lazy_fns[i];
+}
+
+/* bind: libtorch 1.13's TCPStore binds its server to the wildcard address,
+   and --dist-bind narrows it by interposing bind() (dist.cpp,
+   store_server). The shim library is opened RTLD_LOCAL, so its own bind()
+   comes after libc's in libtorch's symbol lookup and is never called; the
+   executable's comes first (exported by -Wl,--export-dynamic-symbol=bind,
+   load_lazy.go). Until the shim opens, and with a shim of libtorch 2.1 or
+   later (which hands TCPStore a socket it bound itself), every bind()
+   goes straight to libc's. Go's own sockets make the system call
+   directly and never come here. */
+__attribute__((visibility("default"))) int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+	static int (*real)(int, const struct sockaddr *, socklen_t);
+	int (*r)(int, const struct sockaddr *, socklen_t) = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+	if (!r) {
+		r = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
+		if (!r) {
+			errno = ENOSYS;
+			return -1;
+		}
+		__atomic_store_n(&real, r, __ATOMIC_RELEASE);
+	}
+	lazy_rewrite_fn rewrite = __atomic_load_n(&lazy_bind_rewrite, __ATOMIC_ACQUIRE);
+	if (rewrite) {
+		struct sockaddr_storage a;
+		socklen_t alen = 0;
+		switch (rewrite(addr, len, &a, &alen)) {
+		case -1:
+			return -1;
+		case 1:
+			return r(fd, (const struct sockaddr *)&a, alen);
+		}
+	}
+	return r(fd, addr, len);
 }

@@ -8,7 +8,8 @@ package torch
 // train start without loading libtorch. The shim's functions are defined
 // by lazy_gen.c to call through to the library.
 
-// #cgo LDFLAGS: -ldl
+// #cgo CFLAGS: -fvisibility=hidden
+// #cgo LDFLAGS: -ldl -rdynamic
 // #include "lazy.h"
 import "C"
 
@@ -49,7 +50,7 @@ func startRuntime(rt Runtime) error {
 	pending.Lock()
 	defer pending.Unlock()
 	if pending.rt != nil {
-		return fmt.Errorf("torch: runtime: Init called twice")
+		return fmt.Errorf("torch: runtime: the runtime is set once per process (torch.Init was called before)")
 	}
 	pending.rt = &rt
 	return nil
