@@ -378,7 +378,7 @@ extern "C" {
 // opens this library RTLD_LOCAL, where a bind() of its own would come after
 // libc's in libtorch's symbol lookup, so the executable defines bind() and
 // calls this function through dlsym (lazy.c).
-int lt_bind_rewrite(const struct sockaddr *addr, socklen_t len, struct sockaddr_storage *out, socklen_t *outlen) {
+int lt_bind_rewrite(const struct sockaddr *addr, socklen_t len, struct sockaddr_storage *out, socklen_t *outlen) noexcept {
 	const sockaddr_storage *to = bind_to.load();
 	if (to && addr && addr->sa_family == AF_INET && len >= (socklen_t)sizeof(sockaddr_in) &&
 	    reinterpret_cast<const sockaddr_in *>(addr)->sin_addr.s_addr == htonl(INADDR_ANY)) {
