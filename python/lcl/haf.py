@@ -16,6 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .hierarchy import _UnionFind
+
 __all__ = ["HAFLoss", "haf_levels"]
 
 _MARGIN = 3.0  # their JSDDissimilarLoss's margin, fixed as theirs
@@ -43,14 +45,7 @@ def haf_levels(distance: torch.Tensor, levels: int = 11) -> List[List[int]]:
         raise ValueError("the distances must be finite")
     c = d.shape[0]
     d = torch.minimum(d, d.t())
-    root = list(range(c))
-
-    def find(x: int) -> int:
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
+    uf = _UnionFind(c)
     out: List[List[int]] = []
     pairs = sorted(((float(d[a, b]), a, b) for a in range(c) for b in range(a + 1, c)))
     i = 0
@@ -59,16 +54,13 @@ def haf_levels(distance: torch.Tensor, levels: int = 11) -> List[List[int]]:
         j, merged = i, False
         while j < len(pairs) and pairs[j][0] == pairs[i][0]:
             _, a, b = pairs[j]
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                root[max(ra, rb)] = min(ra, rb)
-                merged = True
+            merged = uf.union(a, b) or merged
             j += 1
         i = j
         if not merged:
             continue
         ids: dict = {}
-        group = [ids.setdefault(find(k), len(ids)) for k in range(c)]
+        group = [ids.setdefault(uf.find(k), len(ids)) for k in range(c)]
         if len(ids) < 2:
             break
         out.append(group)

@@ -57,6 +57,29 @@ class Tree:
         return out
 
 
+class _UnionFind:
+    """Disjoint sets of 0..n−1 (path halving); a set's root is its smallest
+    member, so the sets' roots do not depend on the order of the unions."""
+
+    def __init__(self, n: int) -> None:
+        self.root = list(range(n))
+
+    def find(self, x: int) -> int:
+        root = self.root
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    def union(self, a: int, b: int) -> bool:
+        """Joins a's and b's sets; False when they were one already."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.root[max(ra, rb)] = min(ra, rb)
+        return True
+
+
 def linkage_tree(distance: torch.Tensor) -> Tree:
     """The single-linkage tree of a C×C distance matrix: classes whose
     distance is at most t are in one cluster at level t (joined through
@@ -82,22 +105,12 @@ def linkage_tree(distance: torch.Tensor) -> Tree:
     node_of: List[int] = list(range(c))  # class → the largest node holding it so far
     for t in levels:
         # Components of the graph {d ≤ t}, by a union-find over the classes.
-        root = list(range(c))
-
-        def find(x: int) -> int:
-            while root[x] != x:
-                root[x] = root[root[x]]
-                x = root[x]
-            return x
-
-        near = (d <= t).nonzero().tolist()
-        for a, b in near:
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                root[max(ra, rb)] = min(ra, rb)
+        uf = _UnionFind(c)
+        for a, b in (d <= t).nonzero().tolist():
+            uf.union(a, b)
         groups: Dict[int, List[int]] = {}
         for i in range(c):
-            groups.setdefault(find(i), []).append(i)
+            groups.setdefault(uf.find(i), []).append(i)
         for cls in sorted(groups.values()):
             children = sorted({node_of[i] for i in cls})
             if len(children) == 1:
