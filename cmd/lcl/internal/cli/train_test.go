@@ -653,25 +653,26 @@ func TestTrainHAFrame(t *testing.T) {
 	sameFirstEpochLoss(t, dir)
 	checkHAFrameHeads(t, dir, s, "whole", "part", "two", "one/model-ema")
 	// A bad parameter is refused before anything is written.
-	bad := filepath.Join(dir, "bad")
-	code, _, errs := runLCL(context.Background(), t, append(args("bad", "1"), "--param", "haf-gamma=0")...)
-	if code == 0 || !strings.Contains(errs, "haf-gamma = 0, want a finite value > 0") {
-		t.Errorf("--param haf-gamma=0: exit %d, %q", code, errs)
-	}
-	if _, err := os.Stat(bad); !os.IsNotExist(err) {
-		t.Errorf("a refused run left %s behind (%v)", bad, err)
-	}
+	refusedBeforeWriting(t, filepath.Join(dir, "bad"), "haf-gamma = 0, want a finite value > 0",
+		append(args("bad", "1"), "--param", "haf-gamma=0")...)
 	// So is a model whose features cannot hold the 10 class vectors (the
 	// trainer finds it at the first plan, before the run folder is made).
 	narrow := filepath.Join(dir, "narrow")
-	code, _, errs = runLCL(context.Background(), t, "train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=4",
-		"--fraction", "0.02", "--epochs", "1", "--threads", "1", "--no-store", "--strategy", "haframe", "--matrix", sim,
-		"--out", narrow)
-	if code == 0 || !strings.Contains(errs, "want a model whose head's input is at least 10 wide") {
-		t.Errorf("mlp:hidden=4: exit %d, %q", code, errs)
+	refusedBeforeWriting(t, narrow, "want a model whose head's input is at least 10 wide",
+		"train", "--synsets", "fashion-mnist", "--model", "mlp:hidden=4", "--fraction", "0.02", "--epochs", "1",
+		"--threads", "1", "--no-store", "--strategy", "haframe", "--matrix", sim, "--out", narrow)
+}
+
+// refusedBeforeWriting runs lcl with args and wants it to fail saying want,
+// leaving no out behind: a refusal happens before anything is written.
+func refusedBeforeWriting(t *testing.T, out, want string, args ...string) {
+	t.Helper()
+	code, _, errs := runLCL(context.Background(), t, args...)
+	if code == 0 || !strings.Contains(errs, want) {
+		t.Errorf("lcl %s: exit %d, %q; want a refusal saying %q", strings.Join(args, " "), code, errs, want)
 	}
-	if _, err := os.Stat(narrow); !os.IsNotExist(err) {
-		t.Errorf("a refused run left %s behind (%v)", narrow, err)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused run left %s behind (%v)", out, err)
 	}
 }
 
@@ -810,14 +811,8 @@ func TestTrainHAF(t *testing.T) {
 			t.Errorf("eval %s: exit %d\n%s\n%s", file, code, out, errs)
 		}
 	}
-	bad := filepath.Join(dir, "bad")
-	code, _, errs := runLCL(context.Background(), t, append(args("bad", "1"), "--param", "dissimilar=-1")...)
-	if code == 0 || !strings.Contains(errs, "dissimilar = -1, want a finite value ≥ 0") {
-		t.Errorf("--param dissimilar=-1: exit %d, %q", code, errs)
-	}
-	if _, err := os.Stat(bad); !os.IsNotExist(err) {
-		t.Errorf("a refused run left %s behind (%v)", bad, err)
-	}
+	refusedBeforeWriting(t, filepath.Join(dir, "bad"), "dissimilar = -1, want a finite value ≥ 0",
+		append(args("bad", "1"), "--param", "dissimilar=-1")...)
 }
 
 // checkHAFrameHeads: the heads of the runs under dir (a run "R/model-ema":
