@@ -55,7 +55,7 @@ for _ in $(seq "$ROUNDS"); do
 done
 (cd "$DIR" && ./embedbench quality -tfidf corpus.txt go-*.txt gensim-*.txt) > "$DIR/quality.json"
 $PY - "$DIR" <<'PY'
-import json, sys
+import json, statistics, sys
 d = sys.argv[1]
 rows = [json.loads(l) for l in open(d + '/results.jsonl')]
 q = json.load(open(d + '/quality.json'))
@@ -79,9 +79,8 @@ for l in labels:
     # the same corpus and epochs (= ratio of raw words/s), paired per round
     # (a shared-negatives row with the same round's plain gensim run).
     pr = sorted(b['seconds'] / a['seconds'] for a, b in zip(gs, ss))
-    n = len(pr)
-    med = pr[n // 2] if n % 2 else (pr[n // 2 - 1] + pr[n // 2]) / 2
-    speed = '%.2f' % med if n == 1 else '%.2f (%.2f-%.2f)' % (med, pr[0], pr[-1])
+    med = statistics.median(pr)
+    speed = '%.2f' % med if len(pr) == 1 else '%.2f (%.2f-%.2f)' % (med, pr[0], pr[-1])
     print('%-16s %10.0f %10.0f %19s  %8.0f %8.0f %6.2f  %7.1f %7.1f %6.2f  %6.3f %6.3f' % (
         l, g['words_per_s'], s['words_per_s'], speed,
         g['peak_rss_mb'], s['peak_rss_mb'], s['peak_rss_mb'] / g['peak_rss_mb'],

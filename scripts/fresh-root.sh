@@ -45,26 +45,21 @@ say "copying the root to $run (every run starts from the pristine one)"
 cp -a "$base/." "$run/"
 cp -L /etc/resolv.conf "$run/etc/resolv.conf"
 # The machine's certificate authorities (a registry proxy may sign with its
-# own) and the variables that point programs at them, as on the host.
+# own), where Go, git, curl and apt look for them by default.
 [ ! -e /etc/ssl/certs/ca-certificates.crt ] || cp -L /etc/ssl/certs/ca-certificates.crt "$run/etc/ssl/certs/ca-certificates.crt"
-cavars=()
-for v in SSL_CERT_FILE SSL_CERT_DIR NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO CURL_CA_BUNDLE REQUESTS_CA_BUNDLE; do
-	[ -z "${!v:-}" ] || cavars+=("$v=${!v}")
-done
 mkdir -p "$run/usr/local/go" "$run/src/repo" "$run/root/.config/go"
 [ ! -e "$HOME/.config/go/env" ] || cp "$HOME/.config/go/env" "$run/root/.config/go/env"
 # The checkout is cloned from a read-only view of this one: its committed
 # state, as git clone of the project gives.
 unshare --mount --propagation private -- /bin/sh -euc '
 	run=$1 top=$2
-	shift 2
 	mount -t proc proc "$run/proc"
 	mount --rbind /dev "$run/dev"
 	mount --rbind /sys "$run/sys"
 	mount -t tmpfs -o size=50% tmpfs "$run/dev/shm"
 	mount --bind /usr/local/go "$run/usr/local/go" && mount -o remount,bind,ro "$run/usr/local/go"
 	mount --bind "$top" "$run/src/repo" && mount -o remount,bind,ro "$run/src/repo"
-	exec chroot "$run" /usr/bin/env -i "$@" HOME=/root TERM=dumb PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	exec chroot "$run" /usr/bin/env -i HOME=/root TERM=dumb PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		/bin/bash -c "git config --global --add safe.directory /src/repo && /src/repo/scripts/fresh-times.sh /src/repo /root/fresh/lcl"
 ' sh "$run" "$top" || rc=$?
 # The logs outlive the throw-away root.
