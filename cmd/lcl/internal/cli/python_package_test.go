@@ -243,17 +243,19 @@ func newFashionFiles(t *testing.T) *fashionFiles {
 		f.lcl(name, a...)
 	}
 	// The similarities share one store, one after the other; the plans of
-	// them follow.
+	// them follow. Each waits for the store: the one before has closed it,
+	// but a plugin process forked beside it (another job's) holds a copy of
+	// its lock until that child executes (seen under strace).
 	f.job(func() {
 		store := filepath.Join(dir, "store")
 		export := func(name, path string, args ...string) bool {
 			var res struct{ Key string }
-			out, ok := f.lcl(name, append([]string{"--store", store, "--json", "similarity", "--synsets", "fashion-mnist", "--source", "lca"}, args...)...)
+			out, ok := f.lcl(name, append([]string{"--store", store, "--store-wait", "1m", "--json", "similarity", "--synsets", "fashion-mnist", "--source", "lca"}, args...)...)
 			if ok && (json.Unmarshal([]byte(out), &res) != nil || res.Key == "") {
 				f.fail("lcl similarity --json printed %q", out)
 				return false
 			}
-			_, ok2 := f.lcl(name+" export", "--store", store, "store", "export", res.Key, "-o", path)
+			_, ok2 := f.lcl(name+" export", "--store", store, "--store-wait", "1m", "store", "export", res.Key, "-o", path)
 			return ok && ok2
 		}
 		if export("wup", f.wup) {
