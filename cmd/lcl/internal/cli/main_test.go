@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lcl-project/lcl/trainer/torch"
+	"github.com/lcl-project/lcl/trainer/torch/torchtest"
 )
 
 // TestMain lets the test binary stand in for lcl itself: with LCL_TEST_CLI
@@ -22,10 +21,10 @@ import (
 // `lcl train` that writes a result into --out (fakeTrainFor).
 //
 // Every start of the test binary first sets libtorch's runtime as lcl's main
-// does (testRuntime): the tests train in this process and in its children.
+// does (torchtest.Init): the tests train in this process and in its children.
 func TestMain(m *testing.M) {
 	args := os.Args[1:]
-	if err := testRuntime(); err != nil {
+	if err := torchtest.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "cli tests:", err)
 		os.Exit(2)
 	}
@@ -45,25 +44,6 @@ func TestMain(m *testing.M) {
 		os.Exit(Main(args))
 	}
 	os.Exit(runTests(m))
-}
-
-// testRuntime applies lcl's runtime (torch.DefaultRuntime: the caching
-// allocator, one OpenBLAS thread) as cmd/lcl's main does, without its
-// re-execution for OMP_WAIT_POLICY (make test sets the variable). Without
-// it the tests trained on libtorch's defaults, not lcl's: a step's buffers
-// faulted in afresh each time and OpenBLAS's idle thread spun in
-// sched_yield, over a third of the package's CPU time on 2 cores. A build
-// without libtorch runs the tests that need none.
-func testRuntime() error {
-	rt, err := torch.DefaultRuntime()
-	if err != nil {
-		return err
-	}
-	rt.OMPWaitPolicy = ""
-	if err := torch.Init(rt); err != nil && !errors.Is(err, torch.ErrNoLibtorch) && !errors.Is(err, torch.ErrABIMismatch) {
-		return err
-	}
-	return nil
 }
 
 // envPluginServer names the built builtinserver (testdata/builtinserver)
