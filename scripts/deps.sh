@@ -16,14 +16,21 @@
 # reads). docs/data.md, "Quick, Draw!".
 set -euo pipefail
 
-# build: what `go build` links (libtorch, Gloo, libjpeg-turbo) and what
-# `make demo` reads (WordNet, Fashion-MNIST). No Python: the demo runs none.
-build=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev)
+# build: what `go build` links (libtorch, Gloo, libjpeg-turbo), the BLAS
+# libtorch's matrix products should run on, and what `make demo` reads
+# (WordNet, Fashion-MNIST). No Python: the demo runs none. OpenBLAS is named
+# because Debian's libtorch depends on "libblas3 | libblas.so.3": installed
+# alone it gets Netlib's reference BLAS, on which the demo's runs took 2.7x
+# as long (95 s instead of ~35 s each on a 2-vCPU AMD EPYC Zen 3; lcl train
+# warns of it, docs/trainer.md "The BLAS").
+build=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev libopenblas0-pthread)
 # test: the independent references the tests compare against (every package
 # a test declares through internal/testdep; its
 # TestDepsInstallsEveryDeclaredPackage checks), on top of build.
+# libblas3 (Netlib's BLAS, which libtorch's dependency installs anyway): the
+# tests of lcl train's warning about it run on it.
 test=(python3-pil python3-numpy python3-networkx python3-scipy python3-torch python3-torchvision
-  python3-grpcio python3-protobuf)
+  python3-grpcio python3-protobuf libblas3)
 bench=(python3-gensim libjemalloc2 libtcmalloc-minimal4)
 e2e=(chromium slurm-wlm munge iproute2)
 proto=(protobuf-compiler)

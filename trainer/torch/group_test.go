@@ -257,6 +257,20 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if os.Getenv("LT_TEST_PRINT_BLAS") != "" {
+		// TestLoadedBLASReference's child: the BLAS its loader resolved.
+		if err := Check(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		b, err := LoadedBLAS()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(b.Kind, b.Path)
+		os.Exit(0)
+	}
 	if p := os.Getenv("LT_TEST_PEER"); p != "" {
 		port, _ := strconv.Atoi(p)
 		rank := 1

@@ -83,3 +83,6 @@ func (e *Engine) Eval(m *Model, logits, features bool) (EvalResult, error) {
 func (e *Engine) EvalWith(m *Model, q EvalRequest) (EvalResult, error) {
 	return EvalResult{}, ErrNoLibtorch
 }
+
+// LoadedBLAS finds no BLAS without libtorch.
+func LoadedBLAS() (BLAS, error) { return BLAS{}, ErrNoLibtorch }

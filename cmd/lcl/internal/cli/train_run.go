@@ -116,6 +116,9 @@ func trainPlanned(ctx context.Context, f *Factory, spec experiment.TrainSpec, r 
 	if r.PrecisionNote != "" {
 		f.Logf("lcl train: %s", r.PrecisionNote)
 	}
+	if note := blasNote(cfg.Device); note != "" {
+		f.Logf("lcl train: %s", note)
+	}
 	cfg.Progress, cfg.OnResume = pr.progress, pr.resumed
 	cfg.OnEpoch = func(m trainer.EpochMetrics) {
 		r.Planner.Observe(ctx, m.Observation())
@@ -249,4 +252,20 @@ func (f *Factory) runEnv(who string) trainrun.Env {
 			return embedIfMissing(ctx, f, s, set, who)
 		},
 	}
+}
+
+// blasNote warns when a CPU run's matrix products would run on Netlib's
+// reference BLAS: Debian's libtorch depends on "libblas3 | libblas.so.3", so
+// installing it alone gives that one, and the demo's CNN then trained 2.7×
+// slower than on OpenBLAS (docs/trainer.md, "The BLAS").
+func blasNote(device string) string {
+	if device != "" && device != "cpu" {
+		return ""
+	}
+	b, err := torch.LoadedBLAS()
+	if err != nil || !b.Reference() {
+		return ""
+	}
+	return fmt.Sprintf("libtorch's BLAS is the unoptimised reference one (%s): CPU training runs up to ~3x slower; "+
+		"install OpenBLAS (apt-get install libopenblas0-pthread, or scripts/deps.sh build)", b.Path)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -957,5 +958,41 @@ func synth10Args(dir, sim string, strategy ...string) func(run, epochs string, e
 			"--schedule", "constant", "--lr", "0.05", "--threads", "1", "--no-store"}
 		args = append(append(args, strategy...), "--matrix", sim, "--out", filepath.Join(dir, run))
 		return append(args, extra...)
+	}
+}
+
+// TestTrainWarnsOfReferenceBLAS: lcl train on Netlib's reference BLAS (what
+// Debian's libtorch gets when nothing installs OpenBLAS) says so, once,
+// with the fix; on the system's BLAS (OpenBLAS, scripts/deps.sh) it says
+// nothing.
+func TestTrainWarnsOfReferenceBLAS(t *testing.T) {
+	const netlib = "/usr/lib/x86_64-linux-gnu/blas"
+	if _, err := os.Stat(filepath.Join(netlib, "libblas.so.3")); err != nil {
+		t.Fatalf("Netlib's BLAS: %v (scripts/deps.sh installs libblas3)", err)
+	}
+	const warning = "lcl train: libtorch's BLAS is the unoptimised reference one"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		warn bool
+	}{
+		{"system BLAS", nil, false},
+		{"Netlib's BLAS", []string{"LD_LIBRARY_PATH=" + netlib}, true},
+	} {
+		dir := t.TempDir()
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "--store", filepath.Join(dir, "store"), "train", "--data", synth, "--model", "mlp:hidden=16",
+			"--epochs", "1", "--batch", "16", "--threads", "1", "--out", filepath.Join(dir, "run"))
+		cmd.Env = append(append(os.Environ(), "LCL_TEST_CLI=1"), tc.env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, stderr.String())
+		}
+		if n := strings.Count(stderr.String(), warning); n != map[bool]int{false: 0, true: 1}[tc.warn] {
+			t.Errorf("%s: the warning printed %d times:\n%s", tc.name, n, stderr.String())
+		} else if tc.warn && !strings.Contains(stderr.String(), "apt-get install libopenblas0-pthread") {
+			t.Errorf("%s: the warning names no fix:\n%s", tc.name, stderr.String())
+		}
 	}
 }
