@@ -130,6 +130,11 @@ fi
 echo "deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q >/dev/null || { echo "deps: apt-get update failed" >&2; exit 1; }
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+# dpkg's unsafe I/O (no sync before each file's rename, as Debian's container
+# images install): `make build` compiles Go beside this, and each of dpkg's
+# syncs then waits for Go's writes too; the fresh build took 104 s instead of
+# 118 s. The cost: a machine that loses power mid-install may keep empty
+# files of the packages being unpacked (apt-get install --reinstall mends).
+$sudo apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >/dev/null
 [ -n "$with_quickdraw" ] && quickdraw
 exit 0
