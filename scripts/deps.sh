@@ -20,9 +20,9 @@ set -euo pipefail
 # libtorch's matrix products should run on, and what `make demo` reads
 # (WordNet, Fashion-MNIST). No Python: the demo runs none. OpenBLAS is named
 # because Debian's libtorch depends on "libblas3 | libblas.so.3": installed
-# alone it gets Netlib's reference BLAS, on which the demo's runs took 2.7x
-# as long (95 s instead of ~35 s each on a 2-vCPU AMD EPYC Zen 3; lcl train
-# warns of it, docs/trainer.md "The BLAS").
+# alone it gets Netlib's reference BLAS, on which the demo's runs took 3x as
+# long (95 s instead of 31 s each on a 2-vCPU AMD EPYC Zen 3; lcl train warns
+# of it, docs/trainer.md "The BLAS").
 build=(wordnet-base dataset-fashion-mnist libtorch-dev libgloo-dev libjpeg62-turbo-dev libopenblas0-pthread)
 # test: the independent references the tests compare against (every package
 # a test declares through internal/testdep; its
