@@ -8,9 +8,9 @@ import (
 // BLAS names the BLAS library libtorch's matrix products run on in this
 // process, as the dynamic loader resolved it (LoadedBLAS).
 type BLAS struct {
-	// Kind is "openblas", "mkl", "blis", "reference" (Netlib's BLAS, Debian's
-	// libblas3) or "" when no BLAS library is mapped (libtorch not loaded,
-	// or linked statically).
+	// Kind is "openblas", "mkl", "blis", "atlas", "reference" (Netlib's BLAS,
+	// Debian's libblas3) or "" when libtorch loaded no BLAS library (not
+	// loaded yet, or one linked in statically, as PyTorch's wheels do).
 	Kind string
 	// Path is the file that defines sgemm_ for libtorch.
 	Path string
@@ -19,7 +19,7 @@ type BLAS struct {
 // Reference reports whether the BLAS is Netlib's unoptimised reference
 // implementation. Debian's libtorch depends on "libblas3 | libblas.so.3",
 // so a machine that installs libtorch-dev with --no-install-recommends and
-// nothing else gets it: the demo's CNN then trained 2.7× slower than on
+// nothing else gets it: the demo's runs then took 3× as long as on
 // OpenBLAS (docs/trainer.md, "The BLAS").
 func (b BLAS) Reference() bool { return b.Kind == "reference" }
 
