@@ -4,6 +4,9 @@ package torchtest
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"testing"
 
 	"github.com/lcl-project/lcl/trainer/torch"
 )
@@ -24,4 +27,14 @@ func Init() error {
 		return err
 	}
 	return nil
+}
+
+// Main is the whole TestMain of a package whose tests train and need
+// nothing else first: Init, then the tests, then exit with their status.
+func Main(m *testing.M) {
+	if err := Init(); err != nil {
+		fmt.Fprintln(os.Stderr, "torchtest:", err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
 }
