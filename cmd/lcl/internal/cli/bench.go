@@ -39,7 +39,7 @@ func printJSON(f *Factory, v any) error {
 func newBenchInfoCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "info",
-		Short: "The libtorch lcl runs on: version, CUDA devices, c10d, JPEG decoder",
+		Short: "The libtorch lcl runs on: version, CUDA devices, c10d, BLAS, JPEG decoder",
 		Args:  noArgsOrUsage,
 		RunE: func(*cobra.Command, []string) error {
 			info := map[string]any{"libtorch": torch.Version(), "available": torch.Available(),
@@ -54,6 +54,11 @@ func newBenchInfoCmd(f *Factory) *cobra.Command {
 			}
 			if info["threads"], err = torch.Threads(); err != nil {
 				return err
+			}
+			// The BLAS libtorch's matrix products run on: a benchmark's figure
+			// on Netlib's reference BLAS says little (docs/trainer.md, "The BLAS").
+			if b, err := torch.LoadedBLAS(); err == nil && b.Kind != "" {
+				info["blas"] = b.Kind
 			}
 			return printJSON(f, info)
 		},

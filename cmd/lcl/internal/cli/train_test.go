@@ -964,7 +964,7 @@ func synth10Args(dir, sim string, strategy ...string) func(run, epochs string, e
 // TestTrainWarnsOfReferenceBLAS: lcl train on Netlib's reference BLAS (what
 // Debian's libtorch gets when nothing installs OpenBLAS) says so, once,
 // with the fix; on the system's BLAS (OpenBLAS, scripts/deps.sh) it says
-// nothing.
+// nothing. lcl bench info names the BLAS in both.
 func TestTrainWarnsOfReferenceBLAS(t *testing.T) {
 	const netlib = "/usr/lib/x86_64-linux-gnu/blas"
 	if _, err := os.Stat(filepath.Join(netlib, "libblas.so.3")); err != nil {
@@ -993,6 +993,17 @@ func TestTrainWarnsOfReferenceBLAS(t *testing.T) {
 			t.Errorf("%s: the warning printed %d times:\n%s", tc.name, n, stderr.String())
 		} else if tc.warn && !strings.Contains(stderr.String(), "apt-get install libopenblas0-pthread") {
 			t.Errorf("%s: the warning names no fix:\n%s", tc.name, stderr.String())
+		}
+		// lcl bench info names the BLAS too.
+		info := exec.Command(exe, "bench", "info")
+		info.Env = cmd.Env
+		out, err := info.Output()
+		var got struct{ BLAS string }
+		if err != nil || json.Unmarshal(out, &got) != nil {
+			t.Fatalf("%s: bench info: %v, %s", tc.name, err, out)
+		}
+		if (got.BLAS == "reference") != tc.warn || got.BLAS == "" {
+			t.Errorf("%s: bench info says blas %q", tc.name, got.BLAS)
 		}
 	}
 }
