@@ -58,7 +58,8 @@ build: libtorch-check
 	@$(MAKE) --no-print-directory -j2 $(if $(LAZY),bin/libltshim.so) build-go
 
 GO_TAGS_BUILD = $(if $(LAZY),-tags ltlazy,$(GOTAGS))
-GO_MAINS := ./cmd/lcl ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
+GO_PLUGINS := ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
+GO_MAINS := ./cmd/lcl $(GO_PLUGINS)
 
 # go-deps: every package lcl's commands import from outside the module, into
 # Go's build cache (nothing when it is warm but a `go list`). At the lowest
@@ -68,7 +69,7 @@ go-deps:
 
 build-go: build-deps go-deps
 	$(GO) build $(GO_TAGS_BUILD) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lcl
-	$(GO) build -o bin/plugins/ ./examples/lcl-strategy-annealls ./examples/lcl-similarity-lexical
+	$(GO) build -o bin/plugins/ $(GO_PLUGINS)
 	install -m 755 examples/lcl-similarity-py/lcl-similarity-bigram.py examples/lcl-strategy-py/lcl-strategy-pyannealls.py bin/plugins/
 	install -m 644 examples/lcl-strategy-py/lcl_pb2.py bin/plugins/
 

@@ -258,7 +258,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	if os.Getenv("LT_TEST_PRINT_BLAS") != "" {
-		// TestLoadedBLASReference's child: the BLAS its loader resolved.
+		// TestLoadedBLAS's child: the BLAS its loader resolved.
 		if err := Check(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

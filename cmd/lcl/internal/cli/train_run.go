@@ -256,8 +256,8 @@ func (f *Factory) runEnv(who string) trainrun.Env {
 
 // blasNote warns when a CPU run's matrix products would run on Netlib's
 // reference BLAS: Debian's libtorch depends on "libblas3 | libblas.so.3", so
-// installing it alone gives that one, and the demo's CNN then trained 2.7×
-// slower than on OpenBLAS (docs/trainer.md, "The BLAS").
+// installing it alone gives that one, and the demo's runs then took 3× as
+// long as on OpenBLAS (docs/trainer.md, "The BLAS").
 func blasNote(device string) string {
 	if device != "" && device != "cpu" {
 		return ""
