@@ -29,7 +29,10 @@
 # run of each side is printed too. Prints seconds per run, the ratios,
 # PyTorch's settings, the CPU and the load average. All five nets in four
 # modes take about three hours on 2 cores (BENCH_COMPILE=0 and fewer
-# rounds, BENCH_MODES or MODELS narrow it: bench/torch2.sh 5 5 cnn).
+# rounds, BENCH_MODES or MODELS narrow it: bench/torch2.sh 5 5 cnn) on a
+# Zen 4 EPYC; on a Zen 3 EPYC a five-epoch ResNet-18 run
+# takes ~7 minutes, so ResNet-18 gets one epoch there
+# (bench/torch2.sh 1 5 resnet18:stem=cifar: ~55 minutes a mode).
 # BENCH_BASE=REV also builds lcl at commit REV (git archive; its own shim
 # sources) and times it in the same rounds, for a before/after of lcl on one
 # machine in one run (columns base-1.13, base-2.6 and now/base: > 1 means

@@ -130,11 +130,16 @@ func labelsOf(t *testing.T) *labels.Set {
 
 // --precision auto resolves on the machine: the trainer gets the concrete
 // precision torch.AutoPrecision names, the note says it, and the spec (the
-// run's identity) keeps "auto".
+// run's identity) keeps "auto". bf16 asked for by name runs as asked, with a
+// note on a CPU without bf16 units (where auto picks fp32).
 func TestOpenPrecisionAuto(t *testing.T) {
+	bf16Note := ""
+	if p, _ := torch.AutoPrecision("cpu"); p != torch.BF16 {
+		bf16Note = "precision bf16: this CPU has no bf16 units"
+	}
 	for _, tc := range []struct{ given, want, note string }{
 		{"auto", "", "precision auto: "},
-		{"bf16", "bf16", ""},
+		{"bf16", "bf16", bf16Note},
 		{"fp32", "fp32", ""},
 	} {
 		spec := experiment.NewTrainSpec()
