@@ -90,7 +90,8 @@ bin/libltshim.so: $(SHIM_SOURCES) | build-deps
 # test binaries in the order the packages are named, two at a time, so with
 # ./... alone cmd/lcl/internal/cli ran beside everything else and
 # trainer/torch, alphabetically late, ran its 68 s alone at the end: 242 s
-# warm, 220 s in this order. -ldflags=-w: the test binaries without DWARF
+# warm, 220 s in this order (cold, after make build, all three changes:
+# 275 → 268 s, single runs). -ldflags=-w: the test binaries without DWARF
 # (stack traces keep their symbols) link in ~35 % less CPU (cli.test 5.7 →
 # 3.5 CPU-s; 43 test binaries, ~45 CPU-s of linking cold).
 TEST_FIRST := ./cmd/lcl/internal/cli ./trainer/torch ./trainer ./trainer/models \
