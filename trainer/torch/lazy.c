@@ -79,6 +79,11 @@ void *lt_lazy_fn(int i) {
 	return lazy_fns[i];
 }
 
+void *lt_lazy_sym(const char *name) {
+	if (lt_lazy_load()) return NULL;
+	return dlsym(lazy_lib, name);
+}
+
 /* bind: libtorch 1.13's TCPStore binds its server to the wildcard address,
    and --dist-bind narrows it by interposing bind() (dist.cpp,
    store_server). The shim library is opened RTLD_LOCAL, so its own bind()

@@ -17,6 +17,11 @@ const char *lt_lazy_load(void);
    version (lt_lazy_load, lt_abi_version) before any other call. */
 void *lt_lazy_fn(int i);
 
+/* lt_lazy_sym is the address of symbol name in the open library, or NULL
+   when it is not open or has no such symbol: for the few functions outside
+   the ABI that tests call (losscheck.h). */
+void *lt_lazy_sym(const char *name);
+
 /* The shim functions, in lazy_gen.c's order. */
 extern const char *const lt_lazy_names[];
 extern const int lt_lazy_count;

@@ -2,12 +2,25 @@
 
 package shimloss
 
-// The flags of trainer/torch's cgo.go (see there): the same libtorch.
+// The functions are the shim's (trainer/torch's losscheck.h), found by
+// torch.LossCheckFuncs and called through these two: this package
+// compiles no C++ and links no libtorch of its own.
 
-// #cgo CXXFLAGS: -O2 -I/usr/include/torch/csrc/api/include
-// #cgo LDFLAGS: -ltorch -ltorch_cpu -lc10
 // #include <stdlib.h>
-// #include "shimloss.h"
+// #include "../../losscheck.h"
+// static int32_t call_loss(void *fn, const float *logits, int64_t n, int64_t c, const int64_t *y,
+//                          const int64_t *y_mixed, double lam, const float *targets, const float *weights,
+//                          lt_coefs coefs, const float *group_members, const float *group_weights,
+//                          int64_t n_groups, const float *teacher_logits, const float *peer_logits,
+//                          int32_t n_peers, float *loss_out, float *grad_out, char **err) {
+// 	return ((ltt_loss_fn)fn)(logits, n, c, y, y_mixed, lam, targets, weights, coefs, group_members,
+// 	                         group_weights, n_groups, teacher_logits, peer_logits, n_peers, loss_out,
+// 	                         grad_out, err);
+// }
+// static int32_t call_cross_entropy(void *fn, const float *logits, int64_t n, int64_t c, const int64_t *y,
+//                                   float *loss_out, char **err) {
+// 	return ((ltt_cross_entropy_fn)fn)(logits, n, c, y, loss_out, err);
+// }
 import "C"
 
 import (
@@ -81,7 +94,11 @@ func Loss(in Input) (float32, []float32, error) {
 	if in.Mixed != nil {
 		mixed = (*C.int64_t)(&in.Mixed[0])
 	}
-	rc := C.ltt_loss(ptr(in.Logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), mixed, C.double(in.Lam),
+	fn, _, err := torch.LossCheckFuncs()
+	if err != nil {
+		return 0, nil, fmt.Errorf("shimloss: %w", err)
+	}
+	rc := C.call_loss(fn, ptr(in.Logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&in.Y[0]), mixed, C.double(in.Lam),
 		ptr(in.Targets), ptr(in.Weights),
 		co, ptr(in.GroupMembers), ptr(in.GroupWeights), C.int64_t(in.Groups), ptr(in.Teacher), ptr(peers), C.int32_t(len(in.Peers)),
 		&loss, ptr(grad), &cerr)
@@ -99,9 +116,13 @@ func CrossEntropy(logits []float32, n, c int, y []int64) (float32, error) {
 	if n <= 0 || len(logits) != n*c || len(y) != n {
 		return 0, fmt.Errorf("shimloss: cross entropy: inconsistent sizes for %d×%d logits", n, c)
 	}
+	_, fn, err := torch.LossCheckFuncs()
+	if err != nil {
+		return 0, fmt.Errorf("shimloss: %w", err)
+	}
 	var loss C.float
 	var cerr *C.char
-	rc := C.ltt_cross_entropy(ptr(logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&y[0]), &loss, &cerr)
+	rc := C.call_cross_entropy(fn, ptr(logits), C.int64_t(n), C.int64_t(c), (*C.int64_t)(&y[0]), &loss, &cerr)
 	runtime.KeepAlive(logits)
 	runtime.KeepAlive(y)
 	if rc != 0 {

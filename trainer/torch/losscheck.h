@@ -1,13 +1,16 @@
 /*
- * shimloss.h: the training loss of trainer/torch's shim (loss.hpp) on its
- * own, for tests; not part of shim.h's ABI. Same conventions as shim.h.
+ * losscheck.h: the training loss of the shim (loss.hpp) on its own, for
+ * the tests of internal/shimloss; defined in shim.cpp, so a shim library
+ * has it too, but no part of shim.h's ABI (LT_ABI_VERSION does not cover
+ * it, the lazy loader does not list it: internal/shimloss looks it up,
+ * trainer/torch's LossCheckFuncs). Same conventions as shim.h.
  */
-#ifndef LCL_TORCH_SHIMLOSS_H
-#define LCL_TORCH_SHIMLOSS_H
+#ifndef LCL_TORCH_LOSSCHECK_H
+#define LCL_TORCH_LOSSCHECK_H
 
 #include <stdint.h>
 
-#include "../../shim.h"
+#include "shim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +34,12 @@ int32_t ltt_loss(const float *logits, int64_t n, int64_t c, const int64_t *y, co
 
 /* torch::nn::functional::cross_entropy (mean over the batch) for reference. */
 int32_t ltt_cross_entropy(const float *logits, int64_t n, int64_t c, const int64_t *y, float *loss_out, char **err);
+
+/* The types of the two, for the callers that look them up. */
+typedef int32_t (*ltt_loss_fn)(const float *, int64_t, int64_t, const int64_t *, const int64_t *, double, const float *,
+                               const float *, lt_coefs, const float *, const float *, int64_t, const float *,
+                               const float *, int32_t, float *, float *, char **);
+typedef int32_t (*ltt_cross_entropy_fn)(const float *, int64_t, int64_t, const int64_t *, float *, char **);
 
 #ifdef __cplusplus
 }
