@@ -33,11 +33,10 @@ rounds=${ROUNDS:-5}
 export OMP_WAIT_POLICY=PASSIVE
 tun=GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=2147483647
 jem=LD_PRELOAD=${JEMALLOC:-/usr/lib/x86_64-linux-gnu/libjemalloc.so.2}
-envof() { # SETTING: PyTorch's environment for it
+envof() { # SETTING: what PyTorch's environment adds for it (OMP_WAIT_POLICY is exported above)
 	case $1 in
-	tunables) echo "OMP_WAIT_POLICY=PASSIVE $tun" ;;
-	jemalloc) echo "OMP_WAIT_POLICY=PASSIVE $jem" ;;
-	*) echo "OMP_WAIT_POLICY=PASSIVE" ;;
+	tunables) echo "$tun" ;;
+	jemalloc) echo "$jem" ;;
 	esac
 }
 flags() { # MODE: --precision P [--channels-last]
@@ -47,18 +46,8 @@ flags() { # MODE: --precision P [--channels-last]
 	case $1 in *cl*) echo --channels-last ;; esac
 }
 # One logical CPU per physical core, in pairs: "0,1 2,3 ...".
-slots=$(python3 - <<'EOF'
-import glob, re
-seen, cpus = set(), []
-paths = glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")
-for p in sorted(paths, key=lambda s: int(re.search(r"cpu(\d+)/", s).group(1))):
-    s = open(p).read().strip()
-    if s not in seen:
-        seen.add(s)
-        cpus.append(int(re.search(r"cpu(\d+)/", p).group(1)))
-print(" ".join("%d,%d" % (cpus[i], cpus[i + 1]) for i in range(0, len(cpus) - 1, 2)))
-EOF
-)
+slots=$(lscpu -p=CPU,CORE | awk -F, '/^#/ { next } !seen[$2]++ { c[n++] = $1 }
+	END { for (i = 0; i + 1 < n; i += 2) printf "%s%d,%d", (i ? " " : ""), c[i], c[i + 1] }')
 read -r -a sl <<<"$slots"
 [ ${#sl[@]} -gt 0 ] || { echo "scripts/nogo-bench.sh: fewer than 2 physical cores" >&2; exit 1; }
 echo "scripts/nogo-bench.sh: slots $slots; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
